@@ -1,0 +1,36 @@
+"""ResNet-50 inference (torchvision, random weights), batch 64, fp16, channels_last, on CUDA.
+
+    kforge run benchmarks/resnet50.py [--iters 20]
+"""
+
+import argparse
+import time
+
+import torch
+import torchvision
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--iters", type=int, default=20)
+    p.add_argument("--batch", type=int, default=64)
+    args = p.parse_args()
+    torch.manual_seed(0)
+    model = torchvision.models.resnet50(weights=None).cuda().half().eval()
+    model = model.to(memory_format=torch.channels_last)
+    x = torch.randn(args.batch, 3, 224, 224, device="cuda").half().to(memory_format=torch.channels_last)
+    with torch.inference_mode():
+        for _ in range(3):
+            model(x)
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for _ in range(args.iters):
+            y = model(x)
+        torch.cuda.synchronize()
+    dt = (time.perf_counter() - t0) / args.iters
+    print(f"resnet50 batch {args.batch} fp16 channels_last: {1e3 * dt:.2f} ms/iter "
+          f"(host wall, {args.iters} iters), logits checksum {y.float().sum().item():.3f}")
+
+
+if __name__ == "__main__":
+    main()

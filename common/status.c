@@ -1,0 +1,22 @@
+#include "kforge.h"
+
+const char *kf_status_str(kf_status s)
+{
+    switch (s) {
+    case KF_OK: return "ok";
+    case KF_ERR_INVALID: return "invalid argument";
+    case KF_ERR_NOMEM: return "out of memory";
+    case KF_ERR_FULL: return "table full";
+    case KF_ERR_NOT_FOUND: return "not found";
+    case KF_ERR_UNSUPPORTED: return "unsupported";
+    case KF_ERR_KERNEL: return "kernel failed";
+    case KF_ERR_CUDA: return "CUDA error";
+    case KF_ERR_IO: return "I/O error";
+    }
+    return "unknown status";
+}
+
+const char *kf_version(void)
+{
+    return KF_VERSION_STRING;
+}

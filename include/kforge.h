@@ -1,0 +1,114 @@
+/* Kernel Forge runtime: the one public C header.
+ *
+ * Everything here is plain C11 so that the plugin, the cache, the forge worker and ctypes can all
+ * use it. Handles are opaque; every function that can fail returns a kf_status and keeps a
+ * detailed message on the handle (kf_runtime_errmsg). */
+#ifndef KFORGE_H
+#define KFORGE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(KF_BUILDING)
+#define KF_API __attribute__((visibility("default")))
+#else
+#define KF_API
+#endif
+
+#define KF_VERSION_MAJOR 0
+#define KF_VERSION_MINOR 1
+#define KF_VERSION_PATCH 0
+#define KF_VERSION_STRING "0.1.0"
+
+#define KF_MAX_DIMS 8
+
+typedef enum kf_status {
+    KF_OK = 0,
+    KF_ERR_INVALID = 1,     /* bad argument from the caller */
+    KF_ERR_NOMEM = 2,
+    KF_ERR_FULL = 3,        /* a fixed-size table is full */
+    KF_ERR_NOT_FOUND = 4,
+    KF_ERR_UNSUPPORTED = 5, /* the signature cannot be served (too many args, unknown types) */
+    KF_ERR_KERNEL = 6,      /* a kernel reported failure */
+    KF_ERR_CUDA = 7,        /* a CUDA driver call failed or the driver is missing */
+    KF_ERR_IO = 8,
+} kf_status;
+
+KF_API const char *kf_status_str(kf_status s);
+
+typedef enum kf_log_level {
+    KF_LOG_DEBUG = 0,
+    KF_LOG_INFO = 1,
+    KF_LOG_WARNING = 2,
+    KF_LOG_ERROR = 3,
+} kf_log_level;
+
+/* Called from any thread; must not call back into the plugin. */
+typedef void (*kf_log_fn)(int level, const char *msg, void *user);
+
+/* Our own dtype codes: stable across torch versions, used in signatures and cache keys. */
+typedef enum kf_dtype {
+    KF_DTYPE_UNKNOWN = 0,
+    KF_F32, KF_F16, KF_BF16, KF_F64,
+    KF_I8, KF_U8, KF_I16, KF_I32, KF_I64, KF_BOOL,
+    KF_C64, KF_C128,
+    KF_F8E4M3, KF_F8E5M2,
+    KF_DTYPE_COUNT
+} kf_dtype;
+
+typedef enum kf_device_type {
+    KF_DEV_CPU = 0,
+    KF_DEV_CUDA = 1,
+    KF_DEV_OTHER = 2,
+} kf_device_type;
+
+/* What the C side knows about a tensor. Strides and sizes are in elements. */
+typedef struct kf_tensor {
+    void *data;
+    int dtype;  /* kf_dtype */
+    int ndim;
+    int64_t sizes[KF_MAX_DIMS], strides[KF_MAX_DIMS];
+    int device_type, device_index;
+} kf_tensor;
+
+/* A kernel serves one exact signature. `tensors` holds the op's tensor arguments in schema order
+ * (mutated arguments included), then the freshly allocated outputs in return order. `stream` is
+ * the caller's current CUDA stream (CUstream) or NULL on CPU. Return 0 on success; any other value
+ * makes the plugin run the original kernel instead, so a kernel that fails must not have written. */
+typedef int (*kf_kernel_fn)(void *user, const kf_tensor *tensors, int n_tensors, void *stream);
+
+typedef struct kf_runtime kf_runtime;
+
+/* The runtime created when the plugin library is loaded (NULL if loading failed). */
+KF_API kf_runtime *kf_runtime_get(void);
+KF_API const char *kf_runtime_errmsg(const kf_runtime *rt);
+KF_API const char *kf_version(void);
+
+KF_API void kf_set_log_callback(kf_log_fn fn, void *user);
+KF_API void kf_set_log_level(int level);
+
+KF_API void kf_set_enabled(kf_runtime *rt, int on);
+KF_API int kf_enabled(const kf_runtime *rt);
+
+/* JSON documents owned by the caller; release them with kf_free. */
+KF_API char *kf_stats_json(kf_runtime *rt);
+KF_API char *kf_ops_json(kf_runtime *rt);
+KF_API void kf_reset_stats(kf_runtime *rt);
+KF_API void kf_free(void *p);
+
+/* Signature probe: between begin and end, the first call of `op` (e.g. "aten::relu") on this thread has its
+ * signature key stored and is run by the original kernel. */
+KF_API void kf_probe_begin(kf_runtime *rt, const char *op);
+KF_API kf_status kf_probe_end(kf_runtime *rt, uint64_t *key);
+
+/* Attach a kernel to the signature with this key (it must have been seen). fn == NULL detaches. */
+KF_API kf_status kf_register_kernel(kf_runtime *rt, uint64_t key, kf_kernel_fn fn, void *user);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,132 @@
+"""Loading the plugin library and talking to its C API (include/kforge.h) through ctypes."""
+
+from __future__ import annotations
+
+import atexit
+import ctypes
+import glob
+import json
+import logging
+import os
+import threading
+
+logger = logging.getLogger("kernel_forge")
+
+_LEVELS = {0: logging.DEBUG, 1: logging.INFO, 2: logging.WARNING, 3: logging.ERROR}
+_ENV_LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING,
+               "warn": logging.WARNING, "error": logging.ERROR}
+
+_LOG_FN = ctypes.CFUNCTYPE(None, ctypes.c_int, ctypes.c_char_p, ctypes.c_void_p)
+_lock = threading.Lock()
+_lib = None
+_log_cb = None
+
+
+class KernelForgeError(RuntimeError):
+    """An error reported by the plugin, with its message."""
+
+
+def library_path() -> str:
+    """Path of the built plugin library inside the package."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    found = sorted(glob.glob(os.path.join(here, "_kforge*.so")))
+    if not found:
+        raise KernelForgeError(
+            f"the kernel_forge plugin library is not built (no _kforge*.so in {here}); "
+            "reinstall with `pip install .` from the source tree")
+    return found[0]
+
+
+def _on_log(level, msg, _user):
+    try:
+        logger.log(_LEVELS.get(level, logging.WARNING), msg.decode("utf-8", "replace"))
+    except Exception:  # a logging failure must never unwind into C
+        pass
+
+
+def _configure_logger():
+    name = os.environ.get("KFORGE_LOG", "").lower()
+    if name in _ENV_LEVELS:
+        logger.setLevel(_ENV_LEVELS[name])
+        if not logger.handlers:
+            h = logging.StreamHandler()
+            h.setFormatter(logging.Formatter("kforge %(levelname)s: %(message)s"))
+            logger.addHandler(h)
+
+
+def _bind(lib):
+    c = ctypes
+    sigs = {
+        "kf_runtime_get": ([], c.c_void_p),
+        "kf_runtime_errmsg": ([c.c_void_p], c.c_char_p),
+        "kf_version": ([], c.c_char_p),
+        "kf_status_str": ([c.c_int], c.c_char_p),
+        "kf_set_log_callback": ([_LOG_FN, c.c_void_p], None),
+        "kf_set_enabled": ([c.c_void_p, c.c_int], None),
+        "kf_enabled": ([c.c_void_p], c.c_int),
+        "kf_stats_json": ([c.c_void_p], c.c_void_p),
+        "kf_ops_json": ([c.c_void_p], c.c_void_p),
+        "kf_reset_stats": ([c.c_void_p], None),
+        "kf_free": ([c.c_void_p], None),
+        "kf_probe_begin": ([c.c_void_p, c.c_char_p], None),
+        "kf_probe_end": ([c.c_void_p, c.POINTER(c.c_uint64)], c.c_int),
+        "kf_register_kernel": ([c.c_void_p, c.c_uint64, c.c_void_p, c.c_void_p], c.c_int),
+        "kf_set_observer": ([c.c_void_p, c.c_int], c.c_int),
+    }
+    for name, (args, res) in sigs.items():
+        f = getattr(lib, name)
+        f.argtypes = args
+        f.restype = res
+
+
+def lib():
+    """The loaded plugin (loading it on first use)."""
+    global _lib, _log_cb
+    if _lib is not None:
+        return _lib
+    with _lock:
+        if _lib is not None:
+            return _lib
+        import torch  # the plugin needs libtorch loaded first
+
+        path = library_path()
+        _configure_logger()
+        if path not in getattr(torch.ops, "loaded_libraries", set()):
+            # hold load-time messages until our sink is installed, then replay them
+            os.environ["KFORGE_LOG_DEFER"] = "1"
+            try:
+                torch.ops.load_library(path)
+            finally:
+                os.environ.pop("KFORGE_LOG_DEFER", None)
+        handle = ctypes.CDLL(path)  # the same handle torch loaded
+        _bind(handle)
+        _log_cb = _LOG_FN(_on_log)
+        handle.kf_set_log_callback(_log_cb, None)
+        atexit.register(handle.kf_set_log_callback, _LOG_FN(), None)
+        if not handle.kf_runtime_get():
+            raise KernelForgeError("the plugin loaded but its runtime was not created "
+                                   "(see the log above)")
+        _lib = handle
+        return _lib
+
+
+def runtime():
+    return lib().kf_runtime_get()
+
+
+def take_json(ptr):
+    """Decode a JSON document returned by the C API and free it."""
+    if not ptr:
+        raise KernelForgeError("the plugin could not build its report (out of memory?)")
+    try:
+        return json.loads(ctypes.string_at(ptr).decode("utf-8"))
+    finally:
+        lib().kf_free(ptr)
+
+
+def errmsg() -> str:
+    return lib().kf_runtime_errmsg(runtime()).decode("utf-8", "replace")
+
+
+def status_str(code: int) -> str:
+    return lib().kf_status_str(code).decode()

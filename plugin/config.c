@@ -1,0 +1,83 @@
+#include "config.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int env_flag(const char *name)
+{
+    const char *s = getenv(name);
+    return s && *s && strcmp(s, "0") != 0 && strcmp(s, "false") != 0 && strcmp(s, "no") != 0;
+}
+
+static long env_long(const char *name, long dflt, long lo, long hi)
+{
+    const char *s = getenv(name);
+    if (!s || !*s) return dflt;
+    char *end;
+    long v = strtol(s, &end, 10);
+    if (*end || v < lo || v > hi) return dflt;
+    return v;
+}
+
+static double env_double(const char *name, double dflt, double lo, double hi)
+{
+    const char *s = getenv(name);
+    if (!s || !*s) return dflt;
+    char *end;
+    double v = strtod(s, &end);
+    if (*end || !(v >= lo && v <= hi)) return dflt;
+    return v;
+}
+
+static int valid_op_char(char c)
+{
+    return isalnum((unsigned char)c) || c == '_' || c == '.' || c == ':';
+}
+
+void kf_config_set_ops(kf_config *cfg, const char *list)
+{
+    cfg->n_ops = 0;
+    cfg->bad_ops[0] = 0;
+    const char *p = list;
+    while (*p) {
+        while (*p == ',' || isspace((unsigned char)*p)) p++;
+        if (!*p) break;
+        const char *start = p;
+        while (*p && *p != ',') p++;
+        size_t n = (size_t)(p - start);
+        while (n && isspace((unsigned char)start[n - 1])) n--;
+        char name[KF_OP_NAME_MAX];
+        int ok = n > 0 && n + 7 < sizeof name;
+        for (size_t i = 0; ok && i < n; i++) ok = valid_op_char(start[i]);
+        if (ok) {
+            int has_ns = memmem(start, n, "::", 2) != NULL;
+            snprintf(name, sizeof name, "%s%.*s", has_ns ? "" : "aten::", (int)n, start);
+            for (int i = 0; i < cfg->n_ops; i++)
+                if (!strcmp(cfg->ops[i], name)) ok = 0; /* duplicate: keep the first */
+            if (ok && cfg->n_ops < KF_MAX_OPS) strcpy(cfg->ops[cfg->n_ops++], name);
+        } else {
+            size_t used = strlen(cfg->bad_ops);
+            snprintf(cfg->bad_ops + used, sizeof cfg->bad_ops - used, "%s'%.*s'",
+                     used ? ", " : "", (int)(n > 40 ? 40 : n), start);
+        }
+    }
+}
+
+void kf_config_from_env(kf_config *cfg)
+{
+    memset(cfg, 0, sizeof *cfg);
+    cfg->disable = env_flag("KFORGE_DISABLE");
+    cfg->tune = env_flag("KFORGE_TUNE");
+    cfg->record = cfg->tune || env_flag("KFORGE_RECORD");
+    cfg->sample_every = (int)env_long("KFORGE_SAMPLE_EVERY", 16, 1, 1 << 20);
+    cfg->observer_prob = env_double("KFORGE_OBSERVER_SAMPLE", 1.0, 1e-6, 1.0);
+    const char *ops = getenv("KFORGE_OPS");
+    if (ops) {
+        kf_config_set_ops(cfg, ops);
+    } else {
+        for (int i = 0; kf_default_ops[i] && i < KF_MAX_OPS; i++)
+            strcpy(cfg->ops[cfg->n_ops++], kf_default_ops[i]);
+    }
+}

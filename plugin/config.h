@@ -1,0 +1,33 @@
+/* Settings read once from the environment when the plugin loads. */
+#ifndef KF_PLUGIN_CONFIG_H
+#define KF_PLUGIN_CONFIG_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define KF_MAX_OPS 64
+#define KF_OP_NAME_MAX 64
+
+typedef struct kf_config {
+    int disable;           /* KFORGE_DISABLE=1: load, intercept nothing */
+    int record;            /* KFORGE_RECORD=1 or KFORGE_TUNE=1: also observe ops outside the list */
+    int tune;              /* KFORGE_TUNE=1 */
+    int sample_every;      /* KFORGE_SAMPLE_EVERY: time one call in N per signature (default 16) */
+    double observer_prob;  /* KFORGE_OBSERVER_SAMPLE: share of non-intercepted calls observed */
+    int n_ops;             /* the intercept list: KFORGE_OPS or the default list */
+    char ops[KF_MAX_OPS][KF_OP_NAME_MAX];
+    char bad_ops[256];     /* KFORGE_OPS entries that were malformed (for a warning) */
+} kf_config;
+
+void kf_config_from_env(kf_config *cfg);
+/* Parse a comma-separated op list into cfg->ops; names without a namespace get "aten::". */
+void kf_config_set_ops(kf_config *cfg, const char *list);
+
+/* The default intercept list (plugin/oplist.c). */
+extern const char *const kf_default_ops[];
+
+#ifdef __cplusplus
+}
+#endif
+#endif

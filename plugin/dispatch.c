@@ -1,0 +1,176 @@
+#include "runtime.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../common/log.h"
+
+/* The signature probe is per thread by nature: it captures the next call made by the thread that
+ * asked (kernel_forge.signature_key), whatever other threads are doing. */
+static _Thread_local struct {
+    int active;
+    int done;
+    uint64_t key;
+    char op[KF_OP_NAME_MAX];
+} t_probe;
+
+uint64_t kf_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static int probe_wants(const kf_sig *sig)
+{
+    size_t n = strlen(t_probe.op);
+    return sig->len > n && sig->buf[0] == n && memcmp(sig->buf + 1, t_probe.op, n) == 0;
+}
+
+void kf_dispatch_begin(kf_runtime *rt, const kf_sig *sig, kf_call *c)
+{
+    memset(c, 0, sizeof *c);
+    c->gpu_token = -1;
+    uint64_t h = kf_sig_hash(sig->buf, sig->len);
+    kf_slot *s = kf_sigtable_get(rt->sigs, h, sig->buf, sig->len, sig->flags, sig->device_type,
+                                 sig->device_index);
+    if (!s) {
+        atomic_fetch_add_explicit(&rt->dropped, 1, memory_order_relaxed);
+        return;
+    }
+    c->slot = s;
+    uint64_t n = atomic_fetch_add_explicit(&s->calls, 1, memory_order_relaxed) + 1;
+    c->time_it = n <= 3 || n % (uint64_t)rt->cfg.sample_every == 0;
+    const int servable = !(s->flags & (KF_SIG_TRUNCATED | KF_SIG_UNSERVABLE));
+    const kf_out_layout *o = atomic_load_explicit(&s->outs, memory_order_acquire);
+    c->outs = o;
+    c->learn = servable && !o;
+    if (t_probe.active && !t_probe.done && probe_wants(sig)) {
+        t_probe.done = 1;
+        t_probe.key = h;
+        return; /* a probe always runs eager, so the layout of eager's outputs gets recorded */
+    }
+    if (!servable || !o || o->n <= 0) return;
+    c->kernel = atomic_load_explicit(&s->kernel, memory_order_acquire);
+}
+
+void kf_dispatch_start(kf_runtime *rt, kf_call *c, int served, void *stream)
+{
+    if (!c->slot || !c->time_it) return;
+    if (c->slot->device_type == KF_DEV_CUDA)
+        c->gpu_token = kf_gpu_timer_start(rt->gtimer, stream, c->slot, served);
+    else
+        c->t0_ns = kf_now_ns();
+}
+
+void kf_dispatch_end(kf_runtime *rt, kf_call *c, int served, void *stream)
+{
+    kf_slot *s = c->slot;
+    if (!s) return;
+    atomic_fetch_add_explicit(served ? &s->served : &s->fallback, 1, memory_order_relaxed);
+    if (!c->time_it) return;
+    if (s->device_type == KF_DEV_CUDA) {
+        kf_gpu_timer_stop(rt->gtimer, c->gpu_token, stream);
+        return;
+    }
+    uint64_t dt = kf_now_ns() - c->t0_ns;
+    atomic_fetch_add_explicit(served ? &s->sv_timed : &s->fb_timed, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(served ? &s->sv_time_ns : &s->fb_time_ns, dt, memory_order_relaxed);
+}
+
+int kf_kernel_launch(const kf_kernel *k, const kf_tensor *tensors, int n, void *stream)
+{
+    return k->fn(k->user, tensors, n, stream);
+}
+
+void kf_dispatch_learn_outputs(kf_slot *slot, const kf_out_layout *layout)
+{
+    kf_slot_set_outs(slot, layout);
+}
+
+void kf_dispatch_cancel(kf_runtime *rt, kf_call *c)
+{
+    if (c->gpu_token >= 0) kf_gpu_timer_cancel(rt->gtimer, c->gpu_token);
+    c->gpu_token = -1;
+    c->time_it = 0;
+}
+
+void kf_dispatch_observed(kf_runtime *rt, const char *name, uint64_t ns, uint64_t weight)
+{
+    kf_sig sig;
+    kf_sig_begin(&sig, name);
+    uint64_t h = kf_sig_hash(sig.buf, sig.len);
+    kf_slot *s = kf_sigtable_get(rt->sigs, h, sig.buf, sig.len, sig.flags | KF_SLOT_OBSERVED,
+                                 -1, 0);
+    if (!s) {
+        atomic_fetch_add_explicit(&rt->dropped, 1, memory_order_relaxed);
+        return;
+    }
+    atomic_fetch_add_explicit(&s->calls, weight, memory_order_relaxed);
+    atomic_fetch_add_explicit(&s->fallback, weight, memory_order_relaxed);
+    atomic_fetch_add_explicit(&s->fb_timed, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&s->fb_time_ns, ns, memory_order_relaxed);
+}
+
+void kf_probe_begin(kf_runtime *rt, const char *op)
+{
+    (void)rt;
+    memset(&t_probe, 0, sizeof t_probe);
+    strncpy(t_probe.op, op, sizeof t_probe.op - 1);
+    t_probe.active = 1;
+}
+
+kf_status kf_probe_end(kf_runtime *rt, uint64_t *key)
+{
+    (void)rt;
+    int done = t_probe.done;
+    *key = t_probe.key;
+    memset(&t_probe, 0, sizeof t_probe);
+    return done ? KF_OK : KF_ERR_NOT_FOUND;
+}
+
+kf_status kf_register_kernel(kf_runtime *rt, uint64_t key, kf_kernel_fn fn, void *user)
+{
+    if (!rt) return KF_ERR_INVALID;
+    kf_slot *s = kf_sigtable_find_hash(rt->sigs, key);
+    if (!s || (s->flags & KF_SLOT_OBSERVED)) {
+        kf_runtime_set_error(rt, "no intercepted signature with key %016llx has been seen",
+                             (unsigned long long)key);
+        return KF_ERR_NOT_FOUND;
+    }
+    if (fn && (s->flags & (KF_SIG_TRUNCATED | KF_SIG_UNSERVABLE))) {
+        kf_runtime_set_error(rt, "signature %016llx has arguments a kernel cannot take",
+                             (unsigned long long)key);
+        return KF_ERR_UNSUPPORTED;
+    }
+    const kf_out_layout *outs = atomic_load(&s->outs);
+    if (fn && !outs) {
+        kf_runtime_set_error(rt, "signature %016llx has no recorded eager outputs "
+                             "(it was never completed by eager)", (unsigned long long)key);
+        return KF_ERR_UNSUPPORTED;
+    }
+    if (fn && outs->n <= 0) {
+        kf_runtime_set_error(rt, "signature %016llx has outputs a kernel cannot produce "
+                             "(non-tensor returns, or an out= tensor that eager resized)",
+                             (unsigned long long)key);
+        return KF_ERR_UNSUPPORTED;
+    }
+    kf_kernel *k = NULL;
+    if (fn) {
+        k = calloc(1, sizeof *k);
+        if (!k) return KF_ERR_NOMEM;
+        k->fn = fn;
+        k->user = user;
+    }
+    pthread_mutex_lock(&rt->lock);
+    if (k) {
+        k->retired_next = rt->retired; /* freed with the runtime: a reader may still hold it */
+        rt->retired = k;
+    }
+    atomic_store_explicit(&s->kernel, k, memory_order_release);
+    pthread_mutex_unlock(&rt->lock);
+    KF_INFO("kernel %s for signature %016llx", fn ? "registered" : "removed",
+            (unsigned long long)key);
+    return KF_OK;
+}

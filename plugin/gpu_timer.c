@@ -1,0 +1,196 @@
+#include "gpu_timer.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common/log.h"
+
+/* The few driver entry points we use, declared here so that no CUDA header is needed to build. */
+typedef int cu_result;
+typedef void *cu_event;
+typedef void *cu_stream;
+enum { CU_SUCCESS = 0, CU_ERROR_NOT_READY = 600, CU_EVENT_DEFAULT = 0 };
+
+typedef struct cu_api {
+    cu_result (*event_create)(cu_event *, unsigned);
+    cu_result (*event_destroy)(cu_event);
+    cu_result (*event_record)(cu_event, cu_stream);
+    cu_result (*event_query)(cu_event);
+    cu_result (*event_sync)(cu_event);
+    cu_result (*event_elapsed)(float *, cu_event, cu_event);
+    cu_result (*stream_is_capturing)(cu_stream, int *);
+    cu_result (*ctx_get_current)(void **);
+} cu_api;
+
+#define KF_GPU_TIMER_PAIRS 64
+
+enum { PAIR_FREE = 0, PAIR_STARTED = 1, PAIR_PENDING = 2 };
+
+typedef struct pair {
+    cu_event start, end;
+    void *ctx; /* events belong to the context they were created in */
+    int state;
+    int served;
+    void *user;
+} pair;
+
+struct kf_gpu_timer {
+    pthread_mutex_t lock;
+    int tried_load;
+    void *lib;
+    cu_api cu;
+    char status[160];
+    kf_gpu_timer_done_fn done;
+    pair pairs[KF_GPU_TIMER_PAIRS];
+};
+
+kf_status kf_gpu_timer_create(kf_gpu_timer **out, kf_gpu_timer_done_fn done)
+{
+    kf_gpu_timer *t = calloc(1, sizeof *t);
+    if (!t) return KF_ERR_NOMEM;
+    pthread_mutex_init(&t->lock, NULL);
+    t->done = done;
+    snprintf(t->status, sizeof t->status, "not loaded yet");
+    *out = t;
+    return KF_OK;
+}
+
+void kf_gpu_timer_free(kf_gpu_timer *t)
+{
+    if (!t) return;
+    /* Events are not destroyed: at process exit the driver may already be gone, and the
+     * context owns them anyway. The library handle stays open for the same reason. */
+    pthread_mutex_destroy(&t->lock);
+    free(t);
+}
+
+static void *sym(void *lib, const char *a, const char *b)
+{
+    void *p = dlsym(lib, a);
+    if (!p && b) p = dlsym(lib, b);
+    return p;
+}
+
+/* Under t->lock. */
+static int load_driver(kf_gpu_timer *t)
+{
+    if (t->tried_load) return t->lib != NULL;
+    t->tried_load = 1;
+    t->lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!t->lib) {
+        snprintf(t->status, sizeof t->status, "libcuda.so.1 not found: %s", dlerror());
+        return 0;
+    }
+    cu_api *c = &t->cu;
+    *(void **)&c->event_create = sym(t->lib, "cuEventCreate", NULL);
+    *(void **)&c->event_destroy = sym(t->lib, "cuEventDestroy_v2", "cuEventDestroy");
+    *(void **)&c->event_record = sym(t->lib, "cuEventRecord", NULL);
+    *(void **)&c->event_query = sym(t->lib, "cuEventQuery", NULL);
+    *(void **)&c->event_sync = sym(t->lib, "cuEventSynchronize", NULL);
+    *(void **)&c->event_elapsed = sym(t->lib, "cuEventElapsedTime_v2", "cuEventElapsedTime");
+    *(void **)&c->stream_is_capturing = sym(t->lib, "cuStreamIsCapturing", NULL);
+    *(void **)&c->ctx_get_current = sym(t->lib, "cuCtxGetCurrent", NULL);
+    if (!c->event_create || !c->event_destroy || !c->event_record || !c->event_query ||
+        !c->event_sync || !c->event_elapsed || !c->stream_is_capturing || !c->ctx_get_current) {
+        snprintf(t->status, sizeof t->status, "libcuda.so.1 lacks a needed entry point");
+        t->lib = NULL; /* left open: harmless */
+        return 0;
+    }
+    t->status[0] = 0;
+    return 1;
+}
+
+const char *kf_gpu_timer_status(kf_gpu_timer *t)
+{
+    return t->status;
+}
+
+/* Under t->lock: hand finished pairs to the callback. */
+static void collect(kf_gpu_timer *t, int wait)
+{
+    for (int i = 0; i < KF_GPU_TIMER_PAIRS; i++) {
+        pair *p = &t->pairs[i];
+        if (p->state != PAIR_PENDING) continue;
+        cu_result r = wait ? t->cu.event_sync(p->end) : t->cu.event_query(p->end);
+        if (r == CU_ERROR_NOT_READY) continue;
+        float ms = 0;
+        if (r == CU_SUCCESS && t->cu.event_elapsed(&ms, p->start, p->end) == CU_SUCCESS && ms >= 0)
+            t->done(p->user, p->served, (uint64_t)((double)ms * 1e6));
+        p->state = PAIR_FREE;
+    }
+}
+
+int kf_gpu_timer_start(kf_gpu_timer *t, void *stream, void *user, int served)
+{
+    int token = -1;
+    pthread_mutex_lock(&t->lock);
+    if (!load_driver(t)) goto out;
+    collect(t, 0);
+    int capturing = 0;
+    if (t->cu.stream_is_capturing(stream, &capturing) != CU_SUCCESS || capturing) goto out;
+    void *ctx = NULL;
+    if (t->cu.ctx_get_current(&ctx) != CU_SUCCESS || !ctx) goto out;
+    int fresh = -1;
+    for (int i = 0; i < KF_GPU_TIMER_PAIRS; i++) {
+        pair *p = &t->pairs[i];
+        if (p->state != PAIR_FREE) continue;
+        if (p->start && p->ctx == ctx) {
+            token = i;
+            break;
+        }
+        if (!p->start && fresh < 0) fresh = i;
+    }
+    if (token < 0 && fresh >= 0) {
+        pair *p = &t->pairs[fresh];
+        if (t->cu.event_create(&p->start, CU_EVENT_DEFAULT) != CU_SUCCESS) {
+            p->start = NULL;
+            goto out;
+        }
+        if (t->cu.event_create(&p->end, CU_EVENT_DEFAULT) != CU_SUCCESS) {
+            t->cu.event_destroy(p->start);
+            p->start = NULL;
+            goto out;
+        }
+        p->ctx = ctx;
+        token = fresh;
+    }
+    if (token < 0) goto out;
+    if (t->cu.event_record(t->pairs[token].start, stream) != CU_SUCCESS) {
+        token = -1;
+        goto out;
+    }
+    t->pairs[token].state = PAIR_STARTED;
+    t->pairs[token].user = user;
+    t->pairs[token].served = served;
+out:
+    pthread_mutex_unlock(&t->lock);
+    return token;
+}
+
+void kf_gpu_timer_stop(kf_gpu_timer *t, int token, void *stream)
+{
+    if (token < 0 || token >= KF_GPU_TIMER_PAIRS) return;
+    pthread_mutex_lock(&t->lock);
+    pair *p = &t->pairs[token];
+    if (p->state == PAIR_STARTED)
+        p->state = t->cu.event_record(p->end, stream) == CU_SUCCESS ? PAIR_PENDING : PAIR_FREE;
+    pthread_mutex_unlock(&t->lock);
+}
+
+void kf_gpu_timer_cancel(kf_gpu_timer *t, int token)
+{
+    if (token < 0 || token >= KF_GPU_TIMER_PAIRS) return;
+    pthread_mutex_lock(&t->lock);
+    if (t->pairs[token].state == PAIR_STARTED) t->pairs[token].state = PAIR_FREE;
+    pthread_mutex_unlock(&t->lock);
+}
+
+void kf_gpu_timer_poll(kf_gpu_timer *t, int wait)
+{
+    pthread_mutex_lock(&t->lock);
+    if (t->lib) collect(t, wait);
+    pthread_mutex_unlock(&t->lock);
+}

@@ -1,0 +1,35 @@
+#include "config.h"
+
+#include <stddef.h>
+
+/* The default intercept list, named as the dispatcher names them. Each entry is the op that
+ * torch.nn.functional (or the Tensor method) reaches on CPU and CUDA: tests/python/test_oplist.py
+ * checks that each one is hit. CompositeImplicitAutograd ops are skipped at registration (on
+ * torch 2.13 CPU that is _fused_rms_norm, which only has a CUDA kernel). */
+const char *const kf_default_ops[] = {
+    "aten::_softmax",                          /* F.softmax; attention and logits */
+    "aten::_log_softmax",                      /* F.log_softmax, cross-entropy */
+    "aten::native_layer_norm",                 /* F.layer_norm */
+    "aten::native_group_norm",                 /* F.group_norm: VAE decoders, UNets */
+    "aten::_fused_rms_norm",                   /* F.rms_norm on CUDA */
+    "aten::native_batch_norm",                 /* F.batch_norm (eval and train) on CPU and CUDA */
+    "aten::_native_batch_norm_legit_no_training", /* eval batch norm in exported graphs */
+    "aten::gelu",                              /* F.gelu, exact and tanh */
+    "aten::silu",                              /* F.silu: SwiGLU MLPs */
+    "aten::relu",                              /* F.relu */
+    "aten::relu_",                             /* nn.ReLU(inplace=True): ResNets */
+    "aten::clamp_min",                         /* what relu becomes in some decompositions */
+    "aten::clamp_min_",                        /* what relu_ reaches on CUDA (H200 profile) */
+    "aten::add.Tensor",                        /* residuals, biases */
+    "aten::add_.Tensor",                       /* in-place residual add: ResNets */
+    "aten::add.out",                           /* torch.add(..., out=) */
+    "aten::mul.Tensor",                        /* gating, scaling, RMSNorm decomposed by HF */
+    "aten::mul_.Tensor",                       /* in-place scaling */
+    "aten::mul.out",                           /* torch.mul(..., out=) */
+    "aten::copy_",                             /* dtype casts (.to / .float()), contiguous() */
+    "aten::pow.Tensor_Scalar",                 /* x.pow(2) in HF RMSNorm */
+    "aten::mean.dim",                          /* variance in HF RMSNorm */
+    "aten::cat",                               /* rotary embeddings, KV caches */
+    "aten::max_pool2d_with_indices",           /* F.max_pool2d: ResNet stem */
+    NULL,
+};

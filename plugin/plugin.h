@@ -1,0 +1,68 @@
+/* What torch_ext calls: the plugin seen from C++, with no C11 atomics or internals in sight.
+ *
+ *   kf_call c;
+ *   kf_dispatch_begin(rt, &sig, &c);         // counts the call, looks up a kernel
+ *   kf_dispatch_start(rt, &c, served, stream); // starts a timing sample when one is due
+ *   ... kf_kernel_launch(c.kernel, ...) or the original kernel ...
+ *   kf_dispatch_end(rt, &c, served, stream);  // or kf_dispatch_cancel when it did not complete
+ *
+ * Nothing here takes a lock unless a timing sample is taken on CUDA (a few calls in N). */
+#ifndef KF_PLUGIN_PLUGIN_H
+#define KF_PLUGIN_PLUGIN_H
+
+#include <stdint.h>
+
+#include "config.h"
+#include "kforge.h"
+#include "layout.h"
+#include "signature.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct kf_slot kf_slot;
+typedef struct kf_kernel kf_kernel;
+
+typedef struct kf_call {
+    kf_slot *slot;             /* NULL: not recorded (table full) */
+    const kf_kernel *kernel;   /* non-NULL: a kernel may serve this call */
+    const kf_out_layout *outs; /* eager's outputs for this signature, when known */
+    int learn;                 /* eager's outputs are still to be learned from this call */
+    int time_it;               /* a timing sample is due */
+    int gpu_token;
+    uint64_t t0_ns;
+} kf_call;
+
+void kf_dispatch_begin(kf_runtime *rt, const kf_sig *sig, kf_call *c);
+void kf_dispatch_start(kf_runtime *rt, kf_call *c, int served, void *stream);
+void kf_dispatch_end(kf_runtime *rt, kf_call *c, int served, void *stream);
+/* The call did not complete (eager threw, or a kernel refused): drop its timing sample. */
+void kf_dispatch_cancel(kf_runtime *rt, kf_call *c);
+int kf_kernel_launch(const kf_kernel *k, const kf_tensor *tensors, int n, void *stream);
+/* Publish eager's output layout for the slot (first call wins). A layout with n == 0 says the
+ * outputs cannot be reproduced (non-tensor returns, a resized out=): never served, never asked
+ * again. */
+void kf_dispatch_learn_outputs(kf_slot *slot, const kf_out_layout *layout);
+
+/* An op seen by the observer (not intercepted): counted by name with its host time. `weight`
+ * scales sampled observations back to estimated calls. */
+void kf_dispatch_observed(kf_runtime *rt, const char *name, uint64_t ns, uint64_t weight);
+uint64_t kf_now_ns(void);
+
+kf_status kf_runtime_create(kf_runtime **out, const kf_config *cfg);
+void kf_runtime_free(kf_runtime *rt);
+void kf_runtime_set_global(kf_runtime *rt);
+const kf_config *kf_runtime_config(const kf_runtime *rt);
+void *kf_runtime_ext(const kf_runtime *rt);
+void kf_runtime_set_ext(kf_runtime *rt, void *ext);
+void kf_runtime_set_observer_flag(kf_runtime *rt, int on);
+/* Registration bookkeeping. add_op returns the op's index or -1. */
+int kf_runtime_add_op(kf_runtime *rt, const char *name, const char *const *argnames, int n);
+void kf_runtime_op_key(kf_runtime *rt, int op, const char *key, const char *skip_reason);
+void kf_runtime_set_error(kf_runtime *rt, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#ifdef __cplusplus
+}
+#endif
+#endif

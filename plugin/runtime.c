@@ -1,0 +1,167 @@
+#include "runtime.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common/log.h"
+
+/* The only process-wide pointer of the plugin: the runtime torch_ext created at load. */
+static _Atomic(kf_runtime *) g_runtime;
+
+static void gpu_sample_done(void *user, int served, uint64_t ns)
+{
+    kf_slot *s = user;
+    if (served) {
+        atomic_fetch_add_explicit(&s->sv_timed, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&s->sv_time_ns, ns, memory_order_relaxed);
+    } else {
+        atomic_fetch_add_explicit(&s->fb_timed, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&s->fb_time_ns, ns, memory_order_relaxed);
+    }
+}
+
+kf_status kf_runtime_create(kf_runtime **out, const kf_config *cfg)
+{
+    kf_status st;
+    *out = NULL;
+    kf_runtime *rt = calloc(1, sizeof *rt);
+    if (!rt) return KF_ERR_NOMEM;
+    rt->cfg = *cfg;
+    pthread_mutex_init(&rt->lock, NULL);
+    st = kf_sigtable_create(&rt->sigs, KF_SIGTABLE_LOG2);
+    if (st) goto fail_sigs;
+    st = kf_gpu_timer_create(&rt->gtimer, gpu_sample_done);
+    if (st) goto fail_timer;
+    atomic_store(&rt->enabled, cfg->disable ? 0 : 1);
+    *out = rt;
+    return KF_OK;
+
+fail_timer:
+    kf_sigtable_free(rt->sigs);
+fail_sigs:
+    pthread_mutex_destroy(&rt->lock);
+    free(rt);
+    return st;
+}
+
+void kf_runtime_free(kf_runtime *rt)
+{
+    if (!rt) return;
+    kf_runtime *expect = rt;
+    atomic_compare_exchange_strong(&g_runtime, &expect, NULL);
+    kf_gpu_timer_free(rt->gtimer);
+    kf_sigtable_free(rt->sigs);
+    for (kf_kernel *k = rt->retired, *next; k; k = next) {
+        next = k->retired_next;
+        free(k);
+    }
+    pthread_mutex_destroy(&rt->lock);
+    free(rt);
+}
+
+void kf_runtime_set_global(kf_runtime *rt)
+{
+    atomic_store(&g_runtime, rt);
+}
+
+kf_runtime *kf_runtime_get(void)
+{
+    return atomic_load(&g_runtime);
+}
+
+const char *kf_runtime_errmsg(const kf_runtime *rt)
+{
+    return rt ? rt->errmsg : "kforge runtime was not created";
+}
+
+void kf_runtime_set_error(kf_runtime *rt, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(rt->errmsg, sizeof rt->errmsg, fmt, ap);
+    va_end(ap);
+}
+
+int kf_runtime_add_op(kf_runtime *rt, const char *name, const char *const *argnames, int n)
+{
+    int idx = -1;
+    pthread_mutex_lock(&rt->lock);
+    for (int i = 0; i < rt->n_ops; i++)
+        if (!strcmp(rt->ops[i].name, name)) idx = i;
+    if (idx < 0 && rt->n_ops < KF_MAX_OPS) {
+        idx = rt->n_ops++;
+        kf_op_info *op = &rt->ops[idx];
+        memset(op, 0, sizeof *op);
+        snprintf(op->name, sizeof op->name, "%s", name);
+        op->n_args = n < KF_MAX_ARGNAMES ? n : KF_MAX_ARGNAMES;
+        for (int i = 0; i < op->n_args; i++)
+            snprintf(op->argnames[i], KF_ARGNAME_MAX, "%s", argnames[i] ? argnames[i] : "");
+    }
+    pthread_mutex_unlock(&rt->lock);
+    return idx;
+}
+
+static void append(char *dst, size_t cap, const char *sep, const char *s)
+{
+    size_t used = strlen(dst);
+    snprintf(dst + used, cap - used, "%s%s", used ? sep : "", s);
+}
+
+void kf_runtime_op_key(kf_runtime *rt, int op, const char *key, const char *skip_reason)
+{
+    if (op < 0 || op >= rt->n_ops) return;
+    pthread_mutex_lock(&rt->lock);
+    kf_op_info *info = &rt->ops[op];
+    if (skip_reason) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "%s: %s", key, skip_reason);
+        append(info->skipped, sizeof info->skipped, "; ", msg);
+    } else {
+        append(info->keys, sizeof info->keys, ",", key);
+    }
+    pthread_mutex_unlock(&rt->lock);
+}
+
+const kf_op_info *kf_runtime_find_op(const kf_runtime *rt, const char *name)
+{
+    for (int i = 0; i < rt->n_ops; i++)
+        if (!strcmp(rt->ops[i].name, name)) return &rt->ops[i];
+    return NULL;
+}
+
+const kf_config *kf_runtime_config(const kf_runtime *rt)
+{
+    return &rt->cfg;
+}
+
+void *kf_runtime_ext(const kf_runtime *rt)
+{
+    return rt->ext;
+}
+
+void kf_runtime_set_ext(kf_runtime *rt, void *ext)
+{
+    rt->ext = ext;
+}
+
+void kf_runtime_set_observer_flag(kf_runtime *rt, int on)
+{
+    atomic_store(&rt->observer_on, on ? 1 : 0);
+}
+
+void kf_set_enabled(kf_runtime *rt, int on)
+{
+    if (rt) atomic_store(&rt->enabled, on ? 1 : 0);
+}
+
+int kf_enabled(const kf_runtime *rt)
+{
+    return rt ? atomic_load(&((kf_runtime *)rt)->enabled) : 0;
+}
+
+void kf_free(void *p)
+{
+    free(p);
+}

@@ -1,0 +1,44 @@
+/* The runtime: the one struct that holds all of the plugin's state. torch_ext creates it when the
+ * library loads and hands it plain C descriptors; Python reaches it through include/kforge.h. */
+#ifndef KF_PLUGIN_RUNTIME_H
+#define KF_PLUGIN_RUNTIME_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "config.h"
+#include "gpu_timer.h"
+#include "kforge.h"
+#include "plugin.h"
+#include "sigtable.h"
+
+#define KF_MAX_ARGNAMES 16
+#define KF_ARGNAME_MAX 24
+#define KF_SIGTABLE_LOG2 14 /* 16384 distinct signatures */
+
+typedef struct kf_op_info {
+    char name[KF_OP_NAME_MAX];
+    int n_args;
+    char argnames[KF_MAX_ARGNAMES][KF_ARGNAME_MAX];
+    char keys[32];      /* dispatch keys it is intercepted on: "CPU,CUDA" */
+    char skipped[192];  /* why it is not intercepted on some key, if so */
+} kf_op_info;
+
+struct kf_runtime {
+    _Atomic int enabled;
+    kf_config cfg;
+    kf_sigtable *sigs;
+    kf_gpu_timer *gtimer;
+    pthread_mutex_t lock; /* ops[] edits and the retired-kernel list; never on the hot path */
+    int n_ops;
+    kf_op_info ops[KF_MAX_OPS];
+    kf_kernel *retired;
+    _Atomic uint64_t dropped;  /* calls not recorded because the table was full */
+    _Atomic int observer_on;   /* set by torch_ext when its op observer is installed */
+    void *ext;                 /* torch_ext's registrations (C++), owned by torch_ext */
+    char errmsg[256];
+};
+
+const kf_op_info *kf_runtime_find_op(const kf_runtime *rt, const char *name);
+
+#endif

@@ -1,0 +1,69 @@
+/* Signatures: the exact description of one intercepted call, as canonical bytes.
+ *
+ * torch_ext appends the call's arguments in schema order; the bytes are hashed with XXH3 for the
+ * table lookup and compared in full on a hit, so two calls share a signature only if every size,
+ * stride, dtype, device, alignment and scalar is the same. */
+#ifndef KF_PLUGIN_SIGNATURE_H
+#define KF_PLUGIN_SIGNATURE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kforge.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define KF_SIG_MAX_BYTES 2048
+#define KF_SIG_MAX_TENSORS 16 /* tensors a served kernel can take */
+
+enum {
+    KF_SIG_TRUNCATED = 1u << 0,   /* did not fit: recorded, never served */
+    KF_SIG_UNSERVABLE = 1u << 1,  /* an argument type we cannot pass to a kernel */
+};
+
+typedef struct kf_sig {
+    uint32_t len;
+    uint32_t flags;
+    int n_tensors;
+    int device_type, device_index; /* of the first tensor argument; CPU when none */
+    uint8_t buf[KF_SIG_MAX_BYTES];
+} kf_sig;
+
+void kf_sig_begin(kf_sig *s, const char *op);
+void kf_sig_tensor(kf_sig *s, const kf_tensor *t);
+void kf_sig_tensor_list(kf_sig *s, const kf_tensor *ts, int n);
+void kf_sig_int(kf_sig *s, int64_t v);
+void kf_sig_double(kf_sig *s, double v);
+void kf_sig_bool(kf_sig *s, int v);
+void kf_sig_str(kf_sig *s, const char *v);
+void kf_sig_none(kf_sig *s);
+void kf_sig_int_list(kf_sig *s, const int64_t *v, int n);
+void kf_sig_device(kf_sig *s, int type, int index);
+/* A Python number that torch wrapped into a 0-dim tensor: its dtype (KF_F64, KF_I64 or KF_BOOL)
+ * and value both change the result, so both are part of the signature. */
+void kf_sig_wrapped(kf_sig *s, int dtype, double fvalue, int64_t ivalue);
+/* An argument type the signature cannot describe exactly (generator, complex scalar, ...): the
+ * signature stays usable for recording, but is never served. */
+void kf_sig_opaque(kf_sig *s, const char *type_name);
+
+uint64_t kf_sig_hash(const uint8_t *buf, uint32_t len);
+
+/* Op name stored at the head of an encoding ("aten::add.Tensor"); returns its length. */
+size_t kf_sig_op_name(const uint8_t *buf, uint32_t len, char *out, size_t cap);
+
+/* Human-readable form: `_softmax(bf16[8,16] s=(1,8), dim=-1, half_to_float=False)`. Tensor
+ * arguments are printed bare, other arguments as name=value when `argnames` has a name for that
+ * position. Returns KF_ERR_INVALID on a malformed encoding (which would be a bug). */
+kf_status kf_sig_format(const uint8_t *buf, uint32_t len, const char *const *argnames,
+                        int n_argnames, char *out, size_t cap);
+
+const char *kf_dtype_name(int dtype);
+int kf_dtype_size(int dtype);
+const char *kf_device_type_name(int type);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,149 @@
+/* Recorded statistics as JSON for Python (kernel_forge.stats, kforge run, the UI later). */
+#include <cjson/cJSON.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "runtime.h"
+#include "signature.h"
+
+static double estimated_ms(kf_slot *s)
+{
+    uint64_t fb = atomic_load(&s->fallback), sv = atomic_load(&s->served);
+    uint64_t fbt = atomic_load(&s->fb_timed), svt = atomic_load(&s->sv_timed);
+    double ns = 0;
+    if (fbt) ns += (double)atomic_load(&s->fb_time_ns) / (double)fbt * (double)fb;
+    if (svt) ns += (double)atomic_load(&s->sv_time_ns) / (double)svt * (double)sv;
+    return ns / 1e6;
+}
+
+static double per_call_us(_Atomic uint64_t *ns, _Atomic uint64_t *n)
+{
+    uint64_t c = atomic_load(n);
+    return c ? (double)atomic_load(ns) / (double)c / 1e3 : -1;
+}
+
+typedef struct stats_ctx {
+    kf_runtime *rt;
+    cJSON *rows;
+    int failed;
+} stats_ctx;
+
+static void add_row(kf_slot *s, void *user)
+{
+    stats_ctx *ctx = user;
+    if (atomic_load(&s->calls) == 0) return;
+    char op[KF_OP_NAME_MAX], sigtext[1024], key[17], dev[32] = "";
+    kf_sig_op_name(s->key, s->len, op, sizeof op);
+    const kf_op_info *info = kf_runtime_find_op(ctx->rt, op);
+    const char *const *names = NULL;
+    const char *namebuf[KF_MAX_ARGNAMES];
+    int n_names = 0;
+    if (info) {
+        for (int i = 0; i < info->n_args; i++) namebuf[i] = info->argnames[i];
+        names = namebuf;
+        n_names = info->n_args;
+    }
+    if (kf_sig_format(s->key, s->len, names, n_names, sigtext, sizeof sigtext) != KF_OK)
+        snprintf(sigtext, sizeof sigtext, "%s(<unreadable signature>)", op);
+    snprintf(key, sizeof key, "%016" PRIx64, atomic_load(&s->hash));
+    int observed = (s->flags & KF_SLOT_OBSERVED) != 0;
+    if (observed)
+        dev[0] = 0;
+    else if (s->device_type == KF_DEV_CUDA)
+        snprintf(dev, sizeof dev, "cuda:%d", s->device_index);
+    else
+        snprintf(dev, sizeof dev, "%s", kf_device_type_name(s->device_type));
+
+    cJSON *r = cJSON_CreateObject();
+    if (!r) {
+        ctx->failed = 1;
+        return;
+    }
+    cJSON_AddStringToObject(r, "op", op);
+    cJSON_AddStringToObject(r, "device", dev);
+    cJSON_AddStringToObject(r, "signature", observed ? op : sigtext);
+    cJSON_AddStringToObject(r, "key", key);
+    cJSON_AddNumberToObject(r, "calls", (double)atomic_load(&s->calls));
+    cJSON_AddNumberToObject(r, "served", (double)atomic_load(&s->served));
+    cJSON_AddNumberToObject(r, "fallback", (double)atomic_load(&s->fallback));
+    cJSON_AddNumberToObject(r, "time_ms", estimated_ms(s));
+    cJSON_AddNumberToObject(r, "eager_us", per_call_us(&s->fb_time_ns, &s->fb_timed));
+    cJSON_AddNumberToObject(r, "served_us", per_call_us(&s->sv_time_ns, &s->sv_timed));
+    cJSON_AddNumberToObject(r, "timed_calls",
+                            (double)(atomic_load(&s->fb_timed) + atomic_load(&s->sv_timed)));
+    cJSON_AddBoolToObject(r, "intercepted", !observed);
+    cJSON_AddStringToObject(r, "time_source", observed ? "host-wall (observer)"
+                                              : s->device_type == KF_DEV_CUDA ? "cuda-events"
+                                                                              : "host-wall");
+    cJSON_AddBoolToObject(r, "servable", !observed && !(s->flags & (KF_SIG_TRUNCATED | KF_SIG_UNSERVABLE)));
+    cJSON_AddBoolToObject(r, "has_kernel", atomic_load(&s->kernel) != NULL);
+    cJSON_AddItemToArray(ctx->rows, r);
+}
+
+char *kf_stats_json(kf_runtime *rt)
+{
+    if (!rt) return NULL;
+    kf_gpu_timer_poll(rt->gtimer, 1);
+    cJSON *doc = cJSON_CreateObject();
+    stats_ctx ctx = {rt, cJSON_AddArrayToObject(doc, "rows"), 0};
+    if (!ctx.rows) goto fail;
+    kf_sigtable_each(rt->sigs, add_row, &ctx);
+    if (ctx.failed) goto fail;
+    cJSON_AddNumberToObject(doc, "dropped", (double)atomic_load(&rt->dropped));
+    cJSON_AddStringToObject(doc, "gpu_timer", kf_gpu_timer_status(rt->gtimer));
+    char *out = cJSON_PrintUnformatted(doc);
+    cJSON_Delete(doc);
+    return out;
+fail:
+    cJSON_Delete(doc);
+    return NULL;
+}
+
+static void zero_slot(kf_slot *s, void *user)
+{
+    (void)user;
+    atomic_store(&s->calls, 0);
+    atomic_store(&s->served, 0);
+    atomic_store(&s->fallback, 0);
+    atomic_store(&s->fb_timed, 0);
+    atomic_store(&s->fb_time_ns, 0);
+    atomic_store(&s->sv_timed, 0);
+    atomic_store(&s->sv_time_ns, 0);
+}
+
+void kf_reset_stats(kf_runtime *rt)
+{
+    if (!rt) return;
+    kf_gpu_timer_poll(rt->gtimer, 1); /* so no late sample lands after the reset */
+    kf_sigtable_each(rt->sigs, zero_slot, NULL);
+    atomic_store(&rt->dropped, 0);
+}
+
+char *kf_ops_json(kf_runtime *rt)
+{
+    if (!rt) return NULL;
+    cJSON *doc = cJSON_CreateObject();
+    if (!doc) return NULL;
+    cJSON_AddBoolToObject(doc, "enabled", atomic_load(&rt->enabled));
+    cJSON_AddBoolToObject(doc, "disabled_by_env", rt->cfg.disable);
+    cJSON_AddBoolToObject(doc, "observer", atomic_load(&rt->observer_on));
+    cJSON_AddNumberToObject(doc, "sample_every", rt->cfg.sample_every);
+    cJSON_AddStringToObject(doc, "bad_ops", rt->cfg.bad_ops);
+    cJSON_AddStringToObject(doc, "error", rt->errmsg);
+    cJSON *ops = cJSON_AddArrayToObject(doc, "ops");
+    pthread_mutex_lock(&rt->lock);
+    for (int i = 0; ops && i < rt->n_ops; i++) {
+        const kf_op_info *op = &rt->ops[i];
+        cJSON *o = cJSON_CreateObject();
+        if (!o) break;
+        cJSON_AddStringToObject(o, "op", op->name);
+        cJSON_AddStringToObject(o, "keys", op->keys);
+        cJSON_AddStringToObject(o, "skipped", op->skipped);
+        cJSON_AddItemToArray(ops, o);
+    }
+    pthread_mutex_unlock(&rt->lock);
+    char *out = cJSON_PrintUnformatted(doc);
+    cJSON_Delete(doc);
+    return out;
+}

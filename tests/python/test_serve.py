@@ -1,0 +1,129 @@
+"""The guard path is real: a kernel registered through the C API for a signature serves exactly
+that signature; everything else, and any refusal, goes to the original kernel."""
+
+import ctypes
+import os
+import subprocess
+
+import pytest
+import torch
+
+import kernel_forge as kf
+
+from conftest import ROOT
+
+
+@pytest.fixture(scope="module")
+def kernels(tmp_path_factory):
+    out = tmp_path_factory.mktemp("k") / "host_kernels.so"
+    src = os.path.join(ROOT, "tests", "python", "fixtures", "host_kernels.c")
+    subprocess.run(["cc", "-O2", "-shared", "-fPIC", "-Wall", "-Werror", "-I",
+                    os.path.join(ROOT, "include"), src, "-o", str(out)], check=True)
+    return ctypes.CDLL(str(out))
+
+
+def addr(lib, name):
+    return ctypes.cast(getattr(lib, name), ctypes.c_void_p).value
+
+
+def row(key):
+    return next(r for r in kf.stats() if r["key"] == key)
+
+
+@pytest.fixture(autouse=True)
+def enabled():
+    kf.enable()
+    yield
+    kf.enable()
+
+
+def test_registered_kernel_serves_exact_signature_only(kernels):
+    x = torch.randn(37, 19)
+    key = kf.signature_key("aten::relu", x)
+    counter = ctypes.c_int64(0)
+    kf._register_kernel(key, addr(kernels, "kf_test_relu_f32"), ctypes.addressof(counter))
+    try:
+        before = row(key)
+        y = torch.relu(x)
+        assert counter.value == 1
+        assert torch.equal(y, torch.clamp_min(x, 0))
+        assert y.shape == x.shape and y.stride() == x.stride() and y.dtype == x.dtype
+        after = row(key)
+        assert after["served"] == before["served"] + 1
+        assert after["fallback"] == before["fallback"]
+        assert after["has_kernel"]
+        # another shape, a transposed view and another dtype are other signatures: eager
+        torch.relu(torch.randn(37, 20))
+        torch.relu(torch.randn(19, 37).t())
+        torch.relu(x.double())
+        assert counter.value == 1
+        # disabled: straight to the original kernel
+        kf.disable()
+        torch.relu(x)
+        assert counter.value == 1
+    finally:
+        kf._register_kernel(key, 0)
+    torch.relu(x)
+    assert counter.value == 1
+
+
+def test_inplace_kernel_writes_into_self(kernels):
+    x = torch.randn(64, 8)
+    key = kf.signature_key("aten::relu_", x.clone())
+    counter = ctypes.c_int64(0)
+    kf._register_kernel(key, addr(kernels, "kf_test_relu_inplace_f32"), ctypes.addressof(counter))
+    try:
+        expect = x.clamp_min(0)
+        y = x.relu_()
+        assert counter.value == 1
+        assert y.data_ptr() == x.data_ptr()
+        assert torch.equal(x, expect)
+    finally:
+        kf._register_kernel(key, 0)
+
+
+def test_refusing_kernel_falls_back_to_eager(kernels):
+    x = torch.randn(5, 3)
+    key = kf.signature_key("aten::relu", x)
+    counter = ctypes.c_int64(0)
+    kf._register_kernel(key, addr(kernels, "kf_test_refuse"), ctypes.addressof(counter))
+    try:
+        before = row(key)
+        y = torch.relu(x)
+        assert counter.value == 1
+        assert torch.equal(y, torch.clamp_min(x, 0))
+        after = row(key)
+        assert after["served"] == before["served"]
+        assert after["fallback"] == before["fallback"] + 1
+    finally:
+        kf._register_kernel(key, 0)
+
+
+def test_register_unknown_key_is_a_clear_error():
+    with pytest.raises(kf.KernelForgeError, match="not found.*0123456789abcdef"):
+        kf._register_kernel("0123456789abcdef", 1)
+
+
+def test_signature_key_of_an_op_outside_the_list_is_a_clear_error():
+    with pytest.raises(kf.KernelForgeError, match="aten::tanh was not intercepted"):
+        kf.signature_key("aten::tanh", torch.randn(3))
+
+
+def test_out_variant_that_eager_resized_is_never_served(kernels):
+    a, b = torch.randn(4, 4), torch.randn(4, 4)
+    out = torch.empty(0)
+    key = kf.signature_key("aten::add.out", a, b, out=out)
+    assert out.shape == (4, 4)  # eager resized it
+    with pytest.raises(kf.KernelForgeError, match="out= tensor that eager resized"):
+        kf._register_kernel(key, addr(kernels, "kf_test_refuse"))
+
+
+def test_unservable_signature_is_refused(kernels):
+    # more tensors than a kernel takes: recorded, never served
+    parts = [torch.randn(2) for _ in range(17)]
+    key = kf.signature_key("aten::cat", parts)
+    kf._register_kernel(key, 0)  # detaching is always allowed
+    with pytest.raises(kf.KernelForgeError, match="cannot take"):
+        kf._register_kernel(key, addr(kernels, "kf_test_refuse"))
+    row = next(r for r in kf.stats() if r["key"] == key)
+    assert row["servable"] is False

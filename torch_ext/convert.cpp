@@ -1,0 +1,153 @@
+// IValue / Tensor -> plain C descriptors for plugin/.
+#include "ext.h"
+
+namespace kforge {
+
+int to_kf_dtype(c10::ScalarType t) {
+  switch (t) {
+    case c10::ScalarType::Float: return KF_F32;
+    case c10::ScalarType::Half: return KF_F16;
+    case c10::ScalarType::BFloat16: return KF_BF16;
+    case c10::ScalarType::Double: return KF_F64;
+    case c10::ScalarType::Char: return KF_I8;
+    case c10::ScalarType::Byte: return KF_U8;
+    case c10::ScalarType::Short: return KF_I16;
+    case c10::ScalarType::Int: return KF_I32;
+    case c10::ScalarType::Long: return KF_I64;
+    case c10::ScalarType::Bool: return KF_BOOL;
+    case c10::ScalarType::ComplexFloat: return KF_C64;
+    case c10::ScalarType::ComplexDouble: return KF_C128;
+    case c10::ScalarType::Float8_e4m3fn: return KF_F8E4M3;
+    case c10::ScalarType::Float8_e5m2: return KF_F8E5M2;
+    default: return KF_DTYPE_UNKNOWN;
+  }
+}
+
+c10::ScalarType from_kf_dtype(int d) {
+  switch (d) {
+    case KF_F32: return c10::ScalarType::Float;
+    case KF_F16: return c10::ScalarType::Half;
+    case KF_BF16: return c10::ScalarType::BFloat16;
+    case KF_F64: return c10::ScalarType::Double;
+    case KF_I8: return c10::ScalarType::Char;
+    case KF_U8: return c10::ScalarType::Byte;
+    case KF_I16: return c10::ScalarType::Short;
+    case KF_I32: return c10::ScalarType::Int;
+    case KF_I64: return c10::ScalarType::Long;
+    case KF_BOOL: return c10::ScalarType::Bool;
+    case KF_C64: return c10::ScalarType::ComplexFloat;
+    case KF_C128: return c10::ScalarType::ComplexDouble;
+    case KF_F8E4M3: return c10::ScalarType::Float8_e4m3fn;
+    case KF_F8E5M2: return c10::ScalarType::Float8_e5m2;
+    default: return c10::ScalarType::Undefined;
+  }
+}
+
+static int to_kf_device(c10::DeviceType t) {
+  switch (t) {
+    case c10::DeviceType::CPU: return KF_DEV_CPU;
+    case c10::DeviceType::CUDA: return KF_DEV_CUDA;
+    default: return KF_DEV_OTHER;
+  }
+}
+
+bool to_kf_tensor(const at::Tensor& t, kf_tensor* out) {
+  if (t.layout() != c10::kStrided || t.dim() > KF_MAX_DIMS) return false;
+  out->data = const_cast<void*>(t.const_data_ptr());
+  out->dtype = to_kf_dtype(t.scalar_type());
+  out->ndim = static_cast<int>(t.dim());
+  for (int i = 0; i < out->ndim; i++) {
+    out->sizes[i] = t.size(i);
+    out->strides[i] = t.stride(i);
+  }
+  out->device_type = to_kf_device(t.device().type());
+  out->device_index = t.device().has_index() ? t.device().index() : 0;
+  return true;
+}
+
+// A tensor argument: exact when it is a plain strided tensor of a known dtype; otherwise an
+// opaque marker that keeps the signature recordable but never servable.
+static void sig_tensor(kf_sig* sig, const at::Tensor& t) {
+  if (t.unsafeGetTensorImpl()->is_wrapped_number()) {
+    // A Python number turned into a tensor: its value and "wrapped" status change type
+    // promotion and the result, so both are part of the signature.
+    // Read the value directly: t.item() would be another trip through the dispatcher.
+    switch (t.scalar_type()) {
+      case c10::ScalarType::Double:
+        kf_sig_wrapped(sig, KF_F64, *static_cast<const double*>(t.const_data_ptr()), 0);
+        break;
+      case c10::ScalarType::Long:
+        kf_sig_wrapped(sig, KF_I64, 0, *static_cast<const int64_t*>(t.const_data_ptr()));
+        break;
+      case c10::ScalarType::Bool:
+        kf_sig_wrapped(sig, KF_BOOL, 0, *static_cast<const bool*>(t.const_data_ptr()) ? 1 : 0);
+        break;
+      default:
+        kf_sig_opaque(sig, "wrapped-number");
+    }
+    return;
+  }
+  kf_tensor kt;
+  if (!t.has_storage() && t.layout() == c10::kStrided && !t.is_meta()) {
+    kf_sig_opaque(sig, "storage-less tensor");
+    return;
+  }
+  if (!to_kf_tensor(t, &kt) || kt.dtype == KF_DTYPE_UNKNOWN || t.is_conj() || t.is_neg()) {
+    std::string what = std::string(c10::toString(t.scalar_type())) + "/" +
+                       c10::str(t.layout()) + (t.is_conj() ? "/conj" : "") +
+                       (t.is_neg() ? "/neg" : "") + "/" + std::to_string(t.dim()) + "d";
+    kf_sig_opaque(sig, what.c_str());
+    return;
+  }
+  kf_sig_tensor(sig, &kt);
+}
+
+bool build_signature(const OpSchemaInfo& info, const torch::jit::Stack& stack, kf_sig* sig) {
+  if (stack.size() < info.n_args) return false;
+  kf_sig_begin(sig, info.name.c_str());
+  const c10::IValue* args = stack.data() + (stack.size() - info.n_args);
+  for (size_t i = 0; i < info.n_args; i++) {
+    const c10::IValue& v = args[i];
+    if (v.isTensor()) {
+      const at::Tensor& t = v.toTensor();
+      if (t.defined())
+        sig_tensor(sig, t);
+      else
+        kf_sig_none(sig);
+    } else if (v.isNone()) {
+      kf_sig_none(sig);
+    } else if (v.isInt()) {
+      kf_sig_int(sig, v.toInt());
+    } else if (v.isDouble()) {
+      kf_sig_double(sig, v.toDouble());
+    } else if (v.isBool()) {
+      kf_sig_bool(sig, v.toBool());
+    } else if (v.isString()) {
+      kf_sig_str(sig, v.toStringRef().c_str());
+    } else if (v.isIntList()) {
+      const auto l = v.toIntVector();
+      kf_sig_int_list(sig, l.data(), static_cast<int>(l.size()));
+    } else if (v.isTensorList()) {
+      const auto l = v.toTensorList();
+      std::vector<kf_tensor> ts(l.size());
+      bool exact = true;
+      for (size_t j = 0; j < l.size(); j++) {
+        const at::Tensor t = l.get(j);
+        exact = exact && t.defined() && !t.unsafeGetTensorImpl()->is_wrapped_number() && !t.is_conj() && !t.is_neg() &&
+                to_kf_tensor(t, &ts[j]) && ts[j].dtype != KF_DTYPE_UNKNOWN;
+      }
+      if (exact)
+        kf_sig_tensor_list(sig, ts.data(), static_cast<int>(ts.size()));
+      else
+        kf_sig_opaque(sig, "tensor-list");
+    } else if (v.isDevice()) {
+      const c10::Device d = v.toDevice();
+      kf_sig_device(sig, to_kf_device(d.type()), d.has_index() ? d.index() : -1);
+    } else {
+      kf_sig_opaque(sig, v.tagKind().c_str());
+    }
+  }
+  return true;
+}
+
+}  // namespace kforge

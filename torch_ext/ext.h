@@ -1,0 +1,62 @@
+// torch_ext: the only code that sees libtorch. It turns boxed ATen calls into plain C descriptors
+// for plugin/ and runs the original kernel whenever plugin/ does not serve the call.
+#pragma once
+
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <torch/library.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "plugin/plugin.h"
+
+namespace kforge {
+
+// What the interceptor needs to know about an op's schema, computed once at registration.
+struct OpSchemaInfo {
+  std::string name;         // "aten::add.Tensor"
+  size_t n_args = 0;
+  size_t n_returns = 0;
+  std::vector<bool> written;  // per argument: schema marks it Tensor(a!)
+  std::vector<int> return_alias;  // per return: index of the argument it aliases, or -1
+};
+
+// Signature of the call whose arguments are the last info.n_args entries of `stack`.
+// Returns false when an argument cannot be described at all (the call then just runs eager).
+bool build_signature(const OpSchemaInfo& info, const torch::jit::Stack& stack, kf_sig* sig);
+
+int to_kf_dtype(c10::ScalarType t);
+c10::ScalarType from_kf_dtype(int d);
+// Fills `out` for a strided tensor with at most KF_MAX_DIMS dims; false otherwise.
+bool to_kf_tensor(const at::Tensor& t, kf_tensor* out);
+
+// Boxed kernel registered in place of the original on one dispatch key.
+class Interceptor final : public c10::OperatorKernel {
+ public:
+  Interceptor(kf_runtime* rt, std::shared_ptr<const OpSchemaInfo> info, c10::SafeKernelFunction orig)
+      : rt_(rt), info_(std::move(info)), orig_(std::move(orig)) {}
+  void operator()(const c10::OperatorHandle& op, c10::DispatchKeySet ks, torch::jit::Stack* stack);
+
+ private:
+  bool serve(kf_call& call, torch::jit::Stack* stack, void* stream);
+  void record_outputs(kf_slot* slot, const torch::jit::Stack& stack,
+                      const std::vector<at::Tensor>& written_before,
+                      const std::vector<std::vector<int64_t>>& sizes_before);
+  bool fill_layout(const torch::jit::Stack& stack, const std::vector<at::Tensor>& written,
+                   const std::vector<std::vector<int64_t>>& written_sizes, kf_out_layout* layout) const;
+
+  kf_runtime* rt_;
+  std::shared_ptr<const OpSchemaInfo> info_;
+  c10::SafeKernelFunction orig_;
+};
+
+// Registers interceptors for every op in rt->cfg; the registrations live as long as the process.
+void register_ops(kf_runtime* rt);
+
+// Global RecordFunction observer for ops outside the list (when recording is on).
+void set_observer(kf_runtime* rt, bool on);
+
+void* current_cuda_stream(int device_index);
+
+}  // namespace kforge
