@@ -1,6 +1,7 @@
 """ResNet-50 inference (torchvision, random weights), batch 64, fp16, channels_last, on CUDA.
 
-    kforge run benchmarks/resnet50.py [--iters 20]
+    kforge run benchmarks/resnet50.py [--iters 20]     (hot signatures)
+    python benchmarks/resnet50.py [--plugin]           (timing with / without the plugin)
 """
 
 import argparse
@@ -14,7 +15,10 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--iters", type=int, default=20)
     p.add_argument("--batch", type=int, default=64)
+    p.add_argument("--plugin", action="store_true", help="import kernel_forge (no recording)")
     args = p.parse_args()
+    if args.plugin:
+        import kernel_forge  # noqa: F401
     torch.manual_seed(0)
     model = torchvision.models.resnet50(weights=None).cuda().half().eval()
     model = model.to(memory_format=torch.channels_last)

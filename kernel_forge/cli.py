@@ -163,7 +163,7 @@ def cmd_doctor(_args) -> int:
     print(f"plugin          {state}; op observer {'on' if info['observer'] else 'off'}; "
           f"timing 1 call in {info['sample_every']}")
     if info["bad_ops"]:
-        print(f"KFORGE_OPS      ignored malformed entries: {info['bad_ops']}")
+        print(f"KFORGE_OPS      ignored entries: {info['bad_ops']}")
         ok = False
     if info["error"]:
         print(f"error           {info['error']}")

@@ -4,11 +4,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
+/* Set and not one of 0 / false / no / off (any case). */
 static int env_flag(const char *name)
 {
     const char *s = getenv(name);
-    return s && *s && strcmp(s, "0") != 0 && strcmp(s, "false") != 0 && strcmp(s, "no") != 0;
+    return s && *s && strcmp(s, "0") != 0 && strcasecmp(s, "false") != 0 &&
+           strcasecmp(s, "no") != 0 && strcasecmp(s, "off") != 0;
 }
 
 static long env_long(const char *name, long dflt, long lo, long hi)
@@ -49,19 +52,24 @@ void kf_config_set_ops(kf_config *cfg, const char *list)
         size_t n = (size_t)(p - start);
         while (n && isspace((unsigned char)start[n - 1])) n--;
         char name[KF_OP_NAME_MAX];
-        int ok = n > 0 && n + 7 < sizeof name;
+        int has_ns = n >= 2 && memmem(start, n, "::", 2) != NULL;
+        int ok = n > 0 && n + (has_ns ? 0 : 6) < sizeof name;
         for (size_t i = 0; ok && i < n; i++) ok = valid_op_char(start[i]);
+        const char *why = "malformed";
         if (ok) {
-            int has_ns = memmem(start, n, "::", 2) != NULL;
             snprintf(name, sizeof name, "%s%.*s", has_ns ? "" : "aten::", (int)n, start);
-            for (int i = 0; i < cfg->n_ops; i++)
-                if (!strcmp(cfg->ops[i], name)) ok = 0; /* duplicate: keep the first */
-            if (ok && cfg->n_ops < KF_MAX_OPS) strcpy(cfg->ops[cfg->n_ops++], name);
-        } else {
-            size_t used = strlen(cfg->bad_ops);
-            snprintf(cfg->bad_ops + used, sizeof cfg->bad_ops - used, "%s'%.*s'",
-                     used ? ", " : "", (int)(n > 40 ? 40 : n), start);
+            int dup = 0;
+            for (int i = 0; i < cfg->n_ops; i++) dup |= !strcmp(cfg->ops[i], name);
+            if (dup) continue; /* keep the first */
+            if (cfg->n_ops < KF_MAX_OPS) {
+                strcpy(cfg->ops[cfg->n_ops++], name);
+                continue;
+            }
+            why = "too many ops";
         }
+        size_t used = strlen(cfg->bad_ops);
+        snprintf(cfg->bad_ops + used, sizeof cfg->bad_ops - used, "%s'%.*s' (%s)",
+                 used ? ", " : "", (int)(n > 40 ? 40 : n), start, why);
     }
 }
 
@@ -74,7 +82,7 @@ void kf_config_from_env(kf_config *cfg)
     cfg->sample_every = (int)env_long("KFORGE_SAMPLE_EVERY", 16, 1, 1 << 20);
     cfg->observer_prob = env_double("KFORGE_OBSERVER_SAMPLE", 1.0, 1e-6, 1.0);
     const char *ops = getenv("KFORGE_OPS");
-    if (ops) {
+    if (ops && *ops) { /* empty is the same as unset: the default list */
         kf_config_set_ops(cfg, ops);
     } else {
         for (int i = 0; kf_default_ops[i] && i < KF_MAX_OPS; i++)

@@ -29,6 +29,7 @@ kf_status kf_runtime_create(kf_runtime **out, const kf_config *cfg)
     kf_runtime *rt = calloc(1, sizeof *rt);
     if (!rt) return KF_ERR_NOMEM;
     rt->cfg = *cfg;
+    if (rt->cfg.sample_every < 1) rt->cfg.sample_every = 1; /* it is a divisor on the hot path */
     pthread_mutex_init(&rt->lock, NULL);
     st = kf_sigtable_create(&rt->sigs, KF_SIGTABLE_LOG2);
     if (st) goto fail_sigs;

@@ -28,33 +28,40 @@ enum {
 #define KF_SIG_STR_MAX 48
 #define KF_ALIGN_CAP_LOG2 4 /* alignments above 16 bytes are all "16" */
 
-static int put(kf_sig *s, const void *p, size_t n)
+/* Room for a whole item of n bytes, with one byte left for the truncation marker; when it does
+ * not fit, the marker is written at this item boundary and nothing more is ever added. */
+static int reserve(kf_sig *s, size_t n)
 {
     if (s->flags & KF_SIG_TRUNCATED) return -1;
-    /* one byte stays free for the truncation marker */
     if (s->len + n + 1 > KF_SIG_MAX_BYTES) {
         s->flags |= KF_SIG_TRUNCATED;
         s->buf[s->len++] = TAG_TRUNC;
         return -1;
     }
-    memcpy(s->buf + s->len, p, n);
-    s->len += (uint32_t)n;
     return 0;
 }
 
-static int put_u8(kf_sig *s, uint8_t v) { return put(s, &v, 1); }
+/* Only after reserve() said the whole item fits. */
+static void raw(kf_sig *s, const void *p, size_t n)
+{
+    memcpy(s->buf + s->len, p, n);
+    s->len += (uint32_t)n;
+}
+
+static void raw_u8(kf_sig *s, uint8_t v) { raw(s, &v, 1); }
 
 void kf_sig_begin(kf_sig *s, const char *op)
 {
     s->len = 0;
     s->flags = 0;
     s->n_tensors = 0;
-    s->device_type = -1;
+    s->device_type = KF_DEV_CPU; /* until a tensor says otherwise */
     s->device_index = 0;
     size_t n = strlen(op);
     if (n > 255) n = 255;
-    put_u8(s, (uint8_t)n);
-    put(s, op, n);
+    reserve(s, 1 + n); /* always fits */
+    raw_u8(s, (uint8_t)n);
+    raw(s, op, n);
 }
 
 static uint8_t align_log2(const void *p)
@@ -65,7 +72,7 @@ static uint8_t align_log2(const void *p)
     return k;
 }
 
-static void put_tensor_body(kf_sig *s, const kf_tensor *t)
+static int tensor_dims(kf_sig *s, const kf_tensor *t)
 {
     int nd = t->ndim < 0 ? 0 : t->ndim;
     if (nd > KF_MAX_DIMS) {
@@ -73,12 +80,18 @@ static void put_tensor_body(kf_sig *s, const kf_tensor *t)
         s->flags |= KF_SIG_UNSERVABLE;
         nd = KF_MAX_DIMS;
     }
+    return nd;
+}
+
+/* Under a reservation of 5 + 16 * nd bytes. */
+static void put_tensor_body(kf_sig *s, const kf_tensor *t, int nd)
+{
     uint8_t head[5] = {(uint8_t)t->dtype, (uint8_t)t->device_type, (uint8_t)t->device_index,
                        align_log2(t->data), (uint8_t)nd};
-    put(s, head, sizeof head);
-    put(s, t->sizes, sizeof(int64_t) * (size_t)nd);
-    put(s, t->strides, sizeof(int64_t) * (size_t)nd);
-    if (s->device_type < 0) {
+    raw(s, head, sizeof head);
+    raw(s, t->sizes, sizeof(int64_t) * (size_t)nd);
+    raw(s, t->strides, sizeof(int64_t) * (size_t)nd);
+    if (s->n_tensors == 0) {
         s->device_type = t->device_type;
         s->device_index = t->device_index;
     }
@@ -88,33 +101,44 @@ static void put_tensor_body(kf_sig *s, const kf_tensor *t)
 
 void kf_sig_tensor(kf_sig *s, const kf_tensor *t)
 {
-    if (put_u8(s, TAG_TENSOR)) return;
-    put_tensor_body(s, t);
+    int nd = tensor_dims(s, t);
+    if (reserve(s, 1 + 5 + 16 * (size_t)nd)) return;
+    raw_u8(s, TAG_TENSOR);
+    put_tensor_body(s, t, nd);
 }
 
 void kf_sig_tensor_list(kf_sig *s, const kf_tensor *ts, int n)
 {
     uint16_t cnt = (uint16_t)(n < 0 ? 0 : n > 65535 ? 65535 : n);
-    if (put_u8(s, TAG_TLIST) || put(s, &cnt, sizeof cnt)) return;
-    for (int i = 0; i < cnt && !(s->flags & KF_SIG_TRUNCATED); i++) put_tensor_body(s, &ts[i]);
+    if (reserve(s, 3)) return;
+    raw_u8(s, TAG_TLIST);
+    raw(s, &cnt, sizeof cnt);
+    for (int i = 0; i < cnt; i++) {
+        int nd = tensor_dims(s, &ts[i]);
+        if (reserve(s, 5 + 16 * (size_t)nd)) return;
+        put_tensor_body(s, &ts[i], nd);
+    }
 }
 
 void kf_sig_int(kf_sig *s, int64_t v)
 {
-    if (put_u8(s, TAG_INT)) return;
-    put(s, &v, sizeof v);
+    if (reserve(s, 9)) return;
+    raw_u8(s, TAG_INT);
+    raw(s, &v, sizeof v);
 }
 
 void kf_sig_double(kf_sig *s, double v)
 {
-    if (put_u8(s, TAG_DOUBLE)) return;
-    put(s, &v, sizeof v); /* bit pattern: -0.0 and 0.0 are different signatures, as they should */
+    if (reserve(s, 9)) return;
+    raw_u8(s, TAG_DOUBLE);
+    raw(s, &v, sizeof v); /* bit pattern: -0.0 and 0.0 are different signatures, as they should */
 }
 
 void kf_sig_bool(kf_sig *s, int v)
 {
-    put_u8(s, TAG_BOOL);
-    put_u8(s, v ? 1 : 0);
+    if (reserve(s, 2)) return;
+    raw_u8(s, TAG_BOOL);
+    raw_u8(s, v ? 1 : 0);
 }
 
 void kf_sig_str(kf_sig *s, const char *v)
@@ -124,49 +148,60 @@ void kf_sig_str(kf_sig *s, const char *v)
         /* a long string cannot be stored exactly: hash it so the signature stays exact */
         s->flags |= KF_SIG_UNSERVABLE;
         uint64_t h = XXH3_64bits(v, n);
-        if (put_u8(s, TAG_STR) || put_u8(s, 255)) return;
-        put(s, &h, sizeof h);
+        if (reserve(s, 10)) return;
+        raw_u8(s, TAG_STR);
+        raw_u8(s, 255);
+        raw(s, &h, sizeof h);
         return;
     }
-    if (put_u8(s, TAG_STR) || put_u8(s, (uint8_t)n)) return;
-    put(s, v, n);
+    if (reserve(s, 2 + n)) return;
+    raw_u8(s, TAG_STR);
+    raw_u8(s, (uint8_t)n);
+    raw(s, v, n);
 }
 
 void kf_sig_none(kf_sig *s)
 {
-    put_u8(s, TAG_NONE);
+    if (reserve(s, 1)) return;
+    raw_u8(s, TAG_NONE);
 }
 
 void kf_sig_int_list(kf_sig *s, const int64_t *v, int n)
 {
     uint16_t cnt = (uint16_t)(n < 0 ? 0 : n > 65535 ? 65535 : n);
-    if (put_u8(s, TAG_ILIST) || put(s, &cnt, sizeof cnt)) return;
-    put(s, v, sizeof(int64_t) * cnt);
+    if (reserve(s, 3 + sizeof(int64_t) * cnt)) return;
+    raw_u8(s, TAG_ILIST);
+    raw(s, &cnt, sizeof cnt);
+    if (cnt) raw(s, v, sizeof(int64_t) * cnt);
 }
 
 void kf_sig_device(kf_sig *s, int type, int index)
 {
     uint8_t b[3] = {TAG_DEVICE, (uint8_t)type, (uint8_t)index};
-    put(s, b, sizeof b);
+    if (reserve(s, sizeof b)) return;
+    raw(s, b, sizeof b);
 }
 
 void kf_sig_wrapped(kf_sig *s, int dtype, double fvalue, int64_t ivalue)
 {
-    if (put_u8(s, TAG_WRAPPED) || put_u8(s, (uint8_t)dtype)) return;
+    if (reserve(s, 10)) return;
+    raw_u8(s, TAG_WRAPPED);
+    raw_u8(s, (uint8_t)dtype);
     if (dtype == KF_F64)
-        put(s, &fvalue, sizeof fvalue);
+        raw(s, &fvalue, sizeof fvalue);
     else
-        put(s, &ivalue, sizeof ivalue);
+        raw(s, &ivalue, sizeof ivalue);
 }
 
 void kf_sig_opaque(kf_sig *s, const char *type_name)
 {
     s->flags |= KF_SIG_UNSERVABLE;
-    if (put_u8(s, TAG_OPAQUE)) return;
     size_t n = strlen(type_name);
     if (n > KF_SIG_STR_MAX) n = KF_SIG_STR_MAX;
-    if (put_u8(s, (uint8_t)n)) return;
-    put(s, type_name, n);
+    if (reserve(s, 2 + n)) return;
+    raw_u8(s, TAG_OPAQUE);
+    raw_u8(s, (uint8_t)n);
+    raw(s, type_name, n);
 }
 
 uint64_t kf_sig_hash(const uint8_t *buf, uint32_t len)
@@ -177,7 +212,9 @@ uint64_t kf_sig_hash(const uint8_t *buf, uint32_t len)
 
 size_t kf_sig_op_name(const uint8_t *buf, uint32_t len, char *out, size_t cap)
 {
-    if (len < 1 || cap == 0) return 0;
+    if (cap == 0) return 0;
+    out[0] = 0;
+    if (len < 1) return 0;
     size_t n = buf[0];
     if (n + 1 > len) n = len - 1;
     if (n >= cap) n = cap - 1;
@@ -243,10 +280,10 @@ static int fmt_tensor(reader *r, fmt_out *o)
     for (int i = 0; i < nd; i++) emit(o, "%s%" PRId64, i ? "," : "", sizes[i]);
     emit(o, "]");
     int contiguous = 1;
-    int64_t expect = 1;
+    uint64_t expect = 1; /* unsigned: a damaged encoding may hold any sizes */
     for (int i = nd - 1; i >= 0; i--) {
-        if (sizes[i] != 1 && strides[i] != expect) contiguous = 0;
-        expect *= sizes[i];
+        if (sizes[i] != 1 && (uint64_t)strides[i] != expect) contiguous = 0;
+        expect *= (uint64_t)sizes[i];
     }
     if (!contiguous) {
         emit(o, " s=(");
@@ -287,8 +324,8 @@ kf_status kf_sig_format(const uint8_t *buf, uint32_t len, const char *const *arg
             if (take(&r, &cnt, 2)) return KF_ERR_INVALID;
             emit(&o, "[");
             for (int i = 0; i < cnt && r.pos < r.len; i++) {
-                if (i) emit(&o, ", ");
                 if (r.b[r.pos] == TAG_TRUNC) break;
+                if (i) emit(&o, ", ");
                 if (fmt_tensor(&r, &o)) return KF_ERR_INVALID;
             }
             emit(&o, "]");

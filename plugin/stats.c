@@ -88,7 +88,9 @@ char *kf_stats_json(kf_runtime *rt)
     cJSON *doc = cJSON_CreateObject();
     stats_ctx ctx = {rt, cJSON_AddArrayToObject(doc, "rows"), 0};
     if (!ctx.rows) goto fail;
+    pthread_mutex_lock(&rt->lock); /* add_row reads rt->ops */
     kf_sigtable_each(rt->sigs, add_row, &ctx);
+    pthread_mutex_unlock(&rt->lock);
     if (ctx.failed) goto fail;
     cJSON_AddNumberToObject(doc, "dropped", (double)atomic_load(&rt->dropped));
     cJSON_AddStringToObject(doc, "gpu_timer", kf_gpu_timer_status(rt->gtimer));

@@ -18,7 +18,7 @@ kf_runtime* load() {
     return nullptr;
   }
   kf_runtime_set_global(rt);
-  if (cfg.bad_ops[0]) KF_WARN("KFORGE_OPS: ignoring malformed entries %s", cfg.bad_ops);
+  if (cfg.bad_ops[0]) KF_WARN("KFORGE_OPS: ignoring entries %s", cfg.bad_ops);
   if (cfg.disable) {
     KF_INFO("KFORGE_DISABLE is set: nothing is intercepted");
     return rt;

@@ -115,7 +115,7 @@ def test_kforge_ops_replaces_the_list_and_reports_bad_names():
     assert "OPS ['aten::relu', 'aten::add.Tensor']" in p.stdout
     # load-time messages reach Python's logging under the kernel_forge logger
     assert "LOG kernel_forge intercept list: no operator named aten::notanop" in p.stderr
-    assert "LOG kernel_forge KFORGE_OPS: ignoring malformed entries 'bad op!'" in p.stderr
+    assert "LOG kernel_forge KFORGE_OPS: ignoring entries 'bad op!' (malformed)" in p.stderr
 
 
 def test_only_the_override_warning_is_silenced():
