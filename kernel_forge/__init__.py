@@ -54,19 +54,30 @@ def stats() -> list[dict]:
     """Recorded calls per signature, hottest first.
 
     Keys: op, device, signature, key, calls, served, fallback, time_ms (estimated from sampled
-    timings), share (of all recorded time), eager_us / served_us (mean sampled time per call, -1
-    when never sampled), intercepted (False for rows seen only by the op observer), time_source.
+    timings), share (of the recorded time measured the same way: CUDA device time, or host time),
+    eager_us / served_us (mean sampled time per call, -1 when never sampled), intercepted (False
+    for rows seen only by the op observer), time_source, servable, has_kernel.
     """
     doc = _native.take_json(_native.lib().kf_stats_json(_native.runtime()))
     rows = doc["rows"]
-    total = sum(r["time_ms"] for r in rows)
+    # Device time (CUDA events) and host time are not comparable: each row's share is taken
+    # among the rows measured the same way.
+    totals = {}
     for r in rows:
         r["calls"] = int(r["calls"])
         r["served"] = int(r["served"])
         r["fallback"] = int(r["fallback"])
+        basis = _time_basis(r)
+        totals[basis] = totals.get(basis, 0.0) + r["time_ms"]
+    for r in rows:
+        total = totals[_time_basis(r)]
         r["share"] = r["time_ms"] / total if total > 0 else 0.0
     rows.sort(key=lambda r: (-r["time_ms"], -r["calls"], r["signature"]))
     return rows
+
+
+def _time_basis(row) -> str:
+    return "device" if row["time_source"] == "cuda-events" else "host"
 
 
 def reset_stats() -> None:

@@ -54,7 +54,8 @@ def stats_table(rows, top=20, width=90) -> str:
     if any(not r["intercepted"] for r in shown):
         notes.append("* = not intercepted: seen by the op observer, host self time, by op name")
     if any(r["time_source"] == "cuda-events" for r in shown):
-        notes.append("intercepted CUDA rows: sampled device time from CUDA events")
+        notes.append("CUDA rows: sampled device time from CUDA events; their share is of the "
+                     "device time recorded, other rows' share is of host time")
     return text + ("\n" + "\n".join(notes) if notes else "")
 
 

@@ -13,6 +13,7 @@ typedef int cu_result;
 typedef void *cu_event;
 typedef void *cu_stream;
 enum { CU_SUCCESS = 0, CU_ERROR_NOT_READY = 600, CU_EVENT_DEFAULT = 0 };
+enum { CU_STREAM_CAPTURE_MODE_RELAXED = 2 };
 
 typedef struct cu_api {
     cu_result (*event_create)(cu_event *, unsigned);
@@ -23,6 +24,7 @@ typedef struct cu_api {
     cu_result (*event_elapsed)(float *, cu_event, cu_event);
     cu_result (*stream_is_capturing)(cu_stream, int *);
     cu_result (*ctx_get_current)(void **);
+    cu_result (*exchange_capture_mode)(int *);
 } cu_api;
 
 #define KF_GPU_TIMER_PAIRS 64
@@ -93,8 +95,10 @@ static int load_driver(kf_gpu_timer *t)
     *(void **)&c->event_elapsed = sym(t->lib, "cuEventElapsedTime_v2", "cuEventElapsedTime");
     *(void **)&c->stream_is_capturing = sym(t->lib, "cuStreamIsCapturing", NULL);
     *(void **)&c->ctx_get_current = sym(t->lib, "cuCtxGetCurrent", NULL);
+    *(void **)&c->exchange_capture_mode = sym(t->lib, "cuThreadExchangeStreamCaptureMode", NULL);
     if (!c->event_create || !c->event_destroy || !c->event_record || !c->event_query ||
-        !c->event_sync || !c->event_elapsed || !c->stream_is_capturing || !c->ctx_get_current) {
+        !c->event_sync || !c->event_elapsed || !c->stream_is_capturing || !c->ctx_get_current ||
+        !c->exchange_capture_mode) {
         snprintf(t->status, sizeof t->status, "libcuda.so.1 lacks a needed entry point");
         t->lib = NULL; /* left open: harmless */
         return 0;
@@ -108,7 +112,20 @@ const char *kf_gpu_timer_status(kf_gpu_timer *t)
     return t->status;
 }
 
-/* Under t->lock: hand finished pairs to the callback. */
+/* Driver calls such as event queries, made while any thread captures a CUDA graph in global
+ * mode, would invalidate that capture: this thread works in relaxed capture mode meanwhile. */
+static int relaxed_begin(kf_gpu_timer *t, int *saved)
+{
+    *saved = CU_STREAM_CAPTURE_MODE_RELAXED;
+    return t->cu.exchange_capture_mode(saved) == CU_SUCCESS;
+}
+
+static void relaxed_end(kf_gpu_timer *t, int *saved)
+{
+    t->cu.exchange_capture_mode(saved);
+}
+
+/* Under t->lock and relaxed capture mode: hand finished pairs to the callback. */
 static void collect(kf_gpu_timer *t, int wait)
 {
     for (int i = 0; i < KF_GPU_TIMER_PAIRS; i++) {
@@ -125,12 +142,14 @@ static void collect(kf_gpu_timer *t, int wait)
 
 int kf_gpu_timer_start(kf_gpu_timer *t, void *stream, void *user, int served)
 {
-    int token = -1;
+    int token = -1, saved;
     pthread_mutex_lock(&t->lock);
-    if (!load_driver(t)) goto out;
-    collect(t, 0);
+    if (!load_driver(t)) goto unlock;
+    if (!relaxed_begin(t, &saved)) goto unlock;
+    /* never time a call that is being captured into a CUDA graph: it does not run now */
     int capturing = 0;
     if (t->cu.stream_is_capturing(stream, &capturing) != CU_SUCCESS || capturing) goto out;
+    collect(t, 0);
     void *ctx = NULL;
     if (t->cu.ctx_get_current(&ctx) != CU_SUCCESS || !ctx) goto out;
     int fresh = -1;
@@ -166,6 +185,8 @@ int kf_gpu_timer_start(kf_gpu_timer *t, void *stream, void *user, int served)
     t->pairs[token].user = user;
     t->pairs[token].served = served;
 out:
+    relaxed_end(t, &saved);
+unlock:
     pthread_mutex_unlock(&t->lock);
     return token;
 }
@@ -175,8 +196,11 @@ void kf_gpu_timer_stop(kf_gpu_timer *t, int token, void *stream)
     if (token < 0 || token >= KF_GPU_TIMER_PAIRS) return;
     pthread_mutex_lock(&t->lock);
     pair *p = &t->pairs[token];
-    if (p->state == PAIR_STARTED)
+    int saved;
+    if (p->state == PAIR_STARTED && relaxed_begin(t, &saved)) {
         p->state = t->cu.event_record(p->end, stream) == CU_SUCCESS ? PAIR_PENDING : PAIR_FREE;
+        relaxed_end(t, &saved);
+    }
     pthread_mutex_unlock(&t->lock);
 }
 
@@ -190,7 +214,11 @@ void kf_gpu_timer_cancel(kf_gpu_timer *t, int token)
 
 void kf_gpu_timer_poll(kf_gpu_timer *t, int wait)
 {
+    int saved;
     pthread_mutex_lock(&t->lock);
-    if (t->lib) collect(t, wait);
+    if (t->lib && relaxed_begin(t, &saved)) {
+        collect(t, wait);
+        relaxed_end(t, &saved);
+    }
     pthread_mutex_unlock(&t->lock);
 }

@@ -57,6 +57,8 @@ void kf_sig_begin(kf_sig *s, const char *op)
     s->n_tensors = 0;
     s->device_type = KF_DEV_CPU; /* until a tensor says otherwise */
     s->device_index = 0;
+    s->device_known = 0;
+    s->type_fixed = 0;
     size_t n = strlen(op);
     if (n > 255) n = 255;
     reserve(s, 1 + n); /* always fits */
@@ -91,10 +93,7 @@ static void put_tensor_body(kf_sig *s, const kf_tensor *t, int nd)
     raw(s, head, sizeof head);
     raw(s, t->sizes, sizeof(int64_t) * (size_t)nd);
     raw(s, t->strides, sizeof(int64_t) * (size_t)nd);
-    if (s->n_tensors == 0) {
-        s->device_type = t->device_type;
-        s->device_index = t->device_index;
-    }
+    kf_sig_device_hint(s, t->device_type, t->device_index);
     s->n_tensors++;
     if (s->n_tensors > KF_SIG_MAX_TENSORS) s->flags |= KF_SIG_UNSERVABLE;
 }
@@ -191,6 +190,20 @@ void kf_sig_wrapped(kf_sig *s, int dtype, double fvalue, int64_t ivalue)
         raw(s, &fvalue, sizeof fvalue);
     else
         raw(s, &ivalue, sizeof ivalue);
+}
+
+void kf_sig_call_device(kf_sig *s, int type)
+{
+    s->device_type = type;
+    s->type_fixed = 1;
+}
+
+void kf_sig_device_hint(kf_sig *s, int type, int index)
+{
+    if (s->device_known || (s->type_fixed && type != s->device_type)) return;
+    s->device_known = 1;
+    s->device_type = type;
+    s->device_index = index;
 }
 
 void kf_sig_opaque(kf_sig *s, const char *type_name)

@@ -27,6 +27,8 @@ typedef struct kf_sig {
     uint32_t len;
     uint32_t flags;
     int n_tensors;
+    int device_known;  /* device_index is settled */
+    int type_fixed;    /* device_type came from kf_sig_call_device */
     int device_type, device_index; /* of the first tensor argument; CPU when none */
     uint8_t buf[KF_SIG_MAX_BYTES];
 } kf_sig;
@@ -47,6 +49,13 @@ void kf_sig_wrapped(kf_sig *s, int dtype, double fvalue, int64_t ivalue);
 /* An argument type the signature cannot describe exactly (generator, complex scalar, ...): the
  * signature stays usable for recording, but is never served. */
 void kf_sig_opaque(kf_sig *s, const char *type_name);
+/* The call's device type, from the dispatch key that received it (torch_ext knows it): a CPU
+ * scalar tensor among CUDA tensors must not make a CUDA call look like a CPU one. Without it,
+ * the first tensor argument decides. */
+void kf_sig_call_device(kf_sig *s, int type);
+/* A tensor argument's device (also for tensors described only opaquely): the first one of the
+ * call's device type gives the call's device index. */
+void kf_sig_device_hint(kf_sig *s, int type, int index);
 
 uint64_t kf_sig_hash(const uint8_t *buf, uint32_t len);
 

@@ -65,6 +65,10 @@ bool to_kf_tensor(const at::Tensor& t, kf_tensor* out) {
   return true;
 }
 
+static void kf_sig_device_hint_of(kf_sig* sig, const at::Tensor& t) {
+  kf_sig_device_hint(sig, to_kf_device(t.device().type()), t.device().has_index() ? t.device().index() : 0);
+}
+
 // A tensor argument: exact when it is a plain strided tensor of a known dtype; otherwise an
 // opaque marker that keeps the signature recordable but never servable.
 static void sig_tensor(kf_sig* sig, const at::Tensor& t) {
@@ -87,6 +91,7 @@ static void sig_tensor(kf_sig* sig, const at::Tensor& t) {
     }
     return;
   }
+  kf_sig_device_hint_of(sig, t);
   kf_tensor kt;
   if (!t.has_storage() && t.layout() == c10::kStrided && !t.is_meta()) {
     kf_sig_opaque(sig, "storage-less tensor");
@@ -102,9 +107,11 @@ static void sig_tensor(kf_sig* sig, const at::Tensor& t) {
   kf_sig_tensor(sig, &kt);
 }
 
-bool build_signature(const OpSchemaInfo& info, const torch::jit::Stack& stack, kf_sig* sig) {
+bool build_signature(const OpSchemaInfo& info, int call_device, const torch::jit::Stack& stack,
+                     kf_sig* sig) {
   if (stack.size() < info.n_args) return false;
   kf_sig_begin(sig, info.name.c_str());
+  kf_sig_call_device(sig, call_device);
   const c10::IValue* args = stack.data() + (stack.size() - info.n_args);
   for (size_t i = 0; i < info.n_args; i++) {
     const c10::IValue& v = args[i];
@@ -136,10 +143,12 @@ bool build_signature(const OpSchemaInfo& info, const torch::jit::Stack& stack, k
         exact = exact && t.defined() && !t.unsafeGetTensorImpl()->is_wrapped_number() && !t.is_conj() && !t.is_neg() &&
                 to_kf_tensor(t, &ts[j]) && ts[j].dtype != KF_DTYPE_UNKNOWN;
       }
-      if (exact)
+      if (exact) {
         kf_sig_tensor_list(sig, ts.data(), static_cast<int>(ts.size()));
-      else
+      } else {
+        if (l.size() > 0 && l.get(0).defined()) kf_sig_device_hint_of(sig, l.get(0));
         kf_sig_opaque(sig, "tensor-list");
+      }
     } else if (v.isDevice()) {
       const c10::Device d = v.toDevice();
       kf_sig_device(sig, to_kf_device(d.type()), d.has_index() ? d.index() : -1);

@@ -24,7 +24,9 @@ struct OpSchemaInfo {
 
 // Signature of the call whose arguments are the last info.n_args entries of `stack`.
 // Returns false when an argument cannot be described at all (the call then just runs eager).
-bool build_signature(const OpSchemaInfo& info, const torch::jit::Stack& stack, kf_sig* sig);
+// `call_device` is the KF_DEV_* of the dispatch key the call arrived on.
+bool build_signature(const OpSchemaInfo& info, int call_device, const torch::jit::Stack& stack,
+                     kf_sig* sig);
 
 int to_kf_dtype(c10::ScalarType t);
 c10::ScalarType from_kf_dtype(int d);
@@ -34,8 +36,9 @@ bool to_kf_tensor(const at::Tensor& t, kf_tensor* out);
 // Boxed kernel registered in place of the original on one dispatch key.
 class Interceptor final : public c10::OperatorKernel {
  public:
-  Interceptor(kf_runtime* rt, std::shared_ptr<const OpSchemaInfo> info, c10::SafeKernelFunction orig)
-      : rt_(rt), info_(std::move(info)), orig_(std::move(orig)) {}
+  Interceptor(kf_runtime* rt, std::shared_ptr<const OpSchemaInfo> info, int device,
+              c10::SafeKernelFunction orig)
+      : rt_(rt), info_(std::move(info)), device_(device), orig_(std::move(orig)) {}
   void operator()(const c10::OperatorHandle& op, c10::DispatchKeySet ks, torch::jit::Stack* stack);
 
  private:
@@ -48,6 +51,7 @@ class Interceptor final : public c10::OperatorKernel {
 
   kf_runtime* rt_;
   std::shared_ptr<const OpSchemaInfo> info_;
+  int device_;  // KF_DEV_CPU or KF_DEV_CUDA: the key this interceptor is registered on
   c10::SafeKernelFunction orig_;
 };
 

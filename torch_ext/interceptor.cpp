@@ -33,7 +33,7 @@ void Interceptor::operator()(const c10::OperatorHandle& op, c10::DispatchKeySet 
   kf_sig sig;
   bool described = false;
   try {
-    described = build_signature(*info_, *stack, &sig);
+    described = build_signature(*info_, device_, *stack, &sig);
   } catch (...) {
     described = false;  // e.g. a tensor without storage: not ours to describe, run eager
   }

@@ -89,7 +89,8 @@ void register_one(kf_runtime* rt, ExtState& st, const std::string& name) {
       continue;
     }
     auto orig = op->getComputedKernelForDispatchKey(key);
-    auto kernel = torch::CppFunction::makeFromBoxedFunctor(std::make_unique<Interceptor>(rt, info, std::move(orig)));
+    auto kernel = torch::CppFunction::makeFromBoxedFunctor(std::make_unique<Interceptor>(
+        rt, info, key == c10::DispatchKey::CUDA ? KF_DEV_CUDA : KF_DEV_CPU, std::move(orig)));
     const std::string impl_name = name.substr(ns_end + 2);  // "add.Tensor"
     {
       OverrideWarningFilter filter(c10::WarningUtils::get_warning_handler());

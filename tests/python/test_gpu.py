@@ -110,3 +110,21 @@ def test_registered_cuda_kernel_is_served_on_the_current_stream(cuda_kernels):
         assert row["served"] == 1
     finally:
         kf._register_kernel(key, 0)
+
+
+def test_call_device_is_the_dispatch_keys_not_the_first_tensors():
+    kf.reset_stats()
+    x = torch.randn(64, 64, device="cuda")
+    y = torch.add(torch.tensor(2.0), x)  # a CPU 0-dim tensor first, dispatched to CUDA
+    torch.cuda.synchronize()
+    assert torch.equal(y, x + 2.0)
+    (row,) = [r for r in kf.stats() if r["op"] == "aten::add.Tensor"]
+    assert row["device"] == "cuda:0" and row["time_source"] == "cuda-events", row
+
+
+def test_undescribable_cuda_tensor_is_still_a_cuda_row():
+    kf.reset_stats()
+    x = torch.randn(*[2] * 9, device="cuda")  # more dims than a signature describes exactly
+    assert torch.equal(x + x, 2 * x)
+    (row,) = [r for r in kf.stats() if r["op"] == "aten::add.Tensor"]
+    assert row["device"] == "cuda:0" and row["servable"] is False, row
