@@ -1,9 +1,10 @@
 """Extra time per call of intercept + signature + guard + fallback, on tiny CPU tensors.
 
 Runs the same loop in child processes with no plugin (KFORGE_DISABLE=1: nothing registered),
-with the plugin loaded and enabled, and with the plugin loaded but switched off
-(kernel_forge.disable(): the boxed pass-through only), alternating the three several times so
-machine noise hits them alike, and reports medians and the difference per call.
+with the plugin loaded and enabled, the same without timing samples (KFORGE_SAMPLE_EVERY huge),
+and with the plugin loaded but switched off (kernel_forge.disable(): the boxed pass-through
+only), alternating them several times so machine noise hits them alike, and reports medians and
+the difference per call.
 
     python benchmarks/dispatch_overhead.py [--calls 20000] [--rounds 5]
 """
@@ -19,7 +20,7 @@ CHILD = r"""
 import json, sys, time, torch
 mode = sys.argv[1]; calls = int(sys.argv[2])
 torch.set_num_threads(1)
-if mode != "none":
+if mode != "none":  # "on", "on-unsampled", "off"
     import kernel_forge as kf
     if mode == "off":
         kf.disable()
@@ -49,6 +50,8 @@ def run(mode, calls):
     env = {k: v for k, v in os.environ.items() if not k.startswith("KFORGE_")}
     if mode == "none":
         env["KFORGE_DISABLE"] = "1"
+    if mode == "on-unsampled":  # no timing samples after the first 3 calls
+        env["KFORGE_SAMPLE_EVERY"] = str(1 << 20)
     r = subprocess.run([sys.executable, "-c", CHILD, mode, str(calls)], env=env,
                        capture_output=True, text=True, check=True)
     return json.loads(r.stdout.strip().splitlines()[-1])
@@ -60,7 +63,7 @@ def main():
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--json", help="write the raw numbers here")
     args = p.parse_args()
-    modes = ["none", "on", "off"]
+    modes = ["none", "on", "off", "on-unsampled"]
     samples = {m: [] for m in modes}
     for _ in range(args.rounds):
         for m in modes:
@@ -69,11 +72,15 @@ def main():
     med = {m: {c: statistics.median(s[c] for s in samples[m]) for c in cases} for m in modes}
     print(f"ns per call, median of {args.rounds} rounds x best of 5 x {args.calls} calls, "
           "1 thread, CPU")
-    print(f"{'op':24} {'no plugin':>10} {'plugin on':>10} {'switched off':>13} "
+    print(f"{'op':24} {'no plugin':>10} {'plugin on':>10} {'unsampled':>10} {'switched off':>13} "
           f"{'extra (on)':>11} {'ratio':>6}")
     for c in cases:
-        n, on, off = med["none"][c], med["on"][c], med["off"][c]
-        print(f"{c:24} {n:10.0f} {on:10.0f} {off:13.0f} {on - n:+11.0f} {on / n:6.2f}")
+        n, on, off, uns = med["none"][c], med["on"][c], med["off"][c], med["on-unsampled"][c]
+        print(f"{c:24} {n:10.0f} {on:10.0f} {uns:10.0f} {off:13.0f} {on - n:+11.0f} {on / n:6.2f}")
+    print("per round (" + " / ".join(modes) + "):")
+    for c in cases:
+        print(f"  {c:24} " + "  ".join("/".join(f"{samples[m][i][c]:.0f}" for m in modes)
+                                       for i in range(args.rounds)))
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"median_ns": med, "rounds": args.rounds, "calls": args.calls}, f, indent=1)

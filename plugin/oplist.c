@@ -13,6 +13,7 @@ const char *const kf_default_ops[] = {
     "aten::native_group_norm",                 /* F.group_norm: VAE decoders, UNets */
     "aten::_fused_rms_norm",                   /* F.rms_norm on CUDA */
     "aten::native_batch_norm",                 /* F.batch_norm (eval and train) on CPU and CUDA */
+    "aten::cudnn_batch_norm",                  /* F.batch_norm on CUDA when cuDNN takes it */
     "aten::_native_batch_norm_legit_no_training", /* eval batch norm in exported graphs */
     "aten::gelu",                              /* F.gelu, exact and tanh */
     "aten::silu",                              /* F.silu: SwiGLU MLPs */

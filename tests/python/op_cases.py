@@ -48,8 +48,14 @@ NAN, INF = float("nan"), float("inf")
 
 class Case(NamedTuple):
     name: str
-    op: Optional[str]  # the intercepted op it targets; None: eager raises before any kernel
+    # the intercepted op it targets (or a tuple: any of them, where the device picks one);
+    # None: eager raises before any kernel
+    op: Optional[str | tuple[str, ...]]
     fn: Callable[[], object]
+
+
+def targets(c: "Case") -> tuple[str, ...]:
+    return () if c.op is None else (c.op,) if isinstance(c.op, str) else c.op
 
 
 CASES: dict[str, Case] = {}
@@ -957,6 +963,13 @@ if DEVICE.startswith("cuda"):
                                                          rn(64, dtype=bf16), 1e-6)))
     add_case("rms_norm_functional_f32", RMS, lambda: F.rms_norm(rn(3, 7, 32), (32,), rn(32)))
     add_case("rms_norm_no_weight_2d_shape", RMS, lambda: F.rms_norm(rn(2, 5, 6, 8), (6, 8)))
+
+
+if DEVICE.startswith("cuda"):
+    # on CUDA, batch norm reaches cudnn_batch_norm when cuDNN takes the case, else native
+    for _name, _c in list(CASES.items()):
+        if _c.op == BN:
+            CASES[_name] = _c._replace(op=(BN, "aten::cudnn_batch_norm"))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -117,8 +117,8 @@ def test_call_device_is_the_dispatch_keys_not_the_first_tensors():
     x = torch.randn(64, 64, device="cuda")
     y = torch.add(torch.tensor(2.0), x)  # a CPU 0-dim tensor first, dispatched to CUDA
     torch.cuda.synchronize()
-    assert torch.equal(y, x + 2.0)
     (row,) = [r for r in kf.stats() if r["op"] == "aten::add.Tensor"]
+    assert torch.equal(y, x + 2.0)
     assert row["device"] == "cuda:0" and row["time_source"] == "cuda-events", row
 
 
