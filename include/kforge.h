@@ -108,6 +108,28 @@ KF_API kf_status kf_probe_end(kf_runtime *rt, uint64_t *key);
 /* Attach a kernel to the signature with this key (it must have been seen). fn == NULL detaches. */
 KF_API kf_status kf_register_kernel(kf_runtime *rt, uint64_t key, kf_kernel_fn fn, void *user);
 
+/* ---- the kernel cache (plugin/cachelink.c, plugin/candidate.c) ---- */
+
+/* Look at the cache folder now and serve what is new; returns the entries decided so far. */
+KF_API int kf_reload_cache(kf_runtime *rt);
+/* Fill fresh outputs with 0xff bytes before a kernel runs (verification: an untouched output
+ * is then NaN / garbage, never a plausible zero). */
+KF_API void kf_set_poison(kf_runtime *rt, int on);
+/* JSON: op, signature, canonical bytes (hex), device, eager's outputs, for a seen signature. */
+KF_API char *kf_signature_info_json(kf_runtime *rt, uint64_t key);
+/* Compile `source` with `backend` ("host" | "nvrtc") for the signature and serve it in this
+ * process without a first-use check (the caller verifies it). The compile log (may be NULL) is
+ * returned in *log, to be released with kf_free. */
+KF_API kf_status kf_candidate_register(kf_runtime *rt, uint64_t key, const char *backend,
+                                       const char *source, const char *launch_json, char **log);
+/* Insert the candidate serving `key` into the cache folder, with the verification results in
+ * `meta_json` (max_abs_err, max_rel_err, atol, rtol, eager_us, kernel_us, proposer, job,
+ * compile_options). The cache key (32 hex + NUL) is written to key_out. */
+KF_API kf_status kf_candidate_insert(kf_runtime *rt, uint64_t key, const char *meta_json,
+                                     char *key_out);
+/* Entries of the cache folder and bundle, with whether this process serves each. */
+KF_API char *kf_cache_entries_json(kf_runtime *rt);
+
 #ifdef __cplusplus
 }
 #endif

@@ -15,7 +15,7 @@ from . import _native
 __all__ = [
     "KernelForgeError", "library_path", "load", "enable", "disable", "enabled",
     "intercepted_ops", "ops_info", "stats", "reset_stats", "set_recording", "signature_key",
-    "__version__",
+    "add_kernel", "cache_entries", "reload_cache", "cache_dir", "__version__",
 ]
 
 __version__ = "0.1.0"
@@ -95,18 +95,29 @@ def set_recording(on: bool = True) -> None:
                                f"({_native.errmsg()})")
 
 
-def signature_key(op: str, *args, **kwargs) -> str:
-    """Run `op` eagerly on the arguments and return the key of the signature it was recorded as.
-
-    `op` is named as in stats(), e.g. "aten::_softmax" or "aten::add.Tensor".
-    """
+def _resolve_op(op: str):
     import torch
 
     name = op if "::" in op else f"aten::{op}"
     ns, _, rest = name.partition("::")
     base, _, overload = rest.partition(".")
-    packet = getattr(getattr(torch.ops, ns), base)
-    fn = getattr(packet, overload or "default")
+    try:
+        return getattr(getattr(getattr(torch.ops, ns), base), overload or "default")
+    except (AttributeError, RuntimeError) as e:
+        raise KernelForgeError(f"unknown operator {name}") from e
+
+
+def _served_calls(key: str) -> int:
+    return next((r["served"] for r in stats() if r["key"] == key), 0)
+
+
+def signature_key(op: str, *args, **kwargs) -> str:
+    """Run `op` eagerly on the arguments and return the key of the signature it was recorded as.
+
+    `op` is named as in stats(), e.g. "aten::_softmax" or "aten::add.Tensor".
+    """
+    name = op if "::" in op else f"aten::{op}"
+    fn = _resolve_op(name)
     lib = _native.lib()
     rt = _native.runtime()
     lib.kf_probe_begin(rt, name.encode())
@@ -120,6 +131,89 @@ def signature_key(op: str, *args, **kwargs) -> str:
             f"{name} was not intercepted for these arguments (is it in intercepted_ops(), "
             "and is the plugin enabled?)")
     return f"{key.value:016x}"
+
+
+def cache_dir() -> str:
+    """The kernel cache folder this process uses: KFORGE_CACHE_DIR at load, else
+    $XDG_CACHE_HOME/kernel_forge (~/.cache/kernel_forge)."""
+    return ops_info()["cache_dir"]
+
+
+def cache_entries() -> list[dict]:
+    """Entries of the cache folder (and of a KFORGE_CACHE bundle): key, op, signature, backend,
+    arch, eager_us, kernel_us, speedup, max_abs_err, atol, rtol, proposer, disabled,
+    disabled_reason, origin, served_here (whether this process serves it)."""
+    return _native.take_json(_native.lib().kf_cache_entries_json(_native.runtime()))
+
+
+def reload_cache() -> None:
+    """Serve entries that were added to the cache folder since this process looked (the plugin
+    also looks by itself, every KFORGE_RELOAD_MS)."""
+    _native.lib().kf_reload_cache(_native.runtime())
+
+
+def add_kernel(op: str, example_args, source: str, launch, backend: str | None = None, *,
+               kwargs: dict | None = None, atol: float | None = None, rtol: float | None = None,
+               random_inputs: int = 3, timeout: float = 600) -> dict:
+    """Compile a hand-written kernel for the exact signature of `op(*example_args)`, verify it
+    against eager, and insert it into the cache; this process serves it from then on.
+
+    `source` is C (backend "host", CPU tensors) or CUDA C++ (backend "nvrtc", CUDA tensors) with
+    an entry function taking the op's tensor arguments then its outputs as typed pointers;
+    `launch` is the launch record (dict or JSON text): entry, grid, block, smem, args.
+    Verification runs in a child process, so a crashing kernel cannot take this one down. It
+    checks the example and `random_inputs` random inputs of the same signature with poisoned
+    outputs, at the dtype's tolerance unless atol/rtol are given. Returns a dict with
+    signature, cache_key, max_abs_err, max_rel_err, eager_us, kernel_us, speedup.
+    Raises KernelForgeError naming the reason when compilation or verification fails.
+    """
+    import json
+    import os
+    import shutil
+    import signal
+    import subprocess
+    import sys
+    import tempfile
+
+    import torch
+
+    name = op if "::" in op else f"aten::{op}"
+    _resolve_op(name)
+    args = tuple(example_args)
+    devices = {a.device.type for a in args if isinstance(a, torch.Tensor)}
+    if not devices:
+        raise KernelForgeError(f"add_kernel({name}): example_args hold no tensor")
+    if backend is None:
+        backend = "nvrtc" if "cuda" in devices else "host"
+    launch_json = launch if isinstance(launch, str) else json.dumps(launch)
+    job_dir = tempfile.mkdtemp(prefix="kforge-add-")
+    try:
+        torch.save({"op": name, "args": args, "kwargs": dict(kwargs or {}), "source": source,
+                    "launch": launch_json, "backend": backend, "atol": atol, "rtol": rtol,
+                    "random_inputs": random_inputs}, os.path.join(job_dir, "job.pt"))
+        env = dict(os.environ)
+        env.pop("KFORGE_DISABLE", None)
+        env["KFORGE_CACHE_DIR"] = cache_dir()
+        try:
+            p = subprocess.run([sys.executable, "-m", "kernel_forge._verify", job_dir], env=env,
+                               capture_output=True, text=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise KernelForgeError(f"add_kernel({name}): verification did not finish in "
+                                   f"{timeout:g} s (a hanging kernel?)") from None
+        result_path = os.path.join(job_dir, "result.json")
+        if not os.path.exists(result_path):
+            how = (f"was killed by signal {signal.Signals(-p.returncode).name}" if p.returncode < 0
+                   else f"exited with status {p.returncode}")
+            raise KernelForgeError(f"add_kernel({name}): the verification process {how} (a "
+                                   f"crashing kernel?): {p.stderr.strip()[-2000:]}")
+        with open(result_path) as f:
+            result = json.load(f)
+    finally:
+        shutil.rmtree(job_dir, ignore_errors=True)
+    if result["status"] != "ok":
+        raise KernelForgeError(f"add_kernel({name}): {result['reason']}")
+    reload_cache()
+    return result
 
 
 def _register_kernel(key: str, fn_address: int, user: int = 0) -> None:

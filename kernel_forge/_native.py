@@ -72,11 +72,49 @@ def _bind(lib):
         "kf_probe_end": ([c.c_void_p, c.POINTER(c.c_uint64)], c.c_int),
         "kf_register_kernel": ([c.c_void_p, c.c_uint64, c.c_void_p, c.c_void_p], c.c_int),
         "kf_set_observer": ([c.c_void_p, c.c_int], c.c_int),
+        "kf_reload_cache": ([c.c_void_p], c.c_int),
+        "kf_set_poison": ([c.c_void_p, c.c_int], None),
+        "kf_signature_info_json": ([c.c_void_p, c.c_uint64], c.c_void_p),
+        "kf_candidate_register": ([c.c_void_p, c.c_uint64, c.c_char_p, c.c_char_p, c.c_char_p,
+                                   c.POINTER(c.c_void_p)], c.c_int),
+        "kf_candidate_insert": ([c.c_void_p, c.c_uint64, c.c_char_p, c.c_char_p], c.c_int),
+        "kf_cache_entries_json": ([c.c_void_p], c.c_void_p),
+        "kf_cache_dir_ls_json": ([c.c_char_p], c.c_void_p),
+        "kf_cache_dir_show_json": ([c.c_char_p, c.c_char_p, c.c_char_p, c.c_size_t], c.c_void_p),
+        "kf_cache_dir_rm": ([c.c_char_p, c.c_char_p, c.c_char_p, c.c_size_t], c.c_int),
+        "kf_cache_dir_set_disabled": ([c.c_char_p, c.c_char_p, c.c_int, c.c_char_p, c.c_char_p,
+                                       c.c_size_t], c.c_int),
+        "kf_cache_dir_clear": ([c.c_char_p, c.c_char_p, c.c_size_t], c.c_int),
+        "kf_cache_dir_export": ([c.c_char_p, c.c_char_p, c.c_char_p, c.POINTER(c.c_int),
+                                 c.c_char_p, c.c_size_t], c.c_int),
+        "kf_cache_dir_import": ([c.c_char_p, c.c_char_p, c.POINTER(c.c_int), c.c_char_p,
+                                 c.c_size_t], c.c_int),
+        "kf_cache_dir_verify_json": ([c.c_char_p, c.c_char_p, c.c_size_t], c.c_void_p),
     }
     for name, (args, res) in sigs.items():
         f = getattr(lib, name)
         f.argtypes = args
         f.restype = res
+
+
+def _locate_cuda_toolkit():
+    """Point the plugin at the NVRTC and CUDA headers that torch's CUDA wheels ship, unless the
+    user chose others (KFORGE_NVRTC, KFORGE_CUDA_INCLUDE)."""
+    if os.environ.get("KFORGE_NVRTC") and os.environ.get("KFORGE_CUDA_INCLUDE"):
+        return
+    try:
+        import nvidia  # namespace package of the CUDA wheels
+    except ImportError:
+        return
+    for base in getattr(nvidia, "__path__", []):
+        for sub in ("cu13", "cuda_nvrtc", "cu12"):
+            libs = sorted(glob.glob(os.path.join(base, sub, "lib", "libnvrtc.so.*[0-9]")))
+            libs = [p for p in libs if "builtins" not in p and "alt" not in p]
+            if libs and not os.environ.get("KFORGE_NVRTC"):
+                os.environ["KFORGE_NVRTC"] = libs[0]
+            inc = os.path.join(base, sub, "include")
+            if os.path.exists(os.path.join(inc, "cuda_bf16.h")) and not os.environ.get("KFORGE_CUDA_INCLUDE"):
+                os.environ["KFORGE_CUDA_INCLUDE"] = inc
 
 
 def lib():
@@ -91,6 +129,7 @@ def lib():
 
         path = library_path()
         _configure_logger()
+        _locate_cuda_toolkit()
         if path not in getattr(torch.ops, "loaded_libraries", set()):
             # hold load-time messages until our sink is installed, then replay them
             os.environ["KFORGE_LOG_DEFER"] = "1"

@@ -4,6 +4,8 @@
                                 run a Python script (or module) with the plugin loaded and recording on;
                                 print the hottest signatures when it exits
   kforge doctor                 versions, devices, cache folder, intercept list, dependencies
+  kforge cache ls|show|rm|clear|export|import|verify
+                                the kernel cache folder (KFORGE_CACHE_DIR or --dir)
 """
 
 from __future__ import annotations
@@ -118,13 +120,6 @@ def _nvrtc_version():
     return "not found"
 
 
-def default_cache_dir() -> str:
-    if os.environ.get("KFORGE_CACHE_DIR"):
-        return os.environ["KFORGE_CACHE_DIR"]
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "kernel_forge")
-
-
 def cmd_doctor(_args) -> int:
     import torch
 
@@ -145,7 +140,7 @@ def cmd_doctor(_args) -> int:
     else:
         print("cuda            no device available")
     print(f"nvrtc           {_nvrtc_version()}")
-    cache = default_cache_dir()
+    cache = info["cache_dir"]
     print(f"cache folder    {cache} ({'exists' if os.path.isdir(cache) else 'not created yet'})")
     cc = shutil.which(os.environ.get("CC", "cc"))
     cc_ver = "not found"
@@ -162,7 +157,13 @@ def cmd_doctor(_args) -> int:
     if info["disabled_by_env"]:
         state += " (KFORGE_DISABLE is set)"
     print(f"plugin          {state}; op observer {'on' if info['observer'] else 'off'}; "
-          f"timing 1 call in {info['sample_every']}")
+          f"timing 1 call in {info['sample_every']}; first-use check: {info['validate']}")
+    try:
+        entries = kf.cache_entries()
+        print(f"cache entries   {len(entries)} ({sum(e['served_here'] for e in entries)} served "
+              f"in this process){'; bundle ' + info['cache_bundle'] if info['cache_bundle'] else ''}")
+    except Exception as e:
+        print(f"cache entries   could not be read: {e}")
     if info["bad_ops"]:
         print(f"KFORGE_OPS      ignored entries: {info['bad_ops']}")
         ok = False
@@ -173,6 +174,88 @@ def cmd_doctor(_args) -> int:
     rows = [[o["op"], o["keys"] or "-", o["skipped"]] for o in info["ops"]]
     print(_fmt_table(rows, ["op", "keys", "not intercepted on"], ["<", "<", "<"]))
     return 0 if ok else 1
+
+
+def _cache_call(fn, *args):
+    """Call a kf_cache_dir_* function that takes (..., err, errcap); raise on failure."""
+    from . import _native
+
+    err = ctypes.create_string_buffer(1024)
+    code = fn(*args, err, len(err))
+    if code:
+        raise SystemExit(f"kforge cache: {err.value.decode() or _native.status_str(code)}")
+
+
+def cmd_cache(args) -> int:
+    import kernel_forge as kf
+    from . import _native
+
+    lib = _native.lib()
+    d = (args.dir or kf.cache_dir()).encode()
+    if args.action == "ls":
+        entries = _native.take_json(lib.kf_cache_dir_ls_json(d))
+        if args.json:
+            print(json.dumps(entries, indent=1))
+            return 0
+        rows = []
+        for e in sorted(entries, key=lambda e: (e["op"], e["signature"])):
+            speed = e["eager_us"] / e["kernel_us"] if e.get("kernel_us") else 0
+            rows.append([e["key"], e["op"], _shorten(e["signature"], 70), f"{e['backend']}/{e['arch']}",
+                         f"{speed:.2f}x", "disabled" if e["disabled"] else "ok"])
+        print(_fmt_table(rows, ["key", "op", "signature", "backend/arch", "speedup", "state"],
+                         ["<"] * 4 + [">", "<"]))
+        print(f"{len(entries)} entries in {d.decode()}")
+        return 0
+    if args.action == "show":
+        if not args.arg:
+            raise SystemExit("kforge cache show KEY")
+        err = ctypes.create_string_buffer(1024)
+        ptr = lib.kf_cache_dir_show_json(d, args.arg.encode(), err, len(err))
+        if not ptr:
+            raise SystemExit(f"kforge cache show: {err.value.decode()}")
+        print(json.dumps(_native.take_json(ptr), indent=1))
+        return 0
+    if args.action == "rm":
+        if not args.arg:
+            raise SystemExit("kforge cache rm KEY")
+        _cache_call(lib.kf_cache_dir_rm, d, args.arg.encode())
+        print(f"removed {args.arg}")
+        return 0
+    if args.action in ("disable", "enable"):
+        if not args.arg:
+            raise SystemExit(f"kforge cache {args.action} KEY")
+        _cache_call(lib.kf_cache_dir_set_disabled, d, args.arg.encode(),
+                    1 if args.action == "disable" else 0, b"disabled by the user")
+        print(f"{args.action}d {args.arg}")
+        return 0
+    if args.action == "clear":
+        _cache_call(lib.kf_cache_dir_clear, d)
+        print(f"cleared {d.decode()}")
+        return 0
+    if args.action in ("export", "import"):
+        if not args.arg:
+            raise SystemExit(f"kforge cache {args.action} FILE")
+        n = ctypes.c_int(0)
+        if args.action == "export":
+            _cache_call(lib.kf_cache_dir_export, d, args.arg.encode(), ",".join(args.op).encode(),
+                        ctypes.byref(n))
+            print(f"exported {n.value} entries to {args.arg}")
+        else:
+            _cache_call(lib.kf_cache_dir_import, d, args.arg.encode(), ctypes.byref(n))
+            print(f"imported {n.value} entries into {d.decode()}")
+        return 0
+    if args.action == "verify":
+        err = ctypes.create_string_buffer(1024)
+        ptr = lib.kf_cache_dir_verify_json(d, err, len(err))
+        if not ptr:
+            raise SystemExit(f"kforge cache verify: {err.value.decode()}")
+        problems = _native.take_json(ptr)
+        for p in problems:
+            print(f"{p['key'] or '-'}: {p['problem']}")
+        n = len(_native.take_json(lib.kf_cache_dir_ls_json(d)))
+        print(f"{n} valid entries, {len(problems)} problems")
+        return 1 if problems else 0
+    raise SystemExit(f"unknown cache action {args.action}")
 
 
 def main(argv=None) -> int:
@@ -188,6 +271,15 @@ def main(argv=None) -> int:
     r.set_defaults(fn=cmd_run)
     d = sub.add_parser("doctor", help="versions, devices, cache folder, intercept list")
     d.set_defaults(fn=cmd_doctor)
+    c = sub.add_parser("cache", help="list, inspect, remove, export, import, verify cache entries")
+    c.add_argument("action", choices=["ls", "show", "rm", "disable", "enable", "clear", "export",
+                                      "import", "verify"])
+    c.add_argument("arg", nargs="?", help="KEY (show, rm, disable, enable) or FILE (export, import)")
+    c.add_argument("--dir", help="cache folder (default: KFORGE_CACHE_DIR or ~/.cache/kernel_forge)")
+    c.add_argument("--op", action="append", default=[], help="export: only entries of this op "
+                   "(repeatable), e.g. aten::_softmax")
+    c.add_argument("--json", action="store_true", help="ls: print JSON")
+    c.set_defaults(fn=cmd_cache)
     args = p.parse_args(argv)
     return args.fn(args)
 

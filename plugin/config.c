@@ -88,4 +88,31 @@ void kf_config_from_env(kf_config *cfg)
         for (int i = 0; kf_default_ops[i] && i < KF_MAX_OPS; i++)
             strcpy(cfg->ops[cfg->n_ops++], kf_default_ops[i]);
     }
+    const char *v = getenv("KFORGE_VALIDATE");
+    cfg->validate = !v || !*v || !strcmp(v, "first") ? KF_VALIDATE_FIRST
+                    : !strcmp(v, "always")           ? KF_VALIDATE_ALWAYS
+                    : !strcmp(v, "off")              ? KF_VALIDATE_OFF
+                                                     : -1;
+    if (cfg->validate < 0) {
+        /* an unknown mode must not silently weaken the check: keep the default, say so */
+        cfg->validate = KF_VALIDATE_FIRST;
+        snprintf(cfg->bad_env, sizeof cfg->bad_env,
+                 "KFORGE_VALIDATE='%.20s' is not first|always|off; using first", v);
+    }
+    const char *dir = getenv("KFORGE_CACHE_DIR");
+    const char *xdg = getenv("XDG_CACHE_HOME");
+    const char *home = getenv("HOME");
+    if (dir && *dir)
+        snprintf(cfg->cache_dir, sizeof cfg->cache_dir, "%s", dir);
+    else if (xdg && *xdg)
+        snprintf(cfg->cache_dir, sizeof cfg->cache_dir, "%s/kernel_forge", xdg);
+    else if (home && *home)
+        snprintf(cfg->cache_dir, sizeof cfg->cache_dir, "%s/.cache/kernel_forge", home);
+    const char *b = getenv("KFORGE_CACHE");
+    if (b) snprintf(cfg->bundle, sizeof cfg->bundle, "%s", b);
+    const char *nv = getenv("KFORGE_NVRTC");
+    if (nv) snprintf(cfg->nvrtc, sizeof cfg->nvrtc, "%s", nv);
+    const char *inc = getenv("KFORGE_CUDA_INCLUDE");
+    if (inc) snprintf(cfg->cuda_include, sizeof cfg->cuda_include, "%s", inc);
+    cfg->reload_every_ms = (int)env_long("KFORGE_RELOAD_MS", 1000, 0, 3600 * 1000);
 }

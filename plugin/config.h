@@ -18,7 +18,16 @@ typedef struct kf_config {
     int n_ops;             /* the intercept list: KFORGE_OPS or the default list */
     char ops[KF_MAX_OPS][KF_OP_NAME_MAX];
     char bad_ops[256];     /* KFORGE_OPS entries that were malformed (for a warning) */
+    char bad_env[128];     /* another setting that was not understood (for a warning) */
+    char cache_dir[1024];  /* KFORGE_CACHE_DIR, default $XDG_CACHE_HOME/kernel_forge */
+    char bundle[1024];     /* KFORGE_CACHE=FILE: a bundle loaded read-only at startup */
+    int validate;          /* KFORGE_VALIDATE: KF_VALIDATE_FIRST (default), _ALWAYS, _OFF */
+    char nvrtc[1024];      /* KFORGE_NVRTC: libnvrtc to open ("" = search) */
+    char cuda_include[1024]; /* KFORGE_CUDA_INCLUDE: CUDA headers for NVRTC ("" = none) */
+    int reload_every_ms;   /* KFORGE_RELOAD_MS: how often the cache's generation is looked at */
 } kf_config;
+
+enum { KF_VALIDATE_OFF = 0, KF_VALIDATE_FIRST = 1, KF_VALIDATE_ALWAYS = 2 };
 
 void kf_config_from_env(kf_config *cfg);
 /* Parse a comma-separated op list into cfg->ops; names without a namespace get "aten::". */

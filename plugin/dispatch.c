@@ -1,3 +1,4 @@
+#include "cachelink.h"
 #include "runtime.h"
 
 #include <stdlib.h>
@@ -32,6 +33,8 @@ void kf_dispatch_begin(kf_runtime *rt, const kf_sig *sig, kf_call *c)
 {
     memset(c, 0, sizeof *c);
     c->gpu_token = -1;
+    if (sig->device_type == KF_DEV_CUDA && atomic_load_explicit(&rt->cuda_pending, memory_order_relaxed))
+        kf_cachelink_attach_cuda(rt);
     uint64_t h = kf_sig_hash(sig->buf, sig->len);
     kf_slot *s = kf_sigtable_get(rt->sigs, h, sig->buf, sig->len, sig->flags, sig->device_type,
                                  sig->device_index);
@@ -41,6 +44,7 @@ void kf_dispatch_begin(kf_runtime *rt, const kf_sig *sig, kf_call *c)
     }
     c->slot = s;
     uint64_t n = atomic_fetch_add_explicit(&s->calls, 1, memory_order_relaxed) + 1;
+    if ((n & 255) == 1) kf_cachelink_poll(rt); /* new entries from other processes */
     c->time_it = n <= 3 || n % (uint64_t)rt->cfg.sample_every == 0;
     const int servable = !(s->flags & (KF_SIG_TRUNCATED | KF_SIG_UNSERVABLE));
     const kf_out_layout *o = atomic_load_explicit(&s->outs, memory_order_acquire);
@@ -52,7 +56,12 @@ void kf_dispatch_begin(kf_runtime *rt, const kf_sig *sig, kf_call *c)
         return; /* a probe always runs eager, so the layout of eager's outputs gets recorded */
     }
     if (!servable || !o || o->n <= 0) return;
-    c->kernel = atomic_load_explicit(&s->kernel, memory_order_acquire);
+    kf_kernel *k = atomic_load_explicit(&s->kernel, memory_order_acquire);
+    c->kernel = k;
+    if (!k) return;
+    c->validate = rt->cfg.validate == KF_VALIDATE_ALWAYS ||
+                  !atomic_load_explicit(&k->checked, memory_order_acquire);
+    c->poison = atomic_load_explicit(&rt->poison, memory_order_relaxed);
 }
 
 void kf_dispatch_start(kf_runtime *rt, kf_call *c, int served, void *stream)
@@ -82,6 +91,34 @@ void kf_dispatch_end(kf_runtime *rt, kf_call *c, int served, void *stream)
 int kf_kernel_launch(const kf_kernel *k, const kf_tensor *tensors, int n, void *stream)
 {
     return k->fn(k->user, tensors, n, stream);
+}
+
+void kf_kernel_tolerance(const kf_kernel *k, double *atol, double *rtol)
+{
+    *atol = k->atol;
+    *rtol = k->rtol;
+}
+
+void kf_dispatch_checked(kf_runtime *rt, kf_call *c)
+{
+    (void)rt;
+    atomic_store(&((kf_kernel *)c->kernel)->checked, 1);
+}
+
+void kf_dispatch_reject(kf_runtime *rt, kf_call *c, const char *reason)
+{
+    kf_kernel *k = (kf_kernel *)c->kernel;
+    kf_kernel *expect = k;
+    atomic_compare_exchange_strong(&c->slot->kernel, &expect, NULL);
+    if (!k->cache_key[0]) return;
+    /* mark the entry so that no later process serves it either */
+    kf_cache *rw = NULL;
+    if (kf_cache_open(&rw, rt->cfg.cache_dir, 0) == KF_OK &&
+        kf_cache_set_disabled(rw, k->cache_key, 1, reason) == KF_OK)
+        KF_INFO("cache entry %s marked disabled", k->cache_key);
+    else
+        KF_WARN("could not mark cache entry %s disabled: %s", k->cache_key, kf_cache_errmsg(rw));
+    kf_cache_free(rw);
 }
 
 void kf_dispatch_learn_outputs(kf_slot *slot, const kf_out_layout *layout)
@@ -162,14 +199,9 @@ kf_status kf_register_kernel(kf_runtime *rt, uint64_t key, kf_kernel_fn fn, void
         if (!k) return KF_ERR_NOMEM;
         k->fn = fn;
         k->user = user;
+        atomic_store(&k->checked, 1); /* registered directly: trusted as is, no first-use check */
     }
-    pthread_mutex_lock(&rt->lock);
-    if (k) {
-        k->retired_next = rt->retired; /* freed with the runtime: a reader may still hold it */
-        rt->retired = k;
-    }
-    atomic_store_explicit(&s->kernel, k, memory_order_release);
-    pthread_mutex_unlock(&rt->lock);
+    kf_cachelink_set_kernel(rt, s, k);
     KF_INFO("kernel %s for signature %016llx", fn ? "registered" : "removed",
             (unsigned long long)key);
     return KF_OK;

@@ -107,6 +107,16 @@ static int load_driver(kf_gpu_timer *t)
     return 1;
 }
 
+int kf_gpu_timer_capturing(kf_gpu_timer *t, void *stream)
+{
+    int capturing = 1;
+    pthread_mutex_lock(&t->lock);
+    if (load_driver(t) && t->cu.stream_is_capturing(stream, &capturing) != CU_SUCCESS)
+        capturing = 1;
+    pthread_mutex_unlock(&t->lock);
+    return capturing != 0;
+}
+
 const char *kf_gpu_timer_status(kf_gpu_timer *t)
 {
     return t->status;

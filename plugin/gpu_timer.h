@@ -24,6 +24,8 @@ void kf_gpu_timer_stop(kf_gpu_timer *t, int token, void *stream);
 void kf_gpu_timer_cancel(kf_gpu_timer *t, int token);
 /* Collect finished measurements; wait for all pending ones when `wait` is set (stats only). */
 void kf_gpu_timer_poll(kf_gpu_timer *t, int wait);
+/* 1 when `stream` is being captured into a CUDA graph, or when that cannot be told. */
+int kf_gpu_timer_capturing(kf_gpu_timer *t, void *stream);
 /* Whether a CUDA driver was found ("" or the reason it was not). */
 const char *kf_gpu_timer_status(kf_gpu_timer *t);
 

@@ -29,6 +29,8 @@ typedef struct kf_call {
     const kf_kernel *kernel;   /* non-NULL: a kernel may serve this call */
     const kf_out_layout *outs; /* eager's outputs for this signature, when known */
     int learn;                 /* eager's outputs are still to be learned from this call */
+    int validate;              /* run eager too and compare (KFORGE_VALIDATE) before trusting */
+    int poison;                /* fill fresh outputs with 0xff bytes before the kernel runs */
     int time_it;               /* a timing sample is due */
     int gpu_token;
     uint64_t t0_ns;
@@ -40,6 +42,11 @@ void kf_dispatch_end(kf_runtime *rt, kf_call *c, int served, void *stream);
 /* The call did not complete (eager threw, or a kernel refused): drop its timing sample. */
 void kf_dispatch_cancel(kf_runtime *rt, kf_call *c);
 int kf_kernel_launch(const kf_kernel *k, const kf_tensor *tensors, int n, void *stream);
+void kf_kernel_tolerance(const kf_kernel *k, double *atol, double *rtol);
+/* The kernel matched eager on its first use in this process. */
+void kf_dispatch_checked(kf_runtime *rt, kf_call *c);
+/* The kernel disagreed with eager: stop serving it in this process and mark its cache entry. */
+void kf_dispatch_reject(kf_runtime *rt, kf_call *c, const char *reason);
 /* Publish eager's output layout for the slot (first call wins). A layout with n == 0 says the
  * outputs cannot be reproduced (non-tensor returns, a resized out=): never served, never asked
  * again. */
@@ -57,6 +64,10 @@ const kf_config *kf_runtime_config(const kf_runtime *rt);
 void *kf_runtime_ext(const kf_runtime *rt);
 void kf_runtime_set_ext(kf_runtime *rt, void *ext);
 void kf_runtime_set_observer_flag(kf_runtime *rt, int on);
+/* 1 when `stream` is being captured into a CUDA graph (or that cannot be told). */
+int kf_runtime_capturing(kf_runtime *rt, void *stream);
+/* Once torch_ext knows the torch version (part of cache keys): read the kernel cache. */
+void kf_runtime_open_cache(kf_runtime *rt, const char *torch_version);
 /* Registration bookkeeping. add_op returns the op's index or -1. */
 int kf_runtime_add_op(kf_runtime *rt, const char *name, const char *const *argnames, int n);
 void kf_runtime_op_key(kf_runtime *rt, int op, const char *key, const char *skip_reason);

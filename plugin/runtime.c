@@ -6,6 +6,8 @@
 #include <string.h>
 
 #include "../common/log.h"
+#include "cachelink.h"
+#include "served.h"
 
 /* The only process-wide pointer of the plugin: the runtime torch_ext created at load. */
 static _Atomic(kf_runtime *) g_runtime;
@@ -31,6 +33,7 @@ kf_status kf_runtime_create(kf_runtime **out, const kf_config *cfg)
     rt->cfg = *cfg;
     if (rt->cfg.sample_every < 1) rt->cfg.sample_every = 1; /* it is a divisor on the hot path */
     pthread_mutex_init(&rt->lock, NULL);
+    pthread_mutex_init(&rt->cache_lock, NULL);
     st = kf_sigtable_create(&rt->sigs, KF_SIGTABLE_LOG2);
     if (st) goto fail_sigs;
     st = kf_gpu_timer_create(&rt->gtimer, gpu_sample_done);
@@ -42,6 +45,7 @@ kf_status kf_runtime_create(kf_runtime **out, const kf_config *cfg)
 fail_timer:
     kf_sigtable_free(rt->sigs);
 fail_sigs:
+    pthread_mutex_destroy(&rt->cache_lock);
     pthread_mutex_destroy(&rt->lock);
     free(rt);
     return st;
@@ -52,12 +56,15 @@ void kf_runtime_free(kf_runtime *rt)
     if (!rt) return;
     kf_runtime *expect = rt;
     atomic_compare_exchange_strong(&g_runtime, &expect, NULL);
-    kf_gpu_timer_free(rt->gtimer);
-    kf_sigtable_free(rt->sigs);
     for (kf_kernel *k = rt->retired, *next; k; k = next) {
         next = k->retired_next;
+        kf_served_free(k->served);
         free(k);
     }
+    kf_cachelink_free(rt); /* after the served kernels: they use its compilers */
+    kf_gpu_timer_free(rt->gtimer);
+    kf_sigtable_free(rt->sigs);
+    pthread_mutex_destroy(&rt->cache_lock);
     pthread_mutex_destroy(&rt->lock);
     free(rt);
 }
@@ -150,6 +157,22 @@ void kf_runtime_set_ext(kf_runtime *rt, void *ext)
 void kf_runtime_set_observer_flag(kf_runtime *rt, int on)
 {
     atomic_store(&rt->observer_on, on ? 1 : 0);
+}
+
+void kf_runtime_open_cache(kf_runtime *rt, const char *torch_version)
+{
+    snprintf(rt->torch_version, sizeof rt->torch_version, "%s", torch_version);
+    kf_cachelink_init(rt);
+}
+
+int kf_runtime_capturing(kf_runtime *rt, void *stream)
+{
+    return kf_gpu_timer_capturing(rt->gtimer, stream);
+}
+
+void kf_set_poison(kf_runtime *rt, int on)
+{
+    if (rt) atomic_store(&rt->poison, on ? 1 : 0);
 }
 
 void kf_set_enabled(kf_runtime *rt, int on)

@@ -6,6 +6,8 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+#include "../cache/cache.h"
+#include "../forge/compiler.h"
 #include "config.h"
 #include "gpu_timer.h"
 #include "kforge.h"
@@ -36,7 +38,25 @@ struct kf_runtime {
     _Atomic uint64_t dropped;  /* calls not recorded because the table was full */
     _Atomic int observer_on;   /* set by torch_ext when its op observer is installed */
     void *ext;                 /* torch_ext's registrations (C++), owned by torch_ext */
+    _Atomic int poison;        /* fill fresh outputs with 0xff before a kernel runs (verification) */
+    char torch_version[32];
     char errmsg[256];
+
+    /* The cache link (plugin/cachelink.c), all under cache_lock; the hot path only reads
+     * cuda_pending and next_check_ns. */
+    pthread_mutex_t cache_lock;
+    kf_cache *cache;           /* the cache folder, when it exists */
+    kf_cache *bundle;          /* KFORGE_CACHE=FILE */
+    uint64_t cache_gen;
+    _Atomic uint64_t next_check_ns;
+    _Atomic int cuda_pending;  /* nvrtc entries wait for the first CUDA call */
+    kf_cache_entry **pending;  /* entries not attached yet (nvrtc before any CUDA call) */
+    int n_pending;
+    char (*attached)[KF_KEY_HEX]; /* keys attached (or refused) in this process */
+    int n_attached, cap_attached;
+    kf_compiler_i compilers[2]; /* [0] host, [1] nvrtc */
+    int compiler_state[2];      /* 0 not tried, 1 ready, -1 unavailable */
+    char toolchain[2][512];
 };
 
 const kf_op_info *kf_runtime_find_op(const kf_runtime *rt, const char *name);

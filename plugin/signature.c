@@ -307,6 +307,51 @@ static int fmt_tensor(reader *r, fmt_out *o)
     return 0;
 }
 
+kf_status kf_sig_device_of(const uint8_t *buf, uint32_t len, int *type, int *index)
+{
+    *type = KF_DEV_CPU;
+    *index = 0;
+    char text[256];
+    /* formatting walks and bounds-checks the whole encoding: reuse it as the validator */
+    kf_status st = kf_sig_format(buf, len, NULL, 0, text, sizeof text);
+    if (st != KF_OK) return st;
+    uint32_t pos = 1u + buf[0];
+    while (pos < len) {
+        uint8_t tag = buf[pos++];
+        if (tag == TAG_TENSOR || tag == TAG_TLIST) {
+            if (tag == TAG_TLIST) {
+                uint16_t cnt;
+                if (pos + 2 > len) return KF_ERR_INVALID;
+                memcpy(&cnt, buf + pos, 2);
+                pos += 2;
+                if (cnt == 0) return KF_OK; /* an empty list says nothing */
+            }
+            if (pos + 3 > len) return KF_ERR_INVALID;
+            *type = buf[pos + 1];
+            *index = buf[pos + 2];
+            return KF_OK;
+        }
+        /* skip one non-tensor item (the format pass above proved it well-formed) */
+        switch (tag) {
+        case TAG_INT: case TAG_DOUBLE: pos += 8; break;
+        case TAG_BOOL: pos += 1; break;
+        case TAG_NONE: case TAG_TRUNC: break;
+        case TAG_DEVICE: pos += 2; break;
+        case TAG_WRAPPED: pos += 9; break;
+        case TAG_STR: pos += 1u + (buf[pos] == 255 ? 8u : buf[pos]); break;
+        case TAG_OPAQUE: pos += 1u + buf[pos]; break;
+        case TAG_ILIST: {
+            uint16_t cnt;
+            memcpy(&cnt, buf + pos, 2);
+            pos += 2u + 8u * cnt;
+            break;
+        }
+        default: return KF_ERR_INVALID;
+        }
+    }
+    return KF_OK;
+}
+
 kf_status kf_sig_format(const uint8_t *buf, uint32_t len, const char *const *argnames,
                         int n_argnames, char *out, size_t cap)
 {

@@ -59,6 +59,10 @@ void kf_sig_device_hint(kf_sig *s, int type, int index);
 
 uint64_t kf_sig_hash(const uint8_t *buf, uint32_t len);
 
+/* Device of the first tensor in an encoding (CPU/0 when it has none); KF_ERR_INVALID when the
+ * encoding is malformed. Used for signatures read back from the cache. */
+kf_status kf_sig_device_of(const uint8_t *buf, uint32_t len, int *type, int *index);
+
 /* Op name stored at the head of an encoding ("aten::add.Tensor"); returns its length. */
 size_t kf_sig_op_name(const uint8_t *buf, uint32_t len, char *out, size_t cap);
 

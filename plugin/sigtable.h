@@ -11,9 +11,15 @@
 #include "kforge.h"
 #include "layout.h"
 
+typedef struct kf_served kf_served;
+
 typedef struct kf_kernel {
     kf_kernel_fn fn;
     void *user;
+    _Atomic int checked;   /* passed the first-use check in this process (or needs none) */
+    double atol, rtol;     /* the tolerance of that check */
+    char cache_key[33];    /* the cache entry it came from; "" when registered directly */
+    kf_served *served;     /* the compiled kernel behind fn, when it is ours (owned) */
     struct kf_kernel *retired_next; /* kept until the runtime is freed: readers may hold it */
 } kf_kernel;
 

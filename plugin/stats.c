@@ -133,6 +133,10 @@ char *kf_ops_json(kf_runtime *rt)
     cJSON_AddNumberToObject(doc, "sample_every", rt->cfg.sample_every);
     cJSON_AddStringToObject(doc, "bad_ops", rt->cfg.bad_ops);
     cJSON_AddStringToObject(doc, "error", rt->errmsg);
+    cJSON_AddStringToObject(doc, "cache_dir", rt->cfg.cache_dir);
+    cJSON_AddStringToObject(doc, "cache_bundle", rt->cfg.bundle);
+    cJSON_AddStringToObject(doc, "validate", rt->cfg.validate == KF_VALIDATE_OFF ? "off"
+                                             : rt->cfg.validate == KF_VALIDATE_ALWAYS ? "always" : "first");
     cJSON *ops = cJSON_AddArrayToObject(doc, "ops");
     pthread_mutex_lock(&rt->lock);
     for (int i = 0; ops && i < rt->n_ops; i++) {

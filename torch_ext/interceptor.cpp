@@ -1,6 +1,6 @@
 // The boxed kernel that replaces an op's kernel on one dispatch key: describe the call, serve a
 // registered kernel when the guard passes, otherwise call the original kernel untouched.
-#include <ATen/ops/empty_strided.h>
+#include <ATen/Functions.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 
 #include "ext.h"
@@ -18,6 +18,49 @@ struct DepthGuard {
   ~DepthGuard() { --t_depth; }
 };
 
+// Set while the plugin itself uses ATen (checking a kernel against eager, poisoning outputs):
+// those calls go straight to the original kernels, unrecorded.
+thread_local bool t_bypass = false;
+
+struct BypassGuard {
+  bool saved = t_bypass;
+  BypassGuard() { t_bypass = true; }
+  ~BypassGuard() { t_bypass = saved; }
+};
+
+// Every byte of `t`'s storage set to 0xff: an output the kernel forgets to write is then NaN
+// (floats) or an implausible value, never a lucky zero.
+void poison(const at::Tensor& t) {
+  BypassGuard bypass;
+  at::Tensor bytes = at::empty({0}, at::TensorOptions().dtype(at::kByte).device(t.device()));
+  bytes.set_(t.storage(), 0, {static_cast<int64_t>(t.storage().nbytes())}, {1});
+  bytes.fill_(255);
+}
+
+// Kernel output `k` against eager's `e`: same shape and dtype, NaN in the same places, and
+// |k - e| <= atol + rtol * |e| elsewhere (exact for integers). `why` says what failed.
+bool matches_eager(const at::Tensor& k, const at::Tensor& e, double atol, double rtol, std::string* why) {
+  if (k.sizes() != e.sizes() || k.scalar_type() != e.scalar_type()) {
+    *why = "output shape or dtype differs from eager";
+    return false;
+  }
+  if (k.numel() == 0) return true;
+  if (!k.is_floating_point()) {
+    if (at::equal(k, e)) return true;
+    *why = "output differs from eager (exact comparison)";
+    return false;
+  }
+  const at::Tensor kd = k.to(at::kDouble), ed = e.to(at::kDouble);
+  if (!at::equal(kd.isnan(), ed.isnan())) {
+    *why = "NaN positions differ from eager";
+    return false;
+  }
+  if (at::isclose(kd, ed, rtol, atol, /*equal_nan=*/true).all().template item<bool>()) return true;
+  const double max_abs = at::sub(kd, ed).abs().nan_to_num(0, 0, 0).max().template item<double>();
+  *why = c10::str("max abs error ", max_abs, " exceeds atol ", atol, " + rtol ", rtol, " * |eager|");
+  return false;
+}
+
 void* current_cuda_stream(int device_index) {
   const auto* impl = c10::impl::getDeviceGuardImpl(c10::DeviceType::CUDA);
   return impl->getStream(c10::Device(c10::DeviceType::CUDA, static_cast<c10::DeviceIndex>(device_index)))
@@ -26,7 +69,7 @@ void* current_cuda_stream(int device_index) {
 
 void Interceptor::operator()(const c10::OperatorHandle& op, c10::DispatchKeySet ks,
                              torch::jit::Stack* stack) {
-  if (!kf_enabled(rt_)) {
+  if (t_bypass || !kf_enabled(rt_)) {
     orig_.callBoxed(op, ks, stack);
     return;
   }
@@ -54,7 +97,9 @@ void Interceptor::operator()(const c10::OperatorHandle& op, c10::DispatchKeySet 
       call.time_it = 0;
     }
   }
-  if (call.kernel && serve(call, stack, stream)) return;
+  if (call.kernel &&
+      (call.validate ? serve_checked(call, op, ks, stack, stream) : serve(call, stack, stream)))
+    return;
 
   // Eager. Keep the mutated arguments of a first call, to learn how eager lays out its outputs.
   const bool learn = call.learn;
@@ -165,6 +210,7 @@ bool Interceptor::serve(kf_call& call, torch::jit::Stack* stack, void* stream) {
                                        at::TensorOptions().dtype(from_kf_dtype(o.dtype)).device(device));
       kf_tensor kt;
       if (!to_kf_tensor(t, &kt)) return false;
+      if (call.poison) poison(t);
       tensors.push_back(kt);
       outs.push_back(std::move(t));
     }
@@ -181,6 +227,70 @@ bool Interceptor::serve(kf_call& call, torch::jit::Stack* stack, void* stream) {
   kf_dispatch_end(rt_, &call, 1, stream);
   torch::jit::drop(*stack, info_->n_args);
   for (auto& t : outs) stack->emplace_back(std::move(t));
+  return true;
+}
+
+// First use of a kernel in this process (KFORGE_VALIDATE=first) or every use (always): run eager
+// too, on copies of the arguments it writes, and keep the kernel's result only if it matches.
+bool Interceptor::serve_checked(kf_call& call, const c10::OperatorHandle& op, c10::DispatchKeySet ks,
+                                torch::jit::Stack* stack, void* stream) {
+  // comparing needs the results on the host: impossible inside a CUDA-graph capture
+  if (device_ == KF_DEV_CUDA && kf_runtime_capturing(rt_, stream)) return false;
+  const size_t n = info_->n_args, nret = info_->n_returns;
+  BypassGuard bypass;  // eager and the comparisons below are ours, not the user's calls
+  std::vector<at::Tensor> originals(n);
+  torch::jit::Stack eager;
+  try {
+    eager.assign(stack->end() - n, stack->end());
+    for (size_t i = 0; i < n; i++) {
+      if (info_->written[i] && eager[i].isTensor()) {
+        originals[i] = eager[i].toTensor();
+        eager[i] = originals[i].clone();
+      }
+    }
+    orig_.callBoxed(op, ks, &eager);  // before the kernel, which may write its arguments
+  } catch (...) {
+    return false;  // the normal eager path runs and raises the same error for the user
+  }
+  if (eager.size() != nret || !serve(call, stack, stream)) return false;
+  double atol, rtol;
+  kf_kernel_tolerance(call.kernel, &atol, &rtol);
+  std::string why;
+  bool ok = true, unchecked = false;
+  try {
+    for (size_t r = 0; ok && r < nret; r++) {
+      const c10::IValue& kv = (*stack)[stack->size() - nret + r];
+      ok = kv.isTensor() && eager[r].isTensor() &&
+           matches_eager(kv.toTensor(), eager[r].toTensor(), atol, rtol, &why);
+    }
+  } catch (const std::exception& e) {
+    ok = false;
+    unchecked = true;
+    why = e.what();
+  }
+  if (ok) {
+    kf_dispatch_checked(rt_, &call);
+    return true;
+  }
+  if (unchecked) {
+    KF_WARN("could not check the kernel for %s against eager (%s); eager's result is used",
+            info_->name.c_str(), why.c_str());
+  } else {
+    KF_WARN("served kernel for %s disagrees with eager (%s); it is disabled and eager's result "
+            "is returned", info_->name.c_str(), why.c_str());
+    kf_dispatch_reject(rt_, &call, why.c_str());
+  }
+  // eager's result stands: written arguments get eager's values back
+  for (size_t r = 0; r < nret; r++) {
+    c10::IValue& slot = (*stack)[stack->size() - nret + r];
+    const int alias = info_->return_alias[r];
+    if (alias >= 0 && originals[alias].defined()) {
+      originals[alias].copy_(eager[r].toTensor());
+      slot = originals[alias];
+    } else {
+      slot = eager[r];
+    }
+  }
   return true;
 }
 

@@ -1,6 +1,8 @@
 // Library load: create the runtime from the environment and register the interceptors. Runs
 // as a static initializer, so `torch.ops.load_library(path)` alone is enough. Never throws:
 // a failure leaves torch exactly as it was and is reported through the log.
+#include <torch/version.h>
+
 #include "ext.h"
 #include "state.h"
 
@@ -19,6 +21,7 @@ kf_runtime* load() {
   }
   kf_runtime_set_global(rt);
   if (cfg.bad_ops[0]) KF_WARN("KFORGE_OPS: ignoring entries %s", cfg.bad_ops);
+  if (cfg.bad_env[0]) KF_WARN("%s", cfg.bad_env);
   if (cfg.disable) {
     KF_INFO("KFORGE_DISABLE is set: nothing is intercepted");
     return rt;
@@ -26,6 +29,7 @@ kf_runtime* load() {
   try {
     register_ops(rt);
     if (cfg.record) set_observer(rt, true);
+    kf_runtime_open_cache(rt, TORCH_VERSION);
   } catch (const std::exception& e) {
     kf_runtime_set_error(rt, "registration failed: %s", e.what());
     KF_ERROR("registration failed: %s", e.what());

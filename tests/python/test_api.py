@@ -177,7 +177,7 @@ def test_kforge_run_prints_hot_signatures(tmp_path):
 
 
 def test_kforge_run_module_and_exit_code():
-    p = run_python(["-m", "kernel_forge.cli", "run", "-m", "kernel_forge.examples.tiny_model",
+    p = run_python(["-m", "kernel_forge.cli", "run", "--top", "500", "-m", "kernel_forge.examples.tiny_model",
                     "--steps", "1", "--batch", "2", "--seq", "16"])
     assert p.returncode == 0, p.stderr
     assert "tiny model: 1 steps" in p.stdout

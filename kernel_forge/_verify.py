@@ -1,0 +1,263 @@
+"""The child process of kernel_forge.add_kernel: compile a candidate, verify it against eager,
+time both, and insert it into the cache. Run as `python -m kernel_forge._verify JOB_DIR`.
+
+It runs apart from the caller because a bad kernel can crash a process or poison a CUDA
+context: here that costs this child, never the user's process. It writes JOB_DIR/result.json.
+
+Verification (DESIGN.md): on the example inputs and on random inputs of the same signature
+(including large magnitudes and, for softmax, -inf), with every fresh output pre-filled with
+0xff bytes, the kernel's outputs match eager within the dtype's tolerance with NaN in the same
+places, the inputs it must not write are bit-identical afterwards, different inputs give
+different outputs, and the source holds no call back into ATen, cuBLAS or cuDNN.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import math
+import os
+import re
+import statistics
+import sys
+import time
+import traceback
+
+import torch
+
+REDUCTIONS = ("_softmax", "_log_softmax", "native_layer_norm", "native_group_norm", "_fused_rms_norm",
+              "native_batch_norm", "cudnn_batch_norm", "_native_batch_norm_legit_no_training",
+              "mean")
+
+FORBIDDEN = [
+    (re.compile(r"\bat::|\btorch::|\bc10::|ATen/|<torch/"), "calls back into ATen/libtorch"),
+    (re.compile(r"\bcublas|\bcudnn|\bcusparse|\bcufft", re.I), "calls cuBLAS/cuDNN libraries"),
+    (re.compile(r"\bcuda(Device|Stream|Event)Synchronize\b|\bcu(Ctx|Stream|Event)Synchronize\b"),
+     "synchronizes the host"),
+    (re.compile(r"\bdlopen\b|\bdlsym\b|\bsystem\s*\(|\bpopen\b|\bfork\s*\(|\bexec[lv]p?e?\s*\("),
+     "loads code or starts processes"),
+]
+
+
+class Refused(Exception):
+    pass
+
+
+def tolerance(op: str, dtype: torch.dtype) -> tuple[float, float]:
+    if dtype in (torch.float16,):
+        return 1e-3, 1e-3
+    if dtype == torch.bfloat16:
+        return 1e-2, 1e-2
+    if dtype.is_floating_point:
+        tol = 1e-4 if op.split("::")[-1].split(".")[0] in REDUCTIONS else 1e-5
+        return tol, tol
+    return 0.0, 0.0
+
+
+def clone_exact(t):
+    """A copy with the same sizes, strides, storage offset (so the same alignment) and bytes."""
+    if not isinstance(t, torch.Tensor):
+        return t
+    out = torch.empty(0, dtype=t.dtype, device=t.device)
+    out.set_(t.untyped_storage().clone(), t.storage_offset(), t.size(), t.stride())
+    return out
+
+
+def random_like_exact(t, variant: int, op: str):
+    """Random values in a tensor laid out exactly like `t` (same signature)."""
+    if not isinstance(t, torch.Tensor):
+        return t
+    out = clone_exact(t)
+    flat = torch.empty(0, dtype=t.dtype, device=t.device)
+    flat.set_(out.untyped_storage(), 0, (out.untyped_storage().nbytes() // t.element_size(),), (1,))
+    if t.dtype.is_floating_point:
+        scale = [1.0, 100.0, 0.01][variant % 3]
+        vals = torch.randn(flat.shape, device=t.device, dtype=torch.float32) * scale
+        if variant % 3 == 2 and "softmax" in op and flat.numel() > 4:
+            vals[:: max(3, flat.numel() // 7)] = -math.inf  # masked positions, as attention has
+        flat.copy_(vals.to(t.dtype))
+    elif t.dtype == torch.bool:
+        flat.copy_(torch.rand(flat.shape, device=t.device) > 0.5)
+    else:
+        flat.copy_(torch.randint(-5, 6, flat.shape, device=t.device).to(t.dtype))
+    return out
+
+
+def tensors_of(out):
+    if isinstance(out, torch.Tensor):
+        return [out]
+    if isinstance(out, (list, tuple)):
+        return [t for o in out for t in tensors_of(o)]
+    return []
+
+
+def compare(k: torch.Tensor, e: torch.Tensor, atol: float, rtol: float, what: str):
+    """(max_abs, max_rel) of k against e, or Refused with the reason."""
+    if k.shape != e.shape or k.dtype != e.dtype:
+        raise Refused(f"{what}: shape/dtype {tuple(k.shape)}/{k.dtype} != eager {tuple(e.shape)}/{e.dtype}")
+    if k.numel() == 0:
+        return 0.0, 0.0
+    if not k.dtype.is_floating_point:
+        if not torch.equal(k, e):
+            raise Refused(f"{what}: differs from eager (exact comparison)")
+        return 0.0, 0.0
+    kd, ed = k.double(), e.double()
+    if not torch.equal(kd.isnan(), ed.isnan()):
+        raise Refused(f"{what}: NaN positions differ from eager ({int(kd.isnan().sum())} NaN vs "
+                      f"{int(ed.isnan().sum())}); an output the kernel never wrote stays NaN")
+    if not torch.equal(kd.isinf() & (kd > 0), ed.isinf() & (ed > 0)) or \
+            not torch.equal(kd.isinf() & (kd < 0), ed.isinf() & (ed < 0)):
+        raise Refused(f"{what}: Inf positions differ from eager")
+    finite = ed.isfinite()
+    diff = (kd - ed).abs()[finite]
+    ref = ed.abs()[finite]
+    max_abs = float(diff.max()) if diff.numel() else 0.0
+    max_rel = float((diff / ref.clamp_min(1e-30)).max()) if diff.numel() else 0.0
+    bad = diff > atol + rtol * ref
+    if bool(bad.any()):
+        raise Refused(f"{what}: {int(bad.sum())} of {e.numel()} elements outside atol={atol:g} "
+                      f"rtol={rtol:g} (max abs error {max_abs:.3g})")
+    return max_abs, max_rel
+
+
+def time_us(fn, device, reps=20):
+    for _ in range(3):
+        fn()
+    if device.type == "cuda":
+        times = []
+        for _ in range(reps):
+            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            a.record()
+            fn()
+            b.record()
+            b.synchronize()
+            times.append(a.elapsed_time(b) * 1e3)
+        return statistics.median(times)
+    times = []
+    for _ in range(reps):
+        t0 = time.perf_counter_ns()
+        fn()
+        times.append((time.perf_counter_ns() - t0) / 1e3)
+    return statistics.median(times)
+
+
+def run(job: dict) -> dict:
+    import kernel_forge as kf
+    from kernel_forge import _native
+
+    op, args, kwargs = job["op"], tuple(job["args"]), dict(job["kwargs"])
+    source, launch, backend = job["source"], job["launch"], job["backend"]
+    for pattern, why in FORBIDDEN:
+        m = pattern.search(source)
+        if m:
+            raise Refused(f"the source {why} ('{m.group(0)}'); kernels must be self-contained")
+    fn = kf._resolve_op(op)
+    key = kf.signature_key(op, *[clone_exact(a) for a in args], **kwargs)
+    lib, rt = _native.lib(), _native.runtime()
+    info = _native.take_json(lib.kf_signature_info_json(rt, int(key, 16)))
+    if not info["servable"] or info["outputs"] is None:
+        raise Refused(f"{info['signature']} cannot be served by a kernel (arguments or outputs "
+                      "a kernel cannot take exactly)")
+    device = next((a.device for a in args if isinstance(a, torch.Tensor)), torch.device("cpu"))
+    out_dtype = next(t.dtype for t in tensors_of(fn(*[clone_exact(a) for a in args], **kwargs)))
+    atol, rtol = tolerance(op, out_dtype)
+    if job.get("atol") is not None:
+        atol = float(job["atol"])
+    if job.get("rtol") is not None:
+        rtol = float(job["rtol"])
+
+    torch.manual_seed(job.get("seed", 0))
+    inputs = [args] + [tuple(random_like_exact(a, v, op) for a in args)
+                       for v in range(int(job["random_inputs"]))]
+    # eager references, computed with the plugin switched off
+    kf.disable()
+    try:
+        refs = [tensors_of(fn(*[clone_exact(a) for a in inp], **kwargs)) for inp in inputs]
+    finally:
+        kf.enable()
+
+    log = ctypes.c_void_p()
+    code = lib.kf_candidate_register(rt, int(key, 16), backend.encode(), source.encode(),
+                                     launch.encode(), ctypes.byref(log))
+    compile_log = ctypes.string_at(log.value).decode("utf-8", "replace") if log.value else ""
+    if log.value:
+        lib.kf_free(log)
+    if code:
+        raise Refused(f"{_native.status_str(code)}: {_native.errmsg()}")
+
+    lib.kf_set_poison(rt, 1)
+    max_abs = max_rel = 0.0
+    outs_seen = []
+    try:
+        for i, (inp, ref) in enumerate(zip(inputs, refs)):
+            what = "example input" if i == 0 else f"random input {i}"
+            work = [clone_exact(a) for a in inp]
+            before = [clone_exact(a) for a in work]
+            served = kf._served_calls(key)
+            out = tensors_of(fn(*work, **kwargs))
+            if kf._served_calls(key) != served + 1:
+                raise Refused(f"{what}: the kernel was not used (it refused the call, or could "
+                              "not be loaded): see the log")
+            if device.type == "cuda":
+                torch.cuda.synchronize(device)
+            if len(out) != len(ref):
+                raise Refused(f"{what}: {len(out)} outputs, eager has {len(ref)}")
+            written = {t.untyped_storage().data_ptr() for t in out}
+            for j, (k, e) in enumerate(zip(out, ref)):
+                a, r = compare(k, e, atol, rtol, f"{what}, output {j}")
+                max_abs, max_rel = max(max_abs, a), max(max_rel, r)
+            for j, (a, b) in enumerate(zip(work, before)):
+                if isinstance(a, torch.Tensor) and a.untyped_storage().data_ptr() not in written and \
+                        bytes(a.untyped_storage().cpu()) != bytes(b.untyped_storage().cpu()):
+                    raise Refused(f"{what}: input {j} was modified by the kernel")
+            outs_seen.append([t.clone() for t in out])
+        # a kernel that replays recorded outputs gives the same result for different inputs
+        if len(outs_seen) > 1 and all(torch.equal(a, b) for a, b in zip(outs_seen[0], outs_seen[1])) \
+                and not all(torch.equal(a, b) for a, b in zip(refs[0], refs[1])):
+            raise Refused("different inputs gave identical outputs (hard-coded results?)")
+    finally:
+        lib.kf_set_poison(rt, 0)
+
+    work = [clone_exact(a) for a in args]
+    kernel_us = time_us(lambda: fn(*work, **kwargs), device)
+    kf.disable()
+    try:
+        eager_us = time_us(lambda: fn(*work, **kwargs), device)
+    finally:
+        kf.enable()
+
+    meta = {"source": source, "launch": launch, "max_abs_err": max_abs, "max_rel_err": max_rel,
+            "atol": atol, "rtol": rtol, "eager_us": eager_us, "kernel_us": kernel_us,
+            "proposer": job.get("proposer", "hand-written"), "job": job.get("job", "")}
+    if job.get("insert", True):
+        out_key = ctypes.create_string_buffer(33)
+        code = lib.kf_candidate_insert(rt, int(key, 16), json.dumps(meta).encode(), out_key)
+        if code:
+            raise Refused(f"verified, but not inserted: {_native.errmsg()}")
+        cache_key = out_key.value.decode()
+    else:
+        cache_key = None
+    return {"status": "ok", "signature": info["signature"], "signature_key": key,
+            "cache_key": cache_key, "max_abs_err": max_abs, "max_rel_err": max_rel, "atol": atol,
+            "rtol": rtol, "eager_us": eager_us, "kernel_us": kernel_us,
+            "speedup": eager_us / kernel_us if kernel_us > 0 else 0.0, "compile_log": compile_log,
+            "inputs_checked": len(inputs)}
+
+
+def main(argv):
+    job_dir = argv[1]
+    job = torch.load(os.path.join(job_dir, "job.pt"), weights_only=False)  # written by our parent
+    try:
+        result = run(job)
+    except Refused as e:
+        result = {"status": "refused", "reason": str(e)}
+    except Exception as e:  # any other failure is reported, not hidden
+        result = {"status": "error", "reason": f"{type(e).__name__}: {e}",
+                  "traceback": traceback.format_exc()}
+    with open(os.path.join(job_dir, "result.json"), "w") as f:
+        json.dump(result, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
