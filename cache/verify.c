@@ -100,7 +100,7 @@ int kf_cache_verify(kf_cache *c, kf_cache_report_fn report, void *user)
 {
     verifier v = {report, user, 0};
     if (!kf_cache_usable(c)) {
-        problem(&v, NULL, c ? c->err : "no cache");
+        problem(&v, NULL, "%s", c ? c->err : "no cache");
         return v.problems;
     }
     if (c->bundle) {

@@ -13,8 +13,8 @@ import torch
 import kernel_forge as kf
 
 from conftest import ROOT, run_python
-from fixtures.host_softmax import (LAUNCH, crashing_source, softmax_source, untouched_output_source,
-                                   wrong_softmax_source)
+from fixtures.host_softmax import (LAUNCH, crashing_source, input_writing_source, softmax_source,
+                                   untouched_output_source, wrong_softmax_source)
 
 ROWS, COLS = 37, 101  # a shape no other test uses: served kernels must not leak into them
 
@@ -118,6 +118,7 @@ def test_damaged_bundles_install_nothing(added, tmp_path):
 @pytest.mark.parametrize("source, reason", [
     (wrong_softmax_source(ROWS, COLS + 7), "outside atol"),
     (untouched_output_source(ROWS, COLS + 7), "NaN positions differ"),
+    (input_writing_source(ROWS, COLS + 7), "input 0 was modified"),
     ("#define ROWS 1\nvoid kf_kernel(const float *x, float *y) { syntax error }\n", "compile failed"),
     ("void kf_kernel(const float *x, float *y) { at::Tensor t; }\n", "calls back into ATen"),
 ])

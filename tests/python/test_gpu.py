@@ -128,3 +128,16 @@ def test_undescribable_cuda_tensor_is_still_a_cuda_row():
     assert torch.equal(x + x, 2 * x)
     (row,) = [r for r in kf.stats() if r["op"] == "aten::add.Tensor"]
     assert row["device"] == "cuda:0" and row["servable"] is False, row
+
+
+def test_hand_written_cuda_kernels_served_in_a_model(tmp_path):
+    """add_kernel with NVRTC, serving in a model, a CUDA graph with served kernels (small shapes;
+    benchmarks/cache_gpu.py runs the full-size ones)."""
+    import subprocess
+    import sys
+
+    env = dict(os.environ, KFORGE_CACHE_DIR=str(tmp_path / "cache"))
+    p = subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", "cache_gpu.py"), "--quick"],
+                       env=env, capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "replay equals the served run: True" in p.stdout and p.stdout.rstrip().endswith("OK")
