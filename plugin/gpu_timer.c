@@ -1,38 +1,19 @@
 #include "gpu_timer.h"
 
-#include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/cuda_driver.h"
 #include "../common/log.h"
-
-/* The few driver entry points we use, declared here so that no CUDA header is needed to build. */
-typedef int cu_result;
-typedef void *cu_event;
-typedef void *cu_stream;
-enum { CU_SUCCESS = 0, CU_ERROR_NOT_READY = 600, CU_EVENT_DEFAULT = 0 };
-enum { CU_STREAM_CAPTURE_MODE_RELAXED = 2 };
-
-typedef struct cu_api {
-    cu_result (*event_create)(cu_event *, unsigned);
-    cu_result (*event_destroy)(cu_event);
-    cu_result (*event_record)(cu_event, cu_stream);
-    cu_result (*event_query)(cu_event);
-    cu_result (*event_sync)(cu_event);
-    cu_result (*event_elapsed)(float *, cu_event, cu_event);
-    cu_result (*stream_is_capturing)(cu_stream, int *);
-    cu_result (*ctx_get_current)(void **);
-    cu_result (*exchange_capture_mode)(int *);
-} cu_api;
 
 #define KF_GPU_TIMER_PAIRS 64
 
 enum { PAIR_FREE = 0, PAIR_STARTED = 1, PAIR_PENDING = 2 };
 
 typedef struct pair {
-    cu_event start, end;
+    kf_cu_event start, end;
     void *ctx; /* events belong to the context they were created in */
     int state;
     int served;
@@ -42,8 +23,8 @@ typedef struct pair {
 struct kf_gpu_timer {
     pthread_mutex_t lock;
     int tried_load;
-    void *lib;
-    cu_api cu;
+    int loaded;
+    kf_cuda_driver cu; /* common/cuda_driver.h */
     char status[160];
     kf_gpu_timer_done_fn done;
     pair pairs[KF_GPU_TIMER_PAIRS];
@@ -69,49 +50,21 @@ void kf_gpu_timer_free(kf_gpu_timer *t)
     free(t);
 }
 
-static void *sym(void *lib, const char *a, const char *b)
-{
-    void *p = dlsym(lib, a);
-    if (!p && b) p = dlsym(lib, b);
-    return p;
-}
-
 /* Under t->lock. */
 static int load_driver(kf_gpu_timer *t)
 {
-    if (t->tried_load) return t->lib != NULL;
+    if (t->tried_load) return t->loaded;
     t->tried_load = 1;
-    t->lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (!t->lib) {
-        snprintf(t->status, sizeof t->status, "libcuda.so.1 not found: %s", dlerror());
-        return 0;
-    }
-    cu_api *c = &t->cu;
-    *(void **)&c->event_create = sym(t->lib, "cuEventCreate", NULL);
-    *(void **)&c->event_destroy = sym(t->lib, "cuEventDestroy_v2", "cuEventDestroy");
-    *(void **)&c->event_record = sym(t->lib, "cuEventRecord", NULL);
-    *(void **)&c->event_query = sym(t->lib, "cuEventQuery", NULL);
-    *(void **)&c->event_sync = sym(t->lib, "cuEventSynchronize", NULL);
-    *(void **)&c->event_elapsed = sym(t->lib, "cuEventElapsedTime_v2", "cuEventElapsedTime");
-    *(void **)&c->stream_is_capturing = sym(t->lib, "cuStreamIsCapturing", NULL);
-    *(void **)&c->ctx_get_current = sym(t->lib, "cuCtxGetCurrent", NULL);
-    *(void **)&c->exchange_capture_mode = sym(t->lib, "cuThreadExchangeStreamCaptureMode", NULL);
-    if (!c->event_create || !c->event_destroy || !c->event_record || !c->event_query ||
-        !c->event_sync || !c->event_elapsed || !c->stream_is_capturing || !c->ctx_get_current ||
-        !c->exchange_capture_mode) {
-        snprintf(t->status, sizeof t->status, "libcuda.so.1 lacks a needed entry point");
-        t->lib = NULL; /* left open: harmless */
-        return 0;
-    }
-    t->status[0] = 0;
-    return 1;
+    t->loaded = kf_cuda_driver_open(&t->cu, NULL, t->status, sizeof t->status) == KF_OK;
+    if (t->loaded) t->status[0] = 0;
+    return t->loaded;
 }
 
 int kf_gpu_timer_capturing(kf_gpu_timer *t, void *stream)
 {
     int capturing = 1;
     pthread_mutex_lock(&t->lock);
-    if (load_driver(t) && t->cu.stream_is_capturing(stream, &capturing) != CU_SUCCESS)
+    if (load_driver(t) && t->cu.stream_is_capturing(stream, &capturing) != KF_CU_SUCCESS)
         capturing = 1;
     pthread_mutex_unlock(&t->lock);
     return capturing != 0;
@@ -126,13 +79,13 @@ const char *kf_gpu_timer_status(kf_gpu_timer *t)
  * mode, would invalidate that capture: this thread works in relaxed capture mode meanwhile. */
 static int relaxed_begin(kf_gpu_timer *t, int *saved)
 {
-    *saved = CU_STREAM_CAPTURE_MODE_RELAXED;
-    return t->cu.exchange_capture_mode(saved) == CU_SUCCESS;
+    *saved = KF_CU_STREAM_CAPTURE_MODE_RELAXED;
+    return t->cu.thread_exchange_capture_mode(saved) == KF_CU_SUCCESS;
 }
 
 static void relaxed_end(kf_gpu_timer *t, int *saved)
 {
-    t->cu.exchange_capture_mode(saved);
+    t->cu.thread_exchange_capture_mode(saved);
 }
 
 /* Under t->lock and relaxed capture mode: hand finished pairs to the callback. */
@@ -141,10 +94,10 @@ static void collect(kf_gpu_timer *t, int wait)
     for (int i = 0; i < KF_GPU_TIMER_PAIRS; i++) {
         pair *p = &t->pairs[i];
         if (p->state != PAIR_PENDING) continue;
-        cu_result r = wait ? t->cu.event_sync(p->end) : t->cu.event_query(p->end);
-        if (r == CU_ERROR_NOT_READY) continue;
+        kf_cu_result r = wait ? t->cu.event_synchronize(p->end) : t->cu.event_query(p->end);
+        if (r == KF_CU_ERROR_NOT_READY) continue;
         float ms = 0;
-        if (r == CU_SUCCESS && t->cu.event_elapsed(&ms, p->start, p->end) == CU_SUCCESS && ms >= 0)
+        if (r == KF_CU_SUCCESS && t->cu.event_elapsed_time(&ms, p->start, p->end) == KF_CU_SUCCESS && ms >= 0)
             t->done(p->user, p->served, (uint64_t)((double)ms * 1e6));
         p->state = PAIR_FREE;
     }
@@ -158,10 +111,10 @@ int kf_gpu_timer_start(kf_gpu_timer *t, void *stream, void *user, int served)
     if (!relaxed_begin(t, &saved)) goto unlock;
     /* never time a call that is being captured into a CUDA graph: it does not run now */
     int capturing = 0;
-    if (t->cu.stream_is_capturing(stream, &capturing) != CU_SUCCESS || capturing) goto out;
+    if (t->cu.stream_is_capturing(stream, &capturing) != KF_CU_SUCCESS || capturing) goto out;
     collect(t, 0);
-    void *ctx = NULL;
-    if (t->cu.ctx_get_current(&ctx) != CU_SUCCESS || !ctx) goto out;
+    kf_cu_context ctx = NULL;
+    if (t->cu.ctx_get_current(&ctx) != KF_CU_SUCCESS || !ctx) goto out;
     int fresh = -1;
     for (int i = 0; i < KF_GPU_TIMER_PAIRS; i++) {
         pair *p = &t->pairs[i];
@@ -174,11 +127,11 @@ int kf_gpu_timer_start(kf_gpu_timer *t, void *stream, void *user, int served)
     }
     if (token < 0 && fresh >= 0) {
         pair *p = &t->pairs[fresh];
-        if (t->cu.event_create(&p->start, CU_EVENT_DEFAULT) != CU_SUCCESS) {
+        if (t->cu.event_create(&p->start, 0 /* CU_EVENT_DEFAULT */) != KF_CU_SUCCESS) {
             p->start = NULL;
             goto out;
         }
-        if (t->cu.event_create(&p->end, CU_EVENT_DEFAULT) != CU_SUCCESS) {
+        if (t->cu.event_create(&p->end, 0 /* CU_EVENT_DEFAULT */) != KF_CU_SUCCESS) {
             t->cu.event_destroy(p->start);
             p->start = NULL;
             goto out;
@@ -187,7 +140,7 @@ int kf_gpu_timer_start(kf_gpu_timer *t, void *stream, void *user, int served)
         token = fresh;
     }
     if (token < 0) goto out;
-    if (t->cu.event_record(t->pairs[token].start, stream) != CU_SUCCESS) {
+    if (t->cu.event_record(t->pairs[token].start, stream) != KF_CU_SUCCESS) {
         token = -1;
         goto out;
     }
@@ -208,7 +161,7 @@ void kf_gpu_timer_stop(kf_gpu_timer *t, int token, void *stream)
     pair *p = &t->pairs[token];
     int saved;
     if (p->state == PAIR_STARTED && relaxed_begin(t, &saved)) {
-        p->state = t->cu.event_record(p->end, stream) == CU_SUCCESS ? PAIR_PENDING : PAIR_FREE;
+        p->state = t->cu.event_record(p->end, stream) == KF_CU_SUCCESS ? PAIR_PENDING : PAIR_FREE;
         relaxed_end(t, &saved);
     }
     pthread_mutex_unlock(&t->lock);
@@ -226,7 +179,7 @@ void kf_gpu_timer_poll(kf_gpu_timer *t, int wait)
 {
     int saved;
     pthread_mutex_lock(&t->lock);
-    if (t->lib && relaxed_begin(t, &saved)) {
+    if (t->loaded && relaxed_begin(t, &saved)) {
         collect(t, wait);
         relaxed_end(t, &saved);
     }

@@ -235,3 +235,33 @@ def test_cli_ls_show_rm_clear(added, tmp_path):
     assert added["cache_key"] not in kforge("cache", "ls", "--dir", str(d)).stdout
     assert kforge("cache", "rm", "../../etc", "--dir", str(d)).returncode != 0
     assert kforge("cache", "clear", "--dir", str(d)).returncode == 0
+
+
+WATCH = (
+    "import time, torch, kernel_forge as kf\n"
+    "x = torch.randn(11, 29)\n"
+    "print('READY', flush=True)\n"
+    "deadline = time.time() + 120\n"
+    "while time.time() < deadline:\n"
+    "    torch.softmax(x, -1)\n"
+    "    if any(r['served'] for r in kf.stats() if r['op'] == 'aten::_softmax'):\n"
+    "        print('SERVED without a restart', flush=True)\n"
+    "        break\n"
+    "    time.sleep(0.02)\n")
+
+
+def test_a_running_process_picks_up_new_entries(tmp_path):
+    d = str(tmp_path / "live")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KFORGE_")}
+    env.update(KFORGE_CACHE_DIR=d, KFORGE_RELOAD_MS="50")
+    watcher = subprocess.Popen([sys.executable, "-c", WATCH], env=env, cwd=ROOT, text=True,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert watcher.stdout.readline().strip() == "READY"
+    insert = (f"import sys, torch, kernel_forge as kf\nsys.path.insert(0, 'tests/python')\n"
+              f"from fixtures.host_softmax import LAUNCH, softmax_source\n"
+              f"kf.add_kernel('aten::_softmax', (torch.randn(11, 29), -1, False), "
+              f"softmax_source(11, 29), LAUNCH)\n")
+    p = run_python(insert, {"KFORGE_CACHE_DIR": d})
+    assert p.returncode == 0, p.stderr
+    out, err = watcher.communicate(timeout=180)
+    assert "SERVED without a restart" in out, err
