@@ -89,6 +89,16 @@ static int defer(int level, const char *msg)
     return 1;
 }
 
+char *kf_aprintf(const char *fmt, ...)
+{
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    return strdup(buf);
+}
+
 void kf_log(int level, const char *fmt, ...)
 {
     if (!kf_log_enabled(level)) return;

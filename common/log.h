@@ -10,6 +10,9 @@ extern "C" {
 
 void kf_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int kf_log_enabled(int level);
+/* A malloc'ed formatted string (at most 1 KiB), for messages handed to callers; NULL if out of
+ * memory. */
+char *kf_aprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Level named by KFORGE_LOG (debug|info|warning|error), KF_LOG_WARNING when unset or unknown. */
 int kf_log_level_from_env(void);
 

@@ -74,14 +74,6 @@ typedef struct host_kernel {
 
 /* ---- small helpers ---- */
 
-static char *xstrdup(const char *s)
-{
-    size_t n = strlen(s) + 1;
-    char *p = malloc(n);
-    if (p) memcpy(p, s, n);
-    return p;
-}
-
 /* A malloc'ed "prefix" + "body" (body may be NULL). */
 static char *join_log(const char *prefix, const char *body)
 {
@@ -96,17 +88,6 @@ static char *join_log(const char *prefix, const char *body)
         p[a] = 0;
     }
     return p;
-}
-
-static char *fmt_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static char *fmt_log(const char *fmt, ...)
-{
-    char buf[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, sizeof buf, fmt, ap);
-    va_end(ap);
-    return xstrdup(buf);
 }
 
 static int64_t now_ms(void)
@@ -278,6 +259,18 @@ static int ran_ok(const proc_result *r)
 }
 
 /* Run the compiler with extra arguments. */
+/* The compiler's arguments after the command: the fixed flags, output, source, libraries. */
+static int cc_args(const char *args[16], const char *so, const char *src)
+{
+    int na = 0;
+    for (size_t i = 0; i < sizeof host_flags / sizeof host_flags[0]; i++) args[na++] = host_flags[i];
+    args[na++] = "-o";
+    args[na++] = so;
+    args[na++] = src;
+    args[na++] = HOST_LIBS;
+    return na;
+}
+
 static kf_status run_cc(const host_self *h, const char *const extra[], int n_extra, int timeout_ms,
                         proc_result *r)
 {
@@ -543,13 +536,7 @@ static kf_status check_openmp(host_self *h, const char *dir)
         return KF_ERR_IO;
     }
     const char *args[16];
-    int na = 0;
-    for (size_t i = 0; i < sizeof host_flags / sizeof host_flags[0]; i++)
-        args[na++] = host_flags[i];
-    args[na++] = "-o";
-    args[na++] = so;
-    args[na++] = src;
-    args[na++] = HOST_LIBS;
+    int na = cc_args(args, so, src);
     proc_result r;
     if (run_cc(h, args, na, HOST_PROBE_TIMEOUT_MS, &r) != KF_OK) {
         h->omp_checked = 0;
@@ -617,24 +604,24 @@ static kf_status host_compile(void *self, const char *source, const kf_launch *l
     if (blob) *blob = NULL;
     if (blob_len) *blob_len = 0;
     if (!source || !launch || !blob || !blob_len) {
-        if (log) *log = xstrdup("host: compile: missing argument");
+        if (log) *log = strdup("host: compile: missing argument");
         return KF_ERR_INVALID;
     }
     if (launch->n_args < 1 || launch->n_args > KF_LAUNCH_MAX_ARGS ||
         strnlen(launch->entry, KF_ENTRY_MAX) == KF_ENTRY_MAX) {
-        if (log) *log = xstrdup("host: compile: malformed launch record");
+        if (log) *log = strdup("host: compile: malformed launch record");
         return KF_ERR_INVALID;
     }
     src_text = with_trampoline(source, launch, err, sizeof err);
     if (!src_text) {
-        if (log) *log = fmt_log("host: compile: %s", err);
+        if (log) *log = kf_aprintf("host: compile: %s", err);
         return KF_ERR_INVALID;
     }
 
     char dir[4096];
     snprintf(dir, sizeof dir, "%s/kforge-cc-XXXXXX", tmp_root());
     if (!mkdtemp(dir)) {
-        if (log) *log = fmt_log("host: cannot create a temp dir in %s: %s", tmp_root(),
+        if (log) *log = kf_aprintf("host: cannot create a temp dir in %s: %s", tmp_root(),
                                 strerror(errno));
         st = KF_ERR_IO;
         goto free_src;
@@ -643,8 +630,8 @@ static kf_status host_compile(void *self, const char *source, const kf_launch *l
     pthread_mutex_lock(&h->lock);
     st = check_openmp(h, dir);
     if (st != KF_OK && log)
-        *log = h->omp_err ? xstrdup(h->omp_err)
-                          : fmt_log("host: cannot check OpenMP support: %s", kf_status_str(st));
+        *log = h->omp_err ? strdup(h->omp_err)
+                          : kf_aprintf("host: cannot check OpenMP support: %s", kf_status_str(st));
     pthread_mutex_unlock(&h->lock);
     if (st != KF_OK) goto remove_tmp;
 
@@ -652,22 +639,16 @@ static kf_status host_compile(void *self, const char *source, const kf_launch *l
     snprintf(src, sizeof src, "%s/kernel.c", dir);
     snprintf(so, sizeof so, "%s/kernel.so", dir);
     if (write_file(src, src_text, strlen(src_text)) != KF_OK) {
-        if (log) *log = fmt_log("host: cannot write %s: %s", src, strerror(errno));
+        if (log) *log = kf_aprintf("host: cannot write %s: %s", src, strerror(errno));
         st = KF_ERR_IO;
         goto remove_tmp;
     }
     const char *args[16];
-    int na = 0;
-    for (size_t i = 0; i < sizeof host_flags / sizeof host_flags[0]; i++)
-        args[na++] = host_flags[i];
-    args[na++] = "-o";
-    args[na++] = so;
-    args[na++] = src;
-    args[na++] = HOST_LIBS;
+    int na = cc_args(args, so, src);
     proc_result r;
     st = run_cc(h, args, na, h->timeout_ms, &r);
     if (st != KF_OK) {
-        if (log) *log = xstrdup("host: out of memory");
+        if (log) *log = strdup("host: out of memory");
         goto remove_tmp;
     }
     if (!ran_ok(&r)) {
@@ -687,7 +668,7 @@ static kf_status host_compile(void *self, const char *source, const kf_launch *l
     st = read_blob(so, blob, blob_len);
     if (st != KF_OK && log) {
         free(*log);
-        *log = fmt_log("host: cannot read the compiled %s", so);
+        *log = kf_aprintf("host: cannot read the compiled %s", so);
     }
 
 remove_tmp:

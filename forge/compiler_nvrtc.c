@@ -74,25 +74,6 @@ typedef struct nv_kernel {
     int n_args;
 } nv_kernel;
 
-static char *xstrdup(const char *s)
-{
-    size_t n = strlen(s) + 1;
-    char *p = malloc(n);
-    if (p) memcpy(p, s, n);
-    return p;
-}
-
-static char *fmt_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static char *fmt_log(const char *fmt, ...)
-{
-    char buf[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, sizeof buf, fmt, ap);
-    va_end(ap);
-    return xstrdup(buf);
-}
-
 static const char *nv_errstr(const nv_self *s, nvrtc_result r)
 {
     const char *e = s->rt.get_error_string(r);
@@ -172,20 +153,20 @@ static kf_status nv_compile(void *self, const char *source, const kf_launch *lau
     if (blob) *blob = NULL;
     if (blob_len) *blob_len = 0;
     if (!source || !launch || !blob || !blob_len) {
-        if (log) *log = xstrdup("nvrtc: compile: missing argument");
+        if (log) *log = strdup("nvrtc: compile: missing argument");
         return KF_ERR_INVALID;
     }
     if (!arch) {
         /* no arch named: the one of device 0, if there is a driver to ask */
         st = nv_arch(s, 0, arch_buf, sizeof arch_buf);
         if (st != KF_OK) {
-            if (log) *log = fmt_log("nvrtc: compile: no arch given; %s", arch_buf);
+            if (log) *log = kf_aprintf("nvrtc: compile: no arch given; %s", arch_buf);
             return st;
         }
         arch = arch_buf;
     }
     if (!valid_arch(arch)) {
-        if (log) *log = fmt_log("nvrtc: compile: arch \"%.40s\" is not a real GPU arch like sm_90",
+        if (log) *log = kf_aprintf("nvrtc: compile: arch \"%.40s\" is not a real GPU arch like sm_90",
                                 arch);
         return KF_ERR_INVALID;
     }
@@ -200,7 +181,7 @@ static kf_status nv_compile(void *self, const char *source, const kf_launch *lau
         size_t n = strlen(s->include_dir) + 32;
         incl = malloc(n);
         if (!incl) {
-            if (log) *log = xstrdup("nvrtc: out of memory");
+            if (log) *log = strdup("nvrtc: out of memory");
             return KF_ERR_NOMEM;
         }
         snprintf(incl, n, "--include-path=%s", s->include_dir);
@@ -209,7 +190,7 @@ static kf_status nv_compile(void *self, const char *source, const kf_launch *lau
 
     r = s->rt.create_program(&prog, source, "kf_kernel.cu", 0, NULL, NULL);
     if (r != NVRTC_SUCCESS) {
-        if (log) *log = fmt_log("nvrtc: nvrtcCreateProgram failed: %s", nv_errstr(s, r));
+        if (log) *log = kf_aprintf("nvrtc: nvrtcCreateProgram failed: %s", nv_errstr(s, r));
         st = KF_ERR_KERNEL;
         goto free_incl;
     }
@@ -242,28 +223,28 @@ static kf_status nv_compile(void *self, const char *source, const kf_launch *lau
     r = s->rt.get_cubin_size(prog, &cubin_size);
     if (r != NVRTC_SUCCESS || cubin_size == 0) {
         if (log)
-            *log = fmt_log("nvrtc: no cubin produced for %s (%s)", arch,
+            *log = kf_aprintf("nvrtc: no cubin produced for %s (%s)", arch,
                            r != NVRTC_SUCCESS ? nv_errstr(s, r) : "empty");
         st = KF_ERR_KERNEL;
         goto destroy_prog;
     }
     char *cubin = malloc(cubin_size);
     if (!cubin) {
-        if (log) *log = xstrdup("nvrtc: out of memory");
+        if (log) *log = strdup("nvrtc: out of memory");
         st = KF_ERR_NOMEM;
         goto destroy_prog;
     }
     r = s->rt.get_cubin(prog, cubin);
     if (r != NVRTC_SUCCESS) {
         free(cubin);
-        if (log) *log = fmt_log("nvrtc: nvrtcGetCUBIN failed: %s", nv_errstr(s, r));
+        if (log) *log = kf_aprintf("nvrtc: nvrtcGetCUBIN failed: %s", nv_errstr(s, r));
         st = KF_ERR_KERNEL;
         goto destroy_prog;
     }
     *blob = cubin;
     *blob_len = cubin_size;
     if (log) {
-        *log = plog ? plog : xstrdup("");
+        *log = plog ? plog : strdup("");
         plog = NULL;
     }
     st = KF_OK;
@@ -652,7 +633,7 @@ kf_status kf_compiler_nvrtc_create(kf_compiler_i *out, const char *nvrtc_path,
     kf_status st = open_nvrtc(s, nvrtc_path, err, errcap);
     if (st != KF_OK) goto fail;
     if (include_dir && *include_dir) {
-        s->include_dir = xstrdup(include_dir);
+        s->include_dir = strdup(include_dir);
         if (!s->include_dir) {
             snprintf(err, errcap, "nvrtc: out of memory");
             st = KF_ERR_NOMEM;

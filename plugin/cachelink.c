@@ -229,16 +229,8 @@ static int attach_entry(kf_runtime *rt, kf_cache *from, const kf_cache_entry *e,
         free(blob);
         return ATTACH_DONE;
     }
-    kf_served *served = NULL;
-    kf_kernel *k = calloc(1, sizeof *k);
-    if (!k || kf_served_create(&served, rt, cc, &launch, blob, blob_len) != KF_OK) {
-        free(k);
-        free(blob);
-        return ATTACH_DONE;
-    }
-    k->fn = kf_served_launch;
-    k->user = served;
-    k->served = served;
+    kf_kernel *k = kf_served_kernel(rt, cc, &launch, blob, blob_len);
+    if (!k) return ATTACH_DONE;
     k->atol = e->atol;
     k->rtol = e->rtol;
     atomic_store(&k->checked, rt->cfg.validate == KF_VALIDATE_OFF);

@@ -113,16 +113,8 @@ kf_status kf_candidate_register(kf_runtime *rt, uint64_t key, const char *backen
         free(blob);
         return st;
     }
-    kf_served *served = NULL;
-    kf_kernel *k = calloc(1, sizeof *k);
-    if (!k || kf_served_create(&served, rt, cc, &launch, blob, blob_len) != KF_OK) {
-        free(k);
-        free(blob);
-        return KF_ERR_NOMEM;
-    }
-    k->fn = kf_served_launch;
-    k->user = served;
-    k->served = served;
+    kf_kernel *k = kf_served_kernel(rt, cc, &launch, blob, blob_len);
+    if (!k) return KF_ERR_NOMEM;
     atomic_store(&k->checked, 1); /* the caller verifies it, with poisoned outputs */
     kf_cachelink_set_kernel(rt, s, k);
     return KF_OK;

@@ -34,6 +34,22 @@ kf_status kf_served_create(kf_served **out, kf_runtime *rt, kf_compiler_i *cc, c
     return KF_OK;
 }
 
+kf_kernel *kf_served_kernel(kf_runtime *rt, kf_compiler_i *cc, const kf_launch *launch, void *blob,
+                            size_t blob_len)
+{
+    kf_served *served = NULL;
+    kf_kernel *k = calloc(1, sizeof *k);
+    if (!k || kf_served_create(&served, rt, cc, launch, blob, blob_len) != KF_OK) {
+        free(k);
+        free(blob);
+        return NULL;
+    }
+    k->fn = kf_served_launch;
+    k->user = served;
+    k->served = served;
+    return k;
+}
+
 void kf_served_free(kf_served *s)
 {
     if (!s) return;

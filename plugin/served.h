@@ -17,6 +17,10 @@ typedef struct kf_served kf_served;
 kf_status kf_served_create(kf_served **out, kf_runtime *rt, kf_compiler_i *cc, const kf_launch *launch,
                            void *blob, size_t blob_len);
 void kf_served_free(kf_served *s);
+/* A kernel (for a slot) serving `blob` through `cc`: kf_served_launch over a new kf_served.
+ * Takes ownership of `blob` in every case; NULL when out of memory. */
+struct kf_kernel *kf_served_kernel(kf_runtime *rt, kf_compiler_i *cc, const kf_launch *launch,
+                                   void *blob, size_t blob_len);
 const void *kf_served_blob(const kf_served *s, size_t *len);
 const char *kf_served_backend(const kf_served *s);
 /* kf_kernel_fn: loads the blob for the tensors' device on first use (never during CUDA-graph
