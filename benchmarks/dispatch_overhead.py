@@ -2,9 +2,10 @@
 
 Runs the same loop in child processes with no plugin (KFORGE_DISABLE=1: nothing registered),
 with the plugin loaded and enabled, the same without timing samples (KFORGE_SAMPLE_EVERY huge),
-and with the plugin loaded but switched off (kernel_forge.disable(): the boxed pass-through
-only), alternating them several times so machine noise hits them alike, and reports medians and
-the difference per call.
+with the plugin loaded but switched off (kernel_forge.disable(): the boxed pass-through only),
+and with hand-written host kernels for these exact signatures in the cache (every call served:
+the cost of the served path, output allocation and kernel call included), alternating them
+several times so machine noise hits them alike, and reports medians and differences per call.
 
     python benchmarks/dispatch_overhead.py [--calls 20000] [--rounds 5]
 """
@@ -12,15 +13,17 @@ the difference per call.
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 
 CHILD = r"""
 import json, sys, time, torch
 mode = sys.argv[1]; calls = int(sys.argv[2])
 torch.set_num_threads(1)
-if mode != "none":  # "on", "on-unsampled", "off"
+if mode != "none":  # "on", "on-unsampled", "off", "served"
     import kernel_forge as kf
     if mode == "off":
         kf.disable()
@@ -42,8 +45,48 @@ for name, fn in cases.items():
             fn()
         best = min(best, (time.perf_counter_ns() - t0) / calls)
     out[name] = best
+if mode == "served":  # every case must really have been served
+    served = {r["signature"]: r["served"] for r in kf.stats()}
+    assert sum(v > 0 for v in served.values()) >= len(cases), served
 print(json.dumps(out))
 """
+
+# Host kernels for the exact signatures above (f32, contiguous), for the "served" mode.
+KERNELS = [
+    ("aten::relu", "x", "void k(const float *x, float *y) { for (int i = 0; i < 8; i++) y[i] = x[i] > 0.f ? x[i] : 0.f; }",
+     ["const float*", "float*"]),
+    ("aten::add.Tensor", "xy", "void k(const float *x, const float *y, float *o) { for (int i = 0; i < 8; i++) o[i] = x[i] + y[i]; }",
+     ["const float*", "const float*", "float*"]),
+    ("aten::mul.Tensor", "x2", "void k(const float *x, const double *s, float *o) { for (int i = 0; i < 8; i++) o[i] = x[i] * (float)s[0]; }",
+     ["const float*", "const double*", "float*"]),
+    ("aten::_softmax", "m", "#include <math.h>\nvoid k(const float *x, float *y) { for (int r = 0; r < 4; r++) { const float *a = x + 8 * r; float *b = y + 8 * r;"
+     " float m = -INFINITY, s = 0.f; for (int c = 0; c < 8; c++) m = a[c] > m ? a[c] : m;"
+     " for (int c = 0; c < 8; c++) { b[c] = expf(a[c] - m); s += b[c]; } for (int c = 0; c < 8; c++) b[c] /= s; } }",
+     ["const float*", "float*"]),
+]
+
+SETUP = r"""
+import json, sys, torch, kernel_forge as kf
+kernels = json.loads(sys.argv[1])
+x = torch.randn(8); y = torch.randn(8); m = torch.randn(4, 8)
+args = {"x": (x,), "xy": (x, y), "x2": (x, 2.0), "m": (m, -1, False)}
+for op, which, src, types in kernels:
+    # (x, 2.0): the Python number becomes a wrapped 0-dim f64 tensor, as in x * 2.0
+    kf.add_kernel(op, args[which], src, {"entry": "k", "grid": [1, 1, 1], "block": [1, 1, 1],
+                                         "smem": 0, "args": types})
+print("ok")
+"""
+
+
+CACHE = os.path.join(tempfile.gettempdir(), f"kforge-overhead-cache-{os.getpid()}")
+
+
+def setup_cache():
+    """Verify and cache the host kernels once (add_kernel), for the "served" mode."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KFORGE_")}
+    env["KFORGE_CACHE_DIR"] = CACHE
+    subprocess.run([sys.executable, "-c", SETUP, json.dumps(KERNELS)], env=env, check=True,
+                   capture_output=True, text=True)
 
 
 def run(mode, calls):
@@ -52,6 +95,8 @@ def run(mode, calls):
         env["KFORGE_DISABLE"] = "1"
     if mode == "on-unsampled":  # no timing samples after the first 3 calls
         env["KFORGE_SAMPLE_EVERY"] = str(1 << 20)
+    if mode == "served":
+        env["KFORGE_CACHE_DIR"] = CACHE
     r = subprocess.run([sys.executable, "-c", CHILD, mode, str(calls)], env=env,
                        capture_output=True, text=True, check=True)
     return json.loads(r.stdout.strip().splitlines()[-1])
@@ -63,7 +108,8 @@ def main():
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--json", help="write the raw numbers here")
     args = p.parse_args()
-    modes = ["none", "on", "off", "on-unsampled"]
+    modes = ["none", "on", "off", "on-unsampled", "served"]
+    setup_cache()
     samples = {m: [] for m in modes}
     for _ in range(args.rounds):
         for m in modes:
@@ -73,10 +119,13 @@ def main():
     print(f"ns per call, median of {args.rounds} rounds x best of 5 x {args.calls} calls, "
           "1 thread, CPU")
     print(f"{'op':24} {'no plugin':>10} {'plugin on':>10} {'unsampled':>10} {'switched off':>13} "
-          f"{'extra (on)':>11} {'ratio':>6}")
+          f"{'extra (on)':>11} {'ratio':>6} {'served':>8} {'served-none':>12}")
     for c in cases:
         n, on, off, uns = med["none"][c], med["on"][c], med["off"][c], med["on-unsampled"][c]
-        print(f"{c:24} {n:10.0f} {on:10.0f} {uns:10.0f} {off:13.0f} {on - n:+11.0f} {on / n:6.2f}")
+        sv = med["served"][c]
+        print(f"{c:24} {n:10.0f} {on:10.0f} {uns:10.0f} {off:13.0f} {on - n:+11.0f} {on / n:6.2f} "
+              f"{sv:8.0f} {sv - n:+12.0f}")
+    shutil.rmtree(CACHE, ignore_errors=True)
     print("per round (" + " / ".join(modes) + "):")
     for c in cases:
         print(f"  {c:24} " + "  ".join("/".join(f"{samples[m][i][c]:.0f}" for m in modes)
