@@ -1,0 +1,617 @@
+/* The builtin host templates (forge/template.h): every template renders, compiles with the host
+ * backend and computes its op against a double-precision reference, for every knob combination
+ * on 4-6 signatures per template (row lengths like 37 that the unroll does not divide, single
+ * rows, several OpenMP chunks); applies() refuses what a template cannot serve exactly.
+ * Outputs are poisoned with NaN before each launch; inputs must come back unchanged.
+ *
+ * Variants are built and checked by a few threads (compilation dominates the run time). */
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "forge/compiler.h"
+#include "forge/template.h"
+
+static kf_compiler_i cc;
+
+/* ---- building signatures ---- */
+
+static kf_job_tensor tensor(int dtype, int ndim, const int64_t *sizes)
+{
+    kf_job_tensor t;
+    memset(&t, 0, sizeof t);
+    t.dtype = dtype;
+    t.ndim = ndim;
+    int64_t st = 1;
+    for (int d = ndim - 1; d >= 0; d--) {
+        t.sizes[d] = sizes[d];
+        t.strides[d] = st;
+        st *= sizes[d];
+    }
+    return t;
+}
+#define T32(...)                                                                  \
+    tensor(KF_F32, (int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), \
+           (int64_t[]){__VA_ARGS__})
+
+static kf_job_scalar *add_scalar(kf_job_sig *s, const char *name, int kind)
+{
+    kf_job_scalar *c = &s->scalars[s->n_scalars++];
+    memset(c, 0, sizeof *c);
+    snprintf(c->name, sizeof c->name, "%s", name);
+    c->kind = kind;
+    return c;
+}
+static void add_int(kf_job_sig *s, const char *name, int64_t v) { add_scalar(s, name, 'i')->i = v; }
+static void add_bool(kf_job_sig *s, const char *name, int v) { add_scalar(s, name, 'b')->i = v; }
+static void add_double(kf_job_sig *s, const char *name, double v)
+{
+    add_scalar(s, name, 'd')->d = v;
+}
+static void add_str(kf_job_sig *s, const char *name, const char *v)
+{
+    snprintf(add_scalar(s, name, 's')->s, sizeof s->scalars[0].s, "%s", v);
+}
+static void add_list(kf_job_sig *s, const char *name, int n, const int64_t *v)
+{
+    kf_job_scalar *c = add_scalar(s, name, 'l');
+    c->n = n;
+    for (int i = 0; i < n; i++) c->v[i] = v[i];
+}
+
+static kf_job_sig sig_of(const char *op)
+{
+    kf_job_sig s;
+    memset(&s, 0, sizeof s);
+    snprintf(s.op, sizeof s.op, "%s", op);
+    return s;
+}
+
+static kf_job_sig softmax_sig(const char *op, kf_job_tensor x, int64_t dim)
+{
+    kf_job_sig s = sig_of(op);
+    s.n_in = 1;
+    s.in[0] = x;
+    s.n_out = 1;
+    s.out[0] = x;
+    add_int(&s, "dim", dim);
+    add_bool(&s, "half_to_float", 0);
+    return s;
+}
+
+/* native_layer_norm(input, normalized_shape (last `nn` dims), weight?, bias?, eps) */
+static kf_job_sig ln_sig(kf_job_tensor x, int nn, int has_w, int has_b, double eps)
+{
+    kf_job_sig s = sig_of("aten::native_layer_norm");
+    const int64_t *ns = x.sizes + x.ndim - nn;
+    s.in[s.n_in++] = x;
+    if (has_w) s.in[s.n_in++] = tensor(KF_F32, nn, ns);
+    if (has_b) s.in[s.n_in++] = tensor(KF_F32, nn, ns);
+    add_list(&s, "normalized_shape", nn, ns);
+    if (!has_w) add_scalar(&s, "weight", 'n');
+    if (!has_b) add_scalar(&s, "bias", 'n');
+    add_double(&s, "eps", eps);
+    int64_t stat[KF_MAX_DIMS];
+    for (int d = 0; d < x.ndim; d++) stat[d] = d < x.ndim - nn ? x.sizes[d] : 1;
+    s.n_out = 3;
+    s.out[0] = x;
+    s.out[1] = s.out[2] = tensor(KF_F32, x.ndim, stat);
+    return s;
+}
+
+static kf_job_sig unary_sig(const char *op, kf_job_tensor x, const char *approximate)
+{
+    kf_job_sig s = sig_of(op);
+    s.n_in = 1;
+    s.in[0] = x;
+    s.n_out = 1;
+    s.out[0] = x;
+    if (approximate) add_str(&s, "approximate", approximate);
+    return s;
+}
+
+/* alpha_kind: 0 none, 'i' or 'd' */
+static kf_job_sig binary_sig(const char *op, kf_job_tensor x, int alpha_kind, double alpha)
+{
+    kf_job_sig s = sig_of(op);
+    s.n_in = 2;
+    s.in[0] = s.in[1] = x;
+    s.n_out = 1;
+    s.out[0] = x;
+    if (alpha_kind == 'i') add_int(&s, "alpha", (int64_t)alpha);
+    if (alpha_kind == 'd') add_double(&s, "alpha", alpha);
+    return s;
+}
+
+/* ---- data and references ---- */
+
+static uint64_t rng_state;
+static double urand(void) /* [0, 1) */
+{
+    rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
+    return (double)(rng_state >> 11) * (1.0 / 9007199254740992.0);
+}
+
+enum { DATA_PLAIN, DATA_SOFTMAX, DATA_HUGE };
+
+/* Mostly [-3, 3); every so often a large magnitude; DATA_SOFTMAX adds -inf entries and makes the
+ * second row all -inf; DATA_HUGE adds +-1e30. */
+static void fill(float *p, int64_t n, int64_t cols, int mode)
+{
+    for (int64_t i = 0; i < n; i++) {
+        double u = urand(), v = urand() * 6.0 - 3.0;
+        if (u < 0.06) v *= 3000.0; /* |v| up to ~1e4 */
+        else if (mode == DATA_SOFTMAX && u < 0.10) v = -INFINITY;
+        else if (mode == DATA_HUGE && u < 0.09) v = v < 0 ? -1e30 : 1e30;
+        p[i] = (float)v;
+    }
+    if (mode == DATA_SOFTMAX && n >= 2 * cols && cols > 0)
+        for (int64_t j = cols; j < 2 * cols; j++) p[j] = -INFINITY;
+}
+
+static void ref_softmax(const float *x, double *y, int64_t rows, int64_t cols, int is_log)
+{
+    for (int64_t r = 0; r < rows; r++) {
+        const float *xr = x + r * cols;
+        double *yr = y + r * cols;
+        double m = -INFINITY, s = 0.0;
+        for (int64_t j = 0; j < cols; j++) m = xr[j] > m ? xr[j] : m;
+        for (int64_t j = 0; j < cols; j++) s += exp((double)xr[j] - m);
+        for (int64_t j = 0; j < cols; j++)
+            yr[j] = m == -INFINITY ? NAN : is_log ? ((double)xr[j] - m) - log(s)
+                                               : exp((double)xr[j] - m) / s;
+    }
+}
+
+static double ref_unary(const char *op, const char *approx, double x)
+{
+    if (!strcmp(op, "aten::relu")) return x > 0 ? x : 0.0;
+    if (!strcmp(op, "aten::silu")) return x / (1.0 + exp(-x));
+    if (approx && !strcmp(approx, "tanh"))
+        return 0.5 * x * (1.0 + tanh(sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
+    return 0.5 * x * (1.0 + erf(x / sqrt(2.0)));
+}
+
+/* ---- one test case: a signature, its inputs, the reference outputs ---- */
+
+typedef struct tcase {
+    char label[96];
+    const kf_template *tmpl;
+    kf_job_sig sig;
+    double tol;
+    float *in[KF_JOB_MAX_TENSORS];
+    int64_t in_n[KF_JOB_MAX_TENSORS];
+    double *ref[KF_JOB_MAX_OUTPUTS];
+    int64_t out_n[KF_JOB_MAX_OUTPUTS];
+} tcase;
+
+#define MAX_CASES 32
+static tcase cases[MAX_CASES];
+static int n_cases;
+
+static const kf_job_scalar *scalar(const kf_job_sig *s, const char *name)
+{
+    return kf_job_scalar_find(s, name);
+}
+
+static void make_case(const char *tmpl_name, kf_job_sig sig, int mode)
+{
+    if (!CHECK(n_cases < MAX_CASES)) return;
+    tcase *c = &cases[n_cases++];
+    memset(c, 0, sizeof *c);
+    c->sig = sig;
+    for (int i = 0; kf_builtin_templates[i]; i++)
+        if (!strcmp(kf_builtin_templates[i]->name, tmpl_name)) c->tmpl = kf_builtin_templates[i];
+    CHECK(c->tmpl != NULL);
+    /* exactly the intended template serves it */
+    int n_apply = 0;
+    for (int i = 0; kf_builtin_templates[i]; i++) n_apply += kf_builtin_templates[i]->applies(&sig);
+    CHECK(c->tmpl && c->tmpl->applies(&sig));
+    CHECK_EQ_INT(n_apply, 1);
+
+    const kf_job_tensor *x = &sig.in[0];
+    int64_t cols = x->ndim ? x->sizes[x->ndim - 1] : 1;
+    int pos = snprintf(c->label, sizeof c->label, "%s [", sig.op);
+    for (int d = 0; d < x->ndim && pos < (int)sizeof c->label; d++)
+        pos += snprintf(c->label + pos, sizeof c->label - (size_t)pos, "%s%lld", d ? "," : "",
+                        (long long)x->sizes[d]);
+    if (pos < (int)sizeof c->label) snprintf(c->label + pos, sizeof c->label - (size_t)pos, "]");
+
+    for (int i = 0; i < sig.n_in; i++) {
+        c->in_n[i] = kf_job_tensor_numel(&sig.in[i]);
+        c->in[i] = malloc((size_t)c->in_n[i] * sizeof(float));
+        fill(c->in[i], c->in_n[i], sig.in[i].sizes[sig.in[i].ndim - 1], i == 0 ? mode : DATA_PLAIN);
+    }
+    for (int i = 0; i < sig.n_out; i++) {
+        c->out_n[i] = kf_job_tensor_numel(&sig.out[i]);
+        c->ref[i] = malloc((size_t)c->out_n[i] * sizeof(double));
+    }
+    int64_t n = c->in_n[0];
+    c->tol = 1e-5;
+    if (!strcmp(sig.op, "aten::_softmax") || !strcmp(sig.op, "aten::_log_softmax")) {
+        c->tol = 1e-4;
+        ref_softmax(c->in[0], c->ref[0], n / cols, cols, !strcmp(sig.op, "aten::_log_softmax"));
+    } else if (!strcmp(sig.op, "aten::native_layer_norm")) {
+        c->tol = 1e-4;
+        const kf_job_scalar *ns = scalar(&sig, "normalized_shape");
+        int64_t nn = 1;
+        for (int k = 0; k < ns->n; k++) nn *= ns->v[k];
+        int has_w = !scalar(&sig, "weight"), has_b = !scalar(&sig, "bias");
+        const float *w = has_w ? c->in[1] : NULL, *b = has_b ? c->in[has_w ? 2 : 1] : NULL;
+        double eps = scalar(&sig, "eps")->d;
+        for (int64_t r = 0; r < n / nn; r++) {
+            const float *xr = c->in[0] + r * nn;
+            double m = 0.0, v = 0.0;
+            for (int64_t j = 0; j < nn; j++) m += xr[j];
+            m /= (double)nn;
+            for (int64_t j = 0; j < nn; j++) v += ((double)xr[j] - m) * ((double)xr[j] - m);
+            v /= (double)nn;
+            double rs = 1.0 / sqrt(v + eps);
+            for (int64_t j = 0; j < nn; j++)
+                c->ref[0][r * nn + j] =
+                    ((double)xr[j] - m) * rs * (w ? w[j] : 1.0) + (b ? b[j] : 0.0);
+            c->ref[1][r] = m;
+            c->ref[2][r] = rs;
+        }
+    } else if (!strcmp(sig.op, "aten::add.Tensor") || !strcmp(sig.op, "aten::mul.Tensor")) {
+        const kf_job_scalar *al = scalar(&sig, "alpha");
+        double alpha = !al ? 1.0 : al->kind == 'i' ? (double)al->i : al->d;
+        int mul = !strcmp(sig.op, "aten::mul.Tensor");
+        for (int64_t i = 0; i < n; i++)
+            c->ref[0][i] = mul ? (double)c->in[0][i] * c->in[1][i]
+                               : (double)c->in[0][i] + alpha * c->in[1][i];
+    } else {
+        const kf_job_scalar *ap = scalar(&sig, "approximate");
+        for (int64_t i = 0; i < n; i++)
+            c->ref[0][i] = ref_unary(sig.op, ap ? ap->s : NULL, c->in[0][i]);
+    }
+}
+
+static void free_cases(void)
+{
+    for (int k = 0; k < n_cases; k++) {
+        for (int i = 0; i < KF_JOB_MAX_TENSORS; i++) free(cases[k].in[i]);
+        for (int i = 0; i < KF_JOB_MAX_OUTPUTS; i++) free(cases[k].ref[i]);
+    }
+    n_cases = 0;
+}
+
+/* ---- jobs: (case, knob combination) ---- */
+
+#define MAX_JOBS 1024
+typedef struct job {
+    int c;
+    int idx[8];
+} job;
+
+static job *jobs;
+static int n_jobs;
+static _Atomic int next_job;
+static _Atomic int n_variants_ok;
+
+static void add_jobs(void)
+{
+    jobs = calloc(MAX_JOBS, sizeof *jobs);
+    for (int k = 0; k < n_cases; k++) {
+        const kf_template *t = cases[k].tmpl;
+        if (!t) continue;
+        int total = 1;
+        for (int i = 0; i < t->n_knobs; i++) total *= t->knobs[i].n_values;
+        for (int v = 0; v < total && n_jobs < MAX_JOBS; v++) {
+            job *j = &jobs[n_jobs++];
+            j->c = k;
+            for (int i = 0, rest = v; i < t->n_knobs; i++) {
+                j->idx[i] = rest % t->knobs[i].n_values;
+                rest /= t->knobs[i].n_values;
+            }
+        }
+    }
+}
+
+static void job_name(const job *j, char *out, size_t cap)
+{
+    const tcase *c = &cases[j->c];
+    int pos = snprintf(out, cap, "%s %s", c->tmpl->name, c->label);
+    for (int i = 0; i < c->tmpl->n_knobs && pos > 0 && (size_t)pos < cap; i++)
+        pos += snprintf(out + pos, cap - (size_t)pos, " %s=%d", c->tmpl->knobs[i].name,
+                        c->tmpl->knobs[i].values[j->idx[i]]);
+}
+
+/* Compare one output; returns the number of bad elements (prints the first). */
+static long compare(const char *what, int o, const float *got, const double *ref, int64_t n,
+                    double tol)
+{
+    long bad = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double r = ref[i], g = got[i];
+        int ok;
+        if (isnan(r)) ok = isnan(g);
+        else if (isinf(r)) ok = g == r;
+        else ok = isfinite(g) && fabs(g - r) <= tol + tol * fabs(r);
+        if (!ok && bad++ == 0)
+            printf("     %s: out[%d][%lld] = %.9g, reference %.9g\n", what, o, (long long)i, g, r);
+    }
+    return bad;
+}
+
+static void run_job(const job *j)
+{
+    const tcase *c = &cases[j->c];
+    char name[256], err[512];
+    job_name(j, name, sizeof name);
+    char *src = NULL, *lj = NULL;
+    kf_status st = c->tmpl->render(&c->sig, j->idx, &src, &lj, err, sizeof err);
+    if (!CHECK_EQ_INT(st, KF_OK)) {
+        printf("     %s: %s\n", name, err);
+        return;
+    }
+    CHECK_CONTAINS(src, "void kf_kernel(");
+    CHECK_CONTAINS(src, "#define KF_");
+    kf_launch l;
+    memset(&l, 0, sizeof l);
+    if (!CHECK_EQ_INT(kf_launch_parse(lj, &l, err, sizeof err), KF_OK)) {
+        printf("     %s: %s: %s\n", name, lj, err);
+        goto out;
+    }
+    CHECK_STR(l.entry, "kf_kernel");
+    CHECK_EQ_INT(l.n_args, c->sig.n_in + c->sig.n_out);
+    void *blob = NULL;
+    size_t len = 0;
+    char *log = NULL;
+    st = cc.compile(cc.self, src, &l, NULL, &blob, &len, &log);
+    if (!CHECK_EQ_INT(st, KF_OK)) {
+        printf("     %s: compile log:\n%s\n--- source ---\n%s\n", name, log ? log : "(none)", src);
+        free(log);
+        free(blob);
+        goto out;
+    }
+    /* nothing the compiler says is acceptable in a builtin template */
+    if (log && strstr(log, "warning")) {
+        CHECK(!strstr(log, "warning"));
+        printf("     %s: %s\n", name, log);
+    }
+    free(log);
+    kf_compiled *k = NULL;
+    st = cc.load(cc.self, blob, len, &l, 0, &k, err, sizeof err);
+    free(blob);
+    if (!CHECK_EQ_INT(st, KF_OK)) {
+        printf("     %s: load: %s\n", name, err);
+        goto out;
+    }
+    void *ptrs[KF_JOB_MAX_TENSORS + KF_JOB_MAX_OUTPUTS];
+    float *ins[KF_JOB_MAX_TENSORS] = {0}, *outs[KF_JOB_MAX_OUTPUTS] = {0};
+    int np = 0;
+    for (int i = 0; i < c->sig.n_in; i++) {
+        ins[i] = malloc((size_t)c->in_n[i] * sizeof(float));
+        memcpy(ins[i], c->in[i], (size_t)c->in_n[i] * sizeof(float));
+        ptrs[np++] = ins[i];
+    }
+    for (int i = 0; i < c->sig.n_out; i++) {
+        outs[i] = malloc((size_t)c->out_n[i] * sizeof(float));
+        for (int64_t e = 0; e < c->out_n[i]; e++) outs[i][e] = NAN; /* poison */
+        ptrs[np++] = outs[i];
+    }
+    if (CHECK_EQ_INT(cc.launch(cc.self, k, ptrs, np, NULL), 0)) {
+        long bad = 0;
+        for (int i = 0; i < c->sig.n_out; i++)
+            bad += compare(name, i, outs[i], c->ref[i], c->out_n[i], c->tol);
+        for (int i = 0; i < c->sig.n_in; i++)
+            CHECK(memcmp(ins[i], c->in[i], (size_t)c->in_n[i] * sizeof(float)) == 0);
+        if (CHECK_EQ_INT(bad, 0)) atomic_fetch_add(&n_variants_ok, 1);
+    }
+    for (int i = 0; i < c->sig.n_in; i++) free(ins[i]);
+    for (int i = 0; i < c->sig.n_out; i++) free(outs[i]);
+    cc.unload(cc.self, k);
+out:
+    free(src);
+    free(lj);
+}
+
+static void *worker(void *arg)
+{
+    (void)arg;
+    for (;;) {
+        int i = atomic_fetch_add(&next_job, 1);
+        if (i >= n_jobs) return NULL;
+        run_job(&jobs[i]);
+    }
+}
+
+static void test_table(void)
+{
+    int n = 0;
+    for (int i = 0; kf_builtin_templates[i]; i++, n++) {
+        const kf_template *t = kf_builtin_templates[i];
+        CHECK(t->name && t->backend && t->applies && t->render);
+        CHECK_STR(t->backend, "host");
+        CHECK(t->n_knobs >= 1 && t->n_knobs <= 8);
+        for (int k = 0; k < t->n_knobs; k++)
+            CHECK(t->knobs[k].name && t->knobs[k].n_values >= 1 &&
+                  t->knobs[k].n_values <= KF_KNOB_MAX_VALUES);
+        for (int j = 0; j < i; j++) CHECK(strcmp(t->name, kf_builtin_templates[j]->name) != 0);
+    }
+    CHECK_EQ_INT(n, 4);
+}
+
+static int applies_any(const kf_job_sig *s)
+{
+    int n = 0;
+    for (int i = 0; kf_builtin_templates[i]; i++) n += kf_builtin_templates[i]->applies(s);
+    return n;
+}
+
+static void test_refusals(void)
+{
+    kf_job_tensor x = T32(8, 37), xt = T32(8, 37);
+    xt.strides[0] = 1, xt.strides[1] = 8; /* a transposed view */
+    kf_job_tensor x16 = x;
+    x16.dtype = KF_F16;
+    kf_job_tensor x64 = x;
+    x64.dtype = KF_F64;
+
+    /* softmax */
+    kf_job_sig s = softmax_sig("aten::_softmax", x, -1);
+    CHECK_EQ_INT(applies_any(&s), 1);
+    s = softmax_sig("aten::_softmax", x, 1);
+    CHECK_EQ_INT(applies_any(&s), 1);
+    s = softmax_sig("aten::_softmax", x, 0); /* other dim */
+    CHECK_EQ_INT(applies_any(&s), 0);
+    s = softmax_sig("aten::_log_softmax", x, -2);
+    CHECK_EQ_INT(applies_any(&s), 0);
+    s = softmax_sig("aten::_softmax", x16, -1);
+    CHECK_EQ_INT(applies_any(&s), 0);
+    s = softmax_sig("aten::_softmax", x64, -1);
+    CHECK_EQ_INT(applies_any(&s), 0);
+    s = softmax_sig("aten::_softmax", xt, -1);
+    CHECK_EQ_INT(applies_any(&s), 0);
+    s = softmax_sig("aten::_softmax", x, -1);
+    s.out[0] = xt; /* an output layout other than contiguous */
+    CHECK_EQ_INT(applies_any(&s), 0);
+    s = softmax_sig("aten::_softmax", x, -1);
+    s.scalars[1].i = 1; /* half_to_float */
+    CHECK_EQ_INT(applies_any(&s), 0);
+    s = softmax_sig("aten::softmax.int", x, -1);
+    CHECK_EQ_INT(applies_any(&s), 0);
+    /* size-1 dims may have any stride (torch's is_contiguous) */
+    kf_job_tensor x1 = T32(1, 37);
+    x1.strides[0] = 12345;
+    s = softmax_sig("aten::_softmax", x1, -1);
+    CHECK_EQ_INT(applies_any(&s), 1);
+    kf_job_tensor empty = T32(0, 37);
+    s = softmax_sig("aten::_softmax", empty, -1);
+    CHECK_EQ_INT(applies_any(&s), 0);
+
+    /* layer norm */
+    kf_job_sig l = ln_sig(x, 1, 1, 1, 1e-5);
+    CHECK_EQ_INT(applies_any(&l), 1);
+    l.in[0].dtype = KF_F16;
+    CHECK_EQ_INT(applies_any(&l), 0);
+    l = ln_sig(xt, 1, 1, 1, 1e-5);
+    CHECK_EQ_INT(applies_any(&l), 0);
+    l = ln_sig(x, 1, 1, 1, 1e-5);
+    l.scalars[0].v[0] = 36; /* normalized_shape not the trailing dims */
+    CHECK_EQ_INT(applies_any(&l), 0);
+    l = ln_sig(x, 1, 1, 0, 1e-5);
+    l.n_scalars = 0; /* which optional tensor is present? ambiguous without the None scalar */
+    add_list(&l, "normalized_shape", 1, x.sizes + 1);
+    add_double(&l, "eps", 1e-5);
+    CHECK_EQ_INT(applies_any(&l), 0);
+    l = ln_sig(x, 1, 1, 1, 1e-5);
+    l.in[1].dtype = KF_F64; /* weight */
+    CHECK_EQ_INT(applies_any(&l), 0);
+
+    /* elementwise */
+    kf_job_sig u = unary_sig("aten::gelu", x, "none");
+    CHECK_EQ_INT(applies_any(&u), 1);
+    u = unary_sig("aten::gelu", x, "fast");
+    CHECK_EQ_INT(applies_any(&u), 0);
+    u = unary_sig("aten::gelu", x, NULL);
+    CHECK_EQ_INT(applies_any(&u), 0);
+    u = unary_sig("aten::relu", x16, NULL);
+    CHECK_EQ_INT(applies_any(&u), 0);
+    u = unary_sig("aten::silu", xt, NULL);
+    CHECK_EQ_INT(applies_any(&u), 0);
+    u = unary_sig("aten::relu", x, NULL);
+    u.out[0] = T32(37, 8);
+    CHECK_EQ_INT(applies_any(&u), 0);
+
+    kf_job_sig b = binary_sig("aten::add.Tensor", x, 'i', 1);
+    CHECK_EQ_INT(applies_any(&b), 1);
+    b.in[1] = T32(1, 37); /* broadcast */
+    CHECK_EQ_INT(applies_any(&b), 0);
+    b = binary_sig("aten::add.Tensor", x, 'i', 1);
+    b.in[1] = T32(37);
+    CHECK_EQ_INT(applies_any(&b), 0);
+    b = binary_sig("aten::mul.Tensor", x, 0, 0);
+    b.in[1] = xt;
+    CHECK_EQ_INT(applies_any(&b), 0);
+    b = binary_sig("aten::mul.Tensor", x64, 0, 0);
+    CHECK_EQ_INT(applies_any(&b), 0);
+    b = binary_sig("aten::add.Tensor", x, 'd', 1e300); /* alpha beyond float */
+    CHECK_EQ_INT(applies_any(&b), 0);
+    b = binary_sig("aten::sub.Tensor", x, 'i', 1);
+    CHECK_EQ_INT(applies_any(&b), 0);
+
+    /* render refuses what applies() refuses, and bad knob indices */
+    char *src = (char *)1, *lj = (char *)1, err[256];
+    int idx[8] = {0};
+    const kf_template *sm = kf_builtin_templates[0];
+    CHECK_EQ_INT(sm->render(&b, idx, &src, &lj, err, sizeof err), KF_ERR_UNSUPPORTED);
+    CHECK(src == NULL && lj == NULL);
+    s = softmax_sig("aten::_softmax", x, -1);
+    idx[1] = 3;
+    CHECK_EQ_INT(sm->render(&s, idx, &src, &lj, err, sizeof err), KF_ERR_INVALID);
+    CHECK(src == NULL && lj == NULL);
+    CHECK_CONTAINS(err, "unroll");
+    idx[1] = -1;
+    CHECK_EQ_INT(sm->render(&s, idx, &src, &lj, err, sizeof err), KF_ERR_INVALID);
+}
+
+static void test_variants(void)
+{
+    /* every knob combination on each; DATA_SOFTMAX: -inf entries and an all -inf row */
+    make_case("host_row_softmax", softmax_sig("aten::_softmax", T32(3, 5, 37), -1), DATA_SOFTMAX);
+    make_case("host_row_softmax", softmax_sig("aten::_log_softmax", T32(3, 5, 37), 2),
+              DATA_SOFTMAX);
+    make_case("host_row_softmax", softmax_sig("aten::_softmax", T32(1, 1000), -1), DATA_SOFTMAX);
+    make_case("host_row_softmax", softmax_sig("aten::_log_softmax", T32(1, 1000), -1),
+              DATA_SOFTMAX);
+    make_case("host_row_softmax", softmax_sig("aten::_softmax", T32(257, 8), 1), DATA_SOFTMAX);
+    make_case("host_row_softmax", softmax_sig("aten::_log_softmax", T32(64, 3), -1), DATA_SOFTMAX);
+
+    make_case("host_layer_norm", ln_sig(T32(6, 37), 1, 1, 1, 1e-5), DATA_PLAIN);
+    make_case("host_layer_norm", ln_sig(T32(1, 2, 3, 7), 2, 0, 0, 1e-6), DATA_PLAIN);
+    make_case("host_layer_norm", ln_sig(T32(5, 1000), 1, 1, 0, 1e-5), DATA_PLAIN);
+    make_case("host_layer_norm", ln_sig(T32(33, 64), 1, 0, 1, 1e-3), DATA_PLAIN);
+
+    make_case("host_eltwise_unary", unary_sig("aten::gelu", T32(1037), "none"), DATA_HUGE);
+    make_case("host_eltwise_unary", unary_sig("aten::gelu", T32(3, 37), "tanh"), DATA_HUGE);
+    make_case("host_eltwise_unary", unary_sig("aten::gelu", T32(33001), "tanh"), DATA_HUGE);
+    make_case("host_eltwise_unary", unary_sig("aten::silu", T32(2, 16411), NULL), DATA_HUGE);
+    make_case("host_eltwise_unary", unary_sig("aten::relu", T32(1, 37), NULL), DATA_HUGE);
+    make_case("host_eltwise_unary", unary_sig("aten::relu", T32(40000), NULL), DATA_HUGE);
+
+    make_case("host_eltwise_binary", binary_sig("aten::add.Tensor", T32(37, 41), 'd', 0.3),
+              DATA_PLAIN);
+    make_case("host_eltwise_binary", binary_sig("aten::add.Tensor", T32(1, 37), 'i', -2),
+              DATA_PLAIN);
+    make_case("host_eltwise_binary", binary_sig("aten::add.Tensor", T32(33001), 'i', 1),
+              DATA_PLAIN);
+    make_case("host_eltwise_binary", binary_sig("aten::mul.Tensor", T32(7, 4099), 0, 0),
+              DATA_PLAIN);
+    make_case("host_eltwise_binary", binary_sig("aten::mul.Tensor", T32(5), 0, 0), DATA_PLAIN);
+
+    add_jobs();
+    long nth = sysconf(_SC_NPROCESSORS_ONLN);
+    int n_threads = nth < 1 ? 1 : nth > 4 ? 4 : (int)nth;
+    pthread_t th[4];
+    for (int i = 0; i < n_threads; i++) CHECK(pthread_create(&th[i], NULL, worker, NULL) == 0);
+    for (int i = 0; i < n_threads; i++) pthread_join(th[i], NULL);
+    printf("%d variants over %d cases, %d correct (%d threads)\n", n_jobs, n_cases,
+           atomic_load(&n_variants_ok), n_threads);
+    CHECK_EQ_INT(atomic_load(&n_variants_ok), n_jobs);
+    free(jobs);
+    free_cases();
+}
+
+int main(void)
+{
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    rng_state = 0x5eed1234u;
+    if (!CHECK_EQ_INT(kf_compiler_host_create(&cc, NULL), KF_OK))
+        return check_done("templates_host");
+    test_table();
+    test_refusals();
+    test_variants();
+    cc.destroy(cc.self);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    printf("run time %.1f s\n", (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9);
+    return check_done("templates_host");
+}
