@@ -105,6 +105,13 @@ void kf_dispatch_checked(kf_runtime *rt, kf_call *c)
     atomic_store(&((kf_kernel *)c->kernel)->checked, 1);
 }
 
+void kf_dispatch_recount_eager(kf_call *c)
+{
+    if (!c->slot) return;
+    atomic_fetch_sub_explicit(&c->slot->served, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&c->slot->fallback, 1, memory_order_relaxed);
+}
+
 void kf_dispatch_reject(kf_runtime *rt, kf_call *c, const char *reason)
 {
     kf_kernel *k = (kf_kernel *)c->kernel;

@@ -47,6 +47,9 @@ void kf_kernel_tolerance(const kf_kernel *k, double *atol, double *rtol);
 void kf_dispatch_checked(kf_runtime *rt, kf_call *c);
 /* The kernel disagreed with eager: stop serving it in this process and mark its cache entry. */
 void kf_dispatch_reject(kf_runtime *rt, kf_call *c, const char *reason);
+/* A call that ended with eager's result after the kernel ran (a failed or impossible check):
+ * count it as eager, not served. */
+void kf_dispatch_recount_eager(kf_call *c);
 /* Publish eager's output layout for the slot (first call wins). A layout with n == 0 says the
  * outputs cannot be reproduced (non-tensor returns, a resized out=): never served, never asked
  * again. */

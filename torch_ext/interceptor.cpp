@@ -281,6 +281,7 @@ bool Interceptor::serve_checked(kf_call& call, const c10::OperatorHandle& op, c1
     kf_dispatch_reject(rt_, &call, why.c_str());
   }
   // eager's result stands: written arguments get eager's values back
+  kf_dispatch_recount_eager(&call);
   for (size_t r = 0; r < nret; r++) {
     c10::IValue& slot = (*stack)[stack->size() - nret + r];
     const int alias = info_->return_alias[r];

@@ -179,6 +179,7 @@ def test_planted_wrong_entry_is_caught_on_first_use(tmp_path):
     p = run_python(SERVE_CHECK, {"KFORGE_CACHE_DIR": d})
     served, _, equal = served_line(p)
     assert equal, "the model must get eager's result"
+    assert served == 0, "a call that returned eager's result is not counted as served"
     assert "disagrees with eager" in p.stderr
     ls = json.loads(kforge("cache", "ls", "--json", "--dir", d).stdout)
     (entry,) = [e for e in ls if e["key"] == key]
