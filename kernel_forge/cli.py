@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import ctypes
 import ctypes.util
-import glob
 import json
 import os
 import runpy
@@ -95,29 +94,18 @@ def cmd_run(args) -> int:
 
 
 def _nvrtc_version():
-    candidates = []
-    try:
-        import nvidia  # the CUDA wheels torch depends on
-        for base in getattr(nvidia, "__path__", []):
-            candidates += glob.glob(os.path.join(base, "cu*", "lib", "libnvrtc.so*"))
-            candidates += glob.glob(os.path.join(base, "cuda_nvrtc", "lib", "libnvrtc.so*"))
-    except ImportError:
-        pass
-    candidates += glob.glob("/usr/local/cuda/lib64/libnvrtc.so*")
-    found = ctypes.util.find_library("nvrtc")
-    if found:
-        candidates.append(found)
-    for path in candidates:
-        if "builtins" in path or "alt" in path:
-            continue
+    """The NVRTC the plugin would open: KFORGE_NVRTC (which loading the package points at torch's
+    CUDA wheels, _native._locate_cuda_toolkit), else the names the nvrtc backend searches."""
+    chosen = os.environ.get("KFORGE_NVRTC")
+    for path in [chosen] if chosen else ["libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"]:
         try:
             lib = ctypes.CDLL(path)
             major, minor = ctypes.c_int(), ctypes.c_int()
             if lib.nvrtcVersion(ctypes.byref(major), ctypes.byref(minor)) == 0:
                 return f"{major.value}.{minor.value} ({path})"
-        except OSError:
+        except (OSError, AttributeError):
             continue
-    return "not found"
+    return f"not found{' at ' + chosen if chosen else ''}"
 
 
 def cmd_doctor(_args) -> int:
