@@ -44,10 +44,19 @@ class CMakeBuild(build_ext):
         if extra:
             cfg += extra.split()
         subprocess.check_call(cfg)
-        subprocess.check_call(["cmake", "--build", build_dir, "--target", "kforge",
+        subprocess.check_call(["cmake", "--build", build_dir, "--target", "kforge", "kforge-worker",
                                "-j", str(os.cpu_count() or 2)])
         os.makedirs(os.path.dirname(out), exist_ok=True)
         shutil.copyfile(os.path.join(build_dir, "libkforge.so"), out)
+        # the forge worker travels inside the package, next to the plugin library (an editable
+        # install only copies declared extensions back to the source tree: copy it there too)
+        dests = {os.path.dirname(out)}
+        if self.inplace or getattr(self, "editable_mode", False):
+            dests.add(os.path.join(ROOT, "kernel_forge"))
+        for d in dests:
+            worker = os.path.join(d, "kforge-worker")
+            shutil.copyfile(os.path.join(build_dir, "kforge-worker"), worker)
+            os.chmod(worker, 0o755)
 
 
 setup(

@@ -56,6 +56,18 @@ kf_status kf_cuda_driver_open(kf_cuda_driver *d, const char *path, char *err, si
         {(void **)&d->event_query, "cuEventQuery", NULL},
         {(void **)&d->event_synchronize, "cuEventSynchronize", NULL},
         {(void **)&d->event_elapsed_time, "cuEventElapsedTime_v2", "cuEventElapsedTime"},
+        {(void **)&d->ctx_set_current, "cuCtxSetCurrent", NULL},
+        {(void **)&d->ctx_synchronize, "cuCtxSynchronize", NULL},
+        {(void **)&d->mem_alloc, "cuMemAlloc_v2", NULL},
+        {(void **)&d->mem_free, "cuMemFree_v2", NULL},
+        {(void **)&d->memcpy_htod, "cuMemcpyHtoD_v2", NULL},
+        {(void **)&d->memcpy_dtoh, "cuMemcpyDtoH_v2", NULL},
+        {(void **)&d->memcpy_dtod, "cuMemcpyDtoD_v2", NULL},
+        {(void **)&d->memset_d8, "cuMemsetD8_v2", NULL},
+        {(void **)&d->memset_d8_async, "cuMemsetD8Async", NULL},
+        {(void **)&d->stream_create, "cuStreamCreate", NULL},
+        {(void **)&d->stream_destroy, "cuStreamDestroy_v2", NULL},
+        {(void **)&d->stream_synchronize, "cuStreamSynchronize", NULL},
     };
     for (size_t i = 0; i < sizeof tab / sizeof tab[0]; i++) {
         *tab[i].slot = sym2(lib, tab[i].name, tab[i].old);

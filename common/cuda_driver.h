@@ -81,6 +81,21 @@ typedef struct kf_cuda_driver {
     kf_cu_result (*event_query)(kf_cu_event ev);
     kf_cu_result (*event_synchronize)(kf_cu_event ev);
     kf_cu_result (*event_elapsed_time)(float *ms, kf_cu_event start, kf_cu_event end);
+
+    /* memory and streams (the forge worker's evaluator; device pointers as CUdeviceptr) */
+    kf_cu_result (*ctx_set_current)(kf_cu_context ctx);
+    kf_cu_result (*ctx_synchronize)(void);
+    kf_cu_result (*mem_alloc)(unsigned long long *dptr, size_t bytes);
+    kf_cu_result (*mem_free)(unsigned long long dptr);
+    kf_cu_result (*memcpy_htod)(unsigned long long dst, const void *src, size_t bytes);
+    kf_cu_result (*memcpy_dtoh)(void *dst, unsigned long long src, size_t bytes);
+    kf_cu_result (*memcpy_dtod)(unsigned long long dst, unsigned long long src, size_t bytes);
+    kf_cu_result (*memset_d8)(unsigned long long dst, unsigned char v, size_t n);
+    kf_cu_result (*memset_d8_async)(unsigned long long dst, unsigned char v, size_t n,
+                                    kf_cu_stream stream);
+    kf_cu_result (*stream_create)(kf_cu_stream *stream, unsigned flags);
+    kf_cu_result (*stream_destroy)(kf_cu_stream stream);
+    kf_cu_result (*stream_synchronize)(kf_cu_stream stream);
 } kf_cuda_driver;
 
 /* dlopen libcuda.so.1 (`path` NULL) or `path`, and resolve every entry point above. Does not call

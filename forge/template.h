@@ -11,7 +11,10 @@
  *  - in[] holds the op's tensor arguments in schema order; an optional tensor that is None is
  *    absent from in[] and appears in scalars[] under its schema name with kind 'n', so a template
  *    can tell which of several optional tensors are present.
- *  - out[] holds the outputs in return order with eager's sizes/strides/dtype.
+ *  - out[] holds the outputs in return order with eager's sizes/strides/dtype; out_alias[] says
+ *    which of them are tensor arguments written in place (relu_, add_, out=). Kernel arguments
+ *    are in[0..n_in) then the fresh outputs, in that order.
+ *  - in[].align: vector loads wider than the recorded alignment are not allowed.
  *  - scalars[] holds the other arguments by schema name: 'i' int (i), 'd' float (d), 'b' bool
  *    (i = 0/1), 's' string (s), 'n' None, 'l' int list (n, v[]; e.g. normalized_shape).
  *  - "contiguous" below is torch's is_contiguous: row-major strides, where a dim of size 1 may
@@ -41,6 +44,7 @@ typedef struct kf_job_tensor {
     int dtype; /* kf_dtype */
     int ndim;
     int64_t sizes[KF_MAX_DIMS], strides[KF_MAX_DIMS]; /* in elements */
+    int align; /* bytes the data pointer is aligned to (1..16; 16 means "16 or more"); 0 = unknown */
 } kf_job_tensor;
 
 typedef struct kf_job_scalar {
@@ -61,6 +65,9 @@ typedef struct kf_job_sig {
     kf_job_tensor in[KF_JOB_MAX_TENSORS];
     int n_out;
     kf_job_tensor out[KF_JOB_MAX_OUTPUTS];
+    /* 0: out[j] is a fresh tensor, passed to the kernel after in[]; k > 0: out[j] IS in[k-1]
+     * (in-place and out= ops), written through that argument and not passed a second time. */
+    int out_alias[KF_JOB_MAX_OUTPUTS];
     int n_scalars;
     kf_job_scalar scalars[KF_JOB_MAX_SCALARS];
 } kf_job_sig;
@@ -129,6 +136,26 @@ kf_status kf_template_render_begin(const kf_template *t, const kf_job_sig *sig, 
                                    size_t errcap);
 kf_status kf_template_host_finish(const kf_template *t, kf_strbuf *b, const char *const *arg_types,
                                   int n, char **source, char **launch_json, char *err,
+                                  size_t errcap);
+
+/* ---- CUDA templates (backend "nvrtc"; templates_cuda*.c) ---- */
+
+/* The start of a CUDA template's source: the comment, <cuda_fp16.h> and <cuda_bf16.h>, one
+ * `#define KF_<KNOB> value` per knob, and device helpers every CUDA template may use:
+ *   float kf_to_f(float|__half|__nv_bfloat16 v);     widen to float
+ *   template <class T> T kf_from_f(float v);         round to T (RN, as torch does)
+ * The kernel itself must be `extern "C" __global__ void kf_kernel(...)`. */
+void kf_template_cuda_prologue(kf_strbuf *b, const kf_template *t, const kf_job_sig *sig,
+                               const int *vals);
+/* "float", "__half", "__nv_bfloat16" for KF_F32/KF_F16/KF_BF16; NULL for any other dtype. */
+const char *kf_template_cuda_type(int dtype);
+/* Launch record for a CUDA kernel: arg_types are launch-record types ("const __half*"). */
+char *kf_template_cuda_launch_json(const char *const *arg_types, int n, const unsigned grid[3],
+                                   const unsigned block[3], unsigned smem);
+/* The end of a CUDA render (like kf_template_host_finish). */
+kf_status kf_template_cuda_finish(const kf_template *t, kf_strbuf *b, const char *const *arg_types,
+                                  int n, const unsigned grid[3], const unsigned block[3],
+                                  unsigned smem, char **source, char **launch_json, char *err,
                                   size_t errcap);
 
 #ifdef __cplusplus

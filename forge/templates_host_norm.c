@@ -6,8 +6,14 @@
  *
  * Statistics are accumulated in double (the output is within float rounding of the exact value,
  * which is what torch's cascaded float sums approximate); y = (x - mean) * rstd * w + b in float.
- * Knobs: variance 0 = two passes (mean, then sum of squared deviations), 1 = Welford (one pass,
- * lanes merged with Chan's formula); unroll = accumulator lanes; omp = rows over OpenMP threads. */
+ * Knobs:
+ *  variance 0 = two passes (mean, then sum of squared deviations), 1 = Welford (one pass, lanes
+ *           merged with Chan's formula), 2 = one pass of sums of (x - x[0]) and its square: the
+ *           shift is an element of the row, so (mean - shift)^2 <= n var and the cancellation in
+ *           q - s^2/n costs at most a factor n of double rounding;
+ *  unroll   = accumulator lanes (1: one accumulator, which `omp simd` splits into vector lanes);
+ *  omp      = rows over OpenMP threads: 0 off, 1 static split, 2/3 dynamic chunks of about
+ *           8K/32K elements. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,10 +22,11 @@
 #include "template.h"
 
 static const kf_knob_def ln_knobs[] = {
-    {"variance", 2, {0, 1}},
-    {"unroll", 2, {1, 4}},
-    {"omp", 2, {0, 1}},
+    {"variance", 3, {0, 1, 2}},
+    {"unroll", 4, {1, 4, 8, 16}},
+    {"omp", 4, {0, 1, 2, 3}},
 };
+#define LN_NKNOBS ((int)(sizeof ln_knobs / sizeof ln_knobs[0]))
 
 /* Which optional tensors are present: 0 = no, 1 = yes; -1 when the signature is ambiguous. */
 static int ln_presence(const kf_job_sig *sig, int *has_w, int *has_b)
@@ -81,7 +88,18 @@ static const char ln_body[] =
     "    double mean, var;\n"
     "    int64_t j;\n"
     "    (void)w, (void)b;\n"
-    "#if KF_VARIANCE == 0\n"
+    "#if KF_VARIANCE == 0 && KF_UNROLL == 1\n"
+    "    double s = 0.0, q = 0.0;\n"
+    "#pragma omp simd reduction(+ : s)\n"
+    "    for (j = 0; j < KF_N; j++) s += (double)x[j];\n"
+    "    mean = s / (double)KF_N;\n"
+    "#pragma omp simd reduction(+ : q)\n"
+    "    for (j = 0; j < KF_N; j++) {\n"
+    "        double d = (double)x[j] - mean;\n"
+    "        q += d * d;\n"
+    "    }\n"
+    "    var = q / (double)KF_N;\n"
+    "#elif KF_VARIANCE == 0\n"
     "    double sa[KF_UNROLL], qa[KF_UNROLL];\n"
     "    for (int u = 0; u < KF_UNROLL; u++) sa[u] = 0.0, qa[u] = 0.0;\n"
     "    for (j = 0; j < KF_BODY; j += KF_UNROLL)\n"
@@ -102,7 +120,7 @@ static const char ln_body[] =
     "    double q = 0.0;\n"
     "    for (int u = 0; u < KF_UNROLL; u++) q += qa[u];\n"
     "    var = q / (double)KF_N;\n"
-    "#else\n"
+    "#elif KF_VARIANCE == 1\n"
     "    /* every lane has seen `cnt` elements after the blocked loop */\n"
     "    double wm[KF_UNROLL], wq[KF_UNROLL];\n"
     "    for (int u = 0; u < KF_UNROLL; u++) wm[u] = 0.0, wq[u] = 0.0;\n"
@@ -132,11 +150,47 @@ static const char ln_body[] =
     "        q += d * (v - mean);\n"
     "    }\n"
     "    var = q / (double)KF_N;\n"
+    "#else\n"
+    "    /* sums of d = x - x[0] and d^2 */\n"
+    "    const double k = (double)x[0];\n"
+    "#if KF_UNROLL == 1\n"
+    "    double s = 0.0, q = 0.0;\n"
+    "#pragma omp simd reduction(+ : s, q)\n"
+    "    for (j = 0; j < KF_N; j++) {\n"
+    "        double d = (double)x[j] - k;\n"
+    "        s += d;\n"
+    "        q += d * d;\n"
+    "    }\n"
+    "#else\n"
+    "    double sa[KF_UNROLL], qa[KF_UNROLL];\n"
+    "    for (int u = 0; u < KF_UNROLL; u++) sa[u] = 0.0, qa[u] = 0.0;\n"
+    "    for (j = 0; j < KF_BODY; j += KF_UNROLL)\n"
+    "        for (int u = 0; u < KF_UNROLL; u++) {\n"
+    "            double d = (double)x[j + u] - k;\n"
+    "            sa[u] += d;\n"
+    "            qa[u] += d * d;\n"
+    "        }\n"
+    "    for (j = KF_BODY; j < KF_N; j++) {\n"
+    "        double d = (double)x[j] - k;\n"
+    "        sa[0] += d;\n"
+    "        qa[0] += d * d;\n"
+    "    }\n"
+    "    double s = 0.0, q = 0.0;\n"
+    "    for (int u = 0; u < KF_UNROLL; u++) s += sa[u], q += qa[u];\n"
     "#endif\n"
+    "    double ds = s / (double)KF_N;\n"
+    "    mean = k + ds;\n"
+    "    var = q / (double)KF_N - ds * ds;\n"
+    "#endif\n"
+    "    /* rounding may leave it a hair below 0; NaN (from inf - inf) stays NaN, as in eager */\n"
     "    if (var < 0.0) var = 0.0;\n"
     "    float mf = (float)mean, rf = (float)(1.0 / sqrt(var + (double)(float)KF_EPS));\n"
+    "    /* x - mean as (x - mf) - ml: mf's rounding error would be a large share of a small\n"
+    "     * deviation from a large mean (x near 1000: 3e-5) */\n"
+    "    float ml = (float)(mean - (double)mf);\n"
+    "#pragma omp simd\n"
     "    for (j = 0; j < KF_N; j++) {\n"
-    "        float v = (x[j] - mf) * rf;\n"
+    "        float v = ((x[j] - mf) - ml) * rf;\n"
     "#if KF_HAS_W\n"
     "        v *= w[j];\n"
     "#endif\n"
@@ -151,8 +205,10 @@ static const char ln_body[] =
     "\n"
     "void kf_kernel(KF_PARAMS)\n"
     "{\n"
-    "#if KF_OMP\n"
+    "#if KF_OMP == 1\n"
     "#pragma omp parallel for schedule(static)\n"
+    "#elif KF_OMP >= 2\n"
+    "#pragma omp parallel for schedule(dynamic, KF_RPC)\n"
     "#endif\n"
     "    for (int64_t r = 0; r < KF_ROWS; r++)\n"
     "        kf_row(x + r * KF_N, KF_W, KF_B, y + r * KF_N, mean + r, rstd + r);\n"
@@ -174,7 +230,7 @@ static kf_status ln_render(const kf_job_sig *sig, const int *knob_idx, char **so
                            char **launch_json, char *err, size_t errcap)
 {
     const kf_template *t = &kf_tmpl_host_layer_norm;
-    int vals[3];
+    int vals[LN_NKNOBS];
     kf_status st =
         kf_template_render_begin(t, sig, knob_idx, vals, source, launch_json, err, errcap);
     if (st != KF_OK) return st;
@@ -187,6 +243,9 @@ static kf_status ln_render(const kf_job_sig *sig, const int *knob_idx, char **so
     for (int k = 0; k < ns->n; k++) n *= ns->v[k];
     int64_t rows = kf_job_tensor_numel(x) / n;
     double e = eps->kind == 'd' ? eps->d : (double)eps->i;
+    /* rows per dynamic OpenMP chunk: about 8K (omp 2) or 32K (omp 3) elements */
+    int64_t rpc = (vals[2] == 3 ? 32768 : 8192) / n;
+    rpc = rpc < 1 ? 1 : rpc > rows ? rows : rpc;
 
     const char *args[6];
     int na = 0;
@@ -201,12 +260,14 @@ static kf_status ln_render(const kf_job_sig *sig, const int *knob_idx, char **so
     kf_template_host_prologue(&b, t, sig, vals);
     kf_strbuf_printf(&b,
                      "#define KF_ROWS %lldLL\n#define KF_N %lldLL\n#define KF_EPS %.17g\n"
+                     "#define KF_RPC %lld\n"
                      "#define KF_HAS_W %d\n#define KF_HAS_B %d\n"
                      "/* inputs: input%s%s; outputs: out, mean, rstd */\n"
                      "#define KF_PARAMS const float *restrict x, %s%sfloat *restrict y, "
                      "float *restrict mean, float *restrict rstd\n"
                      "#define KF_W %s\n#define KF_B %s\n\n%s",
-                     (long long)rows, (long long)n, e, has_w, has_b, has_w ? ", weight" : "",
+                     (long long)rows, (long long)n, e, (long long)rpc, has_w, has_b,
+                     has_w ? ", weight" : "",
                      has_b ? ", bias" : "", has_w ? "const float *restrict w, " : "",
                      has_b ? "const float *restrict b, " : "", has_w ? "w" : "(const float *)0",
                      has_b ? "b" : "(const float *)0", ln_body);

@@ -130,6 +130,21 @@ KF_API kf_status kf_candidate_insert(kf_runtime *rt, uint64_t key, const char *m
 /* Entries of the cache folder and bundle, with whether this process serves each. */
 KF_API char *kf_cache_entries_json(kf_runtime *rt);
 
+/* ---- tuning jobs (plugin/tuning.c) ---- */
+
+/* The arguments of a seen signature, decoded, in schema order, as JSON:
+ * {"op": ..., "args": [{"name": "self", "kind": "tensor", "dtype": "f32", "sizes": [...],
+ *  "strides": [...], "align": 16, "device": "cpu", "device_index": 0}, {"name": "dim", "kind": "i",
+ *  "value": -1}, ...]}; kinds: tensor, i, d, b, s, n (None), l (int list), and the ones a kernel
+ * cannot take: tensor_list, wrapped (a Python number as a 0-dim tensor), device, opaque. */
+KF_API char *kf_signature_args_json(kf_runtime *rt, uint64_t key);
+/* Copy the arguments and results of the next `n` eager calls of a seen signature (outside CUDA
+ * graph capture) for a tuning job; torch_ext keeps them for `torch.ops.kforge.take_captures`. */
+KF_API kf_status kf_capture_request(kf_runtime *rt, uint64_t key, int n);
+/* Calls made by this thread go straight to the original kernels, unrecorded (the tuner's own
+ * eager references and timings), while other threads are served as usual. */
+KF_API void kf_set_thread_bypass(int on);
+
 #ifdef __cplusplus
 }
 #endif

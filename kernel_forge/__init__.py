@@ -15,7 +15,7 @@ from . import _native
 __all__ = [
     "KernelForgeError", "library_path", "load", "enable", "disable", "enabled",
     "intercepted_ops", "ops_info", "stats", "reset_stats", "set_recording", "signature_key",
-    "add_kernel", "cache_entries", "reload_cache", "cache_dir", "__version__",
+    "add_kernel", "cache_entries", "reload_cache", "cache_dir", "tune", "__version__",
 ]
 
 __version__ = "0.1.0"
@@ -216,6 +216,81 @@ def add_kernel(op: str, example_args, source: str, launch, backend: str | None =
     return result
 
 
+def tune(op: str, example_args, iterations: int = 50, backend: str | None = None, *,
+         kwargs: dict | None = None, seed: int = 1, margin: float = 0.03,
+         time_budget: float | None = None, candidate_timeout: float | None = None,
+         random_inputs: int = 3, insert: bool = True, progress: bool = False,
+         job_dir: str | None = None, _worker_args=()) -> dict:
+    """Search for a kernel for the exact signature of `op(*example_args, **kwargs)` and, when a
+    verified one beats eager by `margin`, insert it into the cache (this process serves it).
+
+    `op` is named as in stats() ("aten::_softmax"). The search runs in the forge worker process
+    (kforge-worker): MCTS over the builtin templates, every candidate verified against eager on
+    the example and `random_inputs` random inputs of the same signature. Returns a dict with
+    status ("inserted", "found" (not inserted), "no_faster_kernel", "no_correct_kernel",
+    "no_template"), eager_ms, best_ms, speedup, iterations, cache_key (None when nothing was
+    inserted), job_dir (the tree and every candidate), and, when inserted, served_ms: this
+    process's own time per call through the plugin, measured next to eager_call_ms.
+    """
+    import torch
+
+    from . import _jobs
+
+    name = op if "::" in op else f"aten::{op}"
+    fn = _resolve_op(name)
+    args, kw = list(example_args), dict(kwargs or {})
+    devices = {t.device.type for t in _jobs.tensors_of(args + list(kw.values()))}
+    if not devices:
+        raise KernelForgeError(f"tune({name}): example_args hold no tensor")
+    want = "nvrtc" if "cuda" in devices else "host"
+    if backend not in (None, want):
+        raise KernelForgeError(f"tune({name}): backend {backend!r} cannot serve "
+                               f"{'/'.join(sorted(devices))} tensors (use {want!r})")
+    if iterations < 1:
+        raise KernelForgeError(f"tune({name}): iterations must be >= 1, not {iterations}")
+    key = signature_key(name, *args, **kw)
+    search = {"iterations": int(iterations), "seed": int(seed), "margin": float(margin),
+              "time_budget_s": float(time_budget or 0),
+              "candidate_timeout_s": float(candidate_timeout or 0),
+              "proposer": "builtin", "cache_dir": cache_dir() if insert else ""}
+    job_dir = job_dir or _jobs.new_job_dir(name, key)
+    try:
+        _jobs.write_job(job_dir, key, [(args, kw)], recorded=[False], random_inputs=random_inputs,
+                        search=search, seed=seed)
+    except _jobs.NotTunable as e:
+        raise KernelForgeError(f"tune({name}): {e}") from None
+    bar = _jobs.ProgressBar(name) if progress else None
+    try:
+        result = _jobs.run_worker(job_dir, extra_args=list(_worker_args), on_progress=bar)
+    finally:
+        if bar:
+            bar.close()
+    out = {
+        "status": result["status"],
+        "eager_ms": result["eager_us"] / 1e3,
+        "best_ms": result["best_us"] / 1e3 if result.get("best_us") else None,
+        "speedup": result.get("speedup"),
+        "iterations": result["iterations"],
+        "cache_key": result.get("cache_key"),
+        "job_dir": job_dir,
+        "detail": result.get("detail", ""),
+        "stop_reason": result.get("stop_reason", ""),
+        "node_counts": result.get("node_counts", {}),
+        "wall_s": result.get("wall_s"),
+    }
+    if out["cache_key"]:
+        reload_cache()
+        device = _jobs.tensors_of(args + list(kw.values()))[0].device
+        work = [_jobs.clone_exact(a) for a in args]
+        kwork = {k: _jobs.clone_exact(v) for k, v in kw.items()}
+        fn(*work, **kwork)  # first use: checked against eager in this process
+        out["served_ms"] = _jobs.bench_us(lambda: fn(*work, **kwork), device) / 1e3
+        with _jobs.bypass():
+            out["eager_call_ms"] = _jobs.bench_us(lambda: fn(*work, **kwork), device) / 1e3
+        out["served"] = _served_calls(key) > 0
+    return out
+
+
 def _register_kernel(key: str, fn_address: int, user: int = 0) -> None:
     """Attach a C kernel (kf_kernel_fn address) to a signature key; 0 detaches. For tests and
     for the cache layer: the kernel is trusted as is, with no verification."""
@@ -227,3 +302,7 @@ def _register_kernel(key: str, fn_address: int, user: int = 0) -> None:
 
 
 load()
+if ops_info().get("tune") and not ops_info()["disabled_by_env"]:
+    from . import _tuner
+
+    _tuner.start_online()  # KFORGE_TUNE=1: tune hot signatures in the background

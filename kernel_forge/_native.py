@@ -90,6 +90,9 @@ def _bind(lib):
         "kf_cache_dir_import": ([c.c_char_p, c.c_char_p, c.POINTER(c.c_int), c.c_char_p,
                                  c.c_size_t], c.c_int),
         "kf_cache_dir_verify_json": ([c.c_char_p, c.c_char_p, c.c_size_t], c.c_void_p),
+        "kf_signature_args_json": ([c.c_void_p, c.c_uint64], c.c_void_p),
+        "kf_capture_request": ([c.c_void_p, c.c_uint64, c.c_int], c.c_int),
+        "kf_set_thread_bypass": ([c.c_int], None),
     }
     for name, (args, res) in sigs.items():
         f = getattr(lib, name)

@@ -3,6 +3,9 @@
   kforge run [-m] SCRIPT [ARGS...]
                                 run a Python script (or module) with the plugin loaded and recording on;
                                 print the hottest signatures when it exits
+  kforge warmup [options] SCRIPT [ARGS...]
+                                run the script (twice: record, then capture real inputs), tune
+                                its hot signatures with the forge worker, print a table
   kforge doctor                 versions, devices, cache folder, intercept list, dependencies
   kforge cache ls|show|rm|clear|export|import|verify
                                 the kernel cache folder (KFORGE_CACHE_DIR or --dir)
@@ -15,7 +18,6 @@ import ctypes
 import ctypes.util
 import json
 import os
-import runpy
 import shutil
 import subprocess
 import sys
@@ -62,25 +64,11 @@ def stats_table(rows, top=20, width=90) -> str:
 
 def cmd_run(args) -> int:
     import kernel_forge as kf
+    from ._warmup import run_script
 
-    script = args.script
-    if args.module:
-        sys.argv = [script] + args.args
-    else:
-        if not os.path.exists(script):
-            print(f"kforge run: no such script: {script}", file=sys.stderr)
-            return 2
-        sys.argv = [script] + args.args
-        sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
     kf.set_recording(True)
-    code = 0
     try:
-        if args.module:
-            runpy.run_module(script, run_name="__main__", alter_sys=True)
-        else:
-            runpy.run_path(script, run_name="__main__")
-    except SystemExit as e:
-        code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+        code = run_script(args.script, args.args, args.module)
     finally:
         kf.set_recording(False)
         rows = kf.stats()
@@ -91,6 +79,28 @@ def cmd_run(args) -> int:
                 json.dump(rows, f, indent=1)
             print(f"kforge: stats written to {args.json}")
     return code
+
+
+def cmd_warmup(args) -> int:
+    from . import _warmup
+
+    script_cmd = (["-m"] if args.module else []) + [args.script] + args.args
+    if not args.module and not os.path.exists(args.script):
+        print(f"kforge warmup: no such script: {args.script}", file=sys.stderr)
+        return 2
+    res = _warmup.warmup(script_cmd, iterations=args.iterations, time_budget=args.time_budget,
+                         ops=args.ops, min_share=args.min_share, max_jobs=args.max_jobs,
+                         seed=args.seed, log=lambda m: print(m, file=sys.stderr))
+    print("\nkforge warmup: results")
+    print(_warmup.table(res["rows"]) if res["rows"] else "(nothing hot enough to tune)")
+    inserted = sum(1 for r in res["rows"] if r["status"] == "inserted")
+    print(f"{inserted} kernels inserted into {res['cache_dir']}"
+          + (f" in {res['wall_s']:.0f} s" if res.get("wall_s") else ""))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(res, f, indent=1)
+        print(f"kforge warmup: results written to {args.json}")
+    return 0
 
 
 def _nvrtc_version():
@@ -257,6 +267,21 @@ def main(argv=None) -> int:
     r.add_argument("script")
     r.add_argument("args", nargs=argparse.REMAINDER)
     r.set_defaults(fn=cmd_run)
+    w = sub.add_parser("warmup", help="run a script, then tune its hot signatures into the cache")
+    w.add_argument("--iterations", type=int, default=50, help="candidates per signature (default 50)")
+    w.add_argument("--time-budget", type=float, default=0,
+                   help="seconds for all the tuning together (default: no limit)")
+    w.add_argument("--ops", nargs="+", default=[], help="only these ops, e.g. aten::_softmax")
+    w.add_argument("--min-share", type=float, default=0.01,
+                   help="tune signatures with at least this share of the recorded time (0.01)")
+    w.add_argument("--max-jobs", type=int, default=0, help="tune at most this many (hottest first)")
+    w.add_argument("--seed", type=int, default=1, help="search seed (default 1)")
+    w.add_argument("--json", help="also write the results to this file")
+    w.add_argument("-m", dest="module", action="store_true",
+                   help="SCRIPT is a module name, as with python -m")
+    w.add_argument("script")
+    w.add_argument("args", nargs=argparse.REMAINDER)
+    w.set_defaults(fn=cmd_warmup)
     d = sub.add_parser("doctor", help="versions, devices, cache folder, intercept list")
     d.set_defaults(fn=cmd_doctor)
     c = sub.add_parser("cache", help="list, inspect, remove, export, import, verify cache entries")

@@ -294,7 +294,10 @@ static int dir_exists(const char *path)
 /* Under cache_lock. */
 static void reload_locked(kf_runtime *rt, int force)
 {
-    if (!rt->cache && dir_exists(rt->cfg.cache_dir)) {
+    char entries[sizeof rt->cfg.cache_dir + 16];
+    snprintf(entries, sizeof entries, "%s/entries", rt->cfg.cache_dir);
+    /* nothing inserted yet (the folder may hold only jobs/): not an error, just nothing to load */
+    if (!rt->cache && dir_exists(entries)) {
         if (kf_cache_open(&rt->cache, rt->cfg.cache_dir, 1) != KF_OK) {
             KF_WARN("kernel cache %s: %s", rt->cfg.cache_dir, kf_cache_errmsg(rt->cache));
             kf_cache_free(rt->cache);

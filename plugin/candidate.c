@@ -63,6 +63,7 @@ char *kf_signature_info_json(kf_runtime *rt, uint64_t key)
     cJSON_AddStringToObject(doc, "sig_hex", hex ? hex : "");
     cJSON_AddStringToObject(doc, "device", kf_device_type_name(s->device_type));
     cJSON_AddNumberToObject(doc, "device_index", s->device_index);
+    cJSON_AddStringToObject(doc, "torch_version", rt->torch_version); /* part of cache keys */
     cJSON_AddBoolToObject(doc, "servable", !(s->flags & (KF_SIG_TRUNCATED | KF_SIG_UNSERVABLE)));
     if (outs_json) cJSON_AddItemToObject(doc, "outputs", cJSON_Parse(outs_json));
     else cJSON_AddNullToObject(doc, "outputs");

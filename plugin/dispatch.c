@@ -50,6 +50,11 @@ void kf_dispatch_begin(kf_runtime *rt, const kf_sig *sig, kf_call *c)
     const kf_out_layout *o = atomic_load_explicit(&s->outs, memory_order_acquire);
     c->outs = o;
     c->learn = servable && !o;
+    if (n == 1 && atomic_load_explicit(&rt->n_capture_pending, memory_order_relaxed))
+        kf_tuning_apply_pending(rt, s); /* a request made before its first call */
+    int want = atomic_load_explicit(&s->capture_want, memory_order_relaxed);
+    while (want > 0 && !c->capture)
+        c->capture = atomic_compare_exchange_weak(&s->capture_want, &want, want - 1);
     if (t_probe.active && !t_probe.done && probe_wants(sig)) {
         t_probe.done = 1;
         t_probe.key = h;
@@ -212,4 +217,9 @@ kf_status kf_register_kernel(kf_runtime *rt, uint64_t key, kf_kernel_fn fn, void
     KF_INFO("kernel %s for signature %016llx", fn ? "registered" : "removed",
             (unsigned long long)key);
     return KF_OK;
+}
+
+uint64_t kf_slot_key(const kf_slot *slot)
+{
+    return atomic_load_explicit(&((kf_slot *)slot)->hash, memory_order_relaxed);
 }

@@ -32,6 +32,7 @@ typedef struct kf_call {
     int validate;              /* run eager too and compare (KFORGE_VALIDATE) before trusting */
     int poison;                /* fill fresh outputs with 0xff bytes before the kernel runs */
     int time_it;               /* a timing sample is due */
+    int capture;               /* copy this call's arguments and results for a tuning job */
     int gpu_token;
     uint64_t t0_ns;
 } kf_call;
@@ -54,6 +55,8 @@ void kf_dispatch_recount_eager(kf_call *c);
  * outputs cannot be reproduced (non-tensor returns, a resized out=): never served, never asked
  * again. */
 void kf_dispatch_learn_outputs(kf_slot *slot, const kf_out_layout *layout);
+/* The signature key of a slot (what stats() and the tuning API call `key`). */
+uint64_t kf_slot_key(const kf_slot *slot);
 
 /* An op seen by the observer (not intercepted): counted by name with its host time. `weight`
  * scales sampled observations back to estimated calls. */

@@ -26,6 +26,8 @@ typedef struct kf_op_info {
     char skipped[192];  /* why it is not intercepted on some key, if so */
 } kf_op_info;
 
+#define KF_MAX_CAPTURE_PENDING 256
+
 struct kf_runtime {
     _Atomic int enabled;
     kf_config cfg;
@@ -57,7 +59,15 @@ struct kf_runtime {
     kf_compiler_i compilers[2]; /* [0] host, [1] nvrtc */
     int compiler_state[2];      /* 0 not tried, 1 ready, -1 unavailable */
     char toolchain[2][512];
+
+    /* Capture requests for signatures not seen yet (plugin/tuning.c), under `lock`; the hot
+     * path only reads n_capture_pending. */
+    struct { uint64_t key; int n; } capture_pending[KF_MAX_CAPTURE_PENDING];
+    _Atomic int n_capture_pending;
 };
+
+/* A slot was just looked up: give it a capture request that was waiting for it. */
+void kf_tuning_apply_pending(kf_runtime *rt, kf_slot *s);
 
 const kf_op_info *kf_runtime_find_op(const kf_runtime *rt, const char *name);
 

@@ -1,6 +1,9 @@
 #include "signature.h"
 
+#include <cjson/cJSON.h>
+
 #include <inttypes.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -479,6 +482,150 @@ kf_status kf_sig_format(const uint8_t *buf, uint32_t len, const char *const *arg
     }
     emit(&o, ")");
     return KF_OK;
+}
+
+/* ---- decoding to JSON (for tuning jobs) ---- */
+
+static cJSON *int_array(const int64_t *v, int n)
+{
+    cJSON *a = cJSON_CreateArray();
+    for (int i = 0; i < n; i++) cJSON_AddItemToArray(a, cJSON_CreateNumber((double)v[i]));
+    return a;
+}
+
+static int args_tensor(reader *r, cJSON *o)
+{
+    uint8_t head[5];
+    int64_t sizes[KF_MAX_DIMS], strides[KF_MAX_DIMS];
+    if (take(r, head, sizeof head) || head[4] > KF_MAX_DIMS) return -1;
+    int nd = head[4];
+    if (take(r, sizes, 8u * nd) || take(r, strides, 8u * nd)) return -1;
+    cJSON_AddStringToObject(o, "kind", "tensor");
+    cJSON_AddStringToObject(o, "dtype", kf_dtype_name(head[0]));
+    cJSON_AddItemToObject(o, "sizes", int_array(sizes, nd));
+    cJSON_AddItemToObject(o, "strides", int_array(strides, nd));
+    cJSON_AddNumberToObject(o, "align", 1 << head[3]);
+    cJSON_AddStringToObject(o, "device", kf_device_type_name(head[1]));
+    cJSON_AddNumberToObject(o, "device_index", head[2]);
+    return 0;
+}
+
+/* One argument's item; -1 on a malformed encoding. */
+static int args_item(reader *r, uint8_t tag, cJSON *o)
+{
+    switch (tag) {
+    case TAG_TENSOR: return args_tensor(r, o);
+    case TAG_TLIST: {
+        uint16_t cnt;
+        if (take(r, &cnt, 2)) return -1;
+        cJSON_AddStringToObject(o, "kind", "tensor_list");
+        for (int i = 0; i < cnt && r->pos < r->len && r->b[r->pos] != TAG_TRUNC; i++) {
+            cJSON *t = cJSON_CreateObject();
+            int rc = args_tensor(r, t);
+            cJSON_Delete(t); /* a kernel cannot take lists: only the kind matters */
+            if (rc) return -1;
+        }
+        return 0;
+    }
+    case TAG_INT: case TAG_DOUBLE: {
+        int64_t i;
+        double d;
+        if (take(r, tag == TAG_INT ? (void *)&i : (void *)&d, 8)) return -1;
+        cJSON_AddStringToObject(o, "kind", tag == TAG_INT ? "i" : "d");
+        cJSON_AddNumberToObject(o, "value", tag == TAG_INT ? (double)i : d);
+        if (tag == TAG_INT && (i > (1LL << 53) || i < -(1LL << 53))) return -1; /* not exact in JSON */
+        if (tag == TAG_DOUBLE && !isfinite(d)) cJSON_AddStringToObject(o, "text", d != d ? "nan" : d > 0 ? "inf" : "-inf");
+        return 0;
+    }
+    case TAG_BOOL: {
+        uint8_t v;
+        if (take(r, &v, 1)) return -1;
+        cJSON_AddStringToObject(o, "kind", "b");
+        cJSON_AddBoolToObject(o, "value", v);
+        return 0;
+    }
+    case TAG_STR: {
+        uint8_t sl;
+        char sv[KF_SIG_STR_MAX + 1];
+        if (take(r, &sl, 1)) return -1;
+        if (sl == 255) {
+            uint64_t h;
+            if (take(r, &h, 8)) return -1;
+            cJSON_AddStringToObject(o, "kind", "opaque");
+            return 0;
+        }
+        if (sl > KF_SIG_STR_MAX || take(r, sv, sl)) return -1;
+        sv[sl] = 0;
+        cJSON_AddStringToObject(o, "kind", "s");
+        cJSON_AddStringToObject(o, "value", sv);
+        return 0;
+    }
+    case TAG_NONE: cJSON_AddStringToObject(o, "kind", "n"); return 0;
+    case TAG_ILIST: {
+        uint16_t cnt;
+        if (take(r, &cnt, 2)) return -1;
+        cJSON *a = cJSON_AddArrayToObject(o, "value");
+        cJSON_AddStringToObject(o, "kind", "l");
+        for (int i = 0; i < cnt; i++) {
+            int64_t v;
+            if (take(r, &v, 8)) return -1;
+            cJSON_AddItemToArray(a, cJSON_CreateNumber((double)v));
+        }
+        return 0;
+    }
+    case TAG_DEVICE: {
+        uint8_t d[2];
+        if (take(r, d, 2)) return -1;
+        cJSON_AddStringToObject(o, "kind", "device");
+        return 0;
+    }
+    case TAG_WRAPPED: {
+        uint8_t dt;
+        int64_t v;
+        if (take(r, &dt, 1) || take(r, &v, 8)) return -1;
+        cJSON_AddStringToObject(o, "kind", "wrapped");
+        return 0;
+    }
+    case TAG_OPAQUE: {
+        uint8_t sl;
+        char sv[KF_SIG_STR_MAX + 1];
+        if (take(r, &sl, 1) || sl > KF_SIG_STR_MAX || take(r, sv, sl)) return -1;
+        cJSON_AddStringToObject(o, "kind", "opaque");
+        return 0;
+    }
+    default: return -1;
+    }
+}
+
+char *kf_sig_args_json(const uint8_t *buf, uint32_t len, const char *const *argnames, int n_argnames)
+{
+    reader r = {buf, len, 0};
+    uint8_t n;
+    char name[256];
+    if (take(&r, &n, 1) || take(&r, name, n)) return NULL;
+    name[n] = 0;
+    cJSON *doc = cJSON_CreateObject(), *args = cJSON_CreateArray();
+    cJSON_AddStringToObject(doc, "op", name);
+    cJSON_AddItemToObject(doc, "args", args);
+    int bad = 0;
+    for (int arg = 0; r.pos < r.len && !bad; arg++) {
+        uint8_t tag;
+        if (take(&r, &tag, 1)) {
+            bad = 1;
+            break;
+        }
+        if (tag == TAG_TRUNC) {
+            cJSON_AddBoolToObject(doc, "truncated", 1);
+            break;
+        }
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "name", arg < n_argnames && argnames[arg] ? argnames[arg] : "");
+        bad = args_item(&r, tag, o) != 0;
+        cJSON_AddItemToArray(args, o);
+    }
+    char *out = bad ? NULL : cJSON_PrintUnformatted(doc);
+    cJSON_Delete(doc);
+    return out;
 }
 
 static const char *const dtype_names[KF_DTYPE_COUNT] = {

@@ -72,6 +72,9 @@ size_t kf_sig_op_name(const uint8_t *buf, uint32_t len, char *out, size_t cap);
 kf_status kf_sig_format(const uint8_t *buf, uint32_t len, const char *const *argnames,
                         int n_argnames, char *out, size_t cap);
 
+/* The arguments as JSON (kf_signature_args_json in kforge.h); NULL on a malformed encoding. */
+char *kf_sig_args_json(const uint8_t *buf, uint32_t len, const char *const *argnames, int n_argnames);
+
 const char *kf_dtype_name(int dtype);
 int kf_dtype_size(int dtype);
 const char *kf_device_type_name(int type);

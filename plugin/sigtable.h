@@ -38,6 +38,7 @@ typedef struct kf_slot {
     _Atomic uint64_t sv_timed, sv_time_ns; /* sampled served time */
     _Atomic(kf_kernel *) kernel;
     _Atomic(kf_out_layout *) outs;
+    _Atomic int capture_want; /* real calls still to copy for a tuning job (kf_capture_request) */
 } kf_slot;
 
 typedef struct kf_sigtable kf_sigtable;

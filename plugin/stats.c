@@ -129,6 +129,7 @@ char *kf_ops_json(kf_runtime *rt)
     if (!doc) return NULL;
     cJSON_AddBoolToObject(doc, "enabled", atomic_load(&rt->enabled));
     cJSON_AddBoolToObject(doc, "disabled_by_env", rt->cfg.disable);
+    cJSON_AddBoolToObject(doc, "tune", rt->cfg.tune);
     cJSON_AddBoolToObject(doc, "observer", atomic_load(&rt->observer_on));
     cJSON_AddNumberToObject(doc, "sample_every", rt->cfg.sample_every);
     cJSON_AddStringToObject(doc, "bad_ops", rt->cfg.bad_ops);

@@ -59,6 +59,12 @@ class Interceptor final : public c10::OperatorKernel {
 
 // Registers interceptors for every op in rt->cfg; the registrations live as long as the process.
 void register_ops(kf_runtime* rt);
+// Defines torch.ops.kforge.take_captures (capture.cpp).
+void register_kforge_ops(kf_runtime* rt);
+// Copies of a call's tensor arguments, taken before the call runs (it may write them).
+std::vector<at::Tensor> capture_args(const OpSchemaInfo& info, const torch::jit::Stack& stack);
+// Keeps them for take_captures, once the call has completed.
+void capture_store(kf_runtime* rt, uint64_t key, std::vector<at::Tensor> args);
 
 // Global RecordFunction observer for ops outside the list (when recording is on).
 void set_observer(kf_runtime* rt, bool on);

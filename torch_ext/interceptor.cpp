@@ -117,6 +117,16 @@ void Interceptor::operator()(const c10::OperatorHandle& op, c10::DispatchKeySet 
       }
     }
   }
+  std::vector<at::Tensor> captured;
+  bool capture = call.capture && !(device_ == KF_DEV_CUDA && kf_runtime_capturing(rt_, stream));
+  if (capture) {
+    try {
+      BypassGuard bypass;
+      captured = capture_args(*info_, *stack);
+    } catch (...) {
+      capture = false;  // e.g. out of memory: this call is simply not kept
+    }
+  }
   kf_dispatch_start(rt_, &call, 0, stream);
   try {
     orig_.callBoxed(op, ks, stack);
@@ -125,6 +135,13 @@ void Interceptor::operator()(const c10::OperatorHandle& op, c10::DispatchKeySet 
     throw;  // eager's own error, unchanged
   }
   kf_dispatch_end(rt_, &call, 0, stream);
+  if (capture && call.slot) {
+    try {
+      BypassGuard bypass;
+      capture_store(rt_, kf_slot_key(call.slot), std::move(captured));
+    } catch (...) {
+    }
+  }
   if (learn) {
     try {
       record_outputs(call.slot, *stack, written, written_sizes);
@@ -296,3 +313,5 @@ bool Interceptor::serve_checked(kf_call& call, const c10::OperatorHandle& op, c1
 }
 
 }  // namespace kforge
+
+extern "C" KF_API void kf_set_thread_bypass(int on) { kforge::t_bypass = on != 0; }

@@ -28,6 +28,7 @@ kf_runtime* load() {
   }
   try {
     register_ops(rt);
+    register_kforge_ops(rt);
     if (cfg.record) set_observer(rt, true);
     kf_runtime_open_cache(rt, TORCH_VERSION);
   } catch (const std::exception& e) {

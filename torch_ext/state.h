@@ -4,8 +4,11 @@
 #include <ATen/record_function.h>
 #include <torch/library.h>
 
+#include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
+#include <vector>
 #include <set>
 #include <string>
 
@@ -18,6 +21,11 @@ struct ExtState {
   std::unique_ptr<torch::Library> cpu_lib, cuda_lib;
   std::set<std::string> intercepted;  // full names, for the observer to skip
   std::optional<at::CallbackHandle> observer;
+  std::unique_ptr<torch::Library> kforge_lib;  // torch.ops.kforge.*
+  // Real calls copied for tuning jobs (kf_capture_request), per signature key: each is the
+  // call's tensor arguments, taken by torch.ops.kforge.take_captures.
+  std::mutex captures_mu;
+  std::map<uint64_t, std::vector<std::vector<at::Tensor>>> captures;
 };
 
 inline ExtState& ext_state(kf_runtime* rt) {

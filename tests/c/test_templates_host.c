@@ -1,10 +1,15 @@
 /* The builtin host templates (forge/template.h): every template renders, compiles with the host
- * backend and computes its op against a double-precision reference, for every knob combination
- * on 4-6 signatures per template (row lengths like 37 that the unroll does not divide, single
- * rows, several OpenMP chunks); applies() refuses what a template cannot serve exactly.
- * Outputs are poisoned with NaN before each launch; inputs must come back unchanged.
+ * backend and computes its op against a double-precision reference, for every knob combination:
+ * each template has small "full" signatures that run its whole knob grid, and the other
+ * signatures (row lengths like 37 that the unroll does not divide, single rows, several OpenMP
+ * chunks, huge values) split the grid between them. applies() refuses what a template cannot
+ * serve exactly. Outputs are poisoned with NaN before each launch; inputs must come back
+ * unchanged; every source passes the evaluator's source check. The inline math that the `math`
+ * knob selects (kf_host_math_src) is checked on its own against libm in double over a sweep of
+ * all floats and the special values.
  *
  * Variants are built and checked by a few threads (compilation dominates the run time). */
+#include <float.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -16,9 +21,17 @@
 
 #include "check.h"
 #include "forge/compiler.h"
+#include "forge/eval.h"
 #include "forge/template.h"
 
+extern const char kf_host_math_src[]; /* forge/templates_host.c */
+
 static kf_compiler_i cc;
+
+static int is_host(const kf_template *t)
+{
+    return !strcmp(t->backend, "host");
+}
 
 /* ---- building signatures ---- */
 
@@ -138,21 +151,25 @@ static double urand(void) /* [0, 1) */
     return (double)(rng_state >> 11) * (1.0 / 9007199254740992.0);
 }
 
-enum { DATA_PLAIN, DATA_SOFTMAX, DATA_HUGE };
+enum { DATA_PLAIN, DATA_SOFTMAX, DATA_HUGE, DATA_OFFSET };
 
-/* Mostly [-3, 3); every so often a large magnitude; DATA_SOFTMAX adds -inf entries and makes the
- * second row all -inf; DATA_HUGE adds +-1e30. */
+/* Mostly [-3, 3); every so often a large magnitude; DATA_SOFTMAX adds -inf entries, makes the
+ * second row all -inf and puts a NaN in the fourth; DATA_HUGE adds +-1e30 and a few +-inf and
+ * NaN; DATA_OFFSET is 1000 + [-3, 3). */
 static void fill(float *p, int64_t n, int64_t cols, int mode)
 {
     for (int64_t i = 0; i < n; i++) {
         double u = urand(), v = urand() * 6.0 - 3.0;
-        if (u < 0.06) v *= 3000.0; /* |v| up to ~1e4 */
+        if (mode == DATA_OFFSET) v += 1000.0;
+        else if (u < 0.06) v *= 3000.0; /* |v| up to ~1e4 */
         else if (mode == DATA_SOFTMAX && u < 0.10) v = -INFINITY;
         else if (mode == DATA_HUGE && u < 0.09) v = v < 0 ? -1e30 : 1e30;
+        else if (mode == DATA_HUGE && u < 0.093) v = v < -1 ? -INFINITY : v < 1 ? NAN : INFINITY;
         p[i] = (float)v;
     }
     if (mode == DATA_SOFTMAX && n >= 2 * cols && cols > 0)
         for (int64_t j = cols; j < 2 * cols; j++) p[j] = -INFINITY;
+    if (mode == DATA_SOFTMAX && n >= 4 * cols && cols > 0) p[3 * cols + cols / 2] = NAN;
 }
 
 static void ref_softmax(const float *x, double *y, int64_t rows, int64_t cols, int is_log)
@@ -171,7 +188,7 @@ static void ref_softmax(const float *x, double *y, int64_t rows, int64_t cols, i
 
 static double ref_unary(const char *op, const char *approx, double x)
 {
-    if (!strcmp(op, "aten::relu")) return x > 0 ? x : 0.0;
+    if (!strcmp(op, "aten::relu")) return x > 0 || isnan(x) ? x : 0.0;
     if (!strcmp(op, "aten::silu")) return x / (1.0 + exp(-x));
     if (approx && !strcmp(approx, "tanh"))
         return 0.5 * x * (1.0 + tanh(sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
@@ -183,6 +200,7 @@ static double ref_unary(const char *op, const char *approx, double x)
 typedef struct tcase {
     char label[96];
     const kf_template *tmpl;
+    int stride, offset; /* runs the knob combinations v with v % stride == offset */
     kf_job_sig sig;
     double tol;
     float *in[KF_JOB_MAX_TENSORS];
@@ -200,18 +218,22 @@ static const kf_job_scalar *scalar(const kf_job_sig *s, const char *name)
     return kf_job_scalar_find(s, name);
 }
 
-static void make_case(const char *tmpl_name, kf_job_sig sig, int mode)
+/* stride 1: the whole knob grid; else the combinations v with v % stride == offset */
+static void make_case(const char *tmpl_name, kf_job_sig sig, int mode, int stride, int offset)
 {
     if (!CHECK(n_cases < MAX_CASES)) return;
     tcase *c = &cases[n_cases++];
     memset(c, 0, sizeof *c);
     c->sig = sig;
+    c->stride = stride;
+    c->offset = offset;
     for (int i = 0; kf_builtin_templates[i]; i++)
         if (!strcmp(kf_builtin_templates[i]->name, tmpl_name)) c->tmpl = kf_builtin_templates[i];
     CHECK(c->tmpl != NULL);
-    /* exactly the intended template serves it */
+    /* exactly the intended host template serves it */
     int n_apply = 0;
-    for (int i = 0; kf_builtin_templates[i]; i++) n_apply += kf_builtin_templates[i]->applies(&sig);
+    for (int i = 0; kf_builtin_templates[i]; i++)
+        n_apply += is_host(kf_builtin_templates[i]) && kf_builtin_templates[i]->applies(&sig);
     CHECK(c->tmpl && c->tmpl->applies(&sig));
     CHECK_EQ_INT(n_apply, 1);
 
@@ -284,7 +306,7 @@ static void free_cases(void)
 
 /* ---- jobs: (case, knob combination) ---- */
 
-#define MAX_JOBS 1024
+#define MAX_JOBS 2048
 typedef struct job {
     int c;
     int idx[8];
@@ -303,7 +325,8 @@ static void add_jobs(void)
         if (!t) continue;
         int total = 1;
         for (int i = 0; i < t->n_knobs; i++) total *= t->knobs[i].n_values;
-        for (int v = 0; v < total && n_jobs < MAX_JOBS; v++) {
+        for (int v = cases[k].offset; v < total; v += cases[k].stride) {
+            if (!CHECK(n_jobs < MAX_JOBS)) return;
             job *j = &jobs[n_jobs++];
             j->c = k;
             for (int i = 0, rest = v; i < t->n_knobs; i++) {
@@ -353,6 +376,9 @@ static void run_job(const job *j)
     }
     CHECK_CONTAINS(src, "void kf_kernel(");
     CHECK_CONTAINS(src, "#define KF_");
+    /* what the evaluator lets through */
+    if (!CHECK(kf_source_check_backend(src, "host", err, sizeof err)))
+        printf("     %s: %s\n", name, err);
     kf_launch l;
     memset(&l, 0, sizeof l);
     if (!CHECK_EQ_INT(kf_launch_parse(lj, &l, err, sizeof err), KF_OK)) {
@@ -425,24 +451,38 @@ static void *worker(void *arg)
 
 static void test_table(void)
 {
-    int n = 0;
-    for (int i = 0; kf_builtin_templates[i]; i++, n++) {
+    static const char *const host_names[] = {"host_row_softmax", "host_layer_norm",
+                                              "host_eltwise_unary", "host_eltwise_binary"};
+    int n = 0, seen[4] = {0};
+    for (int i = 0; kf_builtin_templates[i]; i++) {
         const kf_template *t = kf_builtin_templates[i];
         CHECK(t->name && t->backend && t->applies && t->render);
-        CHECK_STR(t->backend, "host");
         CHECK(t->n_knobs >= 1 && t->n_knobs <= 8);
         for (int k = 0; k < t->n_knobs; k++)
             CHECK(t->knobs[k].name && t->knobs[k].n_values >= 1 &&
                   t->knobs[k].n_values <= KF_KNOB_MAX_VALUES);
         for (int j = 0; j < i; j++) CHECK(strcmp(t->name, kf_builtin_templates[j]->name) != 0);
+        if (!is_host(t)) continue;
+        n++;
+        for (int h = 0; h < 4; h++) seen[h] += !strcmp(t->name, host_names[h]);
     }
     CHECK_EQ_INT(n, 4);
+    for (int h = 0; h < 4; h++) CHECK_EQ_INT(seen[h], 1);
 }
 
+static const kf_template *find_template(const char *name)
+{
+    for (int i = 0; kf_builtin_templates[i]; i++)
+        if (!strcmp(kf_builtin_templates[i]->name, name)) return kf_builtin_templates[i];
+    return NULL;
+}
+
+/* how many host templates apply */
 static int applies_any(const kf_job_sig *s)
 {
     int n = 0;
-    for (int i = 0; kf_builtin_templates[i]; i++) n += kf_builtin_templates[i]->applies(s);
+    for (int i = 0; kf_builtin_templates[i]; i++)
+        n += is_host(kf_builtin_templates[i]) && kf_builtin_templates[i]->applies(s);
     return n;
 }
 
@@ -541,11 +581,12 @@ static void test_refusals(void)
     /* render refuses what applies() refuses, and bad knob indices */
     char *src = (char *)1, *lj = (char *)1, err[256];
     int idx[8] = {0};
-    const kf_template *sm = kf_builtin_templates[0];
+    const kf_template *sm = find_template("host_row_softmax");
+    if (!CHECK(sm != NULL)) return;
     CHECK_EQ_INT(sm->render(&b, idx, &src, &lj, err, sizeof err), KF_ERR_UNSUPPORTED);
     CHECK(src == NULL && lj == NULL);
     s = softmax_sig("aten::_softmax", x, -1);
-    idx[1] = 3;
+    idx[1] = sm->knobs[1].n_values;
     CHECK_EQ_INT(sm->render(&s, idx, &src, &lj, err, sizeof err), KF_ERR_INVALID);
     CHECK(src == NULL && lj == NULL);
     CHECK_CONTAINS(err, "unroll");
@@ -555,37 +596,52 @@ static void test_refusals(void)
 
 static void test_variants(void)
 {
-    /* every knob combination on each; DATA_SOFTMAX: -inf entries and an all -inf row */
-    make_case("host_row_softmax", softmax_sig("aten::_softmax", T32(3, 5, 37), -1), DATA_SOFTMAX);
+    /* DATA_SOFTMAX: -inf entries and an all -inf row; DATA_HUGE: +-1e30 and |x| up to 1e4;
+     * DATA_OFFSET: rows of 1000 + small noise (cancellation in x - mean and one-pass variances);
+     * stride 5 (coprime to every knob's count) splits the grid of the other signatures */
+    make_case("host_row_softmax", softmax_sig("aten::_softmax", T32(3, 5, 37), -1), DATA_SOFTMAX,
+              1, 0);
     make_case("host_row_softmax", softmax_sig("aten::_log_softmax", T32(3, 5, 37), 2),
-              DATA_SOFTMAX);
-    make_case("host_row_softmax", softmax_sig("aten::_softmax", T32(1, 1000), -1), DATA_SOFTMAX);
+              DATA_SOFTMAX, 1, 0);
+    make_case("host_row_softmax", softmax_sig("aten::_softmax", T32(1, 1000), -1), DATA_SOFTMAX,
+              1, 0);
     make_case("host_row_softmax", softmax_sig("aten::_log_softmax", T32(1, 1000), -1),
-              DATA_SOFTMAX);
-    make_case("host_row_softmax", softmax_sig("aten::_softmax", T32(257, 8), 1), DATA_SOFTMAX);
-    make_case("host_row_softmax", softmax_sig("aten::_log_softmax", T32(64, 3), -1), DATA_SOFTMAX);
+              DATA_SOFTMAX, 5, 1);
+    make_case("host_row_softmax", softmax_sig("aten::_softmax", T32(257, 8), 1), DATA_SOFTMAX, 5,
+              2);
+    make_case("host_row_softmax", softmax_sig("aten::_log_softmax", T32(64, 3), -1), DATA_SOFTMAX,
+              5, 3);
+    make_case("host_row_softmax", softmax_sig("aten::_softmax", T32(9, 1537), -1), DATA_SOFTMAX, 5,
+              4);
+    make_case("host_row_softmax", softmax_sig("aten::_log_softmax", T32(9, 1537), -1),
+              DATA_SOFTMAX, 1, 0);
 
-    make_case("host_layer_norm", ln_sig(T32(6, 37), 1, 1, 1, 1e-5), DATA_PLAIN);
-    make_case("host_layer_norm", ln_sig(T32(1, 2, 3, 7), 2, 0, 0, 1e-6), DATA_PLAIN);
-    make_case("host_layer_norm", ln_sig(T32(5, 1000), 1, 1, 0, 1e-5), DATA_PLAIN);
-    make_case("host_layer_norm", ln_sig(T32(33, 64), 1, 0, 1, 1e-3), DATA_PLAIN);
+    make_case("host_layer_norm", ln_sig(T32(6, 37), 1, 1, 1, 1e-5), DATA_PLAIN, 1, 0);
+    make_case("host_layer_norm", ln_sig(T32(1, 2, 3, 7), 2, 0, 0, 1e-6), DATA_PLAIN, 5, 0);
+    make_case("host_layer_norm", ln_sig(T32(5, 1000), 1, 1, 0, 1e-5), DATA_PLAIN, 5, 1);
+    make_case("host_layer_norm", ln_sig(T32(33, 64), 1, 0, 1, 1e-3), DATA_PLAIN, 5, 2);
+    make_case("host_layer_norm", ln_sig(T32(40, 515), 1, 1, 1, 1e-5), DATA_OFFSET, 1, 0);
 
-    make_case("host_eltwise_unary", unary_sig("aten::gelu", T32(1037), "none"), DATA_HUGE);
-    make_case("host_eltwise_unary", unary_sig("aten::gelu", T32(3, 37), "tanh"), DATA_HUGE);
-    make_case("host_eltwise_unary", unary_sig("aten::gelu", T32(33001), "tanh"), DATA_HUGE);
-    make_case("host_eltwise_unary", unary_sig("aten::silu", T32(2, 16411), NULL), DATA_HUGE);
-    make_case("host_eltwise_unary", unary_sig("aten::relu", T32(1, 37), NULL), DATA_HUGE);
-    make_case("host_eltwise_unary", unary_sig("aten::relu", T32(40000), NULL), DATA_HUGE);
+    make_case("host_eltwise_unary", unary_sig("aten::gelu", T32(1037), "none"), DATA_HUGE, 1, 0);
+    make_case("host_eltwise_unary", unary_sig("aten::gelu", T32(3, 37), "tanh"), DATA_HUGE, 1, 0);
+    make_case("host_eltwise_unary", unary_sig("aten::gelu", T32(33001), "tanh"), DATA_HUGE, 5, 0);
+    make_case("host_eltwise_unary", unary_sig("aten::gelu", T32(2, 16411), "none"), DATA_HUGE, 5,
+              1);
+    make_case("host_eltwise_unary", unary_sig("aten::silu", T32(5, 211), NULL), DATA_HUGE, 1, 0);
+    make_case("host_eltwise_unary", unary_sig("aten::silu", T32(2, 16411), NULL), DATA_HUGE, 5, 2);
+    make_case("host_eltwise_unary", unary_sig("aten::relu", T32(1, 37), NULL), DATA_HUGE, 1, 0);
+    make_case("host_eltwise_unary", unary_sig("aten::relu", T32(40000), NULL), DATA_HUGE, 5, 3);
 
     make_case("host_eltwise_binary", binary_sig("aten::add.Tensor", T32(37, 41), 'd', 0.3),
-              DATA_PLAIN);
+              DATA_PLAIN, 1, 0);
     make_case("host_eltwise_binary", binary_sig("aten::add.Tensor", T32(1, 37), 'i', -2),
-              DATA_PLAIN);
+              DATA_PLAIN, 5, 0);
     make_case("host_eltwise_binary", binary_sig("aten::add.Tensor", T32(33001), 'i', 1),
-              DATA_PLAIN);
+              DATA_PLAIN, 5, 1);
     make_case("host_eltwise_binary", binary_sig("aten::mul.Tensor", T32(7, 4099), 0, 0),
-              DATA_PLAIN);
-    make_case("host_eltwise_binary", binary_sig("aten::mul.Tensor", T32(5), 0, 0), DATA_PLAIN);
+              DATA_PLAIN, 1, 0);
+    make_case("host_eltwise_binary", binary_sig("aten::mul.Tensor", T32(5), 0, 0), DATA_PLAIN, 5,
+              2);
 
     add_jobs();
     long nth = sysconf(_SC_NPROCESSORS_ONLN);
@@ -600,6 +656,135 @@ static void test_variants(void)
     free_cases();
 }
 
+/* ---- the inline math (kf_host_math_src) against libm in double ---- */
+
+static float f_of_bits(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+/* exp result check: overflow is +inf, a denormal result within one denormal step, else a
+ * relative error of at most 1.5e-7 (the measured worst is 8.5e-8). */
+static int exp_ok(float x, float got)
+{
+    double r = exp((double)x);
+    if (isnan(x)) return isnan(got);
+    if (r > FLT_MAX) return isinf(got) && got > 0;
+    if (r < FLT_MIN) return fabs((double)got - r) <= 0x1p-149;
+    return fabs((double)got - r) <= 1.5e-7 * r;
+}
+
+/* sigmoid: within 3e-7 relative (the measured worst is 1.8e-7), a denormal result within one
+ * denormal step */
+static int sigmoid_ok(float x, float got)
+{
+    if (isnan(x)) return isnan(got);
+    double r = 1.0 / (1.0 + exp(-(double)x));
+    if (r < FLT_MIN) return fabs((double)got - r) <= 0x1p-149;
+    return fabs((double)got - r) <= 3e-7 * r;
+}
+
+/* erf: +-1 exactly beyond 3.925, else within 4e-7 absolute and (for |x| >= 1e-37, where x P/Q
+ * is no denormal) relative; the measured worst is 3.6e-7. */
+static int erf_ok(float x, float got)
+{
+    if (isnan(x)) return isnan(got);
+    if (fabsf(x) > 3.925f) return got == (x > 0 ? 1.0f : -1.0f);
+    double r = erf((double)x), e = fabs((double)got - r);
+    return e <= 4e-7 && (fabsf(x) < 1e-37f || e <= 4e-7 * fabs(r));
+}
+
+static void test_math(void)
+{
+    /* every 4099th bit pattern (all exponents, varied mantissas), a dense sweep over the
+     * interesting range, and the special and threshold values */
+    static const float special[] = {
+        0.0f,         -0.0f,         INFINITY,     -INFINITY,    NAN,          -NAN,
+        FLT_MAX,      -FLT_MAX,      FLT_MIN,      -FLT_MIN,     0x1p-149f,    -0x1p-149f,
+        88.7228394f,  88.7228317f,   88.72283f,    89.0f,        89.5f,        -87.3365479f,
+        -103.972084f, -103.97208f,   -104.0f,      -104.5f,      -150.0f,      3.925f,
+        -3.925f,      3.92f,         -3.92f,       3.9250002f,   4.0f,         -4.0f,
+        0.5f,         -0.5f,         1.0f,         -1.0f,        0.34657359f,  -0.34657359f,
+    };
+    const int64_t n_bits = (int64_t)(0x100000000ull / 4099) + 1, n_sweep = 400000;
+    const int64_t n_special = (int64_t)(sizeof special / sizeof special[0]);
+    const int64_t n = n_bits + n_sweep + n_special;
+    float *x = malloc((size_t)n * sizeof(float)), *out[4];
+    for (int i = 0; i < 4; i++) out[i] = malloc((size_t)n * sizeof(float));
+    int64_t k = 0;
+    for (int64_t i = 0; i < n_bits; i++) x[k++] = f_of_bits((uint32_t)(i * 4099));
+    for (int64_t i = 0; i < n_sweep; i++) x[k++] = (float)(-110.0 + 200.0 * (double)i / n_sweep);
+    for (int64_t i = 0; i < n_special; i++) x[k++] = special[i];
+
+    kf_strbuf b = {0};
+    kf_strbuf_printf(&b, "#include <math.h>\n#include <stdint.h>\n#define KF_N %lldLL\n%s",
+                     (long long)n, kf_host_math_src);
+    kf_strbuf_printf(&b, "void kf_kernel(const float *restrict x, float *restrict e,\n"
+                         "               float *restrict en, float *restrict er,\n"
+                         "               float *restrict sg)\n"
+                         "{\n"
+                         "    for (int64_t i = 0; i < KF_N; i++) {\n"
+                         "        e[i] = kf_expf(x[i]);\n"
+                         "        en[i] = kf_expf_neg(-fabsf(x[i]));\n"
+                         "        er[i] = kf_erff(x[i]);\n"
+                         "        sg[i] = kf_sigmoidf(x[i]);\n"
+                         "    }\n"
+                         "}\n");
+    char *src = kf_strbuf_take(&b), err[512];
+    static const char *const types[] = {"const float*", "float*", "float*", "float*", "float*"};
+    char *lj = kf_template_host_launch_json(types, 5);
+    kf_launch l;
+    void *blob = NULL;
+    size_t len = 0;
+    char *log = NULL;
+    kf_compiled *kc = NULL;
+    if (!CHECK(src && lj) || !CHECK_EQ_INT(kf_launch_parse(lj, &l, err, sizeof err), KF_OK))
+        goto out;
+    if (!CHECK_EQ_INT(cc.compile(cc.self, src, &l, NULL, &blob, &len, &log), KF_OK)) {
+        printf("     math: %s\n", log ? log : "(no log)");
+        goto out;
+    }
+    if (!CHECK_EQ_INT(cc.load(cc.self, blob, len, &l, 0, &kc, err, sizeof err), KF_OK)) goto out;
+    void *ptrs[5] = {x, out[0], out[1], out[2], out[3]};
+    if (!CHECK_EQ_INT(cc.launch(cc.self, kc, ptrs, 5, NULL), 0)) goto out;
+    long bad[4] = {0, 0, 0, 0};
+    for (int64_t i = 0; i < n; i++) {
+        float v = x[i], nv = -fabsf(v);
+        int ok[4] = {exp_ok(v, out[0][i]), exp_ok(nv, out[1][i]), erf_ok(v, out[2][i]),
+                     sigmoid_ok(v, out[3][i])};
+        static const char *const fn[4] = {"kf_expf", "kf_expf_neg", "kf_erff", "kf_sigmoidf"};
+        const float arg[4] = {v, nv, v, v};
+        for (int f = 0; f < 4; f++)
+            if (!ok[f] && bad[f]++ < 3)
+                printf("     %s(%a = %.9g) = %.9g (%a)\n", fn[f], (double)arg[f], (double)arg[f],
+                       (double)out[f][i], (double)out[f][i]);
+    }
+    CHECK_EQ_INT(bad[0], 0);
+    CHECK_EQ_INT(bad[1], 0);
+    CHECK_EQ_INT(bad[2], 0);
+    CHECK_EQ_INT(bad[3], 0);
+    /* exact where softmax and gelu rely on it: the row's max gives 1, -inf gives 0, erf(0) = 0 */
+    for (int64_t i = n - n_special; i < n; i++) {
+        if (x[i] == 0.0f) CHECK(out[0][i] == 1.0f && out[1][i] == 1.0f && out[2][i] == 0.0f);
+        if (x[i] == -INFINITY)
+            CHECK(out[0][i] == 0.0f && out[1][i] == 0.0f && out[2][i] == -1.0f &&
+                  out[3][i] == 0.0f);
+        if (x[i] == INFINITY)
+            CHECK(isinf(out[0][i]) && out[0][i] > 0 && out[1][i] == 0.0f && out[2][i] == 1.0f &&
+                  out[3][i] == 1.0f);
+    }
+out:
+    if (kc) cc.unload(cc.self, kc);
+    free(blob);
+    free(log);
+    free(src);
+    free(lj);
+    free(x);
+    for (int i = 0; i < 4; i++) free(out[i]);
+}
+
 int main(void)
 {
     struct timespec t0, t1;
@@ -609,6 +794,7 @@ int main(void)
         return check_done("templates_host");
     test_table();
     test_refusals();
+    test_math();
     test_variants();
     cc.destroy(cc.self);
     clock_gettime(CLOCK_MONOTONIC, &t1);

@@ -1,0 +1,635 @@
+/* Elementwise CUDA templates (backend "nvrtc"), f32/f16/bf16, fp32 math rounded once to the
+ * output type as eager does (gelu "tanh" and silu take exp and 1/x from the MUFU unit, ~1e-6
+ * relative, inside the elementwise tolerance but not bit-equal to eager):
+ *   cuda_eltwise_unary:  aten::gelu (approximate "none": erf, "tanh"), aten::silu, aten::relu,
+ *                        aten::clamp_min (Scalar min), and in place aten::relu_ / aten::clamp_min_
+ *                        (NaN stays NaN, as eager's clamp). Input and output dense and
+ *                        non-overlapping with identical strides (contiguous, channels_last, any
+ *                        permutation): one flat loop over memory order.
+ *   cuda_eltwise_binary: aten::add.Tensor (y = a + alpha * b, alpha int or float, taken as float
+ *                        as eager does), aten::mul.Tensor, and in place aten::add_.Tensor /
+ *                        aten::mul_.Tensor. Inputs broadcast to the output (fewer dims, size-1
+ *                        dims); all three tensors of one dtype. The output (dense) is walked in
+ *                        its memory order; an input's element offset comes from the output index
+ *                        through its broadcast strides (0 for a broadcast dim), after collapsing
+ *                        dims that stay contiguous for every tensor. When everything collapses to
+ *                        one stride-1 dim (same dense layout everywhere) it is the flat loop.
+ *
+ * Knobs (every combination renders a valid kernel; values that do not fit are clamped):
+ *   vec      elements per vector access (1/2/4/8, at most 16 bytes; bounded by the recorded
+ *            alignment and numel; with broadcasting also by the innermost collapsed dim, an input
+ *            that cannot take vectors is read as a broadcast value or element by element);
+ *   unroll   vectors per thread per step (loads in flight);
+ *   threads  threads per block;
+ *   grid     0: one tile (threads * unroll vectors) per block; k > 0: a grid-stride loop over
+ *            k * (resident blocks of a 132-SM H100/H200) blocks. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "template.h"
+
+static const kf_knob_def eltwise_knobs[] = {
+    {"vec", 4, {1, 2, 4, 8}},
+    {"unroll", 4, {1, 2, 4, 8}},
+    {"threads", 4, {128, 256, 512, 1024}},
+    {"grid", 4, {0, 1, 2, 4}},
+};
+enum { K_VEC, K_UNROLL, K_THREADS, K_GRID, K_COUNT };
+
+#define EW_SMS 132 /* multiprocessors the grid-stride grid is sized for (H100/H200 SXM) */
+
+static int ew_esize(int dtype) { return dtype == KF_F32 ? 4 : 2; }
+
+/* ---- layouts ---- */
+
+/* The output's dims (size > 1) in memory order, innermost first, collapsed where every tensor
+ * stays contiguous; st[k][d] is operand k's stride (0 for broadcast). */
+typedef struct ew_dims {
+    int nd;
+    int64_t size[KF_MAX_DIMS];
+    int64_t st[2][KF_MAX_DIMS];
+} ew_dims;
+
+/* Stride of input `t` along output dim d (t aligned to the right), 0 where it broadcasts; -1
+ * when it does not broadcast to the output. */
+static int64_t ew_bstride(const kf_job_tensor *t, const kf_job_tensor *out, int d)
+{
+    int k = d - (out->ndim - t->ndim);
+    if (k < 0) return 0;
+    if (t->sizes[k] == 1) return 0;
+    if (t->sizes[k] != out->sizes[d] || t->strides[k] < 0) return -1;
+    return t->strides[k];
+}
+
+/* 1 when `out` is dense and non-overlapping (any dim order) and every input broadcasts to it. */
+static int ew_collapse(const kf_job_tensor *out, const kf_job_tensor *in, int n_in, ew_dims *dd)
+{
+    if (out->ndim < 0 || out->ndim > KF_MAX_DIMS || kf_job_tensor_numel(out) <= 0) return 0;
+    for (int k = 0; k < n_in; k++) {
+        if (in[k].ndim < 0 || in[k].ndim > out->ndim) return 0;
+        /* dims of size 1 in the output must be size 1 in the inputs too */
+        for (int d = 0; d < out->ndim; d++)
+            if (ew_bstride(&in[k], out, d) < 0) return 0;
+    }
+    int n = 0, dims[KF_MAX_DIMS];
+    for (int d = 0; d < out->ndim; d++)
+        if (out->sizes[d] != 1) dims[n++] = d;
+    /* innermost first: by output stride (insertion sort; equal strides fail the check below) */
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0 && out->strides[dims[j]] < out->strides[dims[j - 1]]; j--) {
+            int tmp = dims[j];
+            dims[j] = dims[j - 1];
+            dims[j - 1] = tmp;
+        }
+    int64_t expect = 1;
+    for (int i = 0; i < n; i++) {
+        if (out->strides[dims[i]] != expect) return 0;
+        expect *= out->sizes[dims[i]];
+    }
+    memset(dd, 0, sizeof *dd);
+    if (n == 0) { /* one element: any stride addresses it */
+        dd->nd = 1;
+        dd->size[0] = 1;
+        for (int k = 0; k < n_in; k++) dd->st[k][0] = 1;
+        return 1;
+    }
+    for (int i = 0; i < n; i++) {
+        int d = dims[i];
+        int64_t s[2] = {0, 0};
+        for (int k = 0; k < n_in; k++) s[k] = ew_bstride(&in[k], out, d);
+        int merge = dd->nd > 0;
+        for (int k = 0; k < n_in && merge; k++) {
+            int c = dd->nd - 1;
+            merge = s[k] == dd->st[k][c] * dd->size[c];
+        }
+        if (merge) {
+            dd->size[dd->nd - 1] *= out->sizes[d];
+        } else {
+            dd->size[dd->nd] = out->sizes[d];
+            for (int k = 0; k < n_in; k++) dd->st[k][dd->nd] = s[k];
+            dd->nd++;
+        }
+    }
+    return 1;
+}
+
+static int ew_float_dtype(int dtype) { return kf_template_cuda_type(dtype) != NULL; }
+
+/* The output must not be a written-in-place argument unless the op is the in-place variant, and
+ * then it must be exactly in[0]. */
+static int ew_alias_ok(const kf_job_sig *sig, int inplace)
+{
+    if (!inplace) return sig->out_alias[0] == 0;
+    if (sig->out_alias[0] != 1) return 0;
+    const kf_job_tensor *x = &sig->in[0], *y = &sig->out[0];
+    if (!kf_job_tensor_same_shape(x, y) || x->dtype != y->dtype) return 0;
+    for (int d = 0; d < x->ndim; d++)
+        if (x->sizes[d] != 1 && x->strides[d] != y->strides[d]) return 0;
+    return 1;
+}
+
+/* Bytes a vector access may be: the recorded alignment; fresh outputs come from the allocator
+ * (256-byte aligned); unknown input alignment allows no vectors. */
+static int ew_align(const kf_job_tensor *t, int fresh)
+{
+    return t->align ? t->align : fresh ? 16 : 1;
+}
+
+/* Exact float bits of a scalar, for `__uint_as_float(0x...u)`. */
+static unsigned ew_fbits(float f)
+{
+    unsigned u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+}
+
+/* ---- the shared render: flat or indexed loop around kf_op ---- */
+
+typedef struct ew_plan {
+    int nin, inplace, dtype, esize;
+    int vw, un, nt, gs;
+    int flat;
+    int mode[2]; /* per input: 0 vector, 1 broadcast, 2 gather */
+    int64_t n, nvec, tail;
+    int wide; /* 64-bit element offsets */
+    unsigned grid;
+    ew_dims dd;
+} ew_plan;
+
+static void ew_make_plan(const kf_job_sig *sig, int nin, int inplace, const int *v, ew_plan *p)
+{
+    memset(p, 0, sizeof *p);
+    p->nin = nin;
+    p->inplace = inplace;
+    p->dtype = sig->out[0].dtype;
+    p->esize = ew_esize(p->dtype);
+    p->n = kf_job_tensor_numel(&sig->out[0]);
+    ew_collapse(&sig->out[0], sig->in, nin, &p->dd);
+    const ew_dims *dd = &p->dd;
+    p->flat = dd->nd == 1;
+    for (int k = 0; k < nin; k++) p->flat = p->flat && dd->st[k][0] == 1;
+
+    int out_align = ew_align(inplace ? &sig->in[0] : &sig->out[0], !inplace);
+    p->vw = v[K_VEC];
+    for (; p->vw > 1; p->vw /= 2) {
+        int bytes = p->vw * p->esize;
+        if (bytes > 16 || p->vw > p->n || out_align < bytes) continue;
+        if (!p->flat && dd->size[0] % p->vw) continue;
+        int ok = 1;
+        for (int k = 0; k < nin && p->flat; k++) ok = ok && ew_align(&sig->in[k], 0) >= bytes;
+        if (ok) break;
+    }
+    for (int k = 0; k < nin; k++) {
+        if (p->flat) continue; /* mode 0: flat vectors, alignment checked above */
+        int vec_ok = dd->st[k][0] == 1 && ew_align(&sig->in[k], 0) >= p->vw * p->esize;
+        for (int d = 1; d < dd->nd && vec_ok; d++) vec_ok = dd->st[k][d] % p->vw == 0;
+        /* a one-element vector loads at its exact offset, whatever the stride */
+        p->mode[k] = p->vw == 1 || vec_ok ? 0 : dd->st[k][0] == 0 ? 1 : 2;
+    }
+    p->nvec = p->n / p->vw;
+    p->tail = p->n % p->vw; /* nonzero only when flat */
+    p->un = v[K_UNROLL];
+    p->nt = v[K_THREADS];
+    p->gs = v[K_GRID];
+    int64_t tile = (int64_t)p->nt * p->un, tiles = (p->nvec + tile - 1) / tile;
+    if (tiles < 1) tiles = 1;
+    if (p->gs) {
+        int64_t cap = (int64_t)p->gs * EW_SMS * (2048 / p->nt);
+        if (tiles > cap) tiles = cap;
+    }
+    if (tiles > INT32_MAX) { /* more tiles than grid.x holds: loop */
+        tiles = INT32_MAX;
+        p->gs = 1;
+    }
+    p->grid = (unsigned)tiles;
+    /* largest element offset any operand reaches */
+    int64_t reach = p->n;
+    for (int k = 0; k < nin; k++) {
+        int64_t r = 0;
+        for (int d = 0; d < dd->nd; d++) r += (dd->size[d] - 1) * dd->st[k][d];
+        if (r + p->vw > reach) reach = r + p->vw;
+    }
+    p->wide = reach >= INT32_MAX;
+}
+
+/* kf_off_<name>(i): operand k's element offset for output element i (memory order) */
+static void ew_emit_offset(kf_strbuf *b, const ew_plan *p, int k, const char *name)
+{
+    const ew_dims *dd = &p->dd;
+    kf_strbuf_printf(b, "__device__ __forceinline__ kf_idx kf_off_%s(kf_idx i)\n{\n", name);
+    int same = 1; /* the output's own layout: the offset is i */
+    int64_t pk = 1;
+    for (int d = 0; d < dd->nd; d++) {
+        same = same && dd->st[k][d] == pk;
+        pk *= dd->size[d];
+    }
+    if (same) {
+        kf_strbuf_printf(b, "    return i;\n}\n");
+        return;
+    }
+    kf_strbuf_printf(b, "    return 0");
+    pk = 1;
+    for (int d = 0; d < dd->nd; d++) {
+        if (dd->st[k][d] != 0) {
+            kf_strbuf_printf(b, " + ");
+            if (pk > 1) kf_strbuf_printf(b, "i / %lld", (long long)pk);
+            else kf_strbuf_printf(b, "i");
+            if (d + 1 < dd->nd) kf_strbuf_printf(b, " %% %lld", (long long)dd->size[d]);
+            kf_strbuf_printf(b, " * %lld", (long long)dd->st[k][d]);
+        }
+        pk *= dd->size[d];
+    }
+    kf_strbuf_printf(b, ";\n}\n");
+}
+
+static const char eltwise_body[] =
+    "typedef KF_TYPE kf_t;\n"
+    "\n"
+    "/* raw storage of B bytes: one vector load or store */\n"
+    "template <int B> struct kf_raw_t;\n"
+    "template <> struct kf_raw_t<2> { typedef unsigned short t; };\n"
+    "template <> struct kf_raw_t<4> { typedef unsigned t; };\n"
+    "template <> struct kf_raw_t<8> { typedef uint2 t; };\n"
+    "template <> struct kf_raw_t<16> { typedef uint4 t; };\n"
+    "typedef kf_raw_t<KF_VW * (int)sizeof(kf_t)>::t kf_raw;\n"
+    "\n"
+    "__device__ __forceinline__ void kf_unpack(const kf_raw &r, float (&v)[KF_VW])\n"
+    "{\n"
+    "    kf_t e[KF_VW];\n"
+    "    memcpy(e, &r, sizeof r);\n"
+    "#pragma unroll\n"
+    "    for (int i = 0; i < KF_VW; i++) v[i] = kf_to_f(e[i]);\n"
+    "}\n"
+    "\n"
+    "__device__ __forceinline__ kf_raw kf_pack(const float (&v)[KF_VW])\n"
+    "{\n"
+    "    kf_t e[KF_VW];\n"
+    "#pragma unroll\n"
+    "    for (int i = 0; i < KF_VW; i++) e[i] = kf_from_f<kf_t>(v[i]);\n"
+    "    kf_raw r;\n"
+    "    memcpy(&r, e, sizeof r);\n"
+    "    return r;\n"
+    "}\n"
+    "\n"
+    "/* KF_VW values of an operand at element offset o: 0 a vector load, 1 one value\n"
+    " * broadcast along the innermost dim (stride 0), 2 KF_VW loads IS0 apart */\n"
+    "template <int MODE, long long IS0>\n"
+    "__device__ __forceinline__ void kf_load(const kf_t *p, kf_idx o, float (&v)[KF_VW])\n"
+    "{\n"
+    "    if constexpr (MODE == 0) {\n"
+    "        kf_unpack(*reinterpret_cast<const kf_raw *>(p + o), v);\n"
+    "    } else if constexpr (MODE == 1) {\n"
+    "        const float s = kf_to_f(p[o]);\n"
+    "#pragma unroll\n"
+    "        for (int e = 0; e < KF_VW; e++) v[e] = s;\n"
+    "    } else {\n"
+    "#pragma unroll\n"
+    "        for (int e = 0; e < KF_VW; e++) v[e] = kf_to_f(p[o + (kf_idx)(e * IS0)]);\n"
+    "    }\n"
+    "}\n"
+    "\n"
+    "#define KF_TILE ((long long)KF_NT * KF_UN) /* vectors a block takes per step */\n"
+    "\n"
+    "extern \"C\" __global__ void __launch_bounds__(KF_NT) kf_kernel(KF_PARAMS)\n"
+    "{\n"
+    "    const int tid = threadIdx.x;\n"
+    "#if KF_INPLACE\n"
+    "    const kf_t *a = y; /* in place: the output is the first argument */\n"
+    "#endif\n"
+    "#if KF_GS\n"
+    "    for (long long q0 = (long long)blockIdx.x * KF_TILE; q0 < KF_NVEC;\n"
+    "         q0 += (long long)gridDim.x * KF_TILE) {\n"
+    "#else\n"
+    "    {\n"
+    "        const long long q0 = (long long)blockIdx.x * KF_TILE;\n"
+    "#endif\n"
+    "        float va[KF_UN][KF_VW];\n"
+    "#if KF_NIN == 2\n"
+    "        float vb[KF_UN][KF_VW];\n"
+    "#endif\n"
+    "#pragma unroll\n"
+    "        for (int u = 0; u < KF_UN; u++) {\n"
+    "            const long long q = q0 + u * KF_NT + tid;\n"
+    "            if (q < KF_NVEC) {\n"
+    "                const kf_idx i = (kf_idx)(q * KF_VW);\n"
+    "                kf_load<KF_AMODE, KF_AIS0>(a, kf_off_a(i), va[u]);\n"
+    "#if KF_NIN == 2\n"
+    "                kf_load<KF_BMODE, KF_BIS0>(b, kf_off_b(i), vb[u]);\n"
+    "#endif\n"
+    "            }\n"
+    "        }\n"
+    "#pragma unroll\n"
+    "        for (int u = 0; u < KF_UN; u++) {\n"
+    "            const long long q = q0 + u * KF_NT + tid;\n"
+    "            if (q < KF_NVEC) {\n"
+    "                float r[KF_VW];\n"
+    "#pragma unroll\n"
+    "                for (int e = 0; e < KF_VW; e++)\n"
+    "#if KF_NIN == 2\n"
+    "                    r[e] = kf_op(va[u][e], vb[u][e]);\n"
+    "#else\n"
+    "                    r[e] = kf_op(va[u][e]);\n"
+    "#endif\n"
+    "                *reinterpret_cast<kf_raw *>(y + q * KF_VW) = kf_pack(r);\n"
+    "            }\n"
+    "        }\n"
+    "    }\n"
+    "#if KF_TAIL > 0\n"
+    "    /* the last KF_TAIL elements (flat layouts only), one each */\n"
+    "    if (blockIdx.x == 0 && tid < KF_TAIL) {\n"
+    "        const kf_idx i = (kf_idx)(KF_NVEC * KF_VW + tid);\n"
+    "#if KF_NIN == 2\n"
+    "        y[i] = kf_from_f<kf_t>(kf_op(kf_to_f(a[i]), kf_to_f(b[i])));\n"
+    "#else\n"
+    "        y[i] = kf_from_f<kf_t>(kf_op(kf_to_f(a[i])));\n"
+    "#endif\n"
+    "    }\n"
+    "#endif\n"
+    "}\n";
+
+/* The source after the prologue: the plan's constants, kf_op (given), offsets, the loop. */
+static void ew_emit(kf_strbuf *b, const ew_plan *p, const char *op_src)
+{
+    const char *t = kf_template_cuda_type(p->dtype);
+    kf_strbuf_printf(b,
+                     "#define KF_TYPE %s\n#define KF_NIN %d\n#define KF_INPLACE %d\n"
+                     "#define KF_VW %d\n#define KF_UN %d\n#define KF_NT %d\n#define KF_GS %d\n"
+                     "#define KF_N %lldLL\n#define KF_NVEC %lldLL\n#define KF_TAIL %lld\n",
+                     t, p->nin, p->inplace, p->vw, p->un, p->nt, p->gs != 0, (long long)p->n,
+                     (long long)p->nvec, (long long)p->tail);
+    for (int k = 0; k < p->nin; k++)
+        kf_strbuf_printf(b, "#define KF_%cMODE %d\n#define KF_%cIS0 %lldLL\n", "AB"[k], p->mode[k],
+                         "AB"[k], (long long)(p->flat ? 1 : p->dd.st[k][0]));
+    if (p->nin == 1) kf_strbuf_printf(b, "#define KF_BMODE 0\n#define KF_BIS0 0LL\n");
+    if (p->nin == 1)
+        kf_strbuf_printf(b, "#define KF_PARAMS %s\n",
+                         p->inplace ? "kf_t *y"
+                                    : "const kf_t *__restrict__ a, kf_t *__restrict__ y");
+    else
+        kf_strbuf_printf(b, "#define KF_PARAMS %s\n",
+                         p->inplace ? "kf_t *y, const kf_t *b"
+                                    : "const kf_t *__restrict__ a, const kf_t *__restrict__ b, "
+                                      "kf_t *__restrict__ y");
+    if (!p->flat) {
+        kf_strbuf_printf(b, "/* collapsed dims, innermost first:");
+        for (int d = 0; d < p->dd.nd; d++) {
+            kf_strbuf_printf(b, " [%lld: a %lld", (long long)p->dd.size[d],
+                             (long long)p->dd.st[0][d]);
+            if (p->nin == 2) kf_strbuf_printf(b, ", b %lld", (long long)p->dd.st[1][d]);
+            kf_strbuf_printf(b, "]");
+        }
+        kf_strbuf_printf(b, " */\n");
+    }
+    kf_strbuf_printf(b, "typedef %s kf_idx;\n\n%s\n", p->wide ? "unsigned long long" : "unsigned",
+                     op_src);
+    ew_emit_offset(b, p, 0, "a");
+    if (p->nin == 2) ew_emit_offset(b, p, 1, "b");
+    kf_strbuf_printf(b, "\n%s", eltwise_body);
+}
+
+static kf_status ew_finish(const kf_template *t, kf_strbuf *b, const ew_plan *p, char **source,
+                           char **launch_json, char *err, size_t errcap)
+{
+    const char *ty = kf_template_cuda_type(p->dtype);
+    char cty[40], mty[40];
+    snprintf(cty, sizeof cty, "const %s*", ty);
+    snprintf(mty, sizeof mty, "%s*", ty);
+    const char *args[3];
+    int n = 0;
+    args[n++] = p->inplace ? mty : cty;
+    if (p->nin == 2) args[n++] = cty;
+    if (!p->inplace) args[n++] = mty;
+    const unsigned grid[3] = {p->grid, 1, 1}, block[3] = {(unsigned)p->nt, 1, 1};
+    return kf_template_cuda_finish(t, b, args, n, grid, block, 0, source, launch_json, err,
+                                   errcap);
+}
+
+/* ---- unary ---- */
+
+enum { UN_GELU_ERF, UN_GELU_TANH, UN_SILU, UN_RELU, UN_CLAMP_MIN };
+
+/* The op of this signature (UN_*) and whether it is in place, or -1. */
+static int unary_kind(const kf_job_sig *sig, int *inplace)
+{
+    static const struct {
+        const char *op;
+        int kind, inplace;
+    } ops[] = {
+        {"aten::gelu", UN_GELU_ERF, 0},       {"aten::silu", UN_SILU, 0},
+        {"aten::relu", UN_RELU, 0},           {"aten::relu_", UN_RELU, 1},
+        {"aten::clamp_min", UN_CLAMP_MIN, 0}, {"aten::clamp_min_", UN_CLAMP_MIN, 1},
+    };
+    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
+        if (strcmp(sig->op, ops[i].op)) continue;
+        *inplace = ops[i].inplace;
+        if (ops[i].kind != UN_GELU_ERF) return ops[i].kind;
+        const kf_job_scalar *a = kf_job_scalar_find(sig, "approximate");
+        if (!a || a->kind != 's') return -1;
+        if (!strcmp(a->s, "none")) return UN_GELU_ERF;
+        if (!strcmp(a->s, "tanh")) return UN_GELU_TANH;
+        return -1;
+    }
+    return -1;
+}
+
+/* clamp_min's bound as eager takes it: Scalar -> float -> the tensor's dtype (it refuses a bound
+ * the dtype cannot hold); *f is the float value. 0 when unusable (NaN, out of range, missing). */
+static int clamp_bound(const kf_job_sig *sig, int dtype, float *f)
+{
+    const kf_job_scalar *m = kf_job_scalar_find(sig, "min");
+    if (!m || (m->kind != 'd' && m->kind != 'i')) return 0;
+    double d = m->kind == 'i' ? (double)m->i : m->d;
+    if (isnan(d)) return 0;
+    double lim = dtype == KF_F32 ? 3.4028234663852886e38 : dtype == KF_F16 ? 65504.0
+                                                                           : 3.3895313892515355e38;
+    if (!isinf(d) && fabs(d) > lim) return 0;
+    *f = (float)d;
+    return 1;
+}
+
+static int unary_applies(const kf_job_sig *sig)
+{
+    int inplace = 0;
+    if (!sig || sig->n_in != 1 || sig->n_out != 1) return 0;
+    int kind = unary_kind(sig, &inplace);
+    if (kind < 0 || !ew_alias_ok(sig, inplace)) return 0;
+    const kf_job_tensor *x = &sig->in[0], *y = &sig->out[0];
+    if (!ew_float_dtype(x->dtype) || y->dtype != x->dtype || !kf_job_tensor_same_shape(x, y))
+        return 0;
+    float lo;
+    if (kind == UN_CLAMP_MIN && !clamp_bound(sig, x->dtype, &lo)) return 0;
+    if (kf_job_tensor_numel(x) > ((int64_t)1 << 46)) return 0;
+    ew_dims dd;
+    return ew_collapse(y, x, 1, &dd) && dd.nd == 1 && dd.st[0][0] == 1;
+}
+
+static kf_status unary_render(const kf_job_sig *sig, const int *knob_idx, char **source,
+                              char **launch_json, char *err, size_t errcap);
+
+const kf_template kf_tmpl_cuda_eltwise_unary = {
+    .name = "cuda_eltwise_unary",
+    .backend = "nvrtc",
+    .n_knobs = K_COUNT,
+    .knobs = eltwise_knobs,
+    .applies = unary_applies,
+    .render = unary_render,
+};
+
+static kf_status unary_render(const kf_job_sig *sig, const int *knob_idx, char **source,
+                              char **launch_json, char *err, size_t errcap)
+{
+    const kf_template *t = &kf_tmpl_cuda_eltwise_unary;
+    int vals[K_COUNT], inplace = 0;
+    kf_status st =
+        kf_template_render_begin(t, sig, knob_idx, vals, source, launch_json, err, errcap);
+    if (st != KF_OK) return st;
+    int kind = unary_kind(sig, &inplace);
+    ew_plan p;
+    ew_make_plan(sig, 1, inplace, vals, &p);
+
+    kf_strbuf b = {0};
+    kf_template_cuda_prologue(&b, t, sig, vals);
+    kf_strbuf_printf(&b, "/* inputs: self; outputs: %s */\n", inplace ? "self (in place)" : "out");
+    /* 2^x and 1/x on the MUFU unit, flushing subnormal results to 0 (far below any tolerance):
+     * the IEEE expf and division cost ~20 instructions an element, enough to make gelu and silu
+     * compute-bound at HBM speed */
+    static const char mufu_helpers[] =
+        "__device__ __forceinline__ float kf_ex2(float x)\n{\n"
+        "    float y;\n    asm(\"ex2.approx.ftz.f32 %0, %1;\" : \"=f\"(y) : \"f\"(x));\n"
+        "    return y;\n}\n"
+        "__device__ __forceinline__ float kf_rcp(float x)\n{\n"
+        "    float y;\n    asm(\"rcp.approx.ftz.f32 %0, %1;\" : \"=f\"(y) : \"f\"(x));\n"
+        "    return y;\n}\n";
+    char op[1024];
+    switch (kind) {
+    case UN_GELU_ERF: /* x * 0.5 * (1 + erf(x * M_SQRT1_2)) */
+        snprintf(op, sizeof op,
+                 "__device__ __forceinline__ float kf_op(float v)\n{\n"
+                 "    return 0.5f * v * (1.0f + erff(v * 0.70710678118654752440f));\n}\n");
+        break;
+    case UN_GELU_TANH:
+        /* eager: 0.5 x (1 + tanh(u)), u = kBeta (x + kKappa x^3), kBeta = sqrt(2 / pi); the same
+         * as x / (1 + exp(-2u)), here on MUFU (ex2, rcp): ~1e-6 relative, and better than
+         * eager's 1 + tanh where that cancels (abs. difference ~1e-7 there) */
+        snprintf(op, sizeof op, "%s"
+                 "__device__ __forceinline__ float kf_op(float v)\n{\n"
+                 "    const float u = 0.79788456080286535588f * (v + 0.044715f * (v * v * v));\n"
+                 "    return v * kf_rcp(1.0f + kf_ex2(u * -2.8853900817779268f));\n}\n",
+                 mufu_helpers);
+        break;
+    case UN_SILU: /* eager: x / (1 + exp(-x)); exp and 1/y on MUFU: ~1e-6 relative */
+        snprintf(op, sizeof op, "%s"
+                 "__device__ __forceinline__ float kf_op(float v)\n{\n"
+                 "    return v * kf_rcp(1.0f + kf_ex2(v * -1.4426950408889634f));\n}\n",
+                 mufu_helpers);
+        break;
+    default: { /* relu = clamp_min(0); the bound is rounded to the dtype first, as eager does */
+        float lo = 0.0f;
+        if (kind == UN_CLAMP_MIN) clamp_bound(sig, p.dtype, &lo);
+        snprintf(op, sizeof op,
+                 "/* min = %.9g */\n"
+                 "__device__ __forceinline__ float kf_op(float v)\n{\n"
+                 "    const float lo = kf_to_f(kf_from_f<%s>(__uint_as_float(0x%08xu)));\n"
+                 "    return v != v ? v : fmaxf(v, lo);\n}\n",
+                 (double)lo, kf_template_cuda_type(p.dtype), ew_fbits(lo));
+        break;
+    }
+    }
+    ew_emit(&b, &p, op);
+    return ew_finish(t, &b, &p, source, launch_json, err, errcap);
+}
+
+/* ---- binary ---- */
+
+/* 'a' add, 'm' mul, 0 none; *inplace set */
+static int binary_kind(const kf_job_sig *sig, int *inplace)
+{
+    *inplace = 0;
+    if (!strcmp(sig->op, "aten::add.Tensor")) return 'a';
+    if (!strcmp(sig->op, "aten::mul.Tensor")) return 'm';
+    *inplace = 1;
+    if (!strcmp(sig->op, "aten::add_.Tensor")) return 'a';
+    if (!strcmp(sig->op, "aten::mul_.Tensor")) return 'm';
+    return 0;
+}
+
+/* alpha as eager takes it (a float); 0 when unusable */
+static int add_alpha(const kf_job_sig *sig, float *f)
+{
+    const kf_job_scalar *al = kf_job_scalar_find(sig, "alpha");
+    *f = 1.0f;
+    if (!al) return 1;
+    if (al->kind == 'i') *f = (float)al->i;
+    else if (al->kind == 'd' && isfinite((float)al->d)) *f = (float)al->d;
+    else return 0;
+    return 1;
+}
+
+static int binary_applies(const kf_job_sig *sig)
+{
+    int inplace = 0;
+    if (!sig || sig->n_in != 2 || sig->n_out != 1) return 0;
+    int kind = binary_kind(sig, &inplace);
+    float alpha;
+    if (!kind || !ew_alias_ok(sig, inplace)) return 0;
+    if (kind == 'a' && !add_alpha(sig, &alpha)) return 0;
+    int dt = sig->out[0].dtype;
+    if (!ew_float_dtype(dt) || sig->in[0].dtype != dt || sig->in[1].dtype != dt) return 0;
+    if (kf_job_tensor_numel(&sig->out[0]) > ((int64_t)1 << 46)) return 0;
+    ew_dims dd;
+    return ew_collapse(&sig->out[0], sig->in, 2, &dd);
+}
+
+static kf_status binary_render(const kf_job_sig *sig, const int *knob_idx, char **source,
+                               char **launch_json, char *err, size_t errcap);
+
+const kf_template kf_tmpl_cuda_eltwise_binary = {
+    .name = "cuda_eltwise_binary",
+    .backend = "nvrtc",
+    .n_knobs = K_COUNT,
+    .knobs = eltwise_knobs,
+    .applies = binary_applies,
+    .render = binary_render,
+};
+
+static kf_status binary_render(const kf_job_sig *sig, const int *knob_idx, char **source,
+                               char **launch_json, char *err, size_t errcap)
+{
+    const kf_template *t = &kf_tmpl_cuda_eltwise_binary;
+    int vals[K_COUNT], inplace = 0;
+    kf_status st =
+        kf_template_render_begin(t, sig, knob_idx, vals, source, launch_json, err, errcap);
+    if (st != KF_OK) return st;
+    int kind = binary_kind(sig, &inplace);
+    ew_plan p;
+    ew_make_plan(sig, 2, inplace, vals, &p);
+
+    kf_strbuf b = {0};
+    kf_template_cuda_prologue(&b, t, sig, vals);
+    kf_strbuf_printf(&b, "/* inputs: self, other; outputs: %s */\n",
+                     inplace ? "self (in place)" : "out");
+    char op[256];
+    if (kind == 'm') {
+        snprintf(op, sizeof op,
+                 "__device__ __forceinline__ float kf_op(float a, float b)\n{\n"
+                 "    return a * b;\n}\n");
+    } else {
+        float alpha;
+        add_alpha(sig, &alpha);
+        if (alpha == 1.0f)
+            snprintf(op, sizeof op,
+                     "__device__ __forceinline__ float kf_op(float a, float b)\n{\n"
+                     "    return a + b;\n}\n");
+        else
+            snprintf(op, sizeof op,
+                     "/* alpha = %.9g */\n"
+                     "__device__ __forceinline__ float kf_op(float a, float b)\n{\n"
+                     "    return a + __uint_as_float(0x%08xu) * b;\n}\n",
+                     (double)alpha, ew_fbits(alpha));
+    }
+    ew_emit(&b, &p, op);
+    return ew_finish(t, &b, &p, source, launch_json, err, errcap);
+}

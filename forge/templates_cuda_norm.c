@@ -1,0 +1,347 @@
+/* Shared by the CUDA normalization templates (templates_cuda_norm_row.c: layer_norm and
+ * rms_norm; templates_cuda_norm_group.c: group_norm; templates_cuda_norm_batch.c: eval
+ * batch_norm): device helpers every one of their kernels includes, and the checks their
+ * applies() and render() have in common. The declarations live in each user (no header of its
+ * own: this is private to the four files).
+ *
+ * Conventions of the norm kernels: math in fp32, inputs and outputs in the dtypes the signature
+ * gives (f32, f16, bf16), vectors of KF_VEC elements moved as one raw load/store of up to 16
+ * bytes (32 for 8 floats: two) and only where the signature's alignment allows it. Outputs are
+ * fresh tensors (out_alias 0) that torch allocated, so their data pointers are at least 16-byte
+ * aligned unless out[].align says otherwise. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "template.h"
+
+/* Device code: raw vector access (kf_vec<T, V>::ld / unpack / st) and reductions over a team
+ * of threads (kf_team_reduce), which the including kernel parametrizes with KF_BLOCK (threads
+ * per block), KF_TEAM (threads per team, a power of two >= 32) and KF_REDUCE (0: warp shuffles
+ * then one shared-memory step, 1: shared-memory tree). */
+const char kf_cuda_norm_device[] =
+    "/* ---- norm helpers: vectors of V elements moved as one raw load/store ---- */\n"
+    "struct kf_u8w { uint4 a, b; }; /* 32 bytes: two 16-byte accesses */\n"
+    "template <int B> struct kf_raw_sel;\n"
+    "template <> struct kf_raw_sel<2> { typedef unsigned short t; };\n"
+    "template <> struct kf_raw_sel<4> { typedef unsigned int t; };\n"
+    "template <> struct kf_raw_sel<8> { typedef uint2 t; };\n"
+    "template <> struct kf_raw_sel<16> { typedef uint4 t; };\n"
+    "template <> struct kf_raw_sel<32> { typedef kf_u8w t; };\n"
+    "\n"
+    "__device__ __forceinline__ unsigned short kf_ldg(const unsigned short *p)\n"
+    "{\n"
+    "    return __ldg(p);\n"
+    "}\n"
+    "__device__ __forceinline__ unsigned kf_ldg(const unsigned *p) { return __ldg(p); }\n"
+    "__device__ __forceinline__ uint2 kf_ldg(const uint2 *p) { return __ldg(p); }\n"
+    "__device__ __forceinline__ uint4 kf_ldg(const uint4 *p) { return __ldg(p); }\n"
+    "__device__ __forceinline__ kf_u8w kf_ldg(const kf_u8w *p)\n"
+    "{\n"
+    "    kf_u8w r;\n"
+    "    r.a = __ldg(&p->a);\n"
+    "    r.b = __ldg(&p->b);\n"
+    "    return r;\n"
+    "}\n"
+    "/* streaming stores: the output is not read again, keep L2 for the input */\n"
+    "__device__ __forceinline__ void kf_stcs(unsigned short *p, unsigned short v)\n"
+    "{\n"
+    "    __stcs(p, v);\n"
+    "}\n"
+    "__device__ __forceinline__ void kf_stcs(unsigned *p, unsigned v) { __stcs(p, v); }\n"
+    "__device__ __forceinline__ void kf_stcs(uint2 *p, uint2 v) { __stcs(p, v); }\n"
+    "__device__ __forceinline__ void kf_stcs(uint4 *p, uint4 v) { __stcs(p, v); }\n"
+    "__device__ __forceinline__ void kf_stcs(kf_u8w *p, kf_u8w v)\n"
+    "{\n"
+    "    __stcs(&p->a, v.a);\n"
+    "    __stcs(&p->b, v.b);\n"
+    "}\n"
+    "__device__ __forceinline__ void kf_split(unsigned short r, unsigned *w) { w[0] = r; }\n"
+    "__device__ __forceinline__ void kf_split(unsigned r, unsigned *w) { w[0] = r; }\n"
+    "__device__ __forceinline__ void kf_split(uint2 r, unsigned *w) { w[0] = r.x, w[1] = r.y; }\n"
+    "__device__ __forceinline__ void kf_split(uint4 r, unsigned *w)\n"
+    "{\n"
+    "    w[0] = r.x, w[1] = r.y, w[2] = r.z, w[3] = r.w;\n"
+    "}\n"
+    "__device__ __forceinline__ void kf_split(kf_u8w r, unsigned *w)\n"
+    "{\n"
+    "    kf_split(r.a, w);\n"
+    "    kf_split(r.b, w + 4);\n"
+    "}\n"
+    "__device__ __forceinline__ void kf_join(const unsigned *w, unsigned short &r)\n"
+    "{\n"
+    "    r = (unsigned short)w[0];\n"
+    "}\n"
+    "__device__ __forceinline__ void kf_join(const unsigned *w, unsigned &r) { r = w[0]; }\n"
+    "__device__ __forceinline__ void kf_join(const unsigned *w, uint2 &r)\n"
+    "{\n"
+    "    r = make_uint2(w[0], w[1]);\n"
+    "}\n"
+    "__device__ __forceinline__ void kf_join(const unsigned *w, uint4 &r)\n"
+    "{\n"
+    "    r = make_uint4(w[0], w[1], w[2], w[3]);\n"
+    "}\n"
+    "__device__ __forceinline__ void kf_join(const unsigned *w, kf_u8w &r)\n"
+    "{\n"
+    "    kf_join(w, r.a);\n"
+    "    kf_join(w + 4, r.b);\n"
+    "}\n"
+    "\n"
+    "/* element k of a vector of T held in 32-bit words, and back (round to nearest even) */\n"
+    "template <class T> __device__ __forceinline__ float kf_get(const unsigned *w, int k);\n"
+    "template <> __device__ __forceinline__ float kf_get<float>(const unsigned *w, int k)\n"
+    "{\n"
+    "    return __uint_as_float(w[k]);\n"
+    "}\n"
+    "template <>\n"
+    "__device__ __forceinline__ float kf_get<__nv_bfloat16>(const unsigned *w, int k)\n"
+    "{\n"
+    "    return __uint_as_float((k & 1) ? (w[k >> 1] & 0xffff0000u) : (w[k >> 1] << 16));\n"
+    "}\n"
+    "template <> __device__ __forceinline__ float kf_get<__half>(const unsigned *w, int k)\n"
+    "{\n"
+    "    const unsigned u = (k & 1) ? w[k >> 1] >> 16 : w[k >> 1] & 0xffffu;\n"
+    "    return __half2float(__ushort_as_half((unsigned short)u));\n"
+    "}\n"
+    "template <class T> __device__ __forceinline__ void kf_put(unsigned *w, int k, float v);\n"
+    "template <> __device__ __forceinline__ void kf_put<float>(unsigned *w, int k, float v)\n"
+    "{\n"
+    "    w[k] = __float_as_uint(v);\n"
+    "}\n"
+    "template <>\n"
+    "__device__ __forceinline__ void kf_put<__nv_bfloat16>(unsigned *w, int k, float v)\n"
+    "{\n"
+    "    const unsigned h = __bfloat16_as_ushort(__float2bfloat16_rn(v));\n"
+    "    w[k >> 1] |= (k & 1) ? h << 16 : h;\n"
+    "}\n"
+    "template <> __device__ __forceinline__ void kf_put<__half>(unsigned *w, int k, float v)\n"
+    "{\n"
+    "    const unsigned h = __half_as_ushort(__float2half_rn(v));\n"
+    "    w[k >> 1] |= (k & 1) ? h << 16 : h;\n"
+    "}\n"
+    "\n"
+    "template <class T, int V> struct kf_vec {\n"
+    "    typedef typename kf_raw_sel<(int)sizeof(T) * V>::t raw;\n"
+    "    enum { WORDS = ((int)sizeof(T) * V + 3) / 4 };\n"
+    "    static __device__ __forceinline__ raw ld(const T *p)\n"
+    "    {\n"
+    "        return kf_ldg(reinterpret_cast<const raw *>(p));\n"
+    "    }\n"
+    "    static __device__ __forceinline__ void unpack(const raw r, float (&f)[V])\n"
+    "    {\n"
+    "        unsigned w[WORDS];\n"
+    "        kf_split(r, w);\n"
+    "#pragma unroll\n"
+    "        for (int k = 0; k < V; k++) f[k] = kf_get<T>(w, k);\n"
+    "    }\n"
+    "    static __device__ __forceinline__ void st(T *p, const float (&f)[V])\n"
+    "    {\n"
+    "        unsigned w[WORDS];\n"
+    "#pragma unroll\n"
+    "        for (int i = 0; i < WORDS; i++) w[i] = 0u;\n"
+    "#pragma unroll\n"
+    "        for (int k = 0; k < V; k++) kf_put<T>(w, k, f[k]);\n"
+    "        raw r;\n"
+    "        kf_join(w, r);\n"
+    "        kf_stcs(reinterpret_cast<raw *>(p), r);\n"
+    "    }\n"
+    "};\n"
+    "\n"
+    "/* ---- reductions: sums, and Welford triples merged with Chan's formula ---- */\n"
+    "struct kf_s1 { float a; };\n"
+    "struct kf_s2 { float a, b; };\n"
+    "struct kf_w3 { float n, m, q; }; /* count, mean, sum of squared deviations */\n"
+    "__device__ __forceinline__ kf_s1 kf_comb(const kf_s1 x, const kf_s1 y)\n"
+    "{\n"
+    "    kf_s1 r;\n"
+    "    r.a = x.a + y.a;\n"
+    "    return r;\n"
+    "}\n"
+    "__device__ __forceinline__ kf_s2 kf_comb(const kf_s2 x, const kf_s2 y)\n"
+    "{\n"
+    "    kf_s2 r;\n"
+    "    r.a = x.a + y.a, r.b = x.b + y.b;\n"
+    "    return r;\n"
+    "}\n"
+    "__device__ __forceinline__ kf_w3 kf_comb(const kf_w3 x, const kf_w3 y)\n"
+    "{\n"
+    "    const float n = x.n + y.n;\n"
+    "    if (n == 0.f) return x;\n"
+    "    const float d = y.m - x.m, f = y.n / n;\n"
+    "    kf_w3 r;\n"
+    "    r.n = n, r.m = x.m + d * f, r.q = x.q + y.q + d * d * x.n * f;\n"
+    "    return r;\n"
+    "}\n"
+    "__device__ __forceinline__ kf_s1 kf_shfl(kf_s1 v, int o)\n"
+    "{\n"
+    "    v.a = __shfl_xor_sync(0xffffffffu, v.a, o);\n"
+    "    return v;\n"
+    "}\n"
+    "__device__ __forceinline__ kf_s2 kf_shfl(kf_s2 v, int o)\n"
+    "{\n"
+    "    v.a = __shfl_xor_sync(0xffffffffu, v.a, o);\n"
+    "    v.b = __shfl_xor_sync(0xffffffffu, v.b, o);\n"
+    "    return v;\n"
+    "}\n"
+    "__device__ __forceinline__ kf_w3 kf_shfl(kf_w3 v, int o)\n"
+    "{\n"
+    "    v.n = __shfl_xor_sync(0xffffffffu, v.n, o);\n"
+    "    v.m = __shfl_xor_sync(0xffffffffu, v.m, o);\n"
+    "    v.q = __shfl_xor_sync(0xffffffffu, v.q, o);\n"
+    "    return v;\n"
+    "}\n"
+    "/* Welford over a vector: its own mean and squared deviations, merged into a with Chan's\n"
+    " * formula (one approximate division per vector; the weights only need a few ulps). */\n"
+    "template <int V> __device__ __forceinline__ void kf_welford(kf_w3 &a, const float (&f)[V])\n"
+    "{\n"
+    "    float s = 0.f, q = 0.f;\n"
+    "#pragma unroll\n"
+    "    for (int e = 0; e < V; e++) s += f[e];\n"
+    "    const float m = s * (1.f / V);\n"
+    "#pragma unroll\n"
+    "    for (int e = 0; e < V; e++) q += (f[e] - m) * (f[e] - m);\n"
+    "    const float n = a.n + (float)V, d = m - a.m, r = __fdividef((float)V, n);\n"
+    "    a.q += q + d * d * a.n * r;\n"
+    "    a.m += d * r;\n"
+    "    a.n = n;\n"
+    "}\n"
+    "\n"
+    "/* Combine v over the KF_TEAM threads of this thread's team (aligned groups of KF_TEAM\n"
+    " * threads); every thread of the team gets the same result, combined in lane order. Every\n"
+    " * thread of the block must call it (it synchronizes the block). buf: KF_RED_FLOATS floats\n"
+    " * of shared memory. */\n"
+    "#if KF_REDUCE == 0\n"
+    "#define KF_RED_FLOATS (KF_BLOCK / 32 * 3)\n"
+    "#else\n"
+    "#define KF_RED_FLOATS (KF_BLOCK * 3)\n"
+    "#endif\n"
+    "template <class A> __device__ __forceinline__ A kf_team_reduce(A v, float *buf)\n"
+    "{\n"
+    "    A *red = reinterpret_cast<A *>(buf);\n"
+    "    (void)red;\n"
+    "#if KF_REDUCE == 0\n"
+    "    const int lane = threadIdx.x & 31;\n"
+    "#pragma unroll\n"
+    "    for (int o = 1; o < 32; o <<= 1) {\n"
+    "        const A u = kf_shfl(v, o);\n"
+    "        v = (lane & o) ? kf_comb(u, v) : kf_comb(v, u); /* the lower lanes' part first */\n"
+    "    }\n"
+    "#if KF_TEAM > 32\n"
+    "    const int warp = threadIdx.x >> 5, first = warp & ~(KF_TEAM / 32 - 1);\n"
+    "    if (lane == 0) red[warp] = v;\n"
+    "    __syncthreads();\n"
+    "    v = red[first];\n"
+    "#pragma unroll\n"
+    "    for (int k = 1; k < KF_TEAM / 32; k++) v = kf_comb(v, red[first + k]);\n"
+    "    __syncthreads(); /* buf is reused by the next call */\n"
+    "#endif\n"
+    "#else\n"
+    "    const int lt = threadIdx.x & (KF_TEAM - 1);\n"
+    "    red[threadIdx.x] = v;\n"
+    "    __syncthreads();\n"
+    "#pragma unroll\n"
+    "    for (int s = KF_TEAM / 2; s > 0; s >>= 1) {\n"
+    "        if (lt < s) red[threadIdx.x] = kf_comb(red[threadIdx.x], red[threadIdx.x + s]);\n"
+    "        __syncthreads();\n"
+    "    }\n"
+    "    v = red[threadIdx.x - lt];\n"
+    "    __syncthreads();\n"
+    "#endif\n"
+    "    return v;\n"
+    "}\n"
+    "\n";
+
+int kf_cuda_norm_float(int dtype)
+{
+    return dtype == KF_F32 || dtype == KF_F16 || dtype == KF_BF16;
+}
+
+int kf_cuda_norm_esize(int dtype)
+{
+    return dtype == KF_F32 ? 4 : 2;
+}
+
+int kf_cuda_norm_tensor_args(const kf_job_sig *sig, const char *const *names,
+                             const int *optional, int n, int *idx)
+{
+    int k = 0;
+    for (int a = 0; a < n; a++) {
+        const kf_job_scalar *s = kf_job_scalar_find(sig, names[a]);
+        int none = s && s->kind == 'n';
+        if (none && !optional[a]) return -1;
+        if (!none && s) return -1; /* a tensor argument must not also be a scalar */
+        idx[a] = none ? -1 : k++;
+    }
+    return k == sig->n_in ? 0 : -1;
+}
+
+int kf_cuda_norm_eps(const kf_job_sig *sig, double none_value, double *eps)
+{
+    const kf_job_scalar *e = kf_job_scalar_find(sig, "eps");
+    if (!e) return -1;
+    if (e->kind == 'i') *eps = (double)e->i;
+    else if (e->kind == 'd' && isfinite(e->d)) *eps = e->d;
+    else if (e->kind == 'n' && none_value >= 0) *eps = none_value;
+    else return -1;
+    /* it becomes a float in the kernel, as in torch */
+    return fabs(*eps) <= 3.0e38 ? 0 : -1;
+}
+
+int kf_cuda_norm_channels_last(const kf_job_tensor *t)
+{
+    if (t->ndim < 3 || t->ndim > KF_MAX_DIMS || kf_job_tensor_numel(t) < 0) return 0;
+    /* dim 1 innermost, then the spatial dims in order, then dim 0; size-1 dims may have any
+     * stride, as in torch's checks */
+    int64_t expect = 1;
+    if (t->sizes[1] != 1 && t->strides[1] != expect) return 0;
+    expect *= t->sizes[1];
+    for (int d = t->ndim - 1; d >= 2; d--) {
+        if (t->sizes[d] != 1 && t->strides[d] != expect) return 0;
+        expect *= t->sizes[d];
+    }
+    return t->sizes[0] == 1 || t->strides[0] == expect;
+}
+
+int kf_cuda_norm_layout(const kf_job_tensor *t)
+{
+    if (kf_job_tensor_contiguous(t)) return 0;
+    return kf_cuda_norm_channels_last(t) ? 1 : -1;
+}
+
+int kf_cuda_norm_same_layout(const kf_job_tensor *out, int layout)
+{
+    return layout == 0 ? kf_job_tensor_contiguous(out) : kf_cuda_norm_channels_last(out);
+}
+
+int kf_cuda_norm_vec_fits(const kf_job_tensor *t, int fresh_out, int v)
+{
+    int bytes = v * kf_cuda_norm_esize(t->dtype);
+    int need = bytes > 16 ? 16 : bytes; /* 32 bytes go as two 16-byte accesses */
+    int align = t->align > 0 ? t->align : fresh_out ? 16 : kf_cuda_norm_esize(t->dtype);
+    if (align > 16) align = 16;
+    return need <= align && align % need == 0;
+}
+
+void kf_cuda_norm_set(kf_strbuf *b, const char *name, long long v, const char *why)
+{
+    kf_strbuf_printf(b, "#undef %s\n#define %s %lld%s%s%s\n", name, name, v, why ? " /* " : "",
+                     why ? why : "", why ? " */" : "");
+}
+
+const char *kf_cuda_norm_ptr(int dtype, int is_const)
+{
+    switch (dtype) {
+    case KF_F32: return is_const ? "const float*" : "float*";
+    case KF_F16: return is_const ? "const __half*" : "__half*";
+    case KF_BF16: return is_const ? "const __nv_bfloat16*" : "__nv_bfloat16*";
+    default: return NULL;
+    }
+}
+
+int kf_cuda_norm_fresh_outputs(const kf_job_sig *sig)
+{
+    if (sig->n_out < 1 || sig->n_out > KF_JOB_MAX_OUTPUTS) return 0;
+    for (int j = 0; j < sig->n_out; j++)
+        if (sig->out_alias[j] != 0 || !kf_cuda_norm_float(sig->out[j].dtype)) return 0;
+    return sig->n_in + sig->n_out <= 16;
+}

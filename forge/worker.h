@@ -1,0 +1,45 @@
+/* The forge worker: one job folder in, a search tree, candidates and maybe a cache entry out.
+ *
+ * `kforge-worker JOB_DIR [options]` (forge/main/kforge_worker.c) runs kf_worker_run. It never
+ * loads libtorch and never runs a candidate itself: compiled candidates go to an evaluator child
+ * (forge/evaluator.h), so a crash, a hang or a broken CUDA context costs one node, not the job.
+ * The winner is inserted into the cache only if it is verified and faster than eager by the
+ * margin (DESIGN.md, "Process model" and "Verification"). */
+#ifndef KF_FORGE_WORKER_H
+#define KF_FORGE_WORKER_H
+
+#include <stdio.h>
+
+#include "kforge.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct kf_worker_opts {
+    const char *job_dir;
+    const char *exe;          /* this executable, for the evaluator child */
+    /* overrides of job.json's "search" (< 0 / NULL: keep the job's) */
+    int iterations;
+    long long seed;
+    double margin, time_budget_s, candidate_timeout_s;
+    const char *cache_dir;    /* "" : do not insert */
+    const char *timings_from; /* a previous run's job folder: replay its latencies (see below) */
+    const char *sabotage;     /* "crash,hang,oob": fault injection for tests */
+    int sabotage_every;
+    FILE *progress;           /* one JSON line per node and one at the end (NULL: none) */
+} kf_worker_opts;
+
+/* Run the job to the end. KF_OK when the search ran, whatever it found (JOB_DIR/result.json says
+ * what); an error (with err) when the job could not run at all (bad job.json, no compiler).
+ *
+ * timings_from: for a node whose source is byte-identical to the same node id of the earlier run,
+ * the earlier median latency is used instead of the new measurement (the node is still compiled
+ * and verified). The tree is a deterministic function of the seed and the latencies, so a replay
+ * rebuilds the same tree; real timings differ from run to run on a shared machine. */
+kf_status kf_worker_run(const kf_worker_opts *o, char *err, size_t errcap);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,425 @@
+"""Tuning jobs: the job folder the forge worker reads (forge/job.h), and running the worker.
+
+A job is one signature: its arguments as the plugin decoded them, real calls (the example of
+`tune`, or calls the plugin copied from the model), random inputs of the same signature with
+eager's outputs (including large magnitudes and -inf masks), eager's time measured the way the
+worker measures candidates, and the roofline for the bytes the op moves. The worker is a separate
+C program: candidates never run in this process.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+import torch
+
+from . import _native
+from ._native import KernelForgeError
+
+# kf_dtype codes (include/kforge.h) <-> names (plugin/signature.c) <-> torch dtypes
+_DTYPE_NAMES = ["?", "f32", "f16", "bf16", "f64", "i8", "u8", "i16", "i32", "i64", "bool",
+                "c64", "c128", "f8e4m3", "f8e5m2"]
+_TORCH_DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16,
+                 "f64": torch.float64, "i8": torch.int8, "u8": torch.uint8, "i16": torch.int16,
+                 "i32": torch.int32, "i64": torch.int64, "bool": torch.bool}
+_REDUCTIONS = ("_softmax", "_log_softmax", "native_layer_norm", "native_group_norm",
+               "_fused_rms_norm", "native_batch_norm", "cudnn_batch_norm",
+               "_native_batch_norm_legit_no_training", "mean")
+_KINDS_OK = {"tensor", "i", "d", "b", "s", "n", "l"}
+FLUSH_BYTES = 256 << 20  # larger than any GPU's L2, as the worker's evaluator uses
+
+
+class NotTunable(KernelForgeError):
+    """The signature cannot become a job (an argument a kernel cannot take)."""
+
+
+@contextlib.contextmanager
+def bypass():
+    """This thread's ATen calls go to the original kernels, unrecorded (other threads unaffected)."""
+    lib = _native.lib()
+    lib.kf_set_thread_bypass(1)
+    try:
+        yield
+    finally:
+        lib.kf_set_thread_bypass(0)
+
+
+def tolerance(op: str, dtype: torch.dtype) -> tuple[float, float]:
+    """DESIGN.md: fp32 1e-5 elementwise / 1e-4 reductions, fp16 1e-3, bf16 1e-2, ints exact."""
+    if dtype == torch.float16:
+        return 1e-3, 1e-3
+    if dtype == torch.bfloat16:
+        return 1e-2, 1e-2
+    if dtype.is_floating_point:
+        tol = 1e-4 if op.split("::")[-1].split(".")[0] in _REDUCTIONS else 1e-5
+        return tol, tol
+    return 0.0, 0.0
+
+
+def describe(key: str) -> tuple[dict, dict]:
+    """(signature info, decoded arguments) of a seen signature."""
+    lib, rt = _native.lib(), _native.runtime()
+    info = _native.take_json(lib.kf_signature_info_json(rt, int(key, 16)))
+    ptr = lib.kf_signature_args_json(rt, int(key, 16))
+    if not ptr:
+        raise NotTunable(f"signature {key}: {_native.errmsg()}")
+    return info, _native.take_json(ptr)
+
+
+def check_tunable(info: dict, args: dict) -> None:
+    if not info["servable"] or info["outputs"] is None or args.get("truncated"):
+        raise NotTunable(f"{info['signature']}: arguments or outputs a kernel cannot take exactly")
+    for a in args["args"]:
+        if a["kind"] not in _KINDS_OK:
+            raise NotTunable(f"{info['signature']}: argument '{a['name']}' is a "
+                             f"{a['kind'].replace('_', ' ')}, which a kernel cannot take")
+        if a["kind"] == "tensor" and a["dtype"] not in _TORCH_DTYPES:
+            raise NotTunable(f"{info['signature']}: argument '{a['name']}' has dtype {a['dtype']}")
+        if a["kind"] == "d" and "text" in a:
+            raise NotTunable(f"{info['signature']}: argument '{a['name']}' is {a['text']}")
+        if a["kind"] == "tensor" and a["device"] != info["device"]:
+            raise NotTunable(f"{info['signature']}: argument '{a['name']}' is on {a['device']}, "
+                             f"the call on {info['device']}")
+    for o in info["outputs"]:
+        if o["alias_arg"] < 0 and _DTYPE_NAMES[o["dtype"]] not in _TORCH_DTYPES:
+            raise NotTunable(f"{info['signature']}: an output has dtype {_DTYPE_NAMES[o['dtype']]}")
+
+
+def resolve(op: str):
+    name = op if "::" in op else f"aten::{op}"
+    ns, _, rest = name.partition("::")
+    base, _, overload = rest.partition(".")
+    try:
+        return getattr(getattr(getattr(torch.ops, ns), base), overload or "default")
+    except (AttributeError, RuntimeError) as e:
+        raise KernelForgeError(f"unknown operator {name}") from e
+
+
+def call_from_args(fn, args: dict, tensors: list) -> tuple[list, dict]:
+    """Positional and keyword arguments for `fn` from decoded arguments, tensors in order."""
+    it = iter(tensors)
+    pos, kw = [], {}
+    schema_args = fn._schema.arguments
+    for spec, a in zip(schema_args, args["args"]):
+        k = a["kind"]
+        if k == "tensor":
+            v = next(it)
+        elif k == "d":
+            v = float(a["value"])
+        elif k == "i":
+            v = int(a["value"])
+        elif k == "b":
+            v = bool(a["value"])
+        elif k == "l":
+            v = [int(x) for x in a["value"]]
+        elif k == "s":
+            v = a["value"]
+        else:
+            v = None
+        if spec.kwarg_only:
+            kw[spec.name] = v
+        else:
+            pos.append(v)
+    return pos, kw
+
+
+def span_numel(t: torch.Tensor) -> int:
+    if t.numel() == 0:
+        return 0
+    return 1 + sum((s - 1) * st for s, st in zip(t.shape, t.stride()))
+
+
+def span_bytes(t: torch.Tensor) -> bytes:
+    """The tensor's strided span, element 0 to its last addressed element (forge/job.h)."""
+    n = span_numel(t)
+    if n == 0:
+        return b""
+    flat = t.detach().as_strided((n,), (1,)).to("cpu").contiguous()
+    if flat.dtype == torch.bool:
+        flat = flat.view(torch.uint8)
+    return ctypes.string_at(flat.data_ptr(), n * t.element_size())
+
+
+def clone_exact(t):
+    """A copy with the same sizes, strides, storage offset (so the same alignment) and bytes."""
+    if not isinstance(t, torch.Tensor):
+        return t
+    out = torch.empty(0, dtype=t.dtype, device=t.device)
+    out.set_(t.untyped_storage().clone(), t.storage_offset(), t.size(), t.stride())
+    return out
+
+
+def random_like(t: torch.Tensor, variant: int, op: str, name: str, gen: torch.Generator):
+    """Random values laid out exactly like `t`: scale 1, 100 and 0.01 in turn; -inf masks for
+    softmax; variances kept positive (a negative running_var only tests NaN propagation)."""
+    out = clone_exact(t)
+    flat = torch.empty(0, dtype=t.dtype, device=t.device)
+    flat.set_(out.untyped_storage(), 0, (out.untyped_storage().nbytes() // t.element_size(),), (1,))
+    if t.dtype.is_floating_point:
+        scale = [1.0, 100.0, 0.01][variant % 3]
+        vals = torch.randn(flat.shape, generator=gen, dtype=torch.float32) * scale
+        if "var" in name:
+            vals = vals.abs() + 0.1 * scale
+        if variant % 3 == 2 and "softmax" in op and flat.numel() > 4:
+            vals[:: max(3, flat.numel() // 7)] = float("-inf")
+        flat.copy_(vals.to(t.dtype))
+    elif t.dtype == torch.bool:
+        flat.copy_(torch.rand(flat.shape, generator=gen) > 0.5)
+    else:
+        flat.copy_(torch.randint(-5, 6, flat.shape, generator=gen).to(t.dtype))
+    return out
+
+
+def tensors_of(out):
+    if isinstance(out, torch.Tensor):
+        return [out]
+    if isinstance(out, (list, tuple)):
+        return [t for o in out for t in tensors_of(o)]
+    return []
+
+
+def bench_us(fn, device: torch.device, reps: int = 20, flush_l2: bool = True) -> float:
+    """Median time of fn in us, as the worker times candidates: 3 warm-ups, then each run timed
+    alone (CUDA events around the call, L2 flushed before each run; wall clock on the host)."""
+    for _ in range(3):
+        fn()
+    times = []
+    if device.type == "cuda":
+        scratch = torch.empty(FLUSH_BYTES, dtype=torch.uint8, device=device) if flush_l2 else None
+        for _ in range(reps):
+            if scratch is not None:
+                scratch.zero_()
+            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            a.record()
+            fn()
+            b.record()
+            b.synchronize()
+            times.append(a.elapsed_time(b) * 1e3)
+    else:
+        for _ in range(reps):
+            t0 = time.perf_counter_ns()
+            fn()
+            times.append((time.perf_counter_ns() - t0) / 1e3)
+    return statistics.median(times)
+
+
+_bandwidth = {}
+
+
+def copy_bandwidth_gbs(device: torch.device, nbytes: int) -> float:
+    """Read+write GB/s of a copy. On CUDA one big copy (the DRAM ceiling, the L2 being flushed
+    before every timed run); on the host a copy of the op's own size, so that an op whose data
+    sits in the caches is compared with a copy that does too."""
+    key = (str(device), 0 if device.type == "cuda" else max(nbytes // 2, 4096))
+    if key not in _bandwidth:
+        n = 1 << 30 if device.type == "cuda" else key[1]
+        src = torch.ones(n, dtype=torch.uint8, device=device)
+        dst = torch.empty_like(src)
+        us = bench_us(lambda: dst.copy_(src), device, reps=10, flush_l2=False)
+        if device.type != "cuda":  # the copy's own call overhead is not bandwidth
+            s1, d1 = torch.ones(1, dtype=torch.uint8), torch.empty(1, dtype=torch.uint8)
+            us = max(us - bench_us(lambda: d1.copy_(s1), device, reps=10), us * 0.1)
+        _bandwidth[key] = 2 * n / (us * 1e3)
+    return _bandwidth[key]
+
+
+def _tensor_desc(a: dict) -> dict:
+    return {"dtype": a["dtype"], "sizes": a["sizes"], "strides": a["strides"], "align": a["align"]}
+
+
+def write_job(job_dir: str, key: str, calls: list[tuple[list, dict]], *, recorded: list[bool],
+              random_inputs: int = 3, search: dict | None = None, seed: int = 0,
+              bench_reps: int = 20) -> dict:
+    """Write the job folder for signature `key` from real calls of it (argument lists whose
+    tensors are exactly laid out as the signature says). Returns the job description."""
+    info, args = describe(key)
+    check_tunable(info, args)
+    op = info["op"]
+    fn = resolve(op)
+    device = torch.device(info["device"], info["device_index"]) if info["device"] == "cuda" \
+        else torch.device("cpu")
+    arg_tensor_index = {}  # schema argument index -> index among tensor arguments
+    inputs = []
+    for i, a in enumerate(args["args"]):
+        if a["kind"] == "tensor":
+            arg_tensor_index[i] = len(inputs)
+            inputs.append(_tensor_desc(a))
+    outputs = []
+    for o in info["outputs"]:
+        alias = o["alias_arg"]
+        if alias >= 0:  # written in place: the output is that argument, as it is laid out
+            a = args["args"][alias]
+            outputs.append({"dtype": a["dtype"], "sizes": a["sizes"], "strides": a["strides"],
+                            "alias": arg_tensor_index[alias]})
+        else:
+            outputs.append({"dtype": _DTYPE_NAMES[o["dtype"]], "sizes": [int(x) for x in o["sizes"]],
+                            "strides": [int(x) for x in o["strides"]], "alias": -1})
+    scalars = []
+    for a in args["args"]:
+        if a["kind"] == "tensor":
+            continue
+        s = {"name": a["name"], "kind": a["kind"]}
+        if "value" in a:
+            s["value"] = a["value"]
+        scalars.append(s)
+
+    os.makedirs(os.path.join(job_dir, "cases"), exist_ok=True)
+    gen = torch.Generator().manual_seed(seed)
+    names = [a["name"] for a in args["args"] if a["kind"] == "tensor"]
+    cases = []
+
+    def add_case(kind: str, pos: list, kw: dict):
+        c = len(cases)
+        ins = [a for a in pos + list(kw.values()) if isinstance(a, torch.Tensor)]
+        work = [clone_exact(a) for a in pos]
+        kwork = {k: clone_exact(v) for k, v in kw.items()}
+        with bypass():
+            outs = tensors_of(fn(*work, **kwork))
+        if len(outs) != len(outputs):
+            raise NotTunable(f"{info['signature']}: eager returned {len(outs)} tensors, the "
+                             f"signature records {len(outputs)}")
+        entry = {"kind": kind, "inputs": [], "outputs": []}
+        for j, t in enumerate(ins):
+            name = f"c{c}_in{j}.bin"
+            with open(os.path.join(job_dir, "cases", name), "wb") as f:
+                f.write(span_bytes(t))
+            entry["inputs"].append(name)
+        for j, t in enumerate(outs):
+            name = f"c{c}_out{j}.bin"
+            with open(os.path.join(job_dir, "cases", name), "wb") as f:
+                f.write(span_bytes(t))
+            entry["outputs"].append(name)
+        cases.append(entry)
+
+    for (pos, kw), rec in zip(calls, recorded):
+        add_case("recorded" if rec else "example", pos, kw)
+    first_pos, first_kw = calls[0]
+    for v in range(random_inputs):
+        ts = [a for a in first_pos + list(first_kw.values()) if isinstance(a, torch.Tensor)]
+        rnd = [random_like(t, v, op, n, gen) for t, n in zip(ts, names)]
+        pos, kw = call_from_args(fn, args, rnd)
+        add_case("random", pos, kw)
+
+    work = [clone_exact(a) for a in first_pos]
+    kwork = {k: clone_exact(v) for k, v in first_kw.items()}
+    with bypass():
+        eager_us = bench_us(lambda: fn(*work, **kwork), device, reps=bench_reps)
+        out_dtype = tensors_of(fn(*work, **kwork))[0].dtype
+        in_bytes = sum(span_numel(t) * t.element_size() for t in work if isinstance(t, torch.Tensor))
+        out_bytes = sum(_prod(o["sizes"]) * _TORCH_DTYPES[o["dtype"]].itemsize for o in outputs)
+        bytes_moved = in_bytes + out_bytes
+        bw = copy_bandwidth_gbs(device, bytes_moved)
+    atol, rtol = tolerance(op, out_dtype)
+    search = dict(search or {})
+    if not search.get("candidate_timeout_s"):
+        # verifying a candidate reads back and compares every case: scale with the data
+        case_bytes = sum(os.path.getsize(os.path.join(job_dir, "cases", f))
+                         for c in cases for f in c["inputs"] + c["outputs"])
+        search["candidate_timeout_s"] = round(10 + 10 * case_bytes / 1e9, 1)
+    job = {
+        "format": 1, "op": op, "signature": info["signature"], "sig_hex": info["sig_hex"],
+        "torch_version": info["torch_version"], "outputs_layout": info["outputs"],
+        "backend": "nvrtc" if device.type == "cuda" else "host",
+        "device_index": info["device_index"], "inputs": inputs, "outputs": outputs,
+        "scalars": scalars, "cases": cases, "eager_us": eager_us, "bytes_moved": bytes_moved,
+        "bandwidth_gbs": bw, "atol": atol, "rtol": rtol, "search": search,
+        "key": key,
+    }
+    with open(os.path.join(job_dir, "job.json"), "w") as f:
+        json.dump(job, f, indent=1)
+    return job
+
+
+def _prod(xs) -> int:
+    p = 1
+    for x in xs:
+        p *= int(x)
+    return p
+
+
+def worker_path() -> str:
+    p = os.environ.get("KFORGE_WORKER") or os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                                        "kforge-worker")
+    if not os.access(p, os.X_OK):
+        raise KernelForgeError(f"the forge worker is missing: {p} (reinstall kernel_forge, or set "
+                               "KFORGE_WORKER)")
+    return p
+
+
+def run_worker(job_dir: str, *, extra_args=(), on_progress=None, proc_holder=None) -> dict:
+    """Run kforge-worker on a job folder; `on_progress(event)` gets each progress line."""
+    cmd = [worker_path(), job_dir, "--progress", *extra_args]
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if proc_holder is not None:
+        proc_holder.append(p)
+    try:
+        for line in p.stdout:
+            try:
+                ev = json.loads(line)
+            except ValueError:
+                continue
+            if on_progress:
+                on_progress(ev)
+        err = p.stderr.read()
+        rc = p.wait()
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        if proc_holder is not None:
+            proc_holder.remove(p)
+    path = os.path.join(job_dir, "result.json")
+    if rc != 0 or not os.path.exists(path):
+        raise KernelForgeError(f"the forge worker failed on {job_dir} (exit {rc}): "
+                               f"{err.strip()[-2000:]}")
+    with open(path) as f:
+        return json.load(f)
+
+
+def jobs_root() -> str:
+    from . import cache_dir
+    return os.environ.get("KFORGE_JOBS_DIR") or os.path.join(cache_dir(), "jobs")
+
+
+def new_job_dir(op: str, key: str) -> str:
+    root = jobs_root()
+    os.makedirs(root, mode=0o700, exist_ok=True)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    base = os.path.join(root, f"{stamp}-{op.split('::')[-1]}-{key}")
+    d, i = base, 1
+    while os.path.exists(d):
+        i += 1
+        d = f"{base}-{i}"
+    os.makedirs(d, mode=0o700)
+    return d
+
+
+class ProgressBar:
+    """One line on stderr: iterations, best speedup so far, ETA."""
+
+    def __init__(self, label: str, stream=None):
+        self.label, self.stream = label, stream or sys.stderr
+        self.t0 = time.monotonic()
+
+    def __call__(self, ev: dict):
+        if ev.get("event") != "node":
+            return
+        it, n = ev["iteration"], max(ev["iterations"], 1)
+        best = ev["eager_us"] / ev["best_us"] if ev.get("best_us") else 0.0
+        el = time.monotonic() - self.t0
+        eta = el / it * (n - it) if it else 0.0
+        bar = "#" * int(20 * it / n)
+        self.stream.write(f"\r{self.label[:48]:48s} [{bar:20s}] {it:3d}/{n} best "
+                          f"{best:5.2f}x  ETA {eta:5.0f}s")
+        self.stream.flush()
+
+    def close(self):
+        self.stream.write("\n")
+        self.stream.flush()

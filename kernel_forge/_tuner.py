@@ -1,0 +1,171 @@
+"""Tuning hot signatures of a running process: shared by online tuning (KFORGE_TUNE=1) and by
+`kforge warmup`.
+
+The plugin counts and times every intercepted call. A signature that is hot (enough calls and
+share of the recorded time), servable and without a kernel becomes a job: the plugin copies its
+next real calls (kf_capture_request; torch_ext copies the arguments), this module writes the job
+folder from them and runs the forge worker, a separate process. The model keeps running on eager
+meanwhile, and picks the winner up from the cache when it lands (KFORGE_RELOAD_MS).
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import os
+import threading
+import time
+
+import torch
+
+from . import _jobs, _native
+from ._native import KernelForgeError
+
+log = logging.getLogger("kernel_forge")
+
+
+def _env_num(name: str, default: float, lo: float = 0.0) -> float:
+    v = os.environ.get(name)
+    if v is None or v == "":
+        return default
+    try:
+        x = float(v)
+    except ValueError:
+        log.warning("%s=%r is not a number; using %g", name, v, default)
+        return default
+    if x < lo:
+        log.warning("%s=%r is below %g; using %g", name, v, lo, default)
+        return default
+    return x
+
+
+def settings() -> dict:
+    """The online-tuning knobs (README, "Tuning")."""
+    return {
+        "min_calls": int(_env_num("KFORGE_TUNE_MIN_CALLS", 20, 1)),
+        "min_share": _env_num("KFORGE_TUNE_MIN_SHARE", 0.02),
+        "iterations": int(_env_num("KFORGE_TUNE_ITERATIONS", 50, 1)),
+        "captures": int(_env_num("KFORGE_TUNE_CAPTURES", 3, 1)),
+        "interval_s": _env_num("KFORGE_TUNE_INTERVAL", 2.0, 0.05),
+        "margin": _env_num("KFORGE_TUNE_MARGIN", 0.03, -100.0),
+    }
+
+
+def take_captures(key: str, n_tensors: int) -> list[list[torch.Tensor]]:
+    """Real calls the plugin copied for `key`, as lists of tensor arguments."""
+    flat = torch.ops.kforge.take_captures(_signed(int(key, 16)))
+    if n_tensors <= 0:
+        return []
+    return [list(flat[i:i + n_tensors]) for i in range(0, len(flat) - n_tensors + 1, n_tensors)]
+
+
+def _signed(u: int) -> int:
+    return u - (1 << 64) if u >= 1 << 63 else u
+
+
+def request_captures(key: str, n: int) -> None:
+    lib = _native.lib()
+    code = lib.kf_capture_request(_native.runtime(), int(key, 16), int(n))
+    if code:
+        raise KernelForgeError(f"capture request for {key}: {_native.errmsg()}")
+
+
+def write_job_from_captures(key: str, captures: list[list[torch.Tensor]], search: dict,
+                            random_inputs: int = 3) -> str:
+    """A job folder for `key` from copied real calls; returns its path."""
+    info, args = _jobs.describe(key)
+    _jobs.check_tunable(info, args)
+    if not captures:
+        raise _jobs.NotTunable(f"{info['signature']}: no real call was copied")
+    fn = _jobs.resolve(info["op"])
+    calls = [_jobs.call_from_args(fn, args, c) for c in captures]
+    job_dir = _jobs.new_job_dir(info["op"], key)
+    _jobs.write_job(job_dir, key, calls, recorded=[True] * len(calls),
+                    random_inputs=random_inputs, search=search)
+    return job_dir
+
+
+def n_tensor_args(key: str) -> int:
+    _, args = _jobs.describe(key)
+    return sum(1 for a in args["args"] if a["kind"] == "tensor")
+
+
+def hot_candidates(rows: list[dict], min_calls: int, min_share: float, skip: set) -> list[dict]:
+    """Intercepted, servable signatures without a kernel, hot enough, hottest first (time share;
+    the roofline headroom is not known before a job measures it)."""
+    out = [r for r in rows if r["intercepted"] and r["servable"] and not r["has_kernel"]
+           and r["key"] not in skip and r["calls"] >= min_calls and r["share"] >= min_share]
+    out.sort(key=lambda r: -r["time_ms"])
+    return out
+
+
+class OnlineTuner(threading.Thread):
+    """KFORGE_TUNE=1: one background thread per process, one worker process at a time. Nothing on
+    the model's path waits for it; its own torch calls bypass the plugin (kf_set_thread_bypass)."""
+
+    def __init__(self):
+        super().__init__(name="kforge-tuner", daemon=True)
+        self.cfg = settings()
+        self.done: set[str] = set()
+        self.procs: list = []
+        self.stop = threading.Event()
+        self.results: list[dict] = []
+        atexit.register(self.shutdown)
+
+    def shutdown(self):
+        self.stop.set()
+        for p in list(self.procs):
+            p.kill()
+
+    def run(self):
+        from . import cache_dir, reload_cache, stats
+
+        search = {"iterations": self.cfg["iterations"], "margin": self.cfg["margin"],
+                  "proposer": "builtin", "cache_dir": cache_dir()}
+        while not self.stop.wait(self.cfg["interval_s"]):
+            try:
+                cands = hot_candidates(stats(), self.cfg["min_calls"], self.cfg["min_share"],
+                                       self.done)
+                if not cands:
+                    continue
+                r = cands[0]
+                self.done.add(r["key"])
+                self.tune_one(r, search)
+                reload_cache()
+            except Exception as e:  # the user's process must never be harmed by tuning
+                log.warning("online tuning: %s", e)
+
+    def tune_one(self, row: dict, search: dict):
+        key = row["key"]
+        n = n_tensor_args(key)
+        request_captures(key, self.cfg["captures"])
+        deadline = time.monotonic() + 60
+        captures = []
+        while time.monotonic() < deadline and not self.stop.is_set():
+            captures += take_captures(key, n)
+            if len(captures) >= self.cfg["captures"]:
+                break
+            time.sleep(0.05)
+        if not captures:
+            log.info("online tuning: %s was not called again; skipped", row["signature"])
+            return
+        with _jobs.bypass():
+            job_dir = write_job_from_captures(key, captures, search)
+        log.info("online tuning: %s (%.1f%% of recorded time): job %s", row["signature"],
+                 100 * row["share"], job_dir)
+        result = _jobs.run_worker(job_dir, proc_holder=self.procs)
+        self.results.append(result)
+        log.info("online tuning: %s: %s (eager %.1f us, best %s us)", row["signature"],
+                 result["status"], result["eager_us"],
+                 f"{result['best_us']:.1f}" if result.get("best_us") else "-")
+
+
+_online = None
+
+
+def start_online() -> OnlineTuner:
+    global _online
+    if _online is None:
+        _online = OnlineTuner()
+        _online.start()
+    return _online

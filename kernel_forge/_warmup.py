@@ -1,0 +1,210 @@
+"""`kforge warmup SCRIPT`: tune every hot signature of a workload offline.
+
+The script runs twice, each time in a child process with the plugin loaded:
+  1. record: which intercepted signatures are hot (share of the recorded time, calls);
+  2. capture: the plugin copies the first real calls of the chosen signatures, and at the end the
+     child writes one job folder per signature (real calls, random inputs, eager's outputs and
+     time).
+Then the forge worker tunes the jobs one after the other (hottest first) with a progress bar,
+and the final table says what was found. The cache is written by the worker; any later process
+with the plugin serves the winners (after its own first-use check).
+
+    python -m kernel_forge._warmup record OUT.json [-m] SCRIPT [ARGS...]
+    python -m kernel_forge._warmup capture PLAN.json OUT.json [-m] SCRIPT [ARGS...]
+are the two child steps (used by the CLI, not meant to be run by hand).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import runpy
+import subprocess
+import sys
+import time
+
+
+def run_script(script: str, args: list[str], module: bool) -> int:
+    """Run a user script as __main__ (as `python SCRIPT` would); its exit code."""
+    sys.argv = [script] + list(args)
+    if not module:
+        if not os.path.exists(script):
+            print(f"kforge: no such script: {script}", file=sys.stderr)
+            return 2
+        sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
+    try:
+        if module:
+            runpy.run_module(script, run_name="__main__", alter_sys=True)
+        else:
+            runpy.run_path(script, run_name="__main__")
+    except SystemExit as e:
+        return e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+    return 0
+
+
+def _child_record(out: str, script_args: list[str]) -> int:
+    import kernel_forge as kf
+
+    module = script_args[0] == "-m"
+    if module:
+        script_args = script_args[1:]
+    kf.set_recording(True)
+    try:
+        code = run_script(script_args[0], script_args[1:], module)
+    finally:
+        kf.set_recording(False)
+        with open(out, "w") as f:
+            json.dump(kf.stats(), f)
+    return code
+
+
+def _child_capture(plan_path: str, out: str, script_args: list[str]) -> int:
+    import kernel_forge as kf
+    from . import _jobs, _tuner
+
+    with open(plan_path) as f:
+        plan = json.load(f)
+    module = script_args[0] == "-m"
+    if module:
+        script_args = script_args[1:]
+    for p in plan["jobs"]:
+        _tuner.request_captures(p["key"], plan["captures"])
+    code = 0
+    results = {}
+    try:
+        code = run_script(script_args[0], script_args[1:], module)
+    finally:
+        for p in plan["jobs"]:
+            key = p["key"]
+            try:
+                caps = _tuner.take_captures(key, _tuner.n_tensor_args(key))
+                if not caps:
+                    raise kf.KernelForgeError("not called in the capture run")
+                with _jobs.bypass():
+                    results[key] = {"job_dir": _tuner.write_job_from_captures(
+                        key, caps, plan["search"], plan.get("random_inputs", 3))}
+            except Exception as e:  # reported in the table, not fatal for the other jobs
+                results[key] = {"error": str(e)}
+        with open(out, "w") as f:
+            json.dump(results, f)
+    return code
+
+
+def _child(argv: list[str]) -> int:
+    if argv[0] == "record":
+        return _child_record(argv[1], argv[2:])
+    if argv[0] == "capture":
+        return _child_capture(argv[1], argv[2], argv[3:])
+    raise SystemExit(f"unknown step {argv[0]}")
+
+
+# ---- the parent: kforge warmup ----
+
+def _step(step: list[str], script_cmd: list[str], log) -> int:
+    env = dict(os.environ)
+    env.pop("KFORGE_TUNE", None)  # warmup tunes here, not in the children
+    env.pop("KFORGE_DISABLE", None)
+    cmd = [sys.executable, "-m", "kernel_forge._warmup", *step, *script_cmd]
+    log(f"kforge warmup: running {' '.join(script_cmd)} ({step[0]})")
+    return subprocess.run(cmd, env=env).returncode
+
+
+def warmup(script_cmd: list[str], *, iterations: int = 50, time_budget: float = 0,
+           ops: list[str] | None = None, min_share: float = 0.01, min_calls: int = 1,
+           max_jobs: int = 0, captures: int = 3, seed: int = 1, log=print, work_dir=None) -> dict:
+    """The whole warm-up; returns {"rows": [...], "cache_dir": ...} (the final table's rows)."""
+    import tempfile
+
+    import kernel_forge as kf
+    from . import _jobs, _tuner
+
+    work = work_dir or tempfile.mkdtemp(prefix="kforge-warmup-")
+    t0 = time.monotonic()
+    stats_path = os.path.join(work, "record.json")
+    code = _step(["record", stats_path], script_cmd, log)
+    if not os.path.exists(stats_path):
+        raise kf.KernelForgeError(f"the recording run failed (exit {code}): nothing recorded")
+    if code:
+        log(f"kforge warmup: the script exited with status {code} in the recording run; "
+            "tuning what was recorded")
+    with open(stats_path) as f:
+        rows = json.load(f)
+    wanted = {o if "::" in o else f"aten::{o}" for o in (ops or [])}
+    cands = _tuner.hot_candidates(rows, min_calls, min_share, set())
+    if wanted:
+        cands = [r for r in cands if r["op"] in wanted]
+    if max_jobs:
+        cands = cands[:max_jobs]
+    skipped = [r for r in rows if r["intercepted"] and r not in cands and r["share"] >= min_share]
+    log(f"kforge warmup: {len(cands)} hot signatures to tune (share >= {100 * min_share:g}%)")
+    if not cands:
+        return {"rows": [], "cache_dir": kf.cache_dir(), "skipped": skipped}
+
+    search = {"iterations": iterations, "seed": seed, "proposer": "builtin",
+              "cache_dir": kf.cache_dir()}
+    plan = {"captures": captures, "search": search,
+            "jobs": [{"key": r["key"], "signature": r["signature"]} for r in cands]}
+    plan_path, jobs_path = os.path.join(work, "plan.json"), os.path.join(work, "jobs.json")
+    with open(plan_path, "w") as f:
+        json.dump(plan, f)
+    code = _step(["capture", plan_path, jobs_path], script_cmd, log)
+    if not os.path.exists(jobs_path):
+        raise kf.KernelForgeError(f"the capture run failed (exit {code}): no jobs written")
+    with open(jobs_path) as f:
+        jobs = json.load(f)
+
+    out_rows = []
+    for i, r in enumerate(cands):
+        row = {"op": r["op"], "signature": r["signature"], "key": r["key"], "share": r["share"],
+               "calls": r["calls"], "eager_us": r.get("eager_us"), "best_us": None,
+               "speedup": None, "roofline_pct": None, "iterations": 0, "status": "",
+               "job_dir": None, "wall_s": 0.0}
+        j = jobs.get(r["key"], {"error": "no job written"})
+        if "error" in j:
+            row["status"] = "not tuned: " + j["error"]
+            out_rows.append(row)
+            continue
+        row["job_dir"] = j["job_dir"]
+        extra = []
+        if time_budget:
+            left = time_budget - (time.monotonic() - t0)
+            if left <= 0:
+                row["status"] = "not tuned: time budget spent"
+                out_rows.append(row)
+                continue
+            extra = ["--time-budget", f"{left / (len(cands) - i):.1f}"]
+        bar = _jobs.ProgressBar(f"[{i + 1}/{len(cands)}] {r['signature']}")
+        try:
+            res = _jobs.run_worker(j["job_dir"], extra_args=extra, on_progress=bar)
+        except kf.KernelForgeError as e:
+            bar.close()
+            row["status"] = f"worker failed: {e}"
+            out_rows.append(row)
+            continue
+        bar.close()
+        row.update(eager_us=res["eager_us"], best_us=res.get("best_us"), speedup=res.get("speedup"),
+                   iterations=res["iterations"], status=res["status"], wall_s=res.get("wall_s", 0))
+        if res.get("best_us") and res.get("roofline_us"):
+            row["roofline_pct"] = 100 * res["roofline_us"] / res["best_us"]
+        out_rows.append(row)
+    return {"rows": out_rows, "cache_dir": kf.cache_dir(), "skipped": skipped,
+            "wall_s": time.monotonic() - t0}
+
+
+def table(rows: list[dict]) -> str:
+    from .cli import _fmt_table, _shorten
+
+    body = []
+    for r in rows:
+        f = lambda v, fmt: fmt.format(v) if v is not None else "-"  # noqa: E731
+        body.append([r["op"].split("::")[-1], _shorten(r["signature"], 60),
+                     f"{100 * r['share']:.1f}%", f(r["eager_us"], "{:.1f}"), f(r["best_us"], "{:.1f}"),
+                     f(r["speedup"], "{:.2f}x"), f(r["roofline_pct"], "{:.0f}%"),
+                     str(r["iterations"]), f"{r['wall_s']:.0f}s", r["status"]])
+    return _fmt_table(body, ["op", "signature", "share", "eager us", "best us", "speedup",
+                             "roofline", "iters", "time", "status"],
+                      ["<", "<", ">", ">", ">", ">", ">", ">", ">", "<"])
+
+
+if __name__ == "__main__":
+    sys.exit(_child(sys.argv[1:]))

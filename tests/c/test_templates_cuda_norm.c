@@ -1,0 +1,1107 @@
+/* The CUDA normalization templates (forge/templates_cuda_norm*.c): cuda_layer_norm,
+ * cuda_rms_norm, cuda_group_norm and cuda_batch_norm_eval.
+ *
+ * Without NVRTC: applies() on signatures it must accept and on ones it must refuse, and every
+ * knob combination of every template rendered on every case, its launch record parsed and
+ * checked against the effective knob values the source states (block size, grid, cluster
+ * multiple, shared memory, vector width within the alignment).
+ * With NVRTC (no GPU needed): a deterministic spread of combinations per case, covering every
+ * value of every knob plus the all-first-values start the proposer uses, compiled for sm_90.
+ * With a GPU (the compiler's arch() answers): each of those kernels run on random inputs with
+ * outputs poisoned to 0xff bytes (NaN in every float dtype), compared with a double-precision
+ * reference in torch's semantics (fp32 1e-4, fp16 1e-3, bf16 1e-2, atol and rtol), inputs
+ * checked unchanged.
+ *
+ * Cases cover every op, dtype, layout (NCHW, channels last) and weight/bias presence, odd sizes
+ * (rows of 1000 and 37, HxW of 35 and 25, 2 channels per group) and 2-byte alignment. */
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "common/cuda_driver.h"
+#include "forge/compiler.h"
+#include "forge/template.h"
+
+#define NONE (-1) /* dtype of an absent optional tensor */
+#define MAX_CASES 32
+#define MAX_KNOBS 8
+
+/* ---- building signatures ---- */
+
+#define SZ(...) (int64_t[]){__VA_ARGS__}, (int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t))
+
+/* contiguous, or channels last (dim 1 innermost) when cl */
+static kf_job_tensor tensor(int dtype, const int64_t *sizes, int ndim, int cl, int align)
+{
+    kf_job_tensor t;
+    memset(&t, 0, sizeof t);
+    t.dtype = dtype;
+    t.ndim = ndim;
+    t.align = align;
+    for (int d = 0; d < ndim; d++) t.sizes[d] = sizes[d];
+    int64_t st = 1;
+    if (cl && ndim >= 3) {
+        t.strides[1] = st;
+        st *= sizes[1];
+        for (int d = ndim - 1; d >= 2; d--) {
+            t.strides[d] = st;
+            st *= sizes[d];
+        }
+        t.strides[0] = st;
+    } else {
+        for (int d = ndim - 1; d >= 0; d--) {
+            t.strides[d] = st;
+            st *= sizes[d];
+        }
+    }
+    return t;
+}
+
+static kf_job_tensor vec1(int dtype, int64_t n)
+{
+    return tensor(dtype, &n, 1, 0, 16);
+}
+
+static kf_job_scalar *add_scalar(kf_job_sig *s, const char *name, int kind)
+{
+    kf_job_scalar *c = &s->scalars[s->n_scalars++];
+    memset(c, 0, sizeof *c);
+    snprintf(c->name, sizeof c->name, "%s", name);
+    c->kind = kind;
+    return c;
+}
+static void add_int(kf_job_sig *s, const char *name, int64_t v) { add_scalar(s, name, 'i')->i = v; }
+static void add_double(kf_job_sig *s, const char *name, double v)
+{
+    add_scalar(s, name, 'd')->d = v;
+}
+
+static kf_job_scalar *scalar_mut(kf_job_sig *s, const char *name)
+{
+    return (kf_job_scalar *)kf_job_scalar_find(s, name);
+}
+
+static kf_job_sig sig_of(const char *op)
+{
+    kf_job_sig s;
+    memset(&s, 0, sizeof s);
+    snprintf(s.op, sizeof s.op, "%s", op);
+    return s;
+}
+
+/* an optional tensor argument: a [n] tensor of dtype dt, or None */
+static void add_opt(kf_job_sig *s, const char *name, int dt, int64_t n)
+{
+    if (dt == NONE) add_scalar(s, name, 'n');
+    else s->in[s->n_in++] = vec1(dt, n);
+}
+
+/* native_layer_norm / _fused_rms_norm over the last nn dims; eps < 0: None (rms only) */
+static kf_job_sig row_sig(int rms, kf_job_tensor x, int nn, int wdt, int bdt, int statdt,
+                          double eps)
+{
+    kf_job_sig s = sig_of(rms ? "aten::_fused_rms_norm" : "aten::native_layer_norm");
+    const int64_t *ns = x.sizes + x.ndim - nn;
+    s.in[s.n_in++] = x;
+    kf_job_scalar *l = add_scalar(&s, "normalized_shape", 'l');
+    l->n = nn;
+    for (int k = 0; k < nn; k++) l->v[k] = ns[k];
+    if (wdt == NONE) add_scalar(&s, "weight", 'n');
+    else s.in[s.n_in++] = tensor(wdt, ns, nn, 0, 16);
+    if (!rms) {
+        if (bdt == NONE) add_scalar(&s, "bias", 'n');
+        else s.in[s.n_in++] = tensor(bdt, ns, nn, 0, 16);
+    }
+    if (eps < 0) add_scalar(&s, "eps", 'n');
+    else add_double(&s, "eps", eps);
+    int64_t stat[KF_MAX_DIMS];
+    for (int d = 0; d < x.ndim; d++) stat[d] = d < x.ndim - nn ? x.sizes[d] : 1;
+    s.out[s.n_out++] = x;
+    s.out[0].align = 0; /* fresh */
+    if (!rms) s.out[s.n_out++] = tensor(statdt, stat, x.ndim, 0, 0);
+    s.out[s.n_out++] = tensor(statdt, stat, x.ndim, 0, 0);
+    return s;
+}
+
+static kf_job_sig gn_sig(kf_job_tensor x, int64_t groups, int wdt, int bdt, int statdt,
+                         double eps)
+{
+    kf_job_sig s = sig_of("aten::native_group_norm");
+    int64_t hw = 1;
+    for (int d = 2; d < x.ndim; d++) hw *= x.sizes[d];
+    s.in[s.n_in++] = x;
+    add_opt(&s, "weight", wdt, x.sizes[1]);
+    add_opt(&s, "bias", bdt, x.sizes[1]);
+    add_int(&s, "N", x.sizes[0]);
+    add_int(&s, "C", x.sizes[1]);
+    add_int(&s, "HxW", hw);
+    add_int(&s, "group", groups);
+    add_double(&s, "eps", eps);
+    int64_t st[2] = {x.sizes[0], groups};
+    s.out[s.n_out++] = x;
+    s.out[0].align = 0;
+    s.out[s.n_out++] = tensor(statdt, st, 2, 0, 0);
+    s.out[s.n_out++] = tensor(statdt, st, 2, 0, 0);
+    return s;
+}
+
+/* legit: _native_batch_norm_legit_no_training, else native_batch_norm(training=False);
+ * save_n: elements of save_mean / save_invstd (0 or C) */
+static kf_job_sig bn_sig(int legit, kf_job_tensor x, int wdt, int bdt, int rdt, int save_dt,
+                         int64_t save_n, double eps)
+{
+    kf_job_sig s = sig_of(legit ? "aten::_native_batch_norm_legit_no_training"
+                                : "aten::native_batch_norm");
+    int64_t c = x.sizes[1];
+    s.in[s.n_in++] = x;
+    add_opt(&s, "weight", wdt, c);
+    add_opt(&s, "bias", bdt, c);
+    s.in[s.n_in++] = vec1(rdt, c);
+    s.in[s.n_in++] = vec1(rdt, c);
+    if (!legit) add_scalar(&s, "training", 'b')->i = 0;
+    add_double(&s, "momentum", 0.1);
+    add_double(&s, "eps", eps);
+    s.out[s.n_out++] = x;
+    s.out[0].align = 0;
+    s.out[s.n_out++] = vec1(save_dt, save_n);
+    s.out[s.n_out++] = vec1(save_dt, save_n);
+    s.out[1].align = s.out[2].align = 0;
+    return s;
+}
+
+static const kf_template *tmpl(const char *name)
+{
+    for (int i = 0; kf_builtin_templates[i]; i++)
+        if (!strcmp(kf_builtin_templates[i]->name, name)) return kf_builtin_templates[i];
+    return NULL;
+}
+
+/* how many nvrtc templates of the table apply */
+static int applies_nvrtc(const kf_job_sig *s)
+{
+    int n = 0;
+    for (int i = 0; kf_builtin_templates[i]; i++)
+        if (!strcmp(kf_builtin_templates[i]->backend, "nvrtc"))
+            n += kf_builtin_templates[i]->applies(s);
+    return n;
+}
+
+/* ---- the cases ---- */
+
+typedef struct ncase {
+    char label[160];
+    const kf_template *t;
+    kf_job_sig sig;
+} ncase;
+
+static ncase cases[MAX_CASES];
+static int n_cases;
+
+static const char *dname(int dt)
+{
+    return dt == KF_F32 ? "f32" : dt == KF_F16 ? "f16" : dt == KF_BF16 ? "bf16" : "none";
+}
+
+static void add_case(const char *tname, kf_job_sig sig, const char *note)
+{
+    if (!CHECK(n_cases < MAX_CASES)) return;
+    ncase *c = &cases[n_cases++];
+    c->t = tmpl(tname);
+    c->sig = sig;
+    const kf_job_tensor *x = &sig.in[0];
+    int p = snprintf(c->label, sizeof c->label, "%s %s[", sig.op + 6, dname(x->dtype));
+    for (int d = 0; d < x->ndim && p < (int)sizeof c->label; d++)
+        p += snprintf(c->label + p, sizeof c->label - (size_t)p, "%s%lld", d ? "," : "",
+                      (long long)x->sizes[d]);
+    if (p < (int)sizeof c->label) snprintf(c->label + p, sizeof c->label - (size_t)p, "] %s", note);
+    if (!CHECK(c->t != NULL)) return;
+    /* exactly this nvrtc template serves it */
+    if (!CHECK(c->t->applies(&sig)) || !CHECK_EQ_INT(applies_nvrtc(&sig), 1))
+        printf("     case %s\n", c->label);
+}
+
+static void make_cases(void)
+{
+    kf_job_tensor x;
+    /* layer_norm: rows of 1000 / 37, 2-D normalized_shape, mixed weight dtype, align 2,
+     * stats in the input's dtype */
+    add_case("cuda_layer_norm", row_sig(0, tensor(KF_F32, SZ(5, 1000), 0, 16), 1, KF_F32, KF_F32,
+                                        KF_F32, 1e-5), "w b");
+    add_case("cuda_layer_norm", row_sig(0, tensor(KF_BF16, SZ(8, 4096), 0, 16), 1, KF_BF16,
+                                        KF_BF16, KF_F32, 1e-5), "w b");
+    add_case("cuda_layer_norm", row_sig(0, tensor(KF_F16, SZ(3, 7, 64), 0, 16), 2, NONE, NONE,
+                                        KF_F32, 1e-6), "no w b, 2-D shape");
+    x = tensor(KF_BF16, SZ(33, 200), 0, 2);
+    add_case("cuda_layer_norm", row_sig(0, x, 1, KF_F32, NONE, KF_F32, 1e-5), "f32 w, align 2");
+    add_case("cuda_layer_norm", row_sig(0, tensor(KF_F32, SZ(1, 37), 0, 16), 1, NONE, KF_F32,
+                                        KF_F32, 1e-3), "b only");
+    add_case("cuda_layer_norm", row_sig(0, tensor(KF_F16, SZ(64, 256), 0, 16), 1, KF_F16,
+                                        KF_F16, KF_F16, 1e-5), "w b, f16 stats");
+    /* rms_norm: eps given and None */
+    add_case("cuda_rms_norm", row_sig(1, tensor(KF_BF16, SZ(16, 4096), 0, 16), 1, KF_BF16, NONE,
+                                      KF_F32, 1e-6), "w");
+    add_case("cuda_rms_norm", row_sig(1, tensor(KF_F32, SZ(7, 1000), 0, 16), 1, NONE, NONE,
+                                      KF_F32, -1), "eps None");
+    x = tensor(KF_F16, SZ(5, 3, 96), 0, 2);
+    add_case("cuda_rms_norm", row_sig(1, x, 2, KF_F16, NONE, KF_F32, -1), "w, align 2, eps None");
+    /* group_norm: NCHW and channels last, odd HxW, 1 and 2 channels per group, big groups */
+    add_case("cuda_group_norm", gn_sig(tensor(KF_BF16, SZ(2, 64, 8, 8), 0, 16), 8, KF_BF16,
+                                       KF_BF16, KF_BF16, 1e-5), "w b");
+    add_case("cuda_group_norm", gn_sig(tensor(KF_F32, SZ(2, 32, 5, 7), 0, 16), 4, KF_F32, KF_F32,
+                                       KF_F32, 1e-5), "w b, HxW 35");
+    add_case("cuda_group_norm", gn_sig(tensor(KF_F16, SZ(3, 48, 6, 6), 1, 16), 6, KF_F16, KF_F16,
+                                       KF_F16, 1e-5), "channels last, w b");
+    add_case("cuda_group_norm", gn_sig(tensor(KF_BF16, SZ(2, 64, 5, 5), 1, 16), 32, NONE, NONE,
+                                       KF_BF16, 1e-5), "channels last, no w b, 2 ch/group");
+    add_case("cuda_group_norm", gn_sig(tensor(KF_F32, SZ(4, 16, 10), 0, 4), 16, KF_F32, NONE,
+                                       KF_F32, 1e-3), "3-D, w only, 1 ch/group, align 4");
+    add_case("cuda_group_norm", gn_sig(tensor(KF_BF16, SZ(1, 32, 64, 64), 0, 16), 4, NONE,
+                                       KF_BF16, KF_BF16, 1e-5), "b only, 32768 per group");
+    /* eval batch norm: both ops, layouts, save outputs [0] and [C], mixed parameter dtypes */
+    add_case("cuda_batch_norm_eval", bn_sig(0, tensor(KF_F16, SZ(4, 32, 6, 6), 1, 16), KF_F16,
+                                            KF_F16, KF_F16, KF_F32, 0, 1e-5), "channels last");
+    add_case("cuda_batch_norm_eval", bn_sig(1, tensor(KF_F32, SZ(3, 20, 7, 5), 0, 16), KF_F32,
+                                            KF_F32, KF_F32, KF_F32, 20, 1e-5), "save [C]");
+    add_case("cuda_batch_norm_eval", bn_sig(0, tensor(KF_BF16, SZ(2, 24, 9), 0, 2), NONE,
+                                            KF_BF16, KF_F32, KF_F32, 0, 1e-3),
+             "b only, f32 running stats, align 2");
+    add_case("cuda_batch_norm_eval", bn_sig(1, tensor(KF_F16, SZ(8, 256, 4, 4), 1, 16), KF_F16,
+                                            KF_F16, KF_F16, KF_F32, 256, 1e-5),
+             "channels last, save [C]");
+    add_case("cuda_batch_norm_eval", bn_sig(0, tensor(KF_F32, SZ(5, 3), 0, 16), NONE, NONE,
+                                            KF_F32, KF_F32, 3, 1e-5), "2-D, no w b");
+}
+
+/* ---- applies(): what must be refused ---- */
+
+static void test_table(void)
+{
+    static const char *const names[] = {"cuda_layer_norm", "cuda_rms_norm", "cuda_group_norm",
+                                        "cuda_batch_norm_eval"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        const kf_template *t = tmpl(names[i]);
+        if (!CHECK(t != NULL)) {
+            printf("     %s is not in kf_builtin_templates\n", names[i]);
+            continue;
+        }
+        CHECK_STR(t->backend, "nvrtc");
+        CHECK(t->n_knobs >= 1 && t->n_knobs <= MAX_KNOBS && t->applies && t->render);
+        for (int k = 0; k < t->n_knobs; k++)
+            CHECK(t->knobs[k].name && t->knobs[k].n_values >= 1 &&
+                  t->knobs[k].n_values <= KF_KNOB_MAX_VALUES);
+        CHECK(!t->applies(NULL));
+    }
+}
+
+static void test_refusals(void)
+{
+    kf_job_tensor x = tensor(KF_BF16, SZ(8, 64), 0, 16);
+    kf_job_sig s = row_sig(0, x, 1, KF_BF16, KF_BF16, KF_F32, 1e-5), r;
+    CHECK_EQ_INT(applies_nvrtc(&s), 1);
+    r = s;
+    r.in[0].dtype = r.out[0].dtype = KF_F64;
+    CHECK_EQ_INT(applies_nvrtc(&r), 0);
+    r = s;
+    r.out[0].dtype = KF_F32; /* y must have the input's dtype */
+    CHECK_EQ_INT(applies_nvrtc(&r), 0);
+    r = s;
+    r.in[0].strides[0] = 1, r.in[0].strides[1] = 8; /* transposed */
+    CHECK_EQ_INT(applies_nvrtc(&r), 0);
+    r = s;
+    scalar_mut(&r, "normalized_shape")->v[0] = 63; /* not the trailing dims */
+    CHECK_EQ_INT(applies_nvrtc(&r), 0);
+    r = s;
+    r.in[1] = vec1(KF_BF16, 32); /* weight of the wrong size */
+    CHECK_EQ_INT(applies_nvrtc(&r), 0);
+    r = s;
+    r.out[1] = vec1(KF_F32, 7); /* one mean per row */
+    CHECK_EQ_INT(applies_nvrtc(&r), 0);
+    r = s;
+    r.out_alias[0] = 1; /* in place */
+    CHECK_EQ_INT(applies_nvrtc(&r), 0);
+    r = row_sig(0, x, 1, KF_BF16, KF_BF16, KF_F32, -1); /* layer_norm's eps is never None */
+    CHECK_EQ_INT(applies_nvrtc(&r), 0);
+    r = row_sig(0, x, 1, KF_BF16, NONE, KF_F32, 1e-5);
+    r.n_scalars = 0; /* which optional is present? not said */
+    kf_job_scalar *l = add_scalar(&r, "normalized_shape", 'l');
+    l->n = 1, l->v[0] = 64;
+    add_double(&r, "eps", 1e-5);
+    CHECK_EQ_INT(applies_nvrtc(&r), 0);
+    r = s;
+    snprintf(r.op, sizeof r.op, "aten::layer_norm");
+    CHECK_EQ_INT(applies_nvrtc(&r), 0);
+    r = row_sig(1, x, 1, KF_BF16, NONE, KF_F32, -1);
+    CHECK_EQ_INT(applies_nvrtc(&r), 1);
+    r.n_out = 3; /* rms_norm returns (out, rstd) */
+    r.out[2] = r.out[1];
+    CHECK_EQ_INT(applies_nvrtc(&r), 0);
+    r = row_sig(1, x, 1, KF_BF16, NONE, KF_F32, 1e-5);
+    scalar_mut(&r, "eps")->kind = 's'; /* eps of another kind */
+    CHECK_EQ_INT(applies_nvrtc(&r), 0);
+
+    kf_job_tensor g = tensor(KF_F16, SZ(2, 12, 4, 4), 0, 16);
+    s = gn_sig(g, 3, KF_F16, KF_F16, KF_F16, 1e-5);
+    CHECK_EQ_INT(applies_nvrtc(&s), 1);
+    r = gn_sig(g, 5, KF_F16, KF_F16, KF_F16, 1e-5); /* 5 does not divide 12 */
+    CHECK_EQ_INT(applies_nvrtc(&r), 0);
+    r = s;
+    scalar_mut(&r, "HxW")->i = 15; /* HxW disagrees with the input */
+    CHECK_EQ_INT(applies_nvrtc(&r), 0);
+    r = s;
+    r.out[0] = tensor(KF_F16, SZ(2, 12, 4, 4), 1, 0); /* channels-last y of an NCHW x */
+    CHECK_EQ_INT(applies_nvrtc(&r), 0);
+    r = gn_sig(tensor(KF_F16, SZ(2, 12, 4, 4), 1, 16), 3, KF_F16, KF_F16, KF_F16, 1e-5);
+    CHECK_EQ_INT(applies_nvrtc(&r), 1);
+    r.in[0].strides[2] = 1000; /* neither layout */
+    CHECK_EQ_INT(applies_nvrtc(&r), 0);
+    r = s;
+    r.out[1] = vec1(KF_F16, 6); /* [N, group] has 6 elements: a flat [6] is fine */
+    CHECK_EQ_INT(applies_nvrtc(&r), 1);
+    r.out[2] = vec1(KF_F16, 5);
+    CHECK_EQ_INT(applies_nvrtc(&r), 0);
+    r = s;
+    r.in[0].dtype = KF_F64;
+    CHECK_EQ_INT(applies_nvrtc(&r), 0);
+
+    kf_job_tensor b = tensor(KF_F16, SZ(4, 8, 3, 3), 1, 16);
+    s = bn_sig(0, b, KF_F16, KF_F16, KF_F16, KF_F32, 0, 1e-5);
+    CHECK_EQ_INT(applies_nvrtc(&s), 1);
+    r = s;
+    scalar_mut(&r, "training")->i = 1;
+    CHECK_EQ_INT(applies_nvrtc(&r), 0);
+    r = bn_sig(1, b, NONE, NONE, KF_F32, KF_F32, 8, 1e-5);
+    CHECK_EQ_INT(applies_nvrtc(&r), 1);
+    r.out[1] = vec1(KF_F32, 3); /* save_mean: [0] or [C] */
+    CHECK_EQ_INT(applies_nvrtc(&r), 0);
+    /* native_batch_norm without running statistics computes batch statistics: not eval */
+    r = sig_of("aten::native_batch_norm");
+    r.in[r.n_in++] = b;
+    add_opt(&r, "weight", KF_F16, 8);
+    add_opt(&r, "bias", KF_F16, 8);
+    add_scalar(&r, "running_mean", 'n');
+    add_scalar(&r, "running_var", 'n');
+    add_scalar(&r, "training", 'b')->i = 0;
+    add_double(&r, "momentum", 0.1);
+    add_double(&r, "eps", 1e-5);
+    r.n_out = 3;
+    r.out[0] = b;
+    r.out[1] = r.out[2] = vec1(KF_F32, 0);
+    CHECK_EQ_INT(applies_nvrtc(&r), 0);
+    r = s;
+    r.in[3] = vec1(KF_F16, 9); /* running_mean of the wrong size */
+    CHECK_EQ_INT(applies_nvrtc(&r), 0);
+    r = s;
+    r.out[0] = tensor(KF_F16, SZ(4, 8, 3, 3), 0, 0); /* NCHW y of a channels-last x */
+    CHECK_EQ_INT(applies_nvrtc(&r), 0);
+
+    /* render refuses what applies() refuses, and bad knob indices */
+    const kf_template *t = tmpl("cuda_group_norm");
+    if (!t) return;
+    char *src = (char *)1, *lj = (char *)1, err[256];
+    int idx[MAX_KNOBS] = {0};
+    s = bn_sig(0, b, KF_F16, KF_F16, KF_F16, KF_F32, 0, 1e-5);
+    CHECK_EQ_INT(t->render(&s, idx, &src, &lj, err, sizeof err), KF_ERR_UNSUPPORTED);
+    CHECK(src == NULL && lj == NULL);
+    s = gn_sig(g, 3, KF_F16, KF_F16, KF_F16, 1e-5);
+    idx[2] = 4;
+    CHECK_EQ_INT(t->render(&s, idx, &src, &lj, err, sizeof err), KF_ERR_INVALID);
+    CHECK_CONTAINS(err, "split");
+    CHECK(src == NULL && lj == NULL);
+}
+
+/* ---- every knob combination renders a consistent candidate ---- */
+
+/* The value of the last `#define NAME v` in src, or `dflt`. */
+static long long src_define(const char *src, const char *name, long long dflt)
+{
+    char pat[64];
+    snprintf(pat, sizeof pat, "#define %s ", name);
+    long long v = dflt;
+    for (const char *p = strstr(src, pat); p; p = strstr(p + 1, pat)) v = atoll(p + strlen(pat));
+    return v;
+}
+
+static int esize(int dt) { return dt == KF_F32 ? 4 : 2; }
+
+static long n_rendered;
+
+static void check_render(const ncase *c, const int *idx, char **src_out, kf_launch *l_out)
+{
+    char *src = NULL, *lj = NULL, err[512];
+    const kf_job_sig *s = &c->sig;
+    kf_status st = c->t->render(s, idx, &src, &lj, err, sizeof err);
+    if (!CHECK_EQ_INT(st, KF_OK)) {
+        printf("     %s: %s\n", c->label, err);
+        return;
+    }
+    n_rendered++;
+    kf_launch l;
+    memset(&l, 0, sizeof l);
+    int ok = strstr(src, "extern \"C\" __global__ void") && strstr(src, "kf_kernel(KF_PARAMS)");
+    ok = ok && kf_launch_parse(lj, &l, err, sizeof err) == KF_OK;
+    ok = ok && !strcmp(l.entry, "kf_kernel") && l.n_args == s->n_in + s->n_out;
+    for (int i = 0; ok && i < l.n_args; i++) {
+        int is_in = i < s->n_in;
+        int dt = is_in ? s->in[i].dtype : s->out[i - s->n_in].dtype;
+        char want[40];
+        snprintf(want, sizeof want, "%s%s*", is_in ? "const " : "",
+                 dt == KF_F32 ? "float" : dt == KF_F16 ? "__half" : "__nv_bfloat16");
+        ok = !strcmp(l.arg_types[i], want);
+    }
+    unsigned threads = l.block[0] * l.block[1] * l.block[2];
+    ok = ok && l.grid[0] >= 1 && l.grid[1] == 1 && l.grid[2] == 1 && threads % 32 == 0 &&
+         threads <= 1024 && l.smem <= 200 * 1024;
+    /* the effective values the source states agree with the record */
+    long long vec = src_define(src, "KF_VEC", 0);
+    int x_es = esize(s->in[0].dtype), align = s->in[0].align ? s->in[0].align : x_es;
+    ok = ok && vec >= 1 && (vec == 1 || (vec * x_es > 16 ? 16 : vec * x_es) <= align);
+    const char *tn = c->t->name;
+    if (ok && (!strcmp(tn, "cuda_layer_norm") || !strcmp(tn, "cuda_rms_norm"))) {
+        long long tpr = src_define(src, "KF_TPR", 0), rpb = src_define(src, "KF_RPB", 0);
+        long long rows = src_define(src, "KF_M", 0), n = src_define(src, "KF_NORM", 0);
+        long long cache = src_define(src, "KF_CACHE", -1);
+        ok = threads == tpr * rpb && l.grid[0] == (rows + rpb - 1) / rpb && n % vec == 0 &&
+             rows * n == kf_job_tensor_numel(&s->in[0]) &&
+             l.smem == (cache == 2 ? (unsigned)(rpb * n * x_es) : 0u);
+    } else if (ok && !strcmp(tn, "cuda_group_norm")) {
+        long long tpg = src_define(src, "KF_TPG", 0), gpb = src_define(src, "KF_GPB", 0);
+        long long split = src_define(src, "KF_SPLIT", 0), staged = src_define(src, "KF_STAGED", -1);
+        long long ngrp = s->in[0].sizes[0] * src_define(src, "KF_G", 0);
+        ok = threads == tpg * gpb && (split == 1 || gpb == 1) &&
+             l.grid[0] == (split > 1 ? ngrp * split : (ngrp + gpb - 1) / gpb) &&
+             l.grid[0] % split == 0 && l.smem == (unsigned)(staged * gpb * vec * x_es);
+    } else if (ok) {
+        long long per = src_define(src, "KF_PER", 0), total = kf_job_tensor_numel(&s->in[0]);
+        long long chunk = (long long)threads * per * vec;
+        ok = total % vec == 0 && l.grid[0] == (total + chunk - 1) / chunk && l.smem == 0;
+    }
+    if (!CHECK(ok)) {
+        printf("     %s:", c->label);
+        for (int k = 0; k < c->t->n_knobs; k++)
+            printf(" %s=%d", c->t->knobs[k].name, c->t->knobs[k].values[idx[k]]);
+        printf("\n     record %s\n", lj);
+    }
+    if (src_out && ok) {
+        *src_out = src;
+        *l_out = l;
+        src = NULL;
+    }
+    free(src);
+    free(lj);
+}
+
+static void test_render_all(void)
+{
+    for (int ci = 0; ci < n_cases; ci++) {
+        const ncase *c = &cases[ci];
+        if (!c->t) continue;
+        int total = 1, idx[MAX_KNOBS];
+        for (int k = 0; k < c->t->n_knobs; k++) total *= c->t->knobs[k].n_values;
+        /* all of them, or (group_norm has 92160) every step-th from an offset that varies by
+         * case, step a prime above 8: prime to every knob's count, so every value of every knob
+         * is still taken */
+        int step = 1;
+        if (total > 4000) {
+            step = total / 2000;
+            for (int prime = 0; !prime; step++) {
+                prime = step > 8;
+                for (int d = 2; prime && d * d <= step; d++) prime = step % d != 0;
+            }
+            step--;
+        }
+        for (int v = step > 1 ? ci % step : 0; v < total; v += step) {
+            for (int k = 0, rest = v; k < c->t->n_knobs; k++) {
+                idx[k] = rest % c->t->knobs[k].n_values;
+                rest /= c->t->knobs[k].n_values;
+            }
+            check_render(c, idx, NULL, NULL);
+        }
+    }
+    /* rendering is deterministic */
+    if (n_cases > 0 && cases[0].t) {
+        int idx[MAX_KNOBS] = {0};
+        char *a = NULL, *b = NULL, *la = NULL, *lb = NULL, err[256];
+        cases[0].t->render(&cases[0].sig, idx, &a, &la, err, sizeof err);
+        cases[0].t->render(&cases[0].sig, idx, &b, &lb, err, sizeof err);
+        CHECK(a && b && !strcmp(a, b) && la && lb && !strcmp(la, lb));
+        free(a), free(b), free(la), free(lb);
+    }
+    printf("rendered %ld knob combinations over %d cases\n", n_rendered, n_cases);
+}
+
+/* ---- compile a spread of combinations with NVRTC ---- */
+
+typedef struct job {
+    int c;
+    int idx[MAX_KNOBS];
+    char *src;
+    kf_launch l;
+    void *blob;
+    size_t len;
+} job;
+
+#define MAX_JOBS 512
+static job jobs[MAX_JOBS];
+static int n_jobs;
+static _Atomic int next_job;
+static kf_compiler_i nv;
+
+static void job_name(const job *j, char *out, size_t cap)
+{
+    const ncase *c = &cases[j->c];
+    int p = snprintf(out, cap, "%s %s:", c->t->name, c->label);
+    for (int k = 0; k < c->t->n_knobs && p > 0 && (size_t)p < cap; k++)
+        p += snprintf(out + p, cap - (size_t)p, " %s=%d", c->t->knobs[k].name,
+                      c->t->knobs[k].values[j->idx[k]]);
+}
+
+/* Combination j of case ci: j = 0 is every knob's first value (the proposer's start); then
+ * knob k walks all its values from an offset that differs per case and per knob. */
+static void spread(const kf_template *t, int ci, int j, int *idx)
+{
+    for (int k = 0; k < t->n_knobs; k++)
+        idx[k] = j == 0 ? 0 : (j - 1 + ci * (k + 1) + k) % t->knobs[k].n_values;
+}
+
+static void make_jobs(void)
+{
+    for (int ci = 0; ci < n_cases; ci++) {
+        const ncase *c = &cases[ci];
+        if (!c->t) continue;
+        int most = 0;
+        for (int k = 0; k < c->t->n_knobs; k++)
+            if (c->t->knobs[k].n_values > most) most = c->t->knobs[k].n_values;
+        int first = n_jobs;
+        for (int jn = 0; jn <= most && n_jobs < MAX_JOBS; jn++) {
+            job *j = &jobs[n_jobs];
+            memset(j, 0, sizeof *j);
+            j->c = ci;
+            spread(c->t, ci, jn, j->idx);
+            check_render(c, j->idx, &j->src, &j->l);
+            if (!j->src) continue;
+            int dup = 0; /* clamped knobs can render the same kernel twice */
+            for (int o = first; o < n_jobs && !dup; o++) dup = !strcmp(jobs[o].src, j->src);
+            if (dup) {
+                free(j->src);
+                j->src = NULL;
+                continue;
+            }
+            n_jobs++;
+        }
+    }
+}
+
+/* Warnings from our own code are bugs; the shared CUDA prologue's unused static helpers
+ * (templates_cuda.c) draw #177 "declared but never referenced", which is not ours. */
+static int log_is_clean(const char *log)
+{
+    for (const char *p = log ? strstr(log, "warning #") : NULL; p;
+         p = strstr(p + 1, "warning #")) {
+        const char *eol = strchr(p, '\n');
+        size_t n = eol ? (size_t)(eol - p) : strlen(p);
+        if (!memmem(p, n, "#177-D", 6)) return 0;
+        /* the line it points at must be a prologue helper: kf_to_f / kf_from_f */
+        if (!eol) return 0;
+        const char *q = eol + 1, *qe = strchr(q, '\n');
+        size_t qn = qe ? (size_t)(qe - q) : strlen(q);
+        if (!memmem(q, qn, "kf_to_f", 7) && !memmem(q, qn, "kf_from_f", 9)) return 0;
+    }
+    return 1;
+}
+
+static void *compile_worker(void *arg)
+{
+    (void)arg;
+    for (;;) {
+        int i = atomic_fetch_add(&next_job, 1);
+        if (i >= n_jobs) return NULL;
+        job *j = &jobs[i];
+        char *log = NULL, name[400];
+        job_name(j, name, sizeof name);
+        kf_status st = nv.compile(nv.self, j->src, &j->l, "sm_90", &j->blob, &j->len, &log);
+        if (!CHECK_EQ_INT(st, KF_OK)) {
+            printf("     %s: compile log:\n%s\n", name, log ? log : "(none)");
+        } else if (!CHECK(log_is_clean(log))) {
+            printf("     %s: warnings:\n%s\n", name, log);
+        }
+        free(log);
+    }
+}
+
+static void compile_jobs(void)
+{
+    long nth = sysconf(_SC_NPROCESSORS_ONLN);
+    int n_threads = nth < 1 ? 1 : nth > 4 ? 4 : (int)nth;
+    pthread_t th[4];
+    atomic_store(&next_job, 0);
+    for (int i = 0; i < n_threads; i++)
+        CHECK(pthread_create(&th[i], NULL, compile_worker, NULL) == 0);
+    for (int i = 0; i < n_threads; i++) pthread_join(th[i], NULL);
+    int ok = 0;
+    for (int i = 0; i < n_jobs; i++) ok += jobs[i].blob != NULL;
+    printf("compiled %d of %d distinct kernels for sm_90 (%d threads)\n", ok, n_jobs, n_threads);
+}
+
+/* ---- running them: host-side dtype conversions ---- */
+
+static float bf16_to_f(uint16_t h)
+{
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+static uint16_t f_to_bf16(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40);
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (uint16_t)(u >> 16);
+}
+
+static float f16_to_f(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu, u;
+    if (e == 0) {
+        float f = ldexpf((float)m, -24);
+        return sign ? -f : f;
+    }
+    u = e == 31 ? sign | 0x7f800000u | (m << 13) : sign | ((e + 112u) << 23) | (m << 13);
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+static uint16_t f_to_f16(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    uint32_t sign = (u >> 16) & 0x8000u, a = u & 0x7fffffffu;
+    if (a > 0x7f800000u) return (uint16_t)(sign | 0x7e00u);
+    if (a >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u); /* rounds to infinity */
+    if (a < 0x38800000u) {                                     /* subnormal or zero */
+        float v;
+        memcpy(&v, &a, 4);
+        return (uint16_t)(sign | (uint32_t)nearbyintf(v * 16777216.0f));
+    }
+    uint32_t mant = a & 0x7fffffu, h = (((a >> 23) - 112u) << 10) | (mant >> 13);
+    uint32_t rem = mant & 0x1fffu;
+    if (rem > 0x1000u || (rem == 0x1000u && (h & 1u))) h++;
+    return (uint16_t)(sign | h);
+}
+
+/* element i of a buffer of dtype dt as a double, and a value stored rounded to dt */
+static double get(const void *p, int dt, int64_t i)
+{
+    if (dt == KF_F32) return ((const float *)p)[i];
+    uint16_t h = ((const uint16_t *)p)[i];
+    return dt == KF_F16 ? f16_to_f(h) : bf16_to_f(h);
+}
+
+static void put(void *p, int dt, int64_t i, double v)
+{
+    if (dt == KF_F32) ((float *)p)[i] = (float)v;
+    else ((uint16_t *)p)[i] = dt == KF_F16 ? f_to_f16((float)v) : f_to_bf16((float)v);
+}
+
+static double round_to(int dt, double v)
+{
+    uint32_t buf = 0;
+    put(&buf, dt, 0, v);
+    return get(&buf, dt, 0);
+}
+
+static double tol_of(int dt) { return dt == KF_F32 ? 1e-4 : dt == KF_F16 ? 1e-3 : 1e-2; }
+
+static uint64_t rng_state;
+static double urand(void) /* [0, 1) */
+{
+    rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
+    return (double)(rng_state >> 11) * (1.0 / 9007199254740992.0);
+}
+
+/* ---- the references, in torch's semantics, indexed by memory offset ---- */
+
+typedef struct gcase {
+    int ok;
+    int nt;                                   /* n_in + n_out */
+    size_t bytes[KF_JOB_MAX_TENSORS + KF_JOB_MAX_OUTPUTS];
+    void *host[KF_JOB_MAX_TENSORS];           /* inputs as uploaded */
+    unsigned long long base[KF_JOB_MAX_TENSORS + KF_JOB_MAX_OUTPUTS]; /* as allocated */
+    unsigned long long dev[KF_JOB_MAX_TENSORS + KF_JOB_MAX_OUTPUTS];  /* as passed */
+    double *ref[KF_JOB_MAX_OUTPUTS];          /* reference outputs */
+    void *got[KF_JOB_MAX_OUTPUTS];            /* downloaded outputs */
+} gcase;
+
+static const kf_job_scalar *scal(const kf_job_sig *s, const char *name)
+{
+    return kf_job_scalar_find(s, name);
+}
+
+/* index into in[] of an optional argument among `names` (in[0] is the input), -1 if None */
+static int arg_index(const kf_job_sig *s, const char *const *names, int n, const char *name)
+{
+    int k = 1;
+    for (int a = 0; a < n; a++) {
+        const kf_job_scalar *sc = scal(s, names[a]);
+        int none = sc && sc->kind == 'n';
+        if (!strcmp(names[a], name)) return none ? -1 : k;
+        if (!none) k++;
+    }
+    return -1;
+}
+
+static double eps_of(const kf_job_sig *s, double none_value)
+{
+    const kf_job_scalar *e = scal(s, "eps");
+    return e && e->kind == 'd' ? e->d : none_value;
+}
+
+static void ref_row(const kf_job_sig *s, gcase *g, int rms)
+{
+    static const char *const names[] = {"weight", "bias"};
+    const kf_job_tensor *x = &s->in[0];
+    const kf_job_scalar *ns = scal(s, "normalized_shape");
+    int64_t n = 1;
+    for (int k = 0; k < ns->n; k++) n *= ns->v[k];
+    int64_t rows = kf_job_tensor_numel(x) / n;
+    int wi = arg_index(s, names, rms ? 1 : 2, "weight");
+    int bi = rms ? -1 : arg_index(s, names, 2, "bias");
+    double eps = (float)eps_of(s, 1.1920928955078125e-07);
+    for (int64_t r = 0; r < rows; r++) {
+        double m = 0, v = 0;
+        for (int64_t j = 0; j < n; j++) m += get(g->host[0], x->dtype, r * n + j);
+        m /= (double)n;
+        for (int64_t j = 0; j < n; j++) {
+            double xv = get(g->host[0], x->dtype, r * n + j);
+            v += rms ? xv * xv : (xv - m) * (xv - m);
+        }
+        v /= (double)n;
+        double rs = 1.0 / sqrt(v + eps);
+        for (int64_t j = 0; j < n; j++) {
+            double xv = get(g->host[0], x->dtype, r * n + j);
+            double y = rms ? xv * rs : (xv - m) * rs;
+            if (wi > 0) y *= get(g->host[wi], s->in[wi].dtype, j);
+            if (bi > 0) y += get(g->host[bi], s->in[bi].dtype, j);
+            g->ref[0][r * n + j] = y;
+        }
+        if (!rms) g->ref[1][r] = m;
+        g->ref[rms ? 1 : 2][r] = rs;
+    }
+}
+
+/* offset of element (n, c, spatial s) of t */
+static int64_t off_ncs(const kf_job_tensor *t, int64_t n, int64_t c, int64_t s)
+{
+    int64_t o = n * t->strides[0] + c * t->strides[1];
+    for (int d = t->ndim - 1; d >= 2; d--) {
+        o += (s % t->sizes[d]) * t->strides[d];
+        s /= t->sizes[d];
+    }
+    return o;
+}
+
+/* Statistics first; y from the statistics as stored (torch computes y from its mean / rstd
+ * tensors): with rounded (f16/bf16) statistics, from the kernel's, which were checked. */
+static void ref_group(const kf_job_sig *s, gcase *g, int y_from_got)
+{
+    static const char *const names[] = {"weight", "bias"};
+    const kf_job_tensor *x = &s->in[0];
+    int64_t nn = scal(s, "N")->i, c = scal(s, "C")->i, hw = scal(s, "HxW")->i;
+    int64_t grp = scal(s, "group")->i, d = c / grp;
+    int wi = arg_index(s, names, 2, "weight"), bi = arg_index(s, names, 2, "bias");
+    double eps = round_to(x->dtype, (float)eps_of(s, 0));
+    int sdt = s->out[1].dtype;
+    for (int64_t n = 0; n < nn; n++)
+        for (int64_t gi = 0; gi < grp; gi++) {
+            int64_t ng = n * grp + gi;
+            double m = 0, v = 0, cnt = (double)(d * hw);
+            for (int64_t ch = gi * d; ch < (gi + 1) * d; ch++)
+                for (int64_t sp = 0; sp < hw; sp++)
+                    m += get(g->host[0], x->dtype, off_ncs(x, n, ch, sp));
+            m /= cnt;
+            for (int64_t ch = gi * d; ch < (gi + 1) * d; ch++)
+                for (int64_t sp = 0; sp < hw; sp++) {
+                    double t = get(g->host[0], x->dtype, off_ncs(x, n, ch, sp)) - m;
+                    v += t * t;
+                }
+            double rs = 1.0 / sqrt(v / cnt + eps);
+            g->ref[1][ng] = m;
+            g->ref[2][ng] = rs;
+            double ms = y_from_got ? get(g->got[1], sdt, ng) : m;
+            double rr = y_from_got ? get(g->got[2], s->out[2].dtype, ng) : rs;
+            for (int64_t ch = gi * d; ch < (gi + 1) * d; ch++) {
+                double a = rr * (wi > 0 ? get(g->host[wi], s->in[wi].dtype, ch) : 1.0);
+                double b = -a * ms + (bi > 0 ? get(g->host[bi], s->in[bi].dtype, ch) : 0.0);
+                for (int64_t sp = 0; sp < hw; sp++) {
+                    int64_t o = off_ncs(x, n, ch, sp);
+                    double xv = get(g->host[0], x->dtype, o);
+                    g->ref[0][o] = wi > 0 || bi > 0 ? a * xv + b : (xv - ms) * rr;
+                }
+            }
+        }
+}
+
+static void ref_batch(const kf_job_sig *s, gcase *g)
+{
+    static const char *const names[] = {"weight", "bias", "running_mean", "running_var"};
+    const kf_job_tensor *x = &s->in[0];
+    int wi = arg_index(s, names, 4, "weight"), bi = arg_index(s, names, 4, "bias");
+    int mi = arg_index(s, names, 4, "running_mean"), vi = arg_index(s, names, 4, "running_var");
+    int64_t nn = x->sizes[0], c = x->sizes[1], hw = kf_job_tensor_numel(x) / nn / c;
+    double eps = (float)eps_of(s, 0);
+    for (int64_t ch = 0; ch < c; ch++) {
+        double m = get(g->host[mi], s->in[mi].dtype, ch);
+        double is = 1.0 / sqrt(get(g->host[vi], s->in[vi].dtype, ch) + eps);
+        double w = wi > 0 ? get(g->host[wi], s->in[wi].dtype, ch) : 1.0;
+        double b = bi > 0 ? get(g->host[bi], s->in[bi].dtype, ch) : 0.0;
+        for (int64_t n = 0; n < nn; n++)
+            for (int64_t sp = 0; sp < hw; sp++) {
+                int64_t o = off_ncs(x, n, ch, sp);
+                g->ref[0][o] = ((get(g->host[0], x->dtype, o) - m) * is) * w + b;
+            }
+        if (kf_job_tensor_numel(&s->out[1]) > 0) g->ref[1][ch] = m;
+        if (kf_job_tensor_numel(&s->out[2]) > 0) g->ref[2][ch] = is;
+    }
+}
+
+/* ---- with a GPU ---- */
+
+typedef struct gpu {
+    kf_cuda_driver d;
+    kf_cu_device dev;
+    kf_cu_context ctx;
+} gpu;
+
+static size_t span_bytes(const kf_job_tensor *t)
+{
+    int64_t n = kf_job_tensor_numel(t);
+    return (size_t)(n > 0 ? n : 0) * (size_t)esize(t->dtype);
+}
+
+static void gcase_free(gpu *G, gcase *g)
+{
+    for (int i = 0; i < g->nt; i++)
+        if (g->base[i]) G->d.mem_free(g->base[i]);
+    for (int i = 0; i < KF_JOB_MAX_TENSORS; i++) free(g->host[i]);
+    for (int j = 0; j < KF_JOB_MAX_OUTPUTS; j++) {
+        free(g->ref[j]);
+        free(g->got[j]);
+    }
+    memset(g, 0, sizeof *g);
+}
+
+/* Random inputs for case c, uploaded; the references that do not depend on the kernel. */
+static void gcase_make(gpu *G, const ncase *c, gcase *g)
+{
+    const kf_job_sig *s = &c->sig;
+    memset(g, 0, sizeof *g);
+    g->nt = s->n_in + s->n_out;
+    int is_bn = !strcmp(c->t->name, "cuda_batch_norm_eval");
+    for (int i = 0; i < g->nt; i++) {
+        const kf_job_tensor *t = i < s->n_in ? &s->in[i] : &s->out[i - s->n_in];
+        g->bytes[i] = span_bytes(t);
+        size_t alloc = g->bytes[i] + 16; /* +16: a misaligned view for align < 16 */
+        if (!CHECK_EQ_INT(G->d.mem_alloc(&g->base[i], alloc), 0)) return;
+        g->dev[i] = g->base[i];
+        if (i < s->n_in && t->align > 0 && t->align < 16) g->dev[i] += (unsigned)t->align;
+        if (i >= s->n_in) {
+            int j = i - s->n_in;
+            int64_t n = kf_job_tensor_numel(t);
+            g->ref[j] = calloc((size_t)(n > 0 ? n : 1), sizeof(double));
+            g->got[j] = calloc(1, g->bytes[i] + 4);
+            continue;
+        }
+        g->host[i] = calloc(1, g->bytes[i] + 4);
+        int64_t n = kf_job_tensor_numel(t);
+        for (int64_t e = 0; e < n; e++) {
+            double v = urand() * 6.0 - 3.0;
+            if (i == 0 && urand() < 0.01) v *= 40.0; /* a few large magnitudes */
+            if (i == 0 && !is_bn) v += 0.5;
+            if (is_bn && i == s->n_in - 1) v = 0.25 + urand() * 2.0; /* running_var > 0 */
+            put(g->host[i], t->dtype, e, v);
+        }
+        CHECK_EQ_INT(G->d.memcpy_htod(g->dev[i], g->host[i], g->bytes[i]), 0);
+    }
+    if (!strcmp(c->t->name, "cuda_layer_norm")) ref_row(s, g, 0);
+    else if (!strcmp(c->t->name, "cuda_rms_norm")) ref_row(s, g, 1);
+    else if (is_bn) ref_batch(s, g);
+    g->ok = 1;
+}
+
+/* bad elements of output j (prints the first) */
+static long compare(const char *name, const gcase *g, const kf_job_sig *s, int j)
+{
+    const kf_job_tensor *t = &s->out[j];
+    int64_t n = kf_job_tensor_numel(t);
+    double tol = tol_of(t->dtype);
+    long bad = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double r = round_to(t->dtype, g->ref[j][i]), v = get(g->got[j], t->dtype, i);
+        int ok = isnan(r)   ? isnan(v)
+                 : isinf(r) ? v == r
+                            : isfinite(v) && fabs(v - r) <= tol + tol * fabs(r);
+        if (!ok && bad++ == 0)
+            printf("     %s: out[%d][%lld] = %.8g, reference %.8g\n", name, j, (long long)i, v,
+                   g->ref[j][i]);
+    }
+    return bad;
+}
+
+static int gpu_run(gpu *G, job *j, gcase *g)
+{
+    const ncase *c = &cases[j->c];
+    const kf_job_sig *s = &c->sig;
+    char name[400], err[512];
+    job_name(j, name, sizeof name);
+    kf_compiled *k = NULL;
+    if (!CHECK_EQ_INT(nv.load(nv.self, j->blob, j->len, &j->l, 0, &k, err, sizeof err), KF_OK)) {
+        printf("     %s: load: %s\n", name, err);
+        return 0;
+    }
+    void *ptrs[KF_JOB_MAX_TENSORS + KF_JOB_MAX_OUTPUTS];
+    for (int i = 0; i < g->nt; i++) ptrs[i] = (void *)(uintptr_t)g->dev[i];
+    for (int i = s->n_in; i < g->nt; i++)
+        if (g->bytes[i]) CHECK_EQ_INT(G->d.memset_d8(g->dev[i], 0xff, g->bytes[i]), 0);
+    int good = 0;
+    if (CHECK_EQ_INT(nv.launch(nv.self, k, ptrs, g->nt, NULL), 0) &&
+        CHECK_EQ_INT(G->d.ctx_synchronize(), 0)) {
+        for (int i = s->n_in; i < g->nt; i++)
+            if (g->bytes[i])
+                CHECK_EQ_INT(G->d.memcpy_dtoh(g->got[i - s->n_in], g->dev[i], g->bytes[i]), 0);
+        long bad = 0;
+        if (!strcmp(c->t->name, "cuda_group_norm")) {
+            /* statistics first, then y from them as stored */
+            ref_group(s, g, 0);
+            bad += compare(name, g, s, 1) + compare(name, g, s, 2);
+            if (s->out[1].dtype != KF_F32) ref_group(s, g, 1);
+            bad += compare(name, g, s, 0);
+        } else {
+            for (int o = 0; o < s->n_out; o++) bad += compare(name, g, s, o);
+        }
+        /* inputs unchanged */
+        for (int i = 0; i < s->n_in; i++) {
+            void *back = malloc(g->bytes[i] + 1);
+            CHECK_EQ_INT(G->d.memcpy_dtoh(back, g->dev[i], g->bytes[i]), 0);
+            bad += memcmp(back, g->host[i], g->bytes[i]) != 0;
+            free(back);
+        }
+        good = CHECK_EQ_INT(bad, 0);
+    }
+    nv.unload(nv.self, k);
+    return good;
+}
+
+static void test_gpu(void)
+{
+    gpu G;
+    char err[512];
+    memset(&G, 0, sizeof G);
+    if (!CHECK_EQ_INT(kf_cuda_driver_open(&G.d, NULL, err, sizeof err), KF_OK)) {
+        printf("     %s\n", err);
+        return;
+    }
+    if (!CHECK_EQ_INT(G.d.init(0), 0) || !CHECK_EQ_INT(G.d.device_get(&G.dev, 0), 0) ||
+        !CHECK_EQ_INT(G.d.primary_ctx_retain(&G.ctx, G.dev), 0))
+        return;
+    CHECK_EQ_INT(G.d.ctx_push_current(G.ctx), 0);
+    int ran = 0, passed = 0;
+    for (int ci = 0; ci < n_cases; ci++) {
+        gcase g;
+        gcase_make(&G, &cases[ci], &g);
+        for (int i = 0; g.ok && i < n_jobs; i++) {
+            if (jobs[i].c != ci || !jobs[i].blob) continue;
+            ran++;
+            passed += gpu_run(&G, &jobs[i], &g);
+        }
+        gcase_free(&G, &g);
+    }
+    printf("ran %d kernels on the GPU, %d correct\n", ran, passed);
+    CHECK_EQ_INT(passed, ran);
+    kf_cu_context dummy;
+    G.d.ctx_pop_current(&dummy);
+    G.d.primary_ctx_release(G.dev);
+    kf_cuda_driver_close(&G.d);
+}
+
+/* ---- NVRTC, found like test_compiler_nvrtc.c finds it ---- */
+
+static const char *include_dir(void)
+{
+    const char *e = getenv("KFORGE_CUDA_INCLUDE");
+    if (e && *e) return e;
+    struct stat sb;
+    return stat("/usr/local/cuda/include/cuda_bf16.h", &sb) == 0 ? "/usr/local/cuda/include"
+                                                                 : NULL;
+}
+
+static int wheel_nvrtc(char *out, size_t cap)
+{
+    FILE *p = popen("python3 -c \"import glob, os, nvidia; "
+                    "print(sorted(g for d in nvidia.__path__ "
+                    "for g in glob.glob(os.path.join(d, '*', 'lib', 'libnvrtc.so.*')) "
+                    "if 'builtins' not in g and 'alt' not in g)[-1])\" 2>/dev/null",
+                    "r");
+    if (!p) return 0;
+    int ok = fgets(out, (int)cap, p) != NULL;
+    pclose(p);
+    if (!ok) return 0;
+    out[strcspn(out, "\n")] = 0;
+    return out[0] == '/';
+}
+
+static int open_nvrtc(void)
+{
+    char err[512], path[4096];
+    const char *inc = include_dir();
+    if (!inc) {
+        printf("SKIP compiling: no CUDA headers (set KFORGE_CUDA_INCLUDE)\n");
+        return 0;
+    }
+    if (kf_compiler_nvrtc_create(&nv, NULL, inc, err, sizeof err) == KF_OK) return 1;
+    if (wheel_nvrtc(path, sizeof path) &&
+        kf_compiler_nvrtc_create(&nv, path, inc, err, sizeof err) == KF_OK)
+        return 1;
+    printf("SKIP compiling: no NVRTC (%s)\n", err);
+    return 0;
+}
+
+int main(void)
+{
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    rng_state = 0x6e6f726du;
+    test_table();
+    test_refusals();
+    make_cases();
+    test_render_all();
+    if (open_nvrtc()) {
+        make_jobs();
+        compile_jobs();
+        char arch[256];
+        if (nv.arch(nv.self, 0, arch, sizeof arch) == KF_OK) {
+            printf("GPU: %s\n", arch);
+            test_gpu();
+        } else {
+            printf("SKIP running: %s\n", arch);
+        }
+        nv.destroy(nv.self);
+    }
+    for (int i = 0; i < n_jobs; i++) {
+        free(jobs[i].src);
+        free(jobs[i].blob);
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    printf("run time %.1f s\n", (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9);
+    return check_done("templates_cuda_norm");
+}
