@@ -88,9 +88,36 @@ void kf_dispatch_end(kf_runtime *rt, kf_call *c, int served, void *stream)
         kf_gpu_timer_stop(rt->gtimer, c->gpu_token, stream);
         return;
     }
-    uint64_t dt = kf_now_ns() - c->t0_ns;
+    kf_slot_add_sample(s, served, kf_now_ns() - c->t0_ns);
+}
+
+static void store_min(_Atomic uint64_t *p, uint64_t v)
+{
+    uint64_t cur = atomic_load_explicit(p, memory_order_relaxed);
+    while ((cur == 0 || v < cur) &&
+           !atomic_compare_exchange_weak_explicit(p, &cur, v, memory_order_relaxed,
+                                                  memory_order_relaxed)) {
+    }
+}
+
+void kf_slot_add_sample(kf_slot *s, int served, uint64_t ns)
+{
     atomic_fetch_add_explicit(served ? &s->sv_timed : &s->fb_timed, 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(served ? &s->sv_time_ns : &s->fb_time_ns, dt, memory_order_relaxed);
+    atomic_fetch_add_explicit(served ? &s->sv_time_ns : &s->fb_time_ns, ns, memory_order_relaxed);
+    store_min(served ? &s->sv_min_ns : &s->fb_min_ns, ns ? ns : 1);
+    if (!served || atomic_load_explicit(&s->sv_timed, memory_order_relaxed) < KF_SPEED_MIN_SAMPLES)
+        return;
+    /* minima: robust to the cold first calls (thread pools, page faults) of either side */
+    uint64_t sv = atomic_load(&s->sv_min_ns), fb = atomic_load(&s->fb_min_ns);
+    if (!fb || (double)sv <= (double)fb * 1.05) return;
+    kf_kernel *k = atomic_load(&s->kernel);
+    if (!k || !atomic_compare_exchange_strong(&s->kernel, &k, NULL)) return;
+    atomic_store(&s->served_slower, 1);
+    char op[KF_OP_NAME_MAX];
+    kf_sig_op_name(s->key, s->len, op, sizeof op);
+    KF_INFO("the kernel for a %s signature is slower here than eager (fastest call %.1f us vs "
+            "%.1f us); eager is used from now on in this process",
+            op, (double)sv / 1e3, (double)fb / 1e3);
 }
 
 int kf_kernel_launch(const kf_kernel *k, const kf_tensor *tensors, int n, void *stream)

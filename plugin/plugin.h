@@ -55,6 +55,12 @@ void kf_dispatch_recount_eager(kf_call *c);
  * outputs cannot be reproduced (non-tensor returns, a resized out=): never served, never asked
  * again. */
 void kf_dispatch_learn_outputs(kf_slot *slot, const kf_out_layout *layout);
+/* A timing sample of one call (served by a kernel, or eager). Also the speed guard: once a
+ * kernel has KF_SPEED_MIN_SAMPLES served samples and eager has some, a kernel whose fastest
+ * served call is slower than eager's fastest by more than 5% stops being served in this
+ * process (its cache entry stays: it may win on another machine or in another process). */
+void kf_slot_add_sample(kf_slot *slot, int served, uint64_t ns);
+#define KF_SPEED_MIN_SAMPLES 16
 /* The signature key of a slot (what stats() and the tuning API call `key`). */
 uint64_t kf_slot_key(const kf_slot *slot);
 

@@ -14,14 +14,7 @@ static _Atomic(kf_runtime *) g_runtime;
 
 static void gpu_sample_done(void *user, int served, uint64_t ns)
 {
-    kf_slot *s = user;
-    if (served) {
-        atomic_fetch_add_explicit(&s->sv_timed, 1, memory_order_relaxed);
-        atomic_fetch_add_explicit(&s->sv_time_ns, ns, memory_order_relaxed);
-    } else {
-        atomic_fetch_add_explicit(&s->fb_timed, 1, memory_order_relaxed);
-        atomic_fetch_add_explicit(&s->fb_time_ns, ns, memory_order_relaxed);
-    }
+    kf_slot_add_sample(user, served, ns);
 }
 
 kf_status kf_runtime_create(kf_runtime **out, const kf_config *cfg)

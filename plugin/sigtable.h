@@ -39,6 +39,10 @@ typedef struct kf_slot {
     _Atomic(kf_kernel *) kernel;
     _Atomic(kf_out_layout *) outs;
     _Atomic int capture_want; /* real calls still to copy for a tuning job (kf_capture_request) */
+    /* Fastest sampled eager and served call (0: none), kept across kf_reset_stats: the guard
+     * that stops serving a kernel which is slower here than eager (kf_slot_add_sample). */
+    _Atomic uint64_t fb_min_ns, sv_min_ns;
+    _Atomic int served_slower; /* that guard stopped serving this signature's kernel */
 } kf_slot;
 
 typedef struct kf_sigtable kf_sigtable;

@@ -70,6 +70,7 @@ static void add_row(kf_slot *s, void *user)
     cJSON_AddNumberToObject(r, "time_ms", estimated_ms(s));
     cJSON_AddNumberToObject(r, "eager_us", per_call_us(&s->fb_time_ns, &s->fb_timed));
     cJSON_AddNumberToObject(r, "served_us", per_call_us(&s->sv_time_ns, &s->sv_timed));
+    cJSON_AddBoolToObject(r, "served_slower", atomic_load(&s->served_slower));
     cJSON_AddNumberToObject(r, "timed_calls",
                             (double)(atomic_load(&s->fb_timed) + atomic_load(&s->sv_timed)));
     cJSON_AddBoolToObject(r, "intercepted", !observed);

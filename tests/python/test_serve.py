@@ -127,3 +127,24 @@ def test_unservable_signature_is_refused(kernels):
         kf._register_kernel(key, addr(kernels, "kf_test_refuse"))
     row = next(r for r in kf.stats() if r["key"] == key)
     assert row["servable"] is False
+
+
+def test_kernel_slower_than_eager_here_stops_being_served(kernels):
+    """The speed guard: a kernel whose fastest served call is slower than eager's fastest stops
+    being served in this process (never slower than eager), and stats() says why."""
+    x = torch.randn(41, 23)
+    key = kf.signature_key("aten::relu", x)
+    for _ in range(40):  # eager samples: the first 3 calls and one in KFORGE_SAMPLE_EVERY
+        torch.relu(x)
+    spin = ctypes.c_int64(300)  # ~0.3 ms of busy work per call, far slower than eager's relu
+    kf._register_kernel(key, addr(kernels, "kf_test_relu_slow_f32"), ctypes.addressof(spin))
+    try:
+        for _ in range(16 * (16 + 2)):
+            assert torch.equal(torch.relu(x), torch.clamp_min(x, 0))
+        r = row(key)
+        assert r["served_slower"] and not r["has_kernel"]
+        served = r["served"]
+        torch.relu(x)
+        assert row(key)["served"] == served  # eager from now on
+    finally:
+        kf._register_kernel(key, 0)
