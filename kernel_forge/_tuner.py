@@ -90,13 +90,55 @@ def n_tensor_args(key: str) -> int:
     return sum(1 for a in args["args"] if a["kind"] == "tensor")
 
 
-def hot_candidates(rows: list[dict], min_calls: int, min_share: float, skip: set) -> list[dict]:
-    """Intercepted, servable signatures without a kernel, hot enough, hottest first (time share;
-    the roofline headroom is not known before a job measures it)."""
+def bytes_moved(key: str) -> int:
+    """Bytes a call of this signature must read and write: every tensor argument's span and every
+    output (an output written in place counts again: it is written)."""
+    info, args = _jobs.describe(key)
+    size = {"f32": 4, "f16": 2, "bf16": 2, "f64": 8, "i8": 1, "u8": 1, "i16": 2, "i32": 4,
+            "i64": 8, "bool": 1}
+    total = 0
+    for a in args["args"]:
+        if a["kind"] == "tensor" and all(n > 0 for n in a["sizes"]):
+            span = 1 + sum((n - 1) * st for n, st in zip(a["sizes"], a["strides"]))
+            total += span * size.get(a["dtype"], 0)
+    for o in info["outputs"] or []:
+        if o["alias_arg"] >= 0:
+            a = args["args"][o["alias_arg"]]
+            n, es = _jobs._prod(a["sizes"]), size.get(a["dtype"], 0)
+        else:
+            n, es = _jobs._prod(o["sizes"]), size.get(_jobs._DTYPE_NAMES[o["dtype"]], 0)
+        total += n * es
+    return total
+
+
+def priority(row: dict, bandwidth_gbs: float | None) -> float:
+    """DESIGN.md: time share x headroom to the roofline (Amdahl): the recorded time of the
+    signature times the fraction of its eager time a perfect kernel would save."""
+    nbytes = row.get("bytes_moved") or 0
+    if not bandwidth_gbs or not nbytes or row.get("eager_us", -1) <= 0:
+        return row["time_ms"]
+    roofline_us = nbytes / (bandwidth_gbs * 1e3)
+    return row["time_ms"] * max(0.0, 1.0 - roofline_us / row["eager_us"])
+
+
+def hot_candidates(rows: list[dict], min_calls: int, min_share: float, skip: set,
+                   bandwidth_gbs: float | None = None) -> list[dict]:
+    """Intercepted, servable signatures without a kernel, hot enough, in priority order (rows
+    with "bytes_moved" and a bandwidth: time x headroom to the roofline; else time)."""
     out = [r for r in rows if r["intercepted"] and r["servable"] and not r["has_kernel"]
            and r["key"] not in skip and r["calls"] >= min_calls and r["share"] >= min_share]
-    out.sort(key=lambda r: -r["time_ms"])
+    out.sort(key=lambda r: (-priority(r, bandwidth_gbs), r["signature"]))
     return out
+
+
+def add_bytes_moved(rows: list[dict]) -> None:
+    """Fill row["bytes_moved"] for the intercepted, servable rows (others are never tuned)."""
+    for r in rows:
+        if r["intercepted"] and r["servable"]:
+            try:
+                r["bytes_moved"] = bytes_moved(r["key"])
+            except KernelForgeError:
+                pass
 
 
 class OnlineTuner(threading.Thread):
@@ -124,8 +166,14 @@ class OnlineTuner(threading.Thread):
                   "proposer": "builtin", "cache_dir": cache_dir()}
         while not self.stop.wait(self.cfg["interval_s"]):
             try:
-                cands = hot_candidates(stats(), self.cfg["min_calls"], self.cfg["min_share"],
-                                       self.done)
+                rows = stats()
+                add_bytes_moved(rows)
+                device = next((r["device"] for r in rows if r["intercepted"]), "cpu")
+                with _jobs.bypass():
+                    bw = _jobs.copy_bandwidth_gbs(
+                        torch.device("cuda") if device == "cuda" else torch.device("cpu"), 1 << 26)
+                cands = hot_candidates(rows, self.cfg["min_calls"], self.cfg["min_share"],
+                                       self.done, bw)
                 if not cands:
                     continue
                 r = cands[0]

@@ -5,8 +5,8 @@ The script runs twice, each time in a child process with the plugin loaded:
   2. capture: the plugin copies the first real calls of the chosen signatures, and at the end the
      child writes one job folder per signature (real calls, random inputs, eager's outputs and
      time).
-Then the forge worker tunes the jobs one after the other (hottest first) with a progress bar,
-and the final table says what was found. The cache is written by the worker; any later process
+Then the forge worker tunes the jobs one after the other (priority: recorded time x headroom to
+the roofline) with a progress bar, and the final table says what was found. The cache is written by the worker; any later process
 with the plugin serves the winners (after its own first-use check).
 
     python -m kernel_forge._warmup record OUT.json [-m] SCRIPT [ARGS...]
@@ -53,9 +53,22 @@ def _child_record(out: str, script_args: list[str]) -> int:
         code = run_script(script_args[0], script_args[1:], module)
     finally:
         kf.set_recording(False)
+        from . import _jobs, _tuner
+
+        rows = kf.stats()
+        _tuner.add_bytes_moved(rows)
+        devices = {r["device"] for r in rows if r.get("bytes_moved")}
+        with _jobs.bypass():  # for the priority: time x headroom to the roofline
+            bw = {d: _jobs.copy_bandwidth_gbs(torch_device(d), 1 << 26) for d in devices}
         with open(out, "w") as f:
-            json.dump(kf.stats(), f)
+            json.dump({"rows": rows, "bandwidth_gbs": bw}, f)
     return code
+
+
+def torch_device(name: str):
+    import torch
+
+    return torch.device("cuda") if name == "cuda" else torch.device("cpu")
 
 
 def _child_capture(plan_path: str, out: str, script_args: list[str]) -> int:
@@ -128,9 +141,12 @@ def warmup(script_cmd: list[str], *, iterations: int = 50, time_budget: float = 
         log(f"kforge warmup: the script exited with status {code} in the recording run; "
             "tuning what was recorded")
     with open(stats_path) as f:
-        rows = json.load(f)
+        rec = json.load(f)
+    rows = rec["rows"]
+    # one device per workload in practice: the bandwidth of the hottest rows' device
+    bw = next(iter(rec["bandwidth_gbs"].values()), None)
     wanted = {o if "::" in o else f"aten::{o}" for o in (ops or [])}
-    cands = _tuner.hot_candidates(rows, min_calls, min_share, set())
+    cands = _tuner.hot_candidates(rows, min_calls, min_share, set(), bw)
     if wanted:
         cands = [r for r in cands if r["op"] in wanted]
     if max_jobs:
