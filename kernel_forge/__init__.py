@@ -96,15 +96,9 @@ def set_recording(on: bool = True) -> None:
 
 
 def _resolve_op(op: str):
-    import torch
+    from ._jobs import resolve
 
-    name = op if "::" in op else f"aten::{op}"
-    ns, _, rest = name.partition("::")
-    base, _, overload = rest.partition(".")
-    try:
-        return getattr(getattr(getattr(torch.ops, ns), base), overload or "default")
-    except (AttributeError, RuntimeError) as e:
-        raise KernelForgeError(f"unknown operator {name}") from e
+    return resolve(op)
 
 
 def _served_calls(key: str) -> int:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import ctypes
 import json
-import math
 import os
 import re
 import statistics
@@ -25,9 +24,7 @@ import traceback
 
 import torch
 
-REDUCTIONS = ("_softmax", "_log_softmax", "native_layer_norm", "native_group_norm", "_fused_rms_norm",
-              "native_batch_norm", "cudnn_batch_norm", "_native_batch_norm_legit_no_training",
-              "mean")
+from ._jobs import clone_exact, random_like, tensors_of, tolerance
 
 FORBIDDEN = [
     (re.compile(r"\bat::|\btorch::|\bc10::|ATen/|<torch/"), "calls back into ATen/libtorch"),
@@ -43,58 +40,10 @@ class Refused(Exception):
     pass
 
 
-def tolerance(op: str, dtype: torch.dtype) -> tuple[float, float]:
-    if dtype in (torch.float16,):
-        return 1e-3, 1e-3
-    if dtype == torch.bfloat16:
-        return 1e-2, 1e-2
-    if dtype.is_floating_point:
-        tol = 1e-4 if op.split("::")[-1].split(".")[0] in REDUCTIONS else 1e-5
-        return tol, tol
-    return 0.0, 0.0
-
-
-def clone_exact(t):
-    """A copy with the same sizes, strides, storage offset (so the same alignment) and bytes."""
-    if not isinstance(t, torch.Tensor):
-        return t
-    out = torch.empty(0, dtype=t.dtype, device=t.device)
-    out.set_(t.untyped_storage().clone(), t.storage_offset(), t.size(), t.stride())
-    return out
-
-
-def random_like_exact(t, variant: int, op: str):
-    """Random values in a tensor laid out exactly like `t` (same signature)."""
-    if not isinstance(t, torch.Tensor):
-        return t
-    out = clone_exact(t)
-    flat = torch.empty(0, dtype=t.dtype, device=t.device)
-    flat.set_(out.untyped_storage(), 0, (out.untyped_storage().nbytes() // t.element_size(),), (1,))
-    if t.dtype.is_floating_point:
-        scale = [1.0, 100.0, 0.01][variant % 3]
-        vals = torch.randn(flat.shape, device=t.device, dtype=torch.float32) * scale
-        if variant % 3 == 2 and "softmax" in op and flat.numel() > 4:
-            vals[:: max(3, flat.numel() // 7)] = -math.inf  # masked positions, as attention has
-        flat.copy_(vals.to(t.dtype))
-    elif t.dtype == torch.bool:
-        flat.copy_(torch.rand(flat.shape, device=t.device) > 0.5)
-    else:
-        flat.copy_(torch.randint(-5, 6, flat.shape, device=t.device).to(t.dtype))
-    return out
-
-
 def storage_bytes(t: torch.Tensor) -> torch.Tensor:
     """The tensor's whole storage as a uint8 tensor on its device (no host copy)."""
     out = torch.empty(0, dtype=torch.uint8, device=t.device)
     return out.set_(t.untyped_storage(), 0, (t.untyped_storage().nbytes(),), (1,))
-
-
-def tensors_of(out):
-    if isinstance(out, torch.Tensor):
-        return [out]
-    if isinstance(out, (list, tuple)):
-        return [t for o in out for t in tensors_of(o)]
-    return []
 
 
 def compare(k: torch.Tensor, e: torch.Tensor, atol: float, rtol: float, what: str):
@@ -174,8 +123,9 @@ def run(job: dict) -> dict:
     if job.get("rtol") is not None:
         rtol = float(job["rtol"])
 
-    torch.manual_seed(job.get("seed", 0))
-    inputs = [args] + [tuple(random_like_exact(a, v, op) for a in args)
+    gen = torch.Generator().manual_seed(job.get("seed", 0))
+    inputs = [args] + [tuple(random_like(a, v, op, "", gen) if isinstance(a, torch.Tensor) else a
+                             for a in args)
                        for v in range(int(job["random_inputs"]))]
     # eager references, computed with the plugin switched off
     kf.disable()

@@ -13,7 +13,7 @@
 #include "runtime.h"
 #include "served.h"
 
-static kf_slot *seen_slot(kf_runtime *rt, uint64_t key)
+kf_slot *kf_runtime_seen_slot(kf_runtime *rt, uint64_t key)
 {
     kf_slot *s = kf_sigtable_find_hash(rt->sigs, key);
     if (!s || (s->flags & KF_SLOT_OBSERVED)) {
@@ -49,7 +49,7 @@ static void format_sig(kf_runtime *rt, const kf_slot *s, char *out, size_t cap)
 char *kf_signature_info_json(kf_runtime *rt, uint64_t key)
 {
     if (!rt) return NULL;
-    kf_slot *s = seen_slot(rt, key);
+    kf_slot *s = kf_runtime_seen_slot(rt, key);
     if (!s) return NULL;
     char op[KF_OP_NAME_MAX], text[1024];
     kf_sig_op_name(s->key, s->len, op, sizeof op);
@@ -79,7 +79,7 @@ kf_status kf_candidate_register(kf_runtime *rt, uint64_t key, const char *backen
 {
     *log = NULL;
     if (!rt || !backend || !source || !launch_json) return KF_ERR_INVALID;
-    kf_slot *s = seen_slot(rt, key);
+    kf_slot *s = kf_runtime_seen_slot(rt, key);
     if (!s) return KF_ERR_NOT_FOUND;
     if (s->flags & (KF_SIG_TRUNCATED | KF_SIG_UNSERVABLE)) {
         kf_runtime_set_error(rt, "signature %016" PRIx64 " has arguments a kernel cannot take", key);
@@ -137,7 +137,7 @@ kf_status kf_candidate_insert(kf_runtime *rt, uint64_t key, const char *meta_jso
 {
     key_out[0] = 0;
     if (!rt || !meta_json) return KF_ERR_INVALID;
-    kf_slot *s = seen_slot(rt, key);
+    kf_slot *s = kf_runtime_seen_slot(rt, key);
     if (!s) return KF_ERR_NOT_FOUND;
     kf_kernel *k = atomic_load(&s->kernel);
     if (!k || !k->served) {

@@ -70,5 +70,7 @@ struct kf_runtime {
 void kf_tuning_apply_pending(kf_runtime *rt, kf_slot *s);
 
 const kf_op_info *kf_runtime_find_op(const kf_runtime *rt, const char *name);
+/* The slot of an intercepted signature seen under `key`, or NULL with the runtime's error set. */
+kf_slot *kf_runtime_seen_slot(kf_runtime *rt, uint64_t key);
 
 #endif

@@ -1,24 +1,13 @@
 /* Tuning jobs as seen from the plugin: the decoded arguments of a signature, and requests to
  * copy its next real calls (torch_ext does the copying; kernel_forge writes the job folder). */
 #include <inttypes.h>
-#include <stdio.h>
 
 #include "runtime.h"
-
-static kf_slot *intercepted_slot(kf_runtime *rt, uint64_t key)
-{
-    kf_slot *s = kf_sigtable_find_hash(rt->sigs, key);
-    if (!s || (s->flags & KF_SLOT_OBSERVED)) {
-        kf_runtime_set_error(rt, "no intercepted signature with key %016" PRIx64 " has been seen", key);
-        return NULL;
-    }
-    return s;
-}
 
 char *kf_signature_args_json(kf_runtime *rt, uint64_t key)
 {
     if (!rt) return NULL;
-    kf_slot *s = intercepted_slot(rt, key);
+    kf_slot *s = kf_runtime_seen_slot(rt, key);
     if (!s) return NULL;
     char op[KF_OP_NAME_MAX];
     kf_sig_op_name(s->key, s->len, op, sizeof op);
