@@ -40,6 +40,7 @@ typedef struct wnode {
 
 /* A previous run's latencies, for a replay (worker.h). */
 typedef struct replay {
+    double eager_us, roofline_us; /* the earlier run's (0: none) */
     int n;
     uint64_t *hash;
     double *latency;
@@ -162,6 +163,10 @@ static kf_status replay_load(replay *r, const char *dir, char *err, size_t cap)
         cJSON_Delete(doc);
         return fail(err, cap, KF_ERR_INVALID, "--timings-from %s: tree.json has no nodes", dir);
     }
+    const cJSON *eager = cJSON_GetObjectItemCaseSensitive(doc, "eager_us");
+    r->eager_us = cJSON_IsNumber(eager) && eager->valuedouble > 0 ? eager->valuedouble : 0;
+    const cJSON *roof = cJSON_GetObjectItemCaseSensitive(doc, "roofline_us");
+    r->roofline_us = cJSON_IsNumber(roof) && roof->valuedouble > 0 ? roof->valuedouble : 0;
     int n = cJSON_GetArraySize(nodes);
     r->hash = calloc((size_t)n + 1, sizeof *r->hash);
     r->latency = calloc((size_t)n + 1, sizeof *r->latency);
@@ -184,7 +189,8 @@ static kf_status replay_load(replay *r, const char *dir, char *err, size_t cap)
         r->hash[i] = strtoull(h->valuestring, NULL, 16);
         r->latency[i] = cJSON_IsNumber(lat) ? lat->valuedouble : 0;
         r->correct[i] = cJSON_IsString(st) && (!strcmp(st->valuestring, "verified") ||
-                                               !strcmp(st->valuestring, "slower"));
+                                               !strcmp(st->valuestring, "slower") ||
+                                               !strcmp(st->valuestring, "flagged"));
     }
     r->n = n;
     cJSON_Delete(doc);
@@ -546,6 +552,10 @@ static kf_status setup(worker *w, char *err, size_t cap)
     if (o->timings_from && o->timings_from[0]) {
         st = replay_load(&w->rep, o->timings_from, err, cap);
         if (st != KF_OK) return st;
+        /* a node's status (verified, slower, flagged) is judged against eager and the roofline:
+         * replay those too */
+        if (w->rep.eager_us > 0) w->job->eager_us = w->rep.eager_us;
+        if (w->rep.roofline_us > 0) w->job->roofline_us = w->rep.roofline_us;
     }
     kf_mcts_params p = kf_mcts_default_params(s->iterations, s->seed);
     st = kf_mcts_create(&p, &w->tree);

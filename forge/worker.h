@@ -35,7 +35,7 @@ typedef struct kf_worker_opts {
  *
  * timings_from: for a node whose source is byte-identical to the same node id of the earlier run,
  * the earlier median latency is used instead of the new measurement (the node is still compiled
- * and verified). The tree is a deterministic function of the seed and the latencies, so a replay
+ * and verified), and the earlier run's eager and roofline times replace this job's. The tree is a deterministic function of the seed and the latencies, so a replay
  * rebuilds the same tree; real timings differ from run to run on a shared machine. */
 kf_status kf_worker_run(const kf_worker_opts *o, char *err, size_t errcap);
 
