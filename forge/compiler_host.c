@@ -12,7 +12,6 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -26,9 +25,9 @@
 #include <unistd.h>
 
 #include "../common/log.h"
+#include "../common/spawn.h"
 #include "compiler.h"
 
-extern char **environ;
 
 /* Fixed flags, recorded verbatim in the toolchain id. A call to an undeclared or undefined
  * function (a misspelt entry) fails the compile rather than the later dlopen. -lm: kernels may
@@ -148,8 +147,7 @@ typedef struct proc_result {
 } proc_result;
 
 /* Run argv (no shell) with stdin from /dev/null, capture stdout+stderr, kill the whole process
- * group (cc1, as, ld) after timeout_ms. posix_spawn rather than fork(): safe in a threaded
- * process, and exec failures come back as a return value. */
+ * group (cc1, as, ld) after timeout_ms. */
 static kf_status run_capture(char *const argv[], int timeout_ms, proc_result *r)
 {
     memset(r, 0, sizeof *r);
@@ -164,25 +162,8 @@ static kf_status run_capture(char *const argv[], int timeout_ms, proc_result *r)
         r->spawn_errno = errno;
         return KF_OK;
     }
-    posix_spawn_file_actions_t fa;
-    posix_spawnattr_t at;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_adddup2(&fa, pfd[1], 1);
-    posix_spawn_file_actions_adddup2(&fa, pfd[1], 2);
-    posix_spawnattr_init(&at);
-    sigset_t none, all;
-    sigemptyset(&none);
-    sigfillset(&all);
-    posix_spawnattr_setsigmask(&at, &none);
-    posix_spawnattr_setsigdefault(&at, &all);
-    posix_spawnattr_setpgroup(&at, 0);
-    posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
-                                      POSIX_SPAWN_SETSIGDEF);
     pid_t pid;
-    int rc = posix_spawnp(&pid, argv[0], &fa, &at, argv, environ);
-    posix_spawn_file_actions_destroy(&fa);
-    posix_spawnattr_destroy(&at);
+    int rc = kf_spawn(&pid, argv, 1, (const int[3]){KF_SPAWN_DEVNULL, pfd[1], pfd[1]});
     close(pfd[1]);
     if (rc != 0) {
         close(pfd[0]);

@@ -14,7 +14,6 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,9 +25,9 @@
 #include <unistd.h>
 
 #include "../common/log.h"
+#include "../common/spawn.h"
 #include "evaluator.h"
 
-extern char **environ;
 
 #define LINE_MAX_BYTES (64 * 1024)
 #define START_TIMEOUT_MS (300 * 1000) /* loading every case (and CUDA) can take a while */
@@ -255,25 +254,9 @@ static kf_status child_start(kf_evaluator *ev, kf_eval_result *res)
         if (in[0] >= 0) close(in[0]), close(in[1]);
         return KF_ERR_IO;
     }
-    posix_spawn_file_actions_t fa;
-    posix_spawnattr_t at;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_adddup2(&fa, in[0], 0);
-    posix_spawn_file_actions_adddup2(&fa, outp[1], 1);
-    posix_spawnattr_init(&at);
-    sigset_t none, all;
-    sigemptyset(&none);
-    sigfillset(&all);
-    posix_spawnattr_setsigmask(&at, &none);
-    posix_spawnattr_setsigdefault(&at, &all);
-    posix_spawnattr_setpgroup(&at, 0);
-    posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
-                                      POSIX_SPAWN_SETSIGDEF);
     char *argv[] = {ev->exe, (char *)"--eval", ev->job_dir, NULL};
     pid_t pid;
-    int rc = posix_spawn(&pid, ev->exe, &fa, &at, argv, environ);
-    posix_spawn_file_actions_destroy(&fa);
-    posix_spawnattr_destroy(&at);
+    int rc = kf_spawn(&pid, argv, 0, (const int[3]){in[0], outp[1], KF_SPAWN_INHERIT});
     close(in[0]);
     close(outp[1]);
     if (rc != 0) {
