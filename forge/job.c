@@ -494,8 +494,10 @@ static kf_status parse_search(loader *L, const cJSON *root, kf_job_search *s)
             s->flush_l2 = cJSON_IsTrue(v);
         }
         if ((v = field(o, "proposer"))) {
-            if (!cJSON_IsString(v) || !v->valuestring[0] || strlen(v->valuestring) > 64)
-                return bad(L, "search.proposer must be a non-empty string");
+            if (!cJSON_IsString(v) || (strcmp(v->valuestring, "builtin") &&
+                                       strcmp(v->valuestring, "llm") &&
+                                       strcmp(v->valuestring, "mixed")))
+                return bad(L, "search.proposer must be \"builtin\", \"llm\" or \"mixed\"");
             proposer = v->valuestring;
         }
         if ((v = field(o, "cache_dir"))) {

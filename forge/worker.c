@@ -24,6 +24,7 @@
 #include "eval.h"
 #include "evaluator.h"
 #include "job.h"
+#include "llm.h"
 #include "mcts.h"
 #include "proposer.h"
 
@@ -55,6 +56,8 @@ typedef struct worker {
     char arch[64], toolchain[512];
     kf_proposer_i prop;
     int have_prop;
+    kf_llm_totals llm; /* the model's requests, tokens and cost (llm / mixed proposers) */
+    int have_llm;
     kf_evaluator *ev;
     kf_mcts *tree;
     wnode *nodes;
@@ -441,6 +444,8 @@ out:
     return st;
 }
 
+static cJSON *llm_json(const worker *w);
+
 static void write_result(worker *w, const char *status, const char *key_hex, const char *detail)
 {
     const kf_job *j = w->job;
@@ -484,6 +489,8 @@ static void write_result(worker *w, const char *status, const char *key_hex, con
     cJSON_AddNumberToObject(doc, "wall_s", now_s() - w->t0);
     cJSON_AddNumberToObject(doc, "evaluator_restarts", w->ev ? kf_evaluator_restarts(w->ev) : 0);
     cJSON_AddNumberToObject(doc, "seed", (double)j->search.seed);
+    cJSON_AddStringToObject(doc, "proposer", j->search.proposer);
+    if (w->have_llm) cJSON_AddItemToObject(doc, "llm", llm_json(w));
     cJSON *c = cJSON_AddObjectToObject(doc, "node_counts");
     for (int s = 1; s < KF_NODE_STATUS_COUNT; s++)
         if (counts[s]) cJSON_AddNumberToObject(c, kf_node_status_name(s), counts[s]);
@@ -492,6 +499,74 @@ static void write_result(worker *w, const char *status, const char *key_hex, con
 }
 
 /* ---- setup and the loop ---- */
+
+/* builtin, llm, or both in one tree (DESIGN.md "MCTS"); fills w->prop */
+static kf_status make_proposer(worker *w, char *err, size_t cap)
+{
+    const kf_job_search *s = &w->job->search;
+    kf_proposer_i b, l;
+    kf_status st;
+    if (strcmp(s->proposer, "llm")) {
+        st = kf_proposer_builtin_create(&w->job->sig, w->job->backend, s->seed, &b, err, cap);
+        /* mixed without a template still has the model */
+        if (st != KF_OK && (st != KF_ERR_NOT_FOUND || strcmp(s->proposer, "mixed"))) return st;
+        if (st != KF_OK) {
+            KF_INFO("worker: %s; the llm proposes alone", err);
+            st = kf_proposer_llm_create(w->job, &w->llm, &w->prop, err, cap);
+            if (st == KF_OK) w->have_prop = w->have_llm = 1;
+            return st;
+        }
+        if (!strcmp(s->proposer, "builtin")) {
+            w->prop = b, w->have_prop = 1;
+            return KF_OK;
+        }
+    }
+    st = kf_proposer_llm_create(w->job, &w->llm, &l, err, cap);
+    if (st != KF_OK) {
+        if (strcmp(s->proposer, "llm") && b.destroy) b.destroy(b.self);
+        return st;
+    }
+    w->have_llm = 1;
+    if (!strcmp(s->proposer, "llm")) {
+        w->prop = l, w->have_prop = 1;
+        return KF_OK;
+    }
+    st = kf_proposer_mixed_create(b, l, 2, &w->prop, err, cap);
+    if (st != KF_OK) {
+        b.destroy(b.self), l.destroy(l.self);
+        return st;
+    }
+    w->have_prop = 1;
+    return KF_OK;
+}
+
+static cJSON *llm_json(const worker *w)
+{
+    const kf_llm_totals *t = &w->llm;
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "api", t->api);
+    cJSON_AddStringToObject(o, "model", t->model);
+    cJSON_AddNumberToObject(o, "calls", t->calls);
+    cJSON_AddNumberToObject(o, "failed_calls", t->failed_calls);
+    cJSON_AddNumberToObject(o, "requests", t->requests);
+    cJSON_AddNumberToObject(o, "input_tokens", (double)t->in_tokens);
+    cJSON_AddNumberToObject(o, "output_tokens", (double)t->out_tokens);
+    cJSON_AddNumberToObject(o, "cost_usd", t->cost_usd);
+    cJSON_AddBoolToObject(o, "price_known", t->price_known);
+    cJSON_AddNumberToObject(o, "usd_per_mtok_input", t->in_per_mtok);
+    cJSON_AddNumberToObject(o, "usd_per_mtok_output", t->out_per_mtok);
+    cJSON_AddNumberToObject(o, "budget_usd", w->o->llm_budget_usd > 0 ? w->o->llm_budget_usd : 0);
+    cJSON_AddNumberToObject(o, "max_requests", w->o->llm_max_requests > 0 ? w->o->llm_max_requests : 0);
+    return o;
+}
+
+static void write_llm_usage(const worker *w)
+{
+    if (!w->have_llm) return;
+    cJSON *o = llm_json(w);
+    write_json(w->job->dir, "llm_usage.json", o);
+    cJSON_Delete(o);
+}
 
 static kf_status setup(worker *w, char *err, size_t cap)
 {
@@ -510,8 +585,14 @@ static kf_status setup(worker *w, char *err, size_t cap)
         free(s->cache_dir);
         s->cache_dir = d;
     }
-    if (strcmp(s->proposer, "builtin"))
-        return fail(err, cap, KF_ERR_UNSUPPORTED, "proposer \"%s\" is not available (builtin)",
+    if (o->proposer && o->proposer[0]) {
+        char *p = strdup(o->proposer);
+        if (!p) return fail(err, cap, KF_ERR_NOMEM, "out of memory");
+        free(s->proposer);
+        s->proposer = p;
+    }
+    if (strcmp(s->proposer, "builtin") && strcmp(s->proposer, "llm") && strcmp(s->proposer, "mixed"))
+        return fail(err, cap, KF_ERR_INVALID, "proposer \"%s\": builtin, llm or mixed",
                     s->proposer);
 
     char *cdir = path_in(w->job->dir, "candidates");
@@ -538,9 +619,8 @@ static kf_status setup(worker *w, char *err, size_t cap)
     st = w->cc.toolchain(w->cc.self, w->toolchain, sizeof w->toolchain);
     if (st != KF_OK) return fail(err, cap, st, "%s: toolchain: %s", w->cc.name, w->toolchain);
 
-    st = kf_proposer_builtin_create(&w->job->sig, w->job->backend, s->seed, &w->prop, err, cap);
+    st = make_proposer(w, err, cap);
     if (st != KF_OK) return st;
-    w->have_prop = 1;
     if (o->sabotage && o->sabotage[0]) {
         kf_proposer_i wrapped;
         st = kf_proposer_sabotage_create(w->prop, o->sabotage,
@@ -574,6 +654,16 @@ static int should_stop(worker *w)
         snprintf(w->stop_reason, sizeof w->stop_reason, "time budget (%g s)", j->search.time_budget_s);
         return 1;
     }
+    if (w->have_llm && w->o->llm_budget_usd > 0 && w->llm.cost_usd >= w->o->llm_budget_usd) {
+        snprintf(w->stop_reason, sizeof w->stop_reason, "llm budget ($%.4g of $%.4g)",
+                 w->llm.cost_usd, w->o->llm_budget_usd);
+        return 1;
+    }
+    if (w->have_llm && w->o->llm_max_requests > 0 && w->llm.requests >= w->o->llm_max_requests) {
+        snprintf(w->stop_reason, sizeof w->stop_reason, "llm request limit (%d)",
+                 w->o->llm_max_requests);
+        return 1;
+    }
     if (w->best_id >= 0 && j->roofline_us > 0 &&
         w->nodes[w->best_id].latency_us <= 1.1 * j->roofline_us) {
         snprintf(w->stop_reason, sizeof w->stop_reason, "within 10%% of the roofline");
@@ -598,6 +688,17 @@ static void run_loop(worker *w)
         }
         char why[512];
         kf_status st = w->prop.propose(w->prop.self, parent, w->n_nodes, &n->cand, why, sizeof why);
+        int refused = st != KF_OK && st != KF_ERR_NOT_FOUND && st != KF_ERR_NOMEM &&
+                      !strcmp(n->cand.proposer, "llm");
+        if (refused) { /* the model's answer (or its absence) costs one node, shown with why */
+            free(n->cand.source), free(n->cand.launch_json);
+            n->cand.source = strdup("");
+            n->cand.launch_json = strdup("{}");
+            n->error = strdup(why);
+            n->status = KF_NODE_REJECTED;
+            if (!n->cand.source || !n->cand.launch_json || !n->error) st = KF_ERR_NOMEM;
+            else st = KF_OK;
+        }
         if (st != KF_OK) {
             kf_candidate_clear(&n->cand);
             if (st != KF_ERR_NOT_FOUND) KF_WARN("worker: proposer: %s", why);
@@ -610,7 +711,7 @@ static void run_loop(worker *w)
         }
         fruitless = 0;
         int id = w->n_nodes;
-        evaluate(w, id, n);
+        if (!refused) evaluate(w, id, n);
         n->elapsed_s = now_s() - w->t0;
         /* flagged kernels are correct, just not trusted to be inserted: the search may use them */
         int ok = kf_node_status_correct(n->status);
@@ -625,6 +726,7 @@ static void run_loop(worker *w)
             w->prop.feedback(w->prop.self, id, kf_node_status_name(n->status), n->latency_us,
                              n->error ? n->error : "");
         write_tree(w);
+        write_llm_usage(w);
         progress(w, "node", id, NULL);
     }
 }

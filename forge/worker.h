@@ -27,6 +27,9 @@ typedef struct kf_worker_opts {
     const char *timings_from; /* a previous run's job folder: replay its latencies (see below) */
     const char *sabotage;     /* "crash,hang,oob": fault injection for tests */
     int sabotage_every;
+    const char *proposer;     /* "builtin" | "llm" | "mixed" (NULL: the job's search.proposer) */
+    double llm_budget_usd;    /* stop when the model has cost this much (<= 0: no limit) */
+    int llm_max_requests;     /* stop after this many HTTP requests to the model (<= 0: none) */
     FILE *progress;           /* one JSON line per node and one at the end (NULL: none) */
 } kf_worker_opts;
 

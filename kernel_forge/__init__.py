@@ -214,7 +214,9 @@ def tune(op: str, example_args, iterations: int = 50, backend: str | None = None
          kwargs: dict | None = None, seed: int = 1, margin: float = 0.03,
          time_budget: float | None = None, candidate_timeout: float | None = None,
          random_inputs: int = 3, insert: bool = True, progress: bool = False,
-         job_dir: str | None = None, _worker_args=()) -> dict:
+         job_dir: str | None = None, proposer: str | None = None,
+         llm_budget_usd: float | None = None, llm_max_requests: int | None = None,
+         _worker_args=()) -> dict:
     """Search for a kernel for the exact signature of `op(*example_args, **kwargs)` and, when a
     verified one beats eager by `margin`, insert it into the cache (this process serves it).
 
@@ -225,8 +227,15 @@ def tune(op: str, example_args, iterations: int = 50, backend: str | None = None
     "no_template"), eager_ms, best_ms, speedup, iterations, cache_key (None when nothing was
     inserted), job_dir (the tree and every candidate), and, when inserted, served_ms: this
     process's own time per call through the plugin, measured next to eager_call_ms.
+
+    `proposer`: "builtin" (templates), "llm" (a language model, configured by KFORGE_LLM_*; see
+    README "LLM proposer") or "mixed"; default "mixed" when KFORGE_LLM_URL is set, else
+    "builtin". `llm_budget_usd` / `llm_max_requests` stop the search when the model has cost
+    that much; the result's "llm" holds requests, tokens and cost.
     """
     import torch
+
+    import os
 
     from . import _jobs
 
@@ -242,11 +251,21 @@ def tune(op: str, example_args, iterations: int = 50, backend: str | None = None
                                f"{'/'.join(sorted(devices))} tensors (use {want!r})")
     if iterations < 1:
         raise KernelForgeError(f"tune({name}): iterations must be >= 1, not {iterations}")
+    if proposer is None:
+        proposer = "mixed" if os.environ.get("KFORGE_LLM_URL") else "builtin"
+    if proposer not in ("builtin", "llm", "mixed"):
+        raise KernelForgeError(f"tune({name}): proposer must be builtin, llm or mixed, "
+                               f"not {proposer!r}")
+    llm_args = []
+    if llm_budget_usd is not None:
+        llm_args += ["--llm-budget-usd", repr(float(llm_budget_usd))]
+    if llm_max_requests is not None:
+        llm_args += ["--llm-max-requests", str(int(llm_max_requests))]
     key = signature_key(name, *args, **kw)
     search = {"iterations": int(iterations), "seed": int(seed), "margin": float(margin),
               "time_budget_s": float(time_budget or 0),
               "candidate_timeout_s": float(candidate_timeout or 0),
-              "proposer": "builtin", "cache_dir": cache_dir() if insert else ""}
+              "proposer": proposer, "cache_dir": cache_dir() if insert else ""}
     job_dir = job_dir or _jobs.new_job_dir(name, key)
     try:
         _jobs.write_job(job_dir, key, [(args, kw)], recorded=[False], random_inputs=random_inputs,
@@ -255,7 +274,8 @@ def tune(op: str, example_args, iterations: int = 50, backend: str | None = None
         raise KernelForgeError(f"tune({name}): {e}") from None
     bar = _jobs.ProgressBar(name) if progress else None
     try:
-        result = _jobs.run_worker(job_dir, extra_args=list(_worker_args), on_progress=bar)
+        result = _jobs.run_worker(job_dir, extra_args=llm_args + list(_worker_args),
+                                  on_progress=bar)
     finally:
         if bar:
             bar.close()
@@ -271,6 +291,8 @@ def tune(op: str, example_args, iterations: int = 50, backend: str | None = None
         "stop_reason": result.get("stop_reason", ""),
         "node_counts": result.get("node_counts", {}),
         "wall_s": result.get("wall_s"),
+        "proposer": result.get("proposer", proposer),
+        "llm": result.get("llm"),
     }
     if out["cache_key"]:
         reload_cache()

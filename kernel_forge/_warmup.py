@@ -124,7 +124,9 @@ def _step(step: list[str], script_cmd: list[str], log) -> int:
 
 def warmup(script_cmd: list[str], *, iterations: int = 50, time_budget: float = 0,
            ops: list[str] | None = None, min_share: float = 0.01, min_calls: int = 1,
-           max_jobs: int = 0, captures: int = 3, seed: int = 1, log=print, work_dir=None) -> dict:
+           max_jobs: int = 0, captures: int = 3, seed: int = 1, log=print, work_dir=None,
+           proposer: str | None = None, llm_budget_usd: float | None = None,
+           llm_max_requests: int | None = None) -> dict:
     """The whole warm-up; returns {"rows": [...], "cache_dir": ...} (the final table's rows)."""
     import tempfile
 
@@ -156,7 +158,14 @@ def warmup(script_cmd: list[str], *, iterations: int = 50, time_budget: float = 
     if not cands:
         return {"rows": [], "cache_dir": kf.cache_dir(), "skipped": skipped}
 
-    search = {"iterations": iterations, "seed": seed, "proposer": "builtin",
+    if proposer is None:
+        proposer = "mixed" if os.environ.get("KFORGE_LLM_URL") else "builtin"
+    llm_args = []
+    if llm_budget_usd is not None:
+        llm_args += ["--llm-budget-usd", repr(float(llm_budget_usd))]
+    if llm_max_requests is not None:
+        llm_args += ["--llm-max-requests", str(int(llm_max_requests))]
+    search = {"iterations": iterations, "seed": seed, "proposer": proposer,
               "cache_dir": kf.cache_dir()}
     plan = {"captures": captures, "search": search,
             "jobs": [{"key": r["key"], "signature": r["signature"]} for r in cands]}
@@ -191,7 +200,7 @@ def warmup(script_cmd: list[str], *, iterations: int = 50, time_budget: float = 
             extra = ["--time-budget", f"{left / (len(cands) - i):.1f}"]
         bar = _jobs.ProgressBar(f"[{i + 1}/{len(cands)}] {r['signature']}")
         try:
-            res = _jobs.run_worker(j["job_dir"], extra_args=extra, on_progress=bar)
+            res = _jobs.run_worker(j["job_dir"], extra_args=llm_args + extra, on_progress=bar)
         except kf.KernelForgeError as e:
             bar.close()
             row["status"] = f"worker failed: {e}"
@@ -199,12 +208,34 @@ def warmup(script_cmd: list[str], *, iterations: int = 50, time_budget: float = 
             continue
         bar.close()
         row.update(eager_us=res["eager_us"], best_us=res.get("best_us"), speedup=res.get("speedup"),
-                   iterations=res["iterations"], status=res["status"], wall_s=res.get("wall_s", 0))
+                   iterations=res["iterations"], status=res["status"], wall_s=res.get("wall_s", 0),
+                   llm=res.get("llm"))
         if res.get("best_us") and res.get("roofline_us"):
             row["roofline_pct"] = 100 * res["roofline_us"] / res["best_us"]
         out_rows.append(row)
     return {"rows": out_rows, "cache_dir": kf.cache_dir(), "skipped": skipped,
             "wall_s": time.monotonic() - t0}
+
+
+def cost_table(rows: list[dict]) -> str:
+    """Per job: the model's calls, requests, tokens and cost; and the total."""
+    from .cli import _fmt_table, _shorten
+
+    body, tot = [], [0, 0, 0, 0, 0.0]
+    for r in rows:
+        u = r.get("llm")
+        if not u:
+            continue
+        vals = [u["calls"], u["requests"], u["input_tokens"], u["output_tokens"], u["cost_usd"]]
+        tot = [a + b for a, b in zip(tot, vals)]
+        price = "" if u.get("price_known") else " (no price)"
+        body.append([_shorten(r["signature"], 60), u["model"], str(u["calls"]), str(u["requests"]),
+                     str(int(u["input_tokens"])), str(int(u["output_tokens"])),
+                     f"${u['cost_usd']:.4f}{price}"])
+    body.append(["total", "", str(tot[0]), str(tot[1]), str(int(tot[2])), str(int(tot[3])),
+                 f"${tot[4]:.4f}"])
+    return _fmt_table(body, ["signature", "model", "calls", "requests", "tokens in", "tokens out",
+                             "cost"], ["<", "<", ">", ">", ">", ">", ">"])
 
 
 def table(rows: list[dict]) -> str:

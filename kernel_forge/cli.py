@@ -9,6 +9,8 @@
   kforge doctor                 versions, devices, cache folder, intercept list, dependencies
   kforge cache ls|show|rm|clear|export|import|verify
                                 the kernel cache folder (KFORGE_CACHE_DIR or --dir)
+  kforge ui [--port N] [--host H] [--cache DIR] [--jobs DIR] [--stats FILE]
+                                a local web app: job folders, search trees, candidates, cache
 """
 
 from __future__ import annotations
@@ -90,9 +92,14 @@ def cmd_warmup(args) -> int:
         return 2
     res = _warmup.warmup(script_cmd, iterations=args.iterations, time_budget=args.time_budget,
                          ops=args.ops, min_share=args.min_share, max_jobs=args.max_jobs,
-                         seed=args.seed, log=lambda m: print(m, file=sys.stderr))
+                         seed=args.seed, log=lambda m: print(m, file=sys.stderr),
+                         proposer=args.proposer, llm_budget_usd=args.llm_budget_usd,
+                         llm_max_requests=args.llm_max_requests)
     print("\nkforge warmup: results")
     print(_warmup.table(res["rows"]) if res["rows"] else "(nothing hot enough to tune)")
+    if any(r.get("llm") for r in res["rows"]):
+        print("\nkforge warmup: LLM cost")
+        print(_warmup.cost_table(res["rows"]))
     inserted = sum(1 for r in res["rows"] if r["status"] == "inserted")
     print(f"{inserted} kernels inserted into {res['cache_dir']}"
           + (f" in {res['wall_s']:.0f} s" if res.get("wall_s") else ""))
@@ -256,6 +263,13 @@ def cmd_cache(args) -> int:
     raise SystemExit(f"unknown cache action {args.action}")
 
 
+def cmd_ui(args) -> int:
+    from .ui import serve
+
+    return serve(host=args.host, port=args.port, cache_dir=args.cache, jobs_dir=args.jobs,
+                 stats_file=args.stats)
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="kforge", description="Kernel Forge runtime plugin")
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -276,6 +290,13 @@ def main(argv=None) -> int:
                    help="tune signatures with at least this share of the recorded time (0.01)")
     w.add_argument("--max-jobs", type=int, default=0, help="tune at most this many (hottest first)")
     w.add_argument("--seed", type=int, default=1, help="search seed (default 1)")
+    w.add_argument("--proposer", choices=["builtin", "llm", "mixed"], default=None,
+                   help="who writes candidates (default: mixed when KFORGE_LLM_URL is set, "
+                        "else builtin; README \"LLM proposer\")")
+    w.add_argument("--llm-budget-usd", type=float, default=None,
+                   help="stop a job's search when the model has cost this many US$")
+    w.add_argument("--llm-max-requests", type=int, default=None,
+                   help="stop a job's search after this many requests to the model")
     w.add_argument("--json", help="also write the results to this file")
     w.add_argument("-m", dest="module", action="store_true",
                    help="SCRIPT is a module name, as with python -m")
@@ -293,6 +314,15 @@ def main(argv=None) -> int:
                    "(repeatable), e.g. aten::_softmax")
     c.add_argument("--json", action="store_true", help="ls: print JSON")
     c.set_defaults(fn=cmd_cache)
+    u = sub.add_parser("ui", help="a local web app over the job folders and the cache")
+    u.add_argument("--port", type=int, default=8765, help="port (default 8765; 0: any free port)")
+    u.add_argument("--host", default="127.0.0.1",
+                   help="address to listen on (default 127.0.0.1; anything else is reachable by others)")
+    u.add_argument("--cache", help="cache folder (default: KFORGE_CACHE_DIR or ~/.cache/kernel_forge)")
+    u.add_argument("--jobs", help="job folders (default: KFORGE_JOBS_DIR, else CACHE/jobs)")
+    u.add_argument("--stats", help="the last run's table: a `kforge warmup --json` or `kforge run "
+                   "--json` file (for the overview)")
+    u.set_defaults(fn=cmd_ui)
     args = p.parse_args(argv)
     return args.fn(args)
 

@@ -20,6 +20,13 @@ fi
 if [ "${1:-}" = "--test" ]; then
   echo "== pip install test dependencies"
   $PY -m pip install -q pytest transformers
+  # the UI's browser tests: headless chromium driven by selenium (Debian's browser, no downloads)
+  if ! dpkg -s chromium chromium-driver >/dev/null 2>&1; then
+    echo "== apt-get install chromium chromium-driver"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium chromium-driver >/dev/null
+  fi
+  $PY -m pip install -q selenium
 fi
 echo "== building and installing kernel_forge (pip install -e .)"
 $PY -m pip install -q --no-build-isolation -e . 2>&1 | grep -v "Running pip as the 'root' user" || true

@@ -3,6 +3,7 @@
  *   kforge-worker JOB_DIR [--iterations N] [--seed S] [--margin F] [--time-budget SECONDS]
  *                 [--timeout SECONDS] [--cache DIR | --no-insert] [--timings-from JOB_DIR]
  *                 [--progress] [--sabotage crash,hang,oob [--sabotage-every N]]
+ *                 [--proposer builtin|llm|mixed] [--llm-budget-usd USD] [--llm-max-requests N]
  *   kforge-worker --eval JOB_DIR      (internal: the evaluator child) */
 #include <errno.h>
 #include <limits.h>
@@ -22,6 +23,8 @@ static void usage(FILE *f)
             "                     [--time-budget SECONDS] [--timeout SECONDS]\n"
             "                     [--cache DIR | --no-insert] [--timings-from JOB_DIR] [--progress]\n"
             "                     [--sabotage crash,hang,oob [--sabotage-every N]]\n"
+            "                     [--proposer builtin|llm|mixed] [--llm-budget-usd USD]\n"
+            "                     [--llm-max-requests N]\n"
             "Runs the kernel search for one job folder (written by kernel_forge) and inserts a\n"
             "verified winner into the cache. See README, \"Tuning\".\n");
 }
@@ -85,6 +88,18 @@ int main(int argc, char **argv)
         } else if (!strcmp(a, "--sabotage-every")) {
             if (parse_num(a, v, 1, &d)) return 2;
             o.sabotage_every = (int)d, i++;
+        } else if (!strcmp(a, "--llm-budget-usd")) {
+            if (parse_num(a, v, 0, &d)) return 2;
+            o.llm_budget_usd = d, i++;
+        } else if (!strcmp(a, "--llm-max-requests")) {
+            if (parse_num(a, v, 1, &d)) return 2;
+            o.llm_max_requests = (int)d, i++;
+        } else if (!strcmp(a, "--proposer") && v) {
+            if (strcmp(v, "builtin") && strcmp(v, "llm") && strcmp(v, "mixed")) {
+                fprintf(stderr, "kforge-worker: --proposer builtin|llm|mixed, not '%s'\n", v);
+                return 2;
+            }
+            o.proposer = v, i++;
         } else if (!strcmp(a, "--cache") && v) {
             o.cache_dir = v, i++;
         } else if (!strcmp(a, "--no-insert")) {
