@@ -171,7 +171,7 @@ function barChart(cv, items) {  // items: [{label, value}] speedups; 1x is the a
 async function viewOverview() {
   const o = await api("/api/overview");
   const rows = o.rows || [];
-  const served = rows.filter((r) => r.why === "served");
+  const served = rows.filter((r) => r.why === "served" || r.why.startsWith("served ("));
   const cards = el("div", { class: "cards" },
     el("div", { class: "card" }, el("div", { class: "v", text: rows.length }), el("div", { class: "k", text: "hot signatures (" + o.rows_source + ")" })),
     el("div", { class: "card" }, el("div", { class: "v", text: served.length }), el("div", { class: "k", text: "served by a forged kernel" })),
