@@ -269,9 +269,21 @@ static void write_tree(const worker *w)
     cJSON_Delete(doc);
 }
 
+/* The fastest correct node that is not flagged (what result.json calls best), or -1. */
+static int trusted_best(const worker *w)
+{
+    int best = -1;
+    for (int i = 0; i < w->n_nodes; i++) {
+        const wnode *n = &w->nodes[i];
+        if (n->status != KF_NODE_VERIFIED && n->status != KF_NODE_SLOWER) continue;
+        if (best < 0 || n->latency_us < w->nodes[best].latency_us) best = i;
+    }
+    return best;
+}
+
 static void progress(const worker *w, const char *event, int id, const char *extra_json)
 {
-    int best = kf_mcts_best(w->tree);
+    int best = trusted_best(w);
     char line[1024];
     int n = snprintf(line, sizeof line,
                      "{\"event\":\"%s\",\"node\":%d,\"status\":\"%s\",\"latency_us\":%.4g,"
@@ -450,14 +462,14 @@ static void write_result(worker *w, const char *status, const char *key_hex, con
 {
     const kf_job *j = w->job;
     cJSON *doc = cJSON_CreateObject();
-    int best = -1, flagged = -1; /* the fastest trusted kernel; the fastest flagged one */
+    int best = trusted_best(w), flagged = -1; /* and the fastest flagged one */
     int counts[KF_NODE_STATUS_COUNT] = {0};
     for (int i = 0; i < w->n_nodes; i++) {
         const wnode *n = &w->nodes[i];
         counts[n->status]++;
-        int *slot = n->status == KF_NODE_FLAGGED ? &flagged
-                    : kf_node_status_correct(n->status) ? &best : NULL;
-        if (slot && (*slot < 0 || n->latency_us < w->nodes[*slot].latency_us)) *slot = i;
+        if (n->status == KF_NODE_FLAGGED &&
+            (flagged < 0 || n->latency_us < w->nodes[flagged].latency_us))
+            flagged = i;
     }
     cJSON_AddStringToObject(doc, "status", status);
     cJSON_AddStringToObject(doc, "detail", detail ? detail : "");

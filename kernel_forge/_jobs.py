@@ -412,12 +412,12 @@ class ProgressBar:
         if ev.get("event") != "node":
             return
         it, n = ev["iteration"], max(ev["iterations"], 1)
-        best = ev["eager_us"] / ev["best_us"] if ev.get("best_us") else 0.0
+        best = f"{ev['eager_us'] / ev['best_us']:5.2f}x" if ev.get("best_us") else "    -"
         el = time.monotonic() - self.t0
         eta = el / it * (n - it) if it else 0.0
         bar = "#" * int(20 * it / n)
         self.stream.write(f"\r{self.label[:48]:48s} [{bar:20s}] {it:3d}/{n} best "
-                          f"{best:5.2f}x  ETA {eta:5.0f}s")
+                          f"{best}  ETA {eta:5.0f}s")
         self.stream.flush()
 
     def close(self):

@@ -91,7 +91,8 @@ def cmd_warmup(args) -> int:
         print(f"kforge warmup: no such script: {args.script}", file=sys.stderr)
         return 2
     res = _warmup.warmup(script_cmd, iterations=args.iterations, time_budget=args.time_budget,
-                         ops=args.ops, min_share=args.min_share, max_jobs=args.max_jobs,
+                         ops=[o for arg in args.ops for o in arg.split(",") if o],
+                         min_share=args.min_share, max_jobs=args.max_jobs,
                          seed=args.seed, log=lambda m: print(m, file=sys.stderr),
                          proposer=args.proposer, llm_budget_usd=args.llm_budget_usd,
                          llm_max_requests=args.llm_max_requests)
@@ -285,7 +286,8 @@ def main(argv=None) -> int:
     w.add_argument("--iterations", type=int, default=50, help="candidates per signature (default 50)")
     w.add_argument("--time-budget", type=float, default=0,
                    help="seconds for all the tuning together (default: no limit)")
-    w.add_argument("--ops", nargs="+", default=[], help="only these ops, e.g. aten::_softmax")
+    w.add_argument("--ops", action="append", default=[],
+                   help="only these ops: a comma list, or the option repeated (aten::_softmax)")
     w.add_argument("--min-share", type=float, default=0.01,
                    help="tune signatures with at least this share of the recorded time (0.01)")
     w.add_argument("--max-jobs", type=int, default=0, help="tune at most this many (hottest first)")

@@ -20,11 +20,12 @@ fi
 if [ "${1:-}" = "--test" ]; then
   echo "== pip install test dependencies"
   $PY -m pip install -q pytest transformers
-  # the UI's browser tests: headless chromium driven by selenium (Debian's browser, no downloads)
-  if ! dpkg -s chromium chromium-driver >/dev/null 2>&1; then
-    echo "== apt-get install chromium chromium-driver"
+  # the UI's browser tests: headless chromium driven by selenium (Debian's browser, no downloads);
+  # clang for the libFuzzer targets
+  if ! dpkg -s chromium chromium-driver clang >/dev/null 2>&1; then
+    echo "== apt-get install chromium chromium-driver clang"
     $SUDO apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium chromium-driver >/dev/null
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium chromium-driver clang >/dev/null
   fi
   $PY -m pip install -q selenium
 fi

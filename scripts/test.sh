@@ -17,6 +17,20 @@ cmake --build build/asan -j "$jobs"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --test-dir build/asan --output-on-failure -j "$jobs"
 
+if command -v clang >/dev/null 2>&1; then
+  echo "== libFuzzer: the LLM answer, API body and launch-record parsers (${KF_FUZZ_SECONDS:-20} s)"
+  CC=clang cmake -S . -B build/fuzz -G Ninja -DKF_BUILD_TORCH_EXT=OFF -DKF_BUILD_TESTS=OFF \
+    -DKF_FUZZ=ON -DCMAKE_BUILD_TYPE=Debug >/dev/null
+  cmake --build build/fuzz --target fuzz_llm_parse
+  work=$(mktemp -d)  # the fuzzer adds what it finds to its corpus folder: not the repository's
+  cp tests/fuzz/llm_answer/* "$work"/
+  ./build/fuzz/fuzz_llm_parse -max_total_time="${KF_FUZZ_SECONDS:-20}" -max_len=65536 \
+    -print_final_stats=1 "$work" 2>&1 | tail -4
+  rm -rf "$work"
+else
+  echo "== libFuzzer: skipped (no clang; scripts/setup.sh --test installs it)"
+fi
+
 echo "== Python tests"
 set +e
 $PY -m pytest -q -rs tests/python "$@"

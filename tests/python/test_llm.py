@@ -202,3 +202,33 @@ def test_without_a_server_the_search_still_ends(monkeypatch):
     assert [n["status"] for n in nodes] == ["rejected", "rejected"]
     assert "connect" in nodes[0]["error"]
     assert res["status"] == "no_correct_kernel"
+
+
+def test_warmup_with_the_llm_proposer_prints_the_cost_table(stub, tmp_path):
+    """`kforge warmup --proposer llm` against the stub: the model's kernel is verified, and the
+    run ends with the cost table (requests, tokens, dollars per job)."""
+    shape = (24, 301)  # no other test uses it
+    n = shape[0] * shape[1]
+    stub([{"text": answer(relu_body(n)), "usage": {"prompt_tokens": 1200, "completion_tokens": 300}}])
+    script = tmp_path / "model.py"
+    script.write_text("import torch\nx = torch.randn(%d, %d)\nfor _ in range(30):\n"
+                      "    y = torch.relu(x)\n" % shape)
+    env = {k: v for k, v in os.environ.items()}
+    env["KFORGE_CACHE_DIR"] = str(tmp_path / "cache")
+    env["KFORGE_LLM_PRICES"] = str(tmp_path / "prices.json")
+    (tmp_path / "prices.json").write_text(json.dumps({"stub-model": {"input": 3.0, "output": 15.0}}))
+    p = subprocess.run([sys.executable, "-m", "kernel_forge.cli", "warmup", "--proposer", "llm",
+                        "--iterations", "2", "--ops", "aten::relu", "--json",
+                        str(tmp_path / "w.json"), str(script)],
+                       env=env, capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "kforge warmup: LLM cost" in p.stdout, p.stdout
+    (row,) = json.load(open(tmp_path / "w.json"))["rows"]
+    # a scalar relu on 7k floats is about as fast as eager's: either outcome is honest here
+    assert row["status"] in ("inserted", "no_faster_kernel"), row
+    nodes = tree_of(row["job_dir"])["nodes"]
+    assert nodes and all(n["proposer"] == "llm" for n in nodes)
+    assert any(n["status"] in ("verified", "slower", "flagged") for n in nodes), nodes
+    assert "stub-model" in p.stdout and "$" in p.stdout
+    assert KEY not in p.stdout + p.stderr
+    assert_key_nowhere(str(tmp_path / "cache"))
