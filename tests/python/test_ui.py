@@ -419,3 +419,39 @@ def test_browser_live_mode_follows_a_running_job(env, browser, tmp_path):
         time.sleep(0.2)
     assert f"{len(full)} (" in text(d, "#job-summary")
     assert d.execute_script("return document.body.dataset.route") == "/job/live"  # no reload
+
+
+def test_browser_thousand_cache_entries_stay_responsive(env, browser, monkeypatch):
+    """1,000 cache entries: the cache page loads, lists them (virtualized) and filters fast. The
+    entries are synthetic copies of the real one, served through the real API."""
+    from kernel_forge.ui import server as ui
+
+    real = ui.Cache.entries
+
+    def many(self):
+        base = real(self)
+        out = list(base)
+        for i in range(1000):
+            e = dict(base[0])
+            e["key"] = f"{i:032x}"
+            e["signature"] = f"_softmax(f32[{i + 1},83], dim=-1, half_to_float=False)"
+            out.append(e)
+        return out
+
+    monkeypatch.setattr(ui.Cache, "entries", many)
+    d = browser
+    t0 = time.monotonic()
+    go(d, env, "/about")  # leave the page, so that the cache view loads afresh
+    go(d, env, "/cache")
+    assert time.monotonic() - t0 < 15
+    assert len(get(env, "/api/cache")["entries"]) >= 1001
+    rows = d.find_elements("css selector", "#cache-list .row")
+    assert 0 < len(rows) < 200, len(rows)  # only the visible rows exist
+    t0 = time.monotonic()
+    box = d.find_element("css selector", "input[type=search]")
+    box.send_keys("f32[777,")
+    end = time.monotonic() + 10
+    while "f32[777,83]" not in text(d, "#cache-list") and time.monotonic() < end:
+        time.sleep(0.05)
+    assert "f32[777,83]" in text(d, "#cache-list")
+    assert time.monotonic() - t0 < 10
