@@ -1,8 +1,7 @@
 /* Shared by the CUDA normalization templates (templates_cuda_norm_row.c: layer_norm and
  * rms_norm; templates_cuda_norm_group.c: group_norm; templates_cuda_norm_batch.c: eval
  * batch_norm): device helpers every one of their kernels includes, and the checks their
- * applies() and render() have in common. The declarations live in each user (no header of its
- * own: this is private to the four files).
+ * applies() and render() have in common (templates_cuda_norm.h, private to these files).
  *
  * Conventions of the norm kernels: math in fp32, inputs and outputs in the dtypes the signature
  * gives (f32, f16, bf16), vectors of KF_VEC elements moved as one raw load/store of up to 16
@@ -13,7 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "template.h"
+#include "templates_cuda_norm.h"
 
 /* Device code: raw vector access (kf_vec<T, V>::ld / unpack / st) and reductions over a team
  * of threads (kf_team_reduce), which the including kernel parametrizes with KF_BLOCK (threads
@@ -287,7 +286,7 @@ int kf_cuda_norm_eps(const kf_job_sig *sig, double none_value, double *eps)
     return fabs(*eps) <= 3.0e38 ? 0 : -1;
 }
 
-int kf_cuda_norm_channels_last(const kf_job_tensor *t)
+static int channels_last(const kf_job_tensor *t)
 {
     if (t->ndim < 3 || t->ndim > KF_MAX_DIMS || kf_job_tensor_numel(t) < 0) return 0;
     /* dim 1 innermost, then the spatial dims in order, then dim 0; size-1 dims may have any
@@ -305,12 +304,12 @@ int kf_cuda_norm_channels_last(const kf_job_tensor *t)
 int kf_cuda_norm_layout(const kf_job_tensor *t)
 {
     if (kf_job_tensor_contiguous(t)) return 0;
-    return kf_cuda_norm_channels_last(t) ? 1 : -1;
+    return channels_last(t) ? 1 : -1;
 }
 
 int kf_cuda_norm_same_layout(const kf_job_tensor *out, int layout)
 {
-    return layout == 0 ? kf_job_tensor_contiguous(out) : kf_cuda_norm_channels_last(out);
+    return layout == 0 ? kf_job_tensor_contiguous(out) : channels_last(out);
 }
 
 int kf_cuda_norm_vec_fits(const kf_job_tensor *t, int fresh_out, int v)
@@ -336,6 +335,14 @@ const char *kf_cuda_norm_ptr(int dtype, int is_const)
     case KF_BF16: return is_const ? "const __nv_bfloat16*" : "__nv_bfloat16*";
     default: return NULL;
     }
+}
+
+int kf_cuda_norm_args(const kf_job_sig *sig, const char **args)
+{
+    int na = 0;
+    for (int i = 0; i < sig->n_in; i++) args[na++] = kf_cuda_norm_ptr(sig->in[i].dtype, 1);
+    for (int j = 0; j < sig->n_out; j++) args[na++] = kf_cuda_norm_ptr(sig->out[j].dtype, 0);
+    return na;
 }
 
 int kf_cuda_norm_fresh_outputs(const kf_job_sig *sig)

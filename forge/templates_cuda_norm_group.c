@@ -28,21 +28,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "template.h"
+#include "templates_cuda_norm.h"
 
-/* templates_cuda_norm.c */
-extern const char kf_cuda_norm_device[];
-int kf_cuda_norm_float(int dtype);
-int kf_cuda_norm_esize(int dtype);
-int kf_cuda_norm_tensor_args(const kf_job_sig *sig, const char *const *names,
-                             const int *optional, int n, int *idx);
-int kf_cuda_norm_eps(const kf_job_sig *sig, double none_value, double *eps);
-int kf_cuda_norm_layout(const kf_job_tensor *t);
-int kf_cuda_norm_same_layout(const kf_job_tensor *out, int layout);
-int kf_cuda_norm_vec_fits(const kf_job_tensor *t, int fresh_out, int v);
-void kf_cuda_norm_set(kf_strbuf *b, const char *name, long long v, const char *why);
-const char *kf_cuda_norm_ptr(int dtype, int is_const);
-int kf_cuda_norm_fresh_outputs(const kf_job_sig *sig);
 
 #define GN_SMEM_TOTAL (220 * 1024) /* static + dynamic shared memory per block, at most */
 #define GN_STAGE_MAX (200 * 1024)  /* dynamic (staging) shared memory per block, at most */
@@ -449,9 +436,7 @@ static kf_status gn_render(const kf_job_sig *sig, const int *knob_idx, char **so
     if (regs) staged = 0;
 
     const char *args[KF_JOB_MAX_TENSORS + KF_JOB_MAX_OUTPUTS];
-    int na = 0;
-    for (int i = 0; i < sig->n_in; i++) args[na++] = kf_cuda_norm_ptr(sig->in[i].dtype, 1);
-    for (int j = 0; j < sig->n_out; j++) args[na++] = kf_cuda_norm_ptr(sig->out[j].dtype, 0);
+    int na = kf_cuda_norm_args(sig, args);
 
     kf_strbuf b = {0};
     kf_template_cuda_prologue(&b, t, sig, vals);
