@@ -4,7 +4,8 @@
 # 1. per-op search on every baseline shape (benchmarks/forge_gpu.py), 2. kforge warmup on
 # ResNet-50, then eager vs plugin side by side in one process. Each step has its own time limit so
 # a slow step cannot eat the others; FORGE_BUDGET / SHAPE_BUDGET / ITERS / WARMUP_* tune them, and
-# STEPS="forge" or STEPS="resnet" runs one part (two calls fit the 10-minute limit better):
+# STEPS="forge" or STEPS="resnet" runs one part, ONLY=0,1,2 some of the forge's shapes (several
+# calls fit the 10-minute limit better):
 #   run(command="STEPS=forge FORGE_BUDGET=500 SHAPE_BUDGET=35 bash benchmarks/device_forge.sh", ...)
 #   run(command="STEPS=resnet WARMUP_BUDGET=400 WARMUP_TUNE_S=300 bash benchmarks/device_forge.sh", ...)
 set -uo pipefail
@@ -22,7 +23,7 @@ STEPS=${STEPS:-forge resnet}
 [[ " $STEPS " == *" forge "* ]] && {
   step "python benchmarks/forge_gpu.py --iterations ${ITERS:-50} --time-budget ${SHAPE_BUDGET:-12} --random-inputs 1"
   timeout "${FORGE_BUDGET:-300}" python3 benchmarks/forge_gpu.py --iterations "${ITERS:-50}" \
-    --time-budget "${SHAPE_BUDGET:-12}" --random-inputs 1 --out "$OUT"
+    --time-budget "${SHAPE_BUDGET:-12}" --random-inputs 1 --only "${ONLY:-}" --out "$OUT"
 } 2>&1 | tee "$OUT/forge_gpu.log" | grep -E "^\[|####|Error|error"
 
 [[ " $STEPS " == *" resnet "* ]] && {

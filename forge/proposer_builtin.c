@@ -1,7 +1,8 @@
 /* The builtin proposer (proposer.h): walks the knob space of the builtin templates (template.h).
  *
- * Starting points are the applicable templates, one per root proposal, at their first knob
- * indices, then random knob vectors not proposed yet. A child of node P is P's template with exactly one knob index moved, to the nearest
+ * Starting points are the applicable templates, one per root proposal, at the knob indices their
+ * start() guesses for the signature (their first indices without one), then random knob vectors
+ * not proposed yet. A child of node P is P's template with exactly one knob index moved, to the nearest
  * value not yet proposed (ties broken by the seeded PRNG). Every (template, index vector) ever
  * proposed is remembered in a hash set, so no combination is proposed twice anywhere in the tree;
  * a combination that fails to render counts as proposed too. */
@@ -180,8 +181,18 @@ static kf_status emit(builtin *b, int tmpl, const signed char *idx, const signed
     return KF_OK;
 }
 
-/* The next template at its first index vector that renders (later vectors in odometer order,
- * last knob fastest, if it does not). */
+/* The template's guess for this signature, or all zero; a guess out of range is ignored. */
+static void start_vector(const builtin *b, const kf_template *t, signed char *idx)
+{
+    int g[MAX_KNOBS] = {0};
+    if (t->start) t->start(&b->sig, g);
+    for (int k = 0; k < t->n_knobs; k++)
+        if (g[k] < 0 || g[k] >= t->knobs[k].n_values) return;
+    for (int k = 0; k < t->n_knobs; k++) idx[k] = (signed char)g[k];
+}
+
+/* The next template at its start vector if that renders (else vectors in odometer order from
+ * there, last knob fastest). */
 static kf_status propose_start(builtin *b, int child_id, kf_candidate *out, char *err,
                                size_t errcap)
 {
@@ -190,6 +201,7 @@ static kf_status propose_start(builtin *b, int child_id, kf_candidate *out, char
         int ti = b->next_start;
         const kf_template *t = b->tmpls[ti];
         signed char idx[MAX_KNOBS] = {0};
+        start_vector(b, t, idx);
         for (int tries = 0; tries < START_TRIES; tries++) {
             uint64_t key = combo_key(ti, idx, t->n_knobs);
             if (!set_has(b, key)) {

@@ -90,6 +90,9 @@ typedef struct kf_template {
      * #defines) + launch record JSON (malloc'ed). On failure both are NULL and err says why. */
     kf_status (*render)(const kf_job_sig *sig, const int *knob_idx, char **source,
                         char **launch_json, char *err, size_t errcap);
+    /* Optional: the knob indices the search starts from for this signature (a guess from its
+     * shape, e.g. long rows want wide vectors and several blocks per row); NULL: all zero. */
+    void (*start)(const kf_job_sig *sig, int *knob_idx);
 } kf_template;
 
 /* NULL-terminated table of all builtin templates. */

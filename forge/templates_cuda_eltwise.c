@@ -248,31 +248,7 @@ static void ew_emit_offset(kf_strbuf *b, const ew_plan *p, int k, const char *na
 static const char eltwise_body[] =
     "typedef KF_TYPE kf_t;\n"
     "\n"
-    "/* raw storage of B bytes: one vector load or store */\n"
-    "template <int B> struct kf_raw_t;\n"
-    "template <> struct kf_raw_t<2> { typedef unsigned short t; };\n"
-    "template <> struct kf_raw_t<4> { typedef unsigned t; };\n"
-    "template <> struct kf_raw_t<8> { typedef uint2 t; };\n"
-    "template <> struct kf_raw_t<16> { typedef uint4 t; };\n"
-    "typedef kf_raw_t<KF_VW * (int)sizeof(kf_t)>::t kf_raw;\n"
-    "\n"
-    "__device__ __forceinline__ void kf_unpack(const kf_raw &r, float (&v)[KF_VW])\n"
-    "{\n"
-    "    kf_t e[KF_VW];\n"
-    "    memcpy(e, &r, sizeof r);\n"
-    "#pragma unroll\n"
-    "    for (int i = 0; i < KF_VW; i++) v[i] = kf_to_f(e[i]);\n"
-    "}\n"
-    "\n"
-    "__device__ __forceinline__ kf_raw kf_pack(const float (&v)[KF_VW])\n"
-    "{\n"
-    "    kf_t e[KF_VW];\n"
-    "#pragma unroll\n"
-    "    for (int i = 0; i < KF_VW; i++) e[i] = kf_from_f<kf_t>(v[i]);\n"
-    "    kf_raw r;\n"
-    "    memcpy(&r, e, sizeof r);\n"
-    "    return r;\n"
-    "}\n"
+    "typedef kf_vec<kf_t, KF_VW> kf_v;\n"
     "\n"
     "/* KF_VW values of an operand at element offset o: 0 a vector load, 1 one value\n"
     " * broadcast along the innermost dim (stride 0), 2 KF_VW loads IS0 apart */\n"
@@ -280,7 +256,7 @@ static const char eltwise_body[] =
     "__device__ __forceinline__ void kf_load(const kf_t *p, kf_idx o, float (&v)[KF_VW])\n"
     "{\n"
     "    if constexpr (MODE == 0) {\n"
-    "        kf_unpack(*reinterpret_cast<const kf_raw *>(p + o), v);\n"
+    "        kf_v::unpack(kf_v::ld(p + o), v);\n"
     "    } else if constexpr (MODE == 1) {\n"
     "        const float s = kf_to_f(p[o]);\n"
     "#pragma unroll\n"
@@ -333,7 +309,7 @@ static const char eltwise_body[] =
     "#else\n"
     "                    r[e] = kf_op(va[u][e]);\n"
     "#endif\n"
-    "                *reinterpret_cast<kf_raw *>(y + q * KF_VW) = kf_pack(r);\n"
+    "                kf_v::stw(y + q * KF_VW, r);\n"
     "            }\n"
     "        }\n"
     "    }\n"
@@ -469,6 +445,15 @@ static int unary_applies(const kf_job_sig *sig)
 static kf_status unary_render(const kf_job_sig *sig, const int *knob_idx, char **source,
                               char **launch_json, char *err, size_t errcap);
 
+/* Where the search starts: 16-byte vectors, two in flight, 256 threads, a tile per block. */
+static void eltwise_start(const kf_job_sig *sig, int *idx)
+{
+    (void)sig;
+    idx[K_VEC] = 3;
+    idx[K_UNROLL] = 1;
+    idx[K_THREADS] = 1;
+}
+
 const kf_template kf_tmpl_cuda_eltwise_unary = {
     .name = "cuda_eltwise_unary",
     .backend = "nvrtc",
@@ -476,6 +461,7 @@ const kf_template kf_tmpl_cuda_eltwise_unary = {
     .knobs = eltwise_knobs,
     .applies = unary_applies,
     .render = unary_render,
+    .start = eltwise_start,
 };
 
 static kf_status unary_render(const kf_job_sig *sig, const int *knob_idx, char **source,
@@ -593,6 +579,7 @@ const kf_template kf_tmpl_cuda_eltwise_binary = {
     .knobs = eltwise_knobs,
     .applies = binary_applies,
     .render = binary_render,
+    .start = eltwise_start,
 };
 
 static kf_status binary_render(const kf_job_sig *sig, const int *knob_idx, char **source,

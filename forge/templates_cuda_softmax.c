@@ -188,20 +188,12 @@ static const char softmax_body[] =
     "typedef KF_TIN kf_tin;\n"
     "typedef KF_TOUT kf_tout;\n"
     "\n"
-    "/* raw storage of B bytes: one vector load or store */\n"
-    "template <int B> struct kf_raw_t;\n"
-    "template <> struct kf_raw_t<2> { typedef unsigned short t; };\n"
-    "template <> struct kf_raw_t<4> { typedef unsigned t; };\n"
-    "template <> struct kf_raw_t<8> { typedef uint2 t; };\n"
-    "template <> struct kf_raw_t<16> { typedef uint4 t; };\n"
-    "typedef kf_raw_t<KF_VW * (int)sizeof(kf_tin)>::t kf_raw; /* one input vector */\n"
+    "typedef kf_vec<kf_tin, KF_VW> kf_vin;\n"
+    "typedef kf_vin::raw kf_raw; /* one input vector */\n"
     "\n"
-    "__device__ __forceinline__ void kf_unpack(const kf_raw &r, float (&v)[KF_VW])\n"
+    "__device__ __forceinline__ void kf_unpack(const kf_raw r, float (&v)[KF_VW])\n"
     "{\n"
-    "    kf_tin e[KF_VW];\n"
-    "    memcpy(e, &r, sizeof r);\n"
-    "#pragma unroll\n"
-    "    for (int i = 0; i < KF_VW; i++) v[i] = kf_to_f(e[i]);\n"
+    "    kf_vin::unpack(r, v);\n"
     "}\n"
     "\n"
     "/* Round and store KF_VW results at p, 16 bytes at most per store (fp32 out of a\n"
@@ -210,15 +202,12 @@ static const char softmax_body[] =
     "{\n"
     "    constexpr int B = KF_VW * (int)sizeof(kf_tout), W = B > 16 ? 16 : B;\n"
     "    constexpr int E = W / (int)sizeof(kf_tout);\n"
-    "    typedef kf_raw_t<W>::t piece;\n"
     "#pragma unroll\n"
     "    for (int c = 0; c < KF_VW / E; c++) {\n"
-    "        kf_tout e[E];\n"
+    "        float e[E];\n"
     "#pragma unroll\n"
-    "        for (int i = 0; i < E; i++) e[i] = kf_from_f<kf_tout>(v[c * E + i]);\n"
-    "        piece r;\n"
-    "        memcpy(&r, e, sizeof r);\n"
-    "        reinterpret_cast<piece *>(p)[c] = r;\n"
+    "        for (int i = 0; i < E; i++) e[i] = v[c * E + i];\n"
+    "        kf_vec<kf_tout, E>::stw(p + c * E, e);\n"
     "    }\n"
     "}\n"
     "\n"
@@ -549,6 +538,22 @@ static const char softmax_body[] =
 static kf_status softmax_render(const kf_job_sig *sig, const int *knob_idx, char **source,
                                 char **launch_json, char *err, size_t errcap);
 
+/* Where the search starts (the H200 runs' best region): 256 threads, 16-byte vectors, staged
+ * with two blocks an SM; rows up to 8 KB get 64 threads each, longer ones a block, and when
+ * long rows are too few for two waves of 132 SMs, clusters split them. */
+static void softmax_start(const kf_job_sig *sig, int *idx)
+{
+    sm_shape sh;
+    if (!sm_shape_of(sig, &sh)) return;
+    idx[K_THREADS] = 3;
+    idx[K_VEC] = 3;
+    idx[K_STRATEGY] = 3;
+    if (sh.inner != 1) return;
+    int64_t bytes = sh.d * sm_esize(sig->in[0].dtype);
+    idx[K_ROWS] = bytes <= 8192 ? 2 : 0;
+    for (int s = 0; bytes > 8192 && s < 3 && (sh.outer << s) < 2 * 132; s++) idx[K_SPLIT] = s + 1;
+}
+
 const kf_template kf_tmpl_cuda_row_softmax = {
     .name = "cuda_row_softmax",
     .backend = "nvrtc",
@@ -556,6 +561,7 @@ const kf_template kf_tmpl_cuda_row_softmax = {
     .knobs = softmax_knobs,
     .applies = softmax_applies,
     .render = softmax_render,
+    .start = softmax_start,
 };
 
 static kf_status softmax_render(const kf_job_sig *sig, const int *knob_idx, char **source,

@@ -579,6 +579,40 @@ static void test_sabotage_create_errors(void)
     CHECK_EQ_INT(f.destroyed, 0); /* on failure the inner proposer stays the caller's */
 }
 
+/* A template's start() picks the first proposal's knobs from the shape: few long f32 rows start
+ * staged, with 16-byte vectors and an 8-block cluster per row; short rows with 64 threads each. */
+static void test_builtin_start_guess(void)
+{
+    struct {
+        int64_t rows, cols;
+        int want_rows, want_split;
+    } cases[] = {{32, 262144, 1, 8}, {4096, 1024, 4, 1}};
+    for (int c = 0; c < 2; c++) {
+        kf_job_sig sig = softmax_sig(KF_F32);
+        sig.in[0] = t32(2, (int64_t[]){cases[c].rows, cases[c].cols});
+        sig.out[0] = sig.in[0];
+        kf_proposer_i p;
+        char err[256], mutated[64];
+        if (!CHECK_EQ_INT(kf_proposer_builtin_create(&sig, "nvrtc", 1, &p, err, sizeof err), KF_OK))
+            return;
+        kf_candidate cand;
+        prop_rec r;
+        memset(&r, 0, sizeof r);
+        if (CHECK_EQ_INT(p.propose(p.self, KF_MCTS_ROOT, 0, &cand, err, sizeof err), KF_OK)) {
+            CHECK(parse_meta(cand.meta_json, &r, mutated, sizeof mutated));
+            CHECK_STR(r.tmpl, "cuda_row_softmax");
+            /* threads, rows, vec, strategy, split */
+            CHECK_EQ_INT(r.knobs[0], 256);
+            CHECK_EQ_INT(r.knobs[1], cases[c].want_rows);
+            CHECK_EQ_INT(r.knobs[2], 8);
+            CHECK_EQ_INT(r.knobs[3], 3);
+            CHECK_EQ_INT(r.knobs[4], cases[c].want_split);
+            kf_candidate_clear(&cand);
+        }
+        p.destroy(p.self);
+    }
+}
+
 int main(void)
 {
     have_host_cc = kf_compiler_host_create(&host_cc, getenv("CC")) == KF_OK;
@@ -586,6 +620,7 @@ int main(void)
     test_builtin_walk();
     test_builtin_determinism();
     test_builtin_errors();
+    test_builtin_start_guess();
     test_sabotage_every_nth();
     test_sabotage_macro_params();
     test_sabotage_cuda();
