@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 
 #include "check.h"
+#include "nvrtc_find.h"
 #include "forge/compiler.h"
 
 static kf_launch make_launch(const char *entry, unsigned gx, unsigned bx, unsigned smem, int n,
@@ -66,31 +67,6 @@ static char *fixture(const char *name, const char *prefix)
     if (s) snprintf(s, n, "%s%s", prefix, body);
     free(body);
     return s;
-}
-
-/* libnvrtc from the nvidia-cuda-nvrtc wheel, if python3 has it. */
-static int wheel_nvrtc(char *out, size_t cap)
-{
-    FILE *p = popen("python3 -c \"import glob, os, nvidia; "
-                    "print(sorted(g for d in nvidia.__path__ "
-                    "for g in glob.glob(os.path.join(d, '*', 'lib', 'libnvrtc.so.*')) "
-                    "if 'builtins' not in g and 'alt' not in g)[-1])\" 2>/dev/null",
-                    "r");
-    if (!p) return 0;
-    int ok = fgets(out, (int)cap, p) != NULL;
-    pclose(p);
-    if (!ok) return 0;
-    out[strcspn(out, "\n")] = 0;
-    return out[0] == '/';
-}
-
-static const char *include_dir(void)
-{
-    const char *e = getenv("KFORGE_CUDA_INCLUDE");
-    if (e && *e) return e;
-    struct stat sb;
-    return stat("/usr/local/cuda/include/cuda_bf16.h", &sb) == 0 ? "/usr/local/cuda/include"
-                                                                 : NULL;
 }
 
 static void test_create_failures(void)
@@ -323,11 +299,11 @@ static void test_with_nvrtc(kf_compiler_i *c)
          "#define KF_EPS 1e-05\n",
          make_launch("kf_kernel", 1024, 512, 65536, 6, gn_types)},
     };
-    if (!include_dir()) {
+    if (!nvrtc_find_include()) {
         printf("SKIP the fixtures: they include <cuda_bf16.h> and no CUDA headers were found "
                "(set KFORGE_CUDA_INCLUDE)\n");
     }
-    for (size_t i = 0; include_dir() && i < sizeof fx / sizeof fx[0]; i++) {
+    for (size_t i = 0; nvrtc_find_include() && i < sizeof fx / sizeof fx[0]; i++) {
         char *src = fixture(fx[i].file, fx[i].prefix);
         if (!CHECK(src)) continue;
         blob = NULL;
@@ -354,14 +330,14 @@ int main(void)
 
     char err[512];
     kf_compiler_i c;
-    const char *inc = include_dir();
+    const char *inc = nvrtc_find_include();
     kf_status st = kf_compiler_nvrtc_create(&c, NULL, inc, err, sizeof err);
     if (st != KF_OK) {
         CHECK_EQ_INT(st, KF_ERR_CUDA);
         CHECK_CONTAINS(err, "NVRTC");
         printf("default search: %s\n", err);
         char path[4096];
-        if (wheel_nvrtc(path, sizeof path)) {
+        if (nvrtc_find_wheel(path, sizeof path)) {
             printf("trying the pip wheel's %s\n", path);
             st = kf_compiler_nvrtc_create(&c, path, inc, err, sizeof err);
             if (!CHECK_EQ_INT(st, KF_OK)) printf("     %s\n", err);

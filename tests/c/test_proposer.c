@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 
 #include "check.h"
+#include "nvrtc_find.h"
 #include "forge/compiler.h"
 #include "forge/eval.h"
 #include "forge/mcts.h"
@@ -492,15 +493,6 @@ static const char cuda_src[] =
     "    if (i < KF_N) y[i] = __float2half(x[i]);\n"
     "}\n";
 
-static const char *cuda_include_dir(void)
-{
-    const char *e = getenv("KFORGE_CUDA_INCLUDE");
-    if (e && *e) return e;
-    struct stat sb;
-    return stat("/usr/local/cuda/include/cuda_fp16.h", &sb) == 0 ? "/usr/local/cuda/include"
-                                                                 : NULL;
-}
-
 static void test_sabotage_cuda(void)
 {
     fake_cuda f = {cuda_src, 0, 0};
@@ -511,7 +503,7 @@ static void test_sabotage_cuda(void)
     CHECK_STR(sab.name, "sabotage(fake)");
 
     kf_compiler_i nv;
-    int have_nvrtc = kf_compiler_nvrtc_create(&nv, NULL, cuda_include_dir(), err, sizeof err) ==
+    int have_nvrtc = kf_compiler_nvrtc_create(&nv, NULL, nvrtc_find_include(), err, sizeof err) ==
                      KF_OK;
     if (!have_nvrtc) printf("SKIP compiling sabotaged CUDA: %s\n", err);
 

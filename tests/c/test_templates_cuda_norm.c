@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "nvrtc_find.h"
 #include "common/cuda_driver.h"
 #include "forge/compiler.h"
 #include "forge/template.h"
@@ -1034,42 +1035,18 @@ static void test_gpu(void)
     kf_cuda_driver_close(&G.d);
 }
 
-/* ---- NVRTC, found like test_compiler_nvrtc.c finds it ---- */
-
-static const char *include_dir(void)
-{
-    const char *e = getenv("KFORGE_CUDA_INCLUDE");
-    if (e && *e) return e;
-    struct stat sb;
-    return stat("/usr/local/cuda/include/cuda_bf16.h", &sb) == 0 ? "/usr/local/cuda/include"
-                                                                 : NULL;
-}
-
-static int wheel_nvrtc(char *out, size_t cap)
-{
-    FILE *p = popen("python3 -c \"import glob, os, nvidia; "
-                    "print(sorted(g for d in nvidia.__path__ "
-                    "for g in glob.glob(os.path.join(d, '*', 'lib', 'libnvrtc.so.*')) "
-                    "if 'builtins' not in g and 'alt' not in g)[-1])\" 2>/dev/null",
-                    "r");
-    if (!p) return 0;
-    int ok = fgets(out, (int)cap, p) != NULL;
-    pclose(p);
-    if (!ok) return 0;
-    out[strcspn(out, "\n")] = 0;
-    return out[0] == '/';
-}
+/* ---- NVRTC (tests/c/nvrtc_find.h) ---- */
 
 static int open_nvrtc(void)
 {
     char err[512], path[4096];
-    const char *inc = include_dir();
+    const char *inc = nvrtc_find_include();
     if (!inc) {
         printf("SKIP compiling: no CUDA headers (set KFORGE_CUDA_INCLUDE)\n");
         return 0;
     }
     if (kf_compiler_nvrtc_create(&nv, NULL, inc, err, sizeof err) == KF_OK) return 1;
-    if (wheel_nvrtc(path, sizeof path) &&
+    if (nvrtc_find_wheel(path, sizeof path) &&
         kf_compiler_nvrtc_create(&nv, path, inc, err, sizeof err) == KF_OK)
         return 1;
     printf("SKIP compiling: no NVRTC (%s)\n", err);

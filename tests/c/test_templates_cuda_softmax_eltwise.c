@@ -29,6 +29,7 @@
 #include "common/cuda_driver.h"
 #include "forge/compiler.h"
 #include "forge/template.h"
+#include "nvrtc_find.h"
 
 /* ---- fp16 / bf16 on the host (round to nearest even, as the device does) ---- */
 
@@ -1041,46 +1042,18 @@ static int run_job(const job *j)
     return ok;
 }
 
-/* ---- NVRTC, found like test_compiler_nvrtc does ---- */
-
-static int wheel_nvrtc(char *out, size_t cap)
-{
-    FILE *p = popen("python3 -c \"import glob, os, nvidia; "
-                    "print(sorted(g for d in nvidia.__path__ "
-                    "for g in glob.glob(os.path.join(d, '*', 'lib', 'libnvrtc.so.*')) "
-                    "if 'builtins' not in g and 'alt' not in g)[-1])\" 2>/dev/null",
-                    "r");
-    if (!p) return 0;
-    int ok = fgets(out, (int)cap, p) != NULL;
-    pclose(p);
-    if (!ok) return 0;
-    out[strcspn(out, "\n")] = 0;
-    return out[0] == '/';
-}
-
-static const char *include_dir(void)
-{
-    const char *e = getenv("KFORGE_CUDA_INCLUDE");
-    struct stat sb;
-    char p[4200];
-    if (e && *e) {
-        snprintf(p, sizeof p, "%s/cuda_bf16.h", e);
-        return stat(p, &sb) == 0 ? e : NULL;
-    }
-    return stat("/usr/local/cuda/include/cuda_bf16.h", &sb) == 0 ? "/usr/local/cuda/include"
-                                                                 : NULL;
-}
+/* ---- NVRTC, found like test_compiler_nvrtc does (nvrtc_find.h) ---- */
 
 static int open_nvrtc(void)
 {
     char err[512], path[4096];
-    const char *inc = include_dir();
+    const char *inc = nvrtc_find_include();
     if (!inc) {
         printf("SKIP compiling: no CUDA headers for <cuda_bf16.h> (set KFORGE_CUDA_INCLUDE)\n");
         return 0;
     }
     kf_status st = kf_compiler_nvrtc_create(&cc, NULL, inc, err, sizeof err);
-    if (st != KF_OK && wheel_nvrtc(path, sizeof path))
+    if (st != KF_OK && nvrtc_find_wheel(path, sizeof path))
         st = kf_compiler_nvrtc_create(&cc, path, inc, err, sizeof err);
     if (st != KF_OK) {
         printf("SKIP compiling: no NVRTC here (%s; set KFORGE_NVRTC)\n", err);
