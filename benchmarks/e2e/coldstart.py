@@ -1,0 +1,127 @@
+"""Cold start with a warm cache, in fresh processes (run.py runs this):
+- time from process start to the first served kernel: the end of the first forward after which
+  kernel_forge.stats() shows served calls, measured from the parent's spawn of the process
+  (interpreter start, imports, model build included);
+- the per-process cost of the first-use check: the forward holding the first uses of the served
+  kernels (normally the first) with KFORGE_VALIDATE=first minus the same forward with
+  KFORGE_VALIDATE=off, each in its own fresh process.
+
+The child step, one process:
+    python benchmarks/e2e/coldstart.py MODEL [workload options] [--max-forwards N]
+prints one line `COLDSTART {json}` with absolute times (time.time()).
+"""
+
+import time
+
+T_MAIN = time.time()  # before the heavy imports
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import os  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def child(argv):
+    sys.path.insert(0, HERE)
+    import torch  # noqa: F401
+
+    t_torch = time.time()
+    import harness  # finds kernel_forge in a checkout
+
+    import kernel_forge as kf
+
+    t_kf = time.time()
+
+    p = argparse.ArgumentParser()
+    harness.add_workload_args(p)
+    p.add_argument("--max-forwards", type=int, default=6)
+    a = p.parse_args(argv)
+    s = harness.Setup(a)
+    t_built = time.time()
+    forwards = []
+    for _ in range(a.max_forwards):
+        t0 = time.perf_counter()
+        s.forward()
+        s.sync()
+        ms = 1e3 * (time.perf_counter() - t0)
+        served = sum(r["served"] for r in kf.stats())
+        forwards.append({"ms": ms, "end": time.time(), "served": served})
+        if sum(1 for f in forwards if f["served"]) >= 3:  # the first served one, then steady ones
+            break
+    print("COLDSTART " + json.dumps({
+        "main": T_MAIN, "torch": t_torch, "kernel_forge": t_kf, "built": t_built,
+        "validate": kf.ops_info()["validate"], "forwards": forwards,
+        "cache_entries": len(kf.cache_entries())}), flush=True)
+
+
+def summarize(rec: dict, t_spawn: float) -> dict:
+    """Times relative to the spawn, from one child's record."""
+    fw = rec["forwards"]
+    first_served = next((i for i, f in enumerate(fw) if f["served"]), None)
+    steady = [f["ms"] for f in fw[1:]]
+    return {
+        "validate": rec["validate"],
+        "to_interpreter_s": rec["main"] - t_spawn,
+        "to_torch_imported_s": rec["torch"] - t_spawn,
+        "to_kernel_forge_loaded_s": rec["kernel_forge"] - t_spawn,
+        "to_model_built_s": rec["built"] - t_spawn,
+        "to_first_served_s": None if first_served is None else fw[first_served]["end"] - t_spawn,
+        "forwards_until_served": None if first_served is None else first_served + 1,
+        "first_forward_ms": fw[0]["ms"] if fw else None,
+        "steady_forward_ms": min(steady) if steady else None,
+        "forward_ms": [round(f["ms"], 3) for f in fw],
+        "cache_entries": rec["cache_entries"],
+    }
+
+
+def measure(workload_argv: list[str], timeout: float, runs: int = 1, log=print) -> dict:
+    """Both modes, `runs` fresh processes each (the median run by first forward is kept)."""
+    modes = {}
+    for mode in ("first", "off"):
+        got = []
+        for _ in range(runs):
+            env = dict(os.environ, KFORGE_VALIDATE=mode)
+            env.pop("KFORGE_TUNE", None)
+            t_spawn = time.time()
+            try:
+                p = subprocess.run([sys.executable, os.path.abspath(__file__), *workload_argv],
+                                   env=env, capture_output=True, text=True, timeout=timeout)
+            except subprocess.TimeoutExpired:
+                got.append({"error": f"timed out after {timeout:.0f} s"})
+                continue
+            line = next((ln for ln in p.stdout.splitlines() if ln.startswith("COLDSTART ")), None)
+            if p.returncode != 0 or line is None:
+                got.append({"error": f"exit {p.returncode}: {p.stderr.strip()[-600:]}"})
+                continue
+            got.append(summarize(json.loads(line[len("COLDSTART "):]), t_spawn))
+        ok = sorted((g for g in got if "error" not in g), key=lambda g: g["first_forward_ms"])
+        modes[mode] = ok[len(ok) // 2] if ok else got[-1]
+        log(f"  KFORGE_VALIDATE={mode}: {describe(modes[mode])}")
+    first, off = modes["first"], modes["off"]
+    out = {"modes": modes, "runs": runs, "validation_cost_ms": None,
+           "note": "times from the parent's spawn of the process; the first forward includes "
+                   "loading the cached kernels and the libraries' lazy initialization"}
+    if "error" not in first and "error" not in off:
+        k = first["forwards_until_served"]  # the forward holding the first uses (normally 1)
+        if k is None:
+            out["note"] += "; no kernel was served, so nothing was validated"
+        elif len(off["forward_ms"]) >= k:
+            out["validation_cost_ms"] = first["forward_ms"][k - 1] - off["forward_ms"][k - 1]
+            out["validation_forward"] = k
+    return out
+
+
+def describe(m: dict) -> str:
+    if "error" in m:
+        return m["error"]
+    served = (f"first served kernel {m['to_first_served_s']:.2f} s after spawn"
+              if m["to_first_served_s"] is not None else "no kernel served")
+    return (f"{served}, first forward {m['first_forward_ms']:.1f} ms, steady "
+            f"{m['steady_forward_ms'] or 0:.2f} ms")
+
+
+if __name__ == "__main__":
+    child(sys.argv[1:])
