@@ -38,7 +38,7 @@ from phases import PhaseTimeout, Run, time_limit  # noqa: E402
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     harness.add_workload_args(p)
-    p.add_argument("--iters", type=int, default=10, help="timed forwards per round (10)")
+    p.add_argument("--iters", type=int, default=30, help="timed forwards per round (30)")
     p.add_argument("--rounds", type=int, default=5, help="alternating rounds (5)")
     p.add_argument("--warmup-budget", type=float, default=150,
                    help="seconds for the whole warm-up, both script runs and the search (150); "
