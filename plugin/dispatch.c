@@ -102,7 +102,8 @@ static void store_min(_Atomic uint64_t *p, uint64_t v)
 
 void kf_slot_add_sample(kf_slot *s, int served, uint64_t ns)
 {
-    atomic_fetch_add_explicit(served ? &s->sv_timed : &s->fb_timed, 1, memory_order_relaxed);
+    if (atomic_fetch_add_explicit(served ? &s->sv_timed : &s->fb_timed, 1, memory_order_relaxed) == 0)
+        atomic_store_explicit(served ? &s->sv_first_ns : &s->fb_first_ns, ns, memory_order_relaxed);
     atomic_fetch_add_explicit(served ? &s->sv_time_ns : &s->fb_time_ns, ns, memory_order_relaxed);
     store_min(served ? &s->sv_min_ns : &s->fb_min_ns, ns ? ns : 1);
     if (!served || atomic_load_explicit(&s->sv_timed, memory_order_relaxed) < KF_SPEED_MIN_SAMPLES)
@@ -185,7 +186,8 @@ void kf_dispatch_observed(kf_runtime *rt, const char *name, uint64_t ns, uint64_
     }
     atomic_fetch_add_explicit(&s->calls, weight, memory_order_relaxed);
     atomic_fetch_add_explicit(&s->fallback, weight, memory_order_relaxed);
-    atomic_fetch_add_explicit(&s->fb_timed, 1, memory_order_relaxed);
+    if (atomic_fetch_add_explicit(&s->fb_timed, 1, memory_order_relaxed) == 0)
+        atomic_store_explicit(&s->fb_first_ns, ns, memory_order_relaxed);
     atomic_fetch_add_explicit(&s->fb_time_ns, ns, memory_order_relaxed);
 }
 

@@ -36,6 +36,10 @@ typedef struct kf_slot {
     _Atomic uint64_t calls, served, fallback;
     _Atomic uint64_t fb_timed, fb_time_ns; /* sampled eager time */
     _Atomic uint64_t sv_timed, sv_time_ns; /* sampled served time */
+    /* The first sample of each, also in the sums: left out of the per-call estimate once there
+     * are others, since a first call can cost milliseconds (lazy kernel loading, allocator
+     * growth) and would make a tiny op look hot. */
+    _Atomic uint64_t fb_first_ns, sv_first_ns;
     _Atomic(kf_kernel *) kernel;
     _Atomic(kf_out_layout *) outs;
     _Atomic int capture_want; /* real calls still to copy for a tuning job (kf_capture_request) */

@@ -7,20 +7,29 @@
 #include "runtime.h"
 #include "signature.h"
 
+/* Mean sampled ns per call, without the first sample once there are others (sigtable.h);
+ * -1 without samples. */
+static double per_call_ns(_Atomic uint64_t *sum, _Atomic uint64_t *n, _Atomic uint64_t *first)
+{
+    uint64_t c = atomic_load(n), t = atomic_load(sum), f = atomic_load(first);
+    if (!c) return -1;
+    if (c >= 2 && f <= t) return (double)(t - f) / (double)(c - 1);
+    return (double)t / (double)c;
+}
+
 static double estimated_ms(kf_slot *s)
 {
     uint64_t fb = atomic_load(&s->fallback), sv = atomic_load(&s->served);
-    uint64_t fbt = atomic_load(&s->fb_timed), svt = atomic_load(&s->sv_timed);
-    double ns = 0;
-    if (fbt) ns += (double)atomic_load(&s->fb_time_ns) / (double)fbt * (double)fb;
-    if (svt) ns += (double)atomic_load(&s->sv_time_ns) / (double)svt * (double)sv;
+    double fbn = per_call_ns(&s->fb_time_ns, &s->fb_timed, &s->fb_first_ns);
+    double svn = per_call_ns(&s->sv_time_ns, &s->sv_timed, &s->sv_first_ns);
+    double ns = (fbn > 0 ? fbn * (double)fb : 0) + (svn > 0 ? svn * (double)sv : 0);
     return ns / 1e6;
 }
 
-static double per_call_us(_Atomic uint64_t *ns, _Atomic uint64_t *n)
+static double per_call_us(_Atomic uint64_t *sum, _Atomic uint64_t *n, _Atomic uint64_t *first)
 {
-    uint64_t c = atomic_load(n);
-    return c ? (double)atomic_load(ns) / (double)c / 1e3 : -1;
+    double ns = per_call_ns(sum, n, first);
+    return ns < 0 ? -1 : ns / 1e3;
 }
 
 typedef struct stats_ctx {
@@ -68,8 +77,8 @@ static void add_row(kf_slot *s, void *user)
     cJSON_AddNumberToObject(r, "served", (double)atomic_load(&s->served));
     cJSON_AddNumberToObject(r, "fallback", (double)atomic_load(&s->fallback));
     cJSON_AddNumberToObject(r, "time_ms", estimated_ms(s));
-    cJSON_AddNumberToObject(r, "eager_us", per_call_us(&s->fb_time_ns, &s->fb_timed));
-    cJSON_AddNumberToObject(r, "served_us", per_call_us(&s->sv_time_ns, &s->sv_timed));
+    cJSON_AddNumberToObject(r, "eager_us", per_call_us(&s->fb_time_ns, &s->fb_timed, &s->fb_first_ns));
+    cJSON_AddNumberToObject(r, "served_us", per_call_us(&s->sv_time_ns, &s->sv_timed, &s->sv_first_ns));
     cJSON_AddBoolToObject(r, "served_slower", atomic_load(&s->served_slower));
     cJSON_AddNumberToObject(r, "timed_calls",
                             (double)(atomic_load(&s->fb_timed) + atomic_load(&s->sv_timed)));
@@ -113,6 +122,8 @@ static void zero_slot(kf_slot *s, void *user)
     atomic_store(&s->fb_time_ns, 0);
     atomic_store(&s->sv_timed, 0);
     atomic_store(&s->sv_time_ns, 0);
+    atomic_store(&s->fb_first_ns, 0);
+    atomic_store(&s->sv_first_ns, 0);
 }
 
 void kf_reset_stats(kf_runtime *rt)

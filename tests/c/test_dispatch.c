@@ -808,6 +808,34 @@ static void test_table_full(void)
     kf_runtime_free(rt);
 }
 
+/* A cold first sample (10 ms: lazy kernel loading) does not make a 10 us op look hot: the
+ * per-call estimate leaves it out once there are other samples; a lone sample still counts. */
+static void test_cold_first_sample(kf_runtime *rt)
+{
+    static kf_sig s;
+    softmax_sig(&s, 7);
+    kf_call c = call_eager(rt, &s);
+    if (!CHECK(c.slot != NULL)) return;
+    kf_reset_stats(rt);
+    atomic_store(&c.slot->calls, 4);
+    atomic_store(&c.slot->fallback, 4);
+    kf_slot_add_sample(c.slot, 0, 10000000);
+    cJSON *doc = stats(rt);
+    cJSON *r = row_for(doc, key_of(&s));
+    if (CHECK(r != NULL)) CHECK(num(r, "eager_us") > 9999 && num(r, "eager_us") < 10001);
+    cJSON_Delete(doc);
+    for (int i = 0; i < 3; i++) kf_slot_add_sample(c.slot, 0, 10000);
+    doc = stats(rt);
+    r = row_for(doc, key_of(&s));
+    if (CHECK(r != NULL)) {
+        CHECK(num(r, "eager_us") > 9.99 && num(r, "eager_us") < 10.01);
+        CHECK(num(r, "time_ms") > 0.0399 && num(r, "time_ms") < 0.0401); /* 4 calls x 10 us */
+        CHECK(num(r, "timed_calls") == 4);
+    }
+    cJSON_Delete(doc);
+    kf_reset_stats(rt);
+}
+
 int main(void)
 {
     test_runtime_basics();
@@ -816,6 +844,7 @@ int main(void)
     kf_runtime_set_global(rt);
     CHECK(kf_runtime_get() == rt);
     test_counts(rt);
+    test_cold_first_sample(rt);
     test_cuda_counts(rt);
     test_enabled(rt);
     test_probe(rt);
