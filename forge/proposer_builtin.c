@@ -2,8 +2,8 @@
  *
  * Starting points are the applicable templates, one per root proposal, at the knob indices their
  * start() guesses for the signature (their first indices without one), then random knob vectors
- * not proposed yet. A child of node P is P's template with exactly one knob index moved, to the nearest
- * value not yet proposed (ties broken by the seeded PRNG). Every (template, index vector) ever
+ * not proposed yet. A child of node P is P's template with exactly one knob index moved, to the
+ * nearest value not yet proposed (ties broken by the seeded PRNG). Every (template, index vector) ever
  * proposed is remembered in a hash set, so no combination is proposed twice anywhere in the tree;
  * a combination that fails to render counts as proposed too. */
 #include <cjson/cJSON.h>
