@@ -4,7 +4,9 @@
   (interpreter start, imports, model build included);
 - the per-process cost of the first-use check: the forward holding the first uses of the served
   kernels (normally the first) with KFORGE_VALIDATE=first minus the same forward with
-  KFORGE_VALIDATE=off, each in its own fresh process.
+  KFORGE_VALIDATE=off, each in its own fresh process;
+- then, in the same fresh process, eager (kernel_forge.disable()) and the plugin in alternating
+  rounds: the warm cache's speedup in a process that did not tune.
 
 The child step, one process:
     python benchmarks/e2e/coldstart.py MODEL [workload options] [--max-forwards N]
@@ -38,6 +40,8 @@ def child(argv):
     p = argparse.ArgumentParser()
     harness.add_workload_args(p)
     p.add_argument("--max-forwards", type=int, default=6)
+    p.add_argument("--fresh-rounds", type=int, default=4)
+    p.add_argument("--fresh-iters", type=int, default=20)
     a = p.parse_args(argv)
     s = harness.Setup(a)
     t_built = time.time()
@@ -51,9 +55,17 @@ def child(argv):
         forwards.append({"ms": ms, "end": time.time(), "served": served})
         if sum(1 for f in forwards if f["served"]) >= 3:  # the first served one, then steady ones
             break
+    rounds = {"eager": [], "plugin": []}
+    for i in range(a.fresh_rounds):  # the order alternates, so that drift hits both
+        for name in ("eager", "plugin")[::1 if i % 2 == 0 else -1]:
+            (kf.disable if name == "eager" else kf.enable)()
+            rounds[name].append(harness.median(s.time_ms(a.fresh_iters)))
+    kf.enable()
+    fresh = {k: harness.median(v) for k, v in rounds.items()}
+    fresh.update(rounds=a.fresh_rounds, iters=a.fresh_iters)
     print("COLDSTART " + json.dumps({
         "main": T_MAIN, "torch": t_torch, "kernel_forge": t_kf, "built": t_built,
-        "validate": kf.ops_info()["validate"], "forwards": forwards,
+        "validate": kf.ops_info()["validate"], "forwards": forwards, "fresh": fresh,
         "cache_entries": len(kf.cache_entries())}), flush=True)
 
 
@@ -74,6 +86,8 @@ def summarize(rec: dict, t_spawn: float) -> dict:
         "steady_forward_ms": min(steady) if steady else None,
         "forward_ms": [round(f["ms"], 3) for f in fw],
         "cache_entries": rec["cache_entries"],
+        "fresh_eager_ms": rec["fresh"]["eager"],
+        "fresh_plugin_ms": rec["fresh"]["plugin"],
     }
 
 
@@ -119,8 +133,12 @@ def describe(m: dict) -> str:
         return m["error"]
     served = (f"first served kernel {m['to_first_served_s']:.2f} s after spawn"
               if m["to_first_served_s"] is not None else "no kernel served")
-    return (f"{served}, first forward {m['first_forward_ms']:.1f} ms, steady "
-            f"{m['steady_forward_ms'] or 0:.2f} ms")
+    out = (f"{served}, first forward {m['first_forward_ms']:.1f} ms, steady "
+           f"{m['steady_forward_ms'] or 0:.2f} ms")
+    if m.get("fresh_eager_ms") and m.get("fresh_plugin_ms"):
+        out += (f"; then eager {m['fresh_eager_ms']:.3f} ms vs plugin {m['fresh_plugin_ms']:.3f} ms "
+                f"({m['fresh_eager_ms'] / m['fresh_plugin_ms']:.3f}x)")
+    return out
 
 
 if __name__ == "__main__":

@@ -262,14 +262,17 @@ def markdown(res: dict, top: int = 30) -> str:
             if "error" in m:
                 body.append([mode, m["error"], "", "", "", ""])
                 continue
+            fe, fp = m.get("fresh_eager_ms"), m.get("fresh_plugin_ms")
             body.append([mode, _f(m.get("to_first_served_s"), "{:.2f} s", "never"),
                          _f(m.get("first_forward_ms"), "{:.1f}"),
                          _f(m.get("steady_forward_ms"), "{:.2f}"),
                          str(m.get("forwards_until_served") or "-"),
-                         _f(m.get("to_model_built_s"), "{:.2f} s")])
+                         _f(m.get("to_model_built_s"), "{:.2f} s"),
+                         f"{fe:.3f} / {fp:.3f} ({fe / fp:.3f}x)" if fe and fp else "-"])
         out += [_table(["KFORGE_VALIDATE", "process start -> first served kernel",
                         "first forward ms", "steady forward ms", "forwards until served",
-                        "process start -> model built"], body), ""]
+                        "process start -> model built",
+                        "then eager / plugin ms, alternating rounds"], body), ""]
         if cs.get("validation_cost_ms") is not None:
             k = cs.get("validation_forward", 1)
             out += [f"First-use validation costs a process {cs['validation_cost_ms']:.1f} ms "

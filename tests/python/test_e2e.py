@@ -216,11 +216,14 @@ def test_cold_start_summary_counts_from_the_spawn():
            "validate": "first", "cache_entries": 2,
            "forwards": [{"ms": 30.0, "end": 102.1, "served": 0},
                         {"ms": 12.0, "end": 102.2, "served": 4},
-                        {"ms": 10.0, "end": 102.3, "served": 8}]}
+                        {"ms": 10.0, "end": 102.3, "served": 8}],
+           "fresh": {"eager": 11.0, "plugin": 9.5, "rounds": 4, "iters": 20}}
     m = coldstart.summarize(rec, 100.0)
     assert m["to_first_served_s"] == pytest.approx(2.2) and m["forwards_until_served"] == 2
     assert m["to_model_built_s"] == pytest.approx(2.0) and m["first_forward_ms"] == 30.0
     assert m["steady_forward_ms"] == 10.0
+    assert (m["fresh_eager_ms"], m["fresh_plugin_ms"]) == (11.0, 9.5)
+    assert "eager 11.000 ms vs plugin 9.500 ms (1.158x)" in coldstart.describe(m)
 
 
 def test_time_limit_stops_a_phase_and_its_child_process():
@@ -309,6 +312,7 @@ def test_driver_end_to_end_on_a_tiny_mmdit(tmp_path):
     for m in cs.values():
         assert 0 < m["to_torch_imported_s"] < m["to_model_built_s"]
         assert m["first_forward_ms"] > 0
+        assert m["fresh_eager_ms"] > 0 and m["fresh_plugin_ms"] > 0  # eager vs plugin, fresh
     if res["served"]["calls"]:  # served in a fresh process too, from its first forward
         assert cs["first"]["forwards_until_served"] == 1
         assert cs["first"]["to_first_served_s"] > cs["first"]["to_model_built_s"]
