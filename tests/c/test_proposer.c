@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 
 #include "check.h"
+#include "job_sig_build.h"
 #include "nvrtc_find.h"
 #include "forge/compiler.h"
 #include "forge/eval.h"
@@ -39,15 +40,6 @@ static kf_job_tensor t32(int ndim, const int64_t *sizes)
     return t;
 }
 
-static kf_job_scalar *add_scalar(kf_job_sig *s, const char *name, int kind)
-{
-    kf_job_scalar *c = &s->scalars[s->n_scalars++];
-    memset(c, 0, sizeof *c);
-    snprintf(c->name, sizeof c->name, "%s", name);
-    c->kind = kind;
-    return c;
-}
-
 static kf_job_sig softmax_sig(int dtype)
 {
     kf_job_sig s;
@@ -57,8 +49,8 @@ static kf_job_sig softmax_sig(int dtype)
     s.in[0] = t32(2, (int64_t[]){8, 37});
     s.in[0].dtype = dtype;
     s.out[0] = s.in[0];
-    add_scalar(&s, "dim", 'i')->i = -1;
-    add_scalar(&s, "half_to_float", 'b')->i = 0;
+    sig_add_scalar(&s, "dim", 'i')->i = -1;
+    sig_add_scalar(&s, "half_to_float", 'b')->i = 0;
     return s;
 }
 
@@ -71,10 +63,10 @@ static kf_job_sig layer_norm_sig(void)
     s.in[s.n_in++] = t32(2, (int64_t[]){6, 37});
     s.in[s.n_in++] = t32(1, (int64_t[]){37});
     s.in[s.n_in++] = t32(1, (int64_t[]){37});
-    kf_job_scalar *ns = add_scalar(&s, "normalized_shape", 'l');
+    kf_job_scalar *ns = sig_add_scalar(&s, "normalized_shape", 'l');
     ns->n = 1;
     ns->v[0] = 37;
-    add_scalar(&s, "eps", 'd')->d = 1e-5;
+    sig_add_scalar(&s, "eps", 'd')->d = 1e-5;
     s.n_out = 3;
     s.out[0] = s.in[0];
     s.out[1] = s.out[2] = t32(2, (int64_t[]){6, 1});

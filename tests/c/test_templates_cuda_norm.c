@@ -26,156 +26,28 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "job_sig_build.h"
 #include "nvrtc_find.h"
 #include "common/cuda_driver.h"
 #include "forge/compiler.h"
 #include "forge/template.h"
 
-#define NONE (-1) /* dtype of an absent optional tensor */
+#define NONE SIG_NONE
 #define MAX_CASES 32
 #define MAX_KNOBS 8
 
 /* ---- building signatures ---- */
 
-#define SZ(...) (int64_t[]){__VA_ARGS__}, (int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t))
+#define SZ(...) (int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), (int64_t[]){__VA_ARGS__}
 
-/* contiguous, or channels last (dim 1 innermost) when cl */
-static kf_job_tensor tensor(int dtype, const int64_t *sizes, int ndim, int cl, int align)
-{
-    kf_job_tensor t;
-    memset(&t, 0, sizeof t);
-    t.dtype = dtype;
-    t.ndim = ndim;
-    t.align = align;
-    for (int d = 0; d < ndim; d++) t.sizes[d] = sizes[d];
-    int64_t st = 1;
-    if (cl && ndim >= 3) {
-        t.strides[1] = st;
-        st *= sizes[1];
-        for (int d = ndim - 1; d >= 2; d--) {
-            t.strides[d] = st;
-            st *= sizes[d];
-        }
-        t.strides[0] = st;
-    } else {
-        for (int d = ndim - 1; d >= 0; d--) {
-            t.strides[d] = st;
-            st *= sizes[d];
-        }
-    }
-    return t;
-}
-
-static kf_job_tensor vec1(int dtype, int64_t n)
-{
-    return tensor(dtype, &n, 1, 0, 16);
-}
-
-static kf_job_scalar *add_scalar(kf_job_sig *s, const char *name, int kind)
-{
-    kf_job_scalar *c = &s->scalars[s->n_scalars++];
-    memset(c, 0, sizeof *c);
-    snprintf(c->name, sizeof c->name, "%s", name);
-    c->kind = kind;
-    return c;
-}
-static void add_int(kf_job_sig *s, const char *name, int64_t v) { add_scalar(s, name, 'i')->i = v; }
 static void add_double(kf_job_sig *s, const char *name, double v)
 {
-    add_scalar(s, name, 'd')->d = v;
+    sig_add_scalar(s, name, 'd')->d = v;
 }
 
 static kf_job_scalar *scalar_mut(kf_job_sig *s, const char *name)
 {
     return (kf_job_scalar *)kf_job_scalar_find(s, name);
-}
-
-static kf_job_sig sig_of(const char *op)
-{
-    kf_job_sig s;
-    memset(&s, 0, sizeof s);
-    snprintf(s.op, sizeof s.op, "%s", op);
-    return s;
-}
-
-/* an optional tensor argument: a [n] tensor of dtype dt, or None */
-static void add_opt(kf_job_sig *s, const char *name, int dt, int64_t n)
-{
-    if (dt == NONE) add_scalar(s, name, 'n');
-    else s->in[s->n_in++] = vec1(dt, n);
-}
-
-/* native_layer_norm / _fused_rms_norm over the last nn dims; eps < 0: None (rms only) */
-static kf_job_sig row_sig(int rms, kf_job_tensor x, int nn, int wdt, int bdt, int statdt,
-                          double eps)
-{
-    kf_job_sig s = sig_of(rms ? "aten::_fused_rms_norm" : "aten::native_layer_norm");
-    const int64_t *ns = x.sizes + x.ndim - nn;
-    s.in[s.n_in++] = x;
-    kf_job_scalar *l = add_scalar(&s, "normalized_shape", 'l');
-    l->n = nn;
-    for (int k = 0; k < nn; k++) l->v[k] = ns[k];
-    if (wdt == NONE) add_scalar(&s, "weight", 'n');
-    else s.in[s.n_in++] = tensor(wdt, ns, nn, 0, 16);
-    if (!rms) {
-        if (bdt == NONE) add_scalar(&s, "bias", 'n');
-        else s.in[s.n_in++] = tensor(bdt, ns, nn, 0, 16);
-    }
-    if (eps < 0) add_scalar(&s, "eps", 'n');
-    else add_double(&s, "eps", eps);
-    int64_t stat[KF_MAX_DIMS];
-    for (int d = 0; d < x.ndim; d++) stat[d] = d < x.ndim - nn ? x.sizes[d] : 1;
-    s.out[s.n_out++] = x;
-    s.out[0].align = 0; /* fresh */
-    if (!rms) s.out[s.n_out++] = tensor(statdt, stat, x.ndim, 0, 0);
-    s.out[s.n_out++] = tensor(statdt, stat, x.ndim, 0, 0);
-    return s;
-}
-
-static kf_job_sig gn_sig(kf_job_tensor x, int64_t groups, int wdt, int bdt, int statdt,
-                         double eps)
-{
-    kf_job_sig s = sig_of("aten::native_group_norm");
-    int64_t hw = 1;
-    for (int d = 2; d < x.ndim; d++) hw *= x.sizes[d];
-    s.in[s.n_in++] = x;
-    add_opt(&s, "weight", wdt, x.sizes[1]);
-    add_opt(&s, "bias", bdt, x.sizes[1]);
-    add_int(&s, "N", x.sizes[0]);
-    add_int(&s, "C", x.sizes[1]);
-    add_int(&s, "HxW", hw);
-    add_int(&s, "group", groups);
-    add_double(&s, "eps", eps);
-    int64_t st[2] = {x.sizes[0], groups};
-    s.out[s.n_out++] = x;
-    s.out[0].align = 0;
-    s.out[s.n_out++] = tensor(statdt, st, 2, 0, 0);
-    s.out[s.n_out++] = tensor(statdt, st, 2, 0, 0);
-    return s;
-}
-
-/* legit: _native_batch_norm_legit_no_training, else native_batch_norm(training=False);
- * save_n: elements of save_mean / save_invstd (0 or C) */
-static kf_job_sig bn_sig(int legit, kf_job_tensor x, int wdt, int bdt, int rdt, int save_dt,
-                         int64_t save_n, double eps)
-{
-    kf_job_sig s = sig_of(legit ? "aten::_native_batch_norm_legit_no_training"
-                                : "aten::native_batch_norm");
-    int64_t c = x.sizes[1];
-    s.in[s.n_in++] = x;
-    add_opt(&s, "weight", wdt, c);
-    add_opt(&s, "bias", bdt, c);
-    s.in[s.n_in++] = vec1(rdt, c);
-    s.in[s.n_in++] = vec1(rdt, c);
-    if (!legit) add_scalar(&s, "training", 'b')->i = 0;
-    add_double(&s, "momentum", 0.1);
-    add_double(&s, "eps", eps);
-    s.out[s.n_out++] = x;
-    s.out[0].align = 0;
-    s.out[s.n_out++] = vec1(save_dt, save_n);
-    s.out[s.n_out++] = vec1(save_dt, save_n);
-    s.out[1].align = s.out[2].align = 0;
-    return s;
 }
 
 static const kf_template *tmpl(const char *name)
@@ -234,50 +106,50 @@ static void make_cases(void)
     kf_job_tensor x;
     /* layer_norm: rows of 1000 / 37, 2-D normalized_shape, mixed weight dtype, align 2,
      * stats in the input's dtype */
-    add_case("cuda_layer_norm", row_sig(0, tensor(KF_F32, SZ(5, 1000), 0, 16), 1, KF_F32, KF_F32,
+    add_case("cuda_layer_norm", sig_norm_row(0, sig_tensor(KF_F32, SZ(5, 1000), 0, 16), 1, KF_F32, KF_F32,
                                         KF_F32, 1e-5), "w b");
-    add_case("cuda_layer_norm", row_sig(0, tensor(KF_BF16, SZ(8, 4096), 0, 16), 1, KF_BF16,
+    add_case("cuda_layer_norm", sig_norm_row(0, sig_tensor(KF_BF16, SZ(8, 4096), 0, 16), 1, KF_BF16,
                                         KF_BF16, KF_F32, 1e-5), "w b");
-    add_case("cuda_layer_norm", row_sig(0, tensor(KF_F16, SZ(3, 7, 64), 0, 16), 2, NONE, NONE,
+    add_case("cuda_layer_norm", sig_norm_row(0, sig_tensor(KF_F16, SZ(3, 7, 64), 0, 16), 2, NONE, NONE,
                                         KF_F32, 1e-6), "no w b, 2-D shape");
-    x = tensor(KF_BF16, SZ(33, 200), 0, 2);
-    add_case("cuda_layer_norm", row_sig(0, x, 1, KF_F32, NONE, KF_F32, 1e-5), "f32 w, align 2");
-    add_case("cuda_layer_norm", row_sig(0, tensor(KF_F32, SZ(1, 37), 0, 16), 1, NONE, KF_F32,
+    x = sig_tensor(KF_BF16, SZ(33, 200), 0, 2);
+    add_case("cuda_layer_norm", sig_norm_row(0, x, 1, KF_F32, NONE, KF_F32, 1e-5), "f32 w, align 2");
+    add_case("cuda_layer_norm", sig_norm_row(0, sig_tensor(KF_F32, SZ(1, 37), 0, 16), 1, NONE, KF_F32,
                                         KF_F32, 1e-3), "b only");
-    add_case("cuda_layer_norm", row_sig(0, tensor(KF_F16, SZ(64, 256), 0, 16), 1, KF_F16,
+    add_case("cuda_layer_norm", sig_norm_row(0, sig_tensor(KF_F16, SZ(64, 256), 0, 16), 1, KF_F16,
                                         KF_F16, KF_F16, 1e-5), "w b, f16 stats");
     /* rms_norm: eps given and None */
-    add_case("cuda_rms_norm", row_sig(1, tensor(KF_BF16, SZ(16, 4096), 0, 16), 1, KF_BF16, NONE,
+    add_case("cuda_rms_norm", sig_norm_row(1, sig_tensor(KF_BF16, SZ(16, 4096), 0, 16), 1, KF_BF16, NONE,
                                       KF_F32, 1e-6), "w");
-    add_case("cuda_rms_norm", row_sig(1, tensor(KF_F32, SZ(7, 1000), 0, 16), 1, NONE, NONE,
+    add_case("cuda_rms_norm", sig_norm_row(1, sig_tensor(KF_F32, SZ(7, 1000), 0, 16), 1, NONE, NONE,
                                       KF_F32, -1), "eps None");
-    x = tensor(KF_F16, SZ(5, 3, 96), 0, 2);
-    add_case("cuda_rms_norm", row_sig(1, x, 2, KF_F16, NONE, KF_F32, -1), "w, align 2, eps None");
+    x = sig_tensor(KF_F16, SZ(5, 3, 96), 0, 2);
+    add_case("cuda_rms_norm", sig_norm_row(1, x, 2, KF_F16, NONE, KF_F32, -1), "w, align 2, eps None");
     /* group_norm: NCHW and channels last, odd HxW, 1 and 2 channels per group, big groups */
-    add_case("cuda_group_norm", gn_sig(tensor(KF_BF16, SZ(2, 64, 8, 8), 0, 16), 8, KF_BF16,
+    add_case("cuda_group_norm", sig_group_norm(sig_tensor(KF_BF16, SZ(2, 64, 8, 8), 0, 16), 8, KF_BF16,
                                        KF_BF16, KF_BF16, 1e-5), "w b");
-    add_case("cuda_group_norm", gn_sig(tensor(KF_F32, SZ(2, 32, 5, 7), 0, 16), 4, KF_F32, KF_F32,
+    add_case("cuda_group_norm", sig_group_norm(sig_tensor(KF_F32, SZ(2, 32, 5, 7), 0, 16), 4, KF_F32, KF_F32,
                                        KF_F32, 1e-5), "w b, HxW 35");
-    add_case("cuda_group_norm", gn_sig(tensor(KF_F16, SZ(3, 48, 6, 6), 1, 16), 6, KF_F16, KF_F16,
+    add_case("cuda_group_norm", sig_group_norm(sig_tensor(KF_F16, SZ(3, 48, 6, 6), 1, 16), 6, KF_F16, KF_F16,
                                        KF_F16, 1e-5), "channels last, w b");
-    add_case("cuda_group_norm", gn_sig(tensor(KF_BF16, SZ(2, 64, 5, 5), 1, 16), 32, NONE, NONE,
+    add_case("cuda_group_norm", sig_group_norm(sig_tensor(KF_BF16, SZ(2, 64, 5, 5), 1, 16), 32, NONE, NONE,
                                        KF_BF16, 1e-5), "channels last, no w b, 2 ch/group");
-    add_case("cuda_group_norm", gn_sig(tensor(KF_F32, SZ(4, 16, 10), 0, 4), 16, KF_F32, NONE,
+    add_case("cuda_group_norm", sig_group_norm(sig_tensor(KF_F32, SZ(4, 16, 10), 0, 4), 16, KF_F32, NONE,
                                        KF_F32, 1e-3), "3-D, w only, 1 ch/group, align 4");
-    add_case("cuda_group_norm", gn_sig(tensor(KF_BF16, SZ(1, 32, 64, 64), 0, 16), 4, NONE,
+    add_case("cuda_group_norm", sig_group_norm(sig_tensor(KF_BF16, SZ(1, 32, 64, 64), 0, 16), 4, NONE,
                                        KF_BF16, KF_BF16, 1e-5), "b only, 32768 per group");
     /* eval batch norm: both ops, layouts, save outputs [0] and [C], mixed parameter dtypes */
-    add_case("cuda_batch_norm_eval", bn_sig(0, tensor(KF_F16, SZ(4, 32, 6, 6), 1, 16), KF_F16,
+    add_case("cuda_batch_norm_eval", sig_batch_norm(0, sig_tensor(KF_F16, SZ(4, 32, 6, 6), 1, 16), KF_F16,
                                             KF_F16, KF_F16, KF_F32, 0, 1e-5), "channels last");
-    add_case("cuda_batch_norm_eval", bn_sig(1, tensor(KF_F32, SZ(3, 20, 7, 5), 0, 16), KF_F32,
+    add_case("cuda_batch_norm_eval", sig_batch_norm(1, sig_tensor(KF_F32, SZ(3, 20, 7, 5), 0, 16), KF_F32,
                                             KF_F32, KF_F32, KF_F32, 20, 1e-5), "save [C]");
-    add_case("cuda_batch_norm_eval", bn_sig(0, tensor(KF_BF16, SZ(2, 24, 9), 0, 2), NONE,
+    add_case("cuda_batch_norm_eval", sig_batch_norm(0, sig_tensor(KF_BF16, SZ(2, 24, 9), 0, 2), NONE,
                                             KF_BF16, KF_F32, KF_F32, 0, 1e-3),
              "b only, f32 running stats, align 2");
-    add_case("cuda_batch_norm_eval", bn_sig(1, tensor(KF_F16, SZ(8, 256, 4, 4), 1, 16), KF_F16,
+    add_case("cuda_batch_norm_eval", sig_batch_norm(1, sig_tensor(KF_F16, SZ(8, 256, 4, 4), 1, 16), KF_F16,
                                             KF_F16, KF_F16, KF_F32, 256, 1e-5),
              "channels last, save [C]");
-    add_case("cuda_batch_norm_eval", bn_sig(0, tensor(KF_F32, SZ(5, 3), 0, 16), NONE, NONE,
+    add_case("cuda_batch_norm_eval", sig_batch_norm(0, sig_tensor(KF_F32, SZ(5, 3), 0, 16), NONE, NONE,
                                             KF_F32, KF_F32, 3, 1e-5), "2-D, no w b");
 }
 
@@ -304,8 +176,8 @@ static void test_table(void)
 
 static void test_refusals(void)
 {
-    kf_job_tensor x = tensor(KF_BF16, SZ(8, 64), 0, 16);
-    kf_job_sig s = row_sig(0, x, 1, KF_BF16, KF_BF16, KF_F32, 1e-5), r;
+    kf_job_tensor x = sig_tensor(KF_BF16, SZ(8, 64), 0, 16);
+    kf_job_sig s = sig_norm_row(0, x, 1, KF_BF16, KF_BF16, KF_F32, 1e-5), r;
     CHECK_EQ_INT(applies_nvrtc(&s), 1);
     r = s;
     r.in[0].dtype = r.out[0].dtype = KF_F64;
@@ -320,87 +192,87 @@ static void test_refusals(void)
     scalar_mut(&r, "normalized_shape")->v[0] = 63; /* not the trailing dims */
     CHECK_EQ_INT(applies_nvrtc(&r), 0);
     r = s;
-    r.in[1] = vec1(KF_BF16, 32); /* weight of the wrong size */
+    r.in[1] = sig_vec1(KF_BF16, 32); /* weight of the wrong size */
     CHECK_EQ_INT(applies_nvrtc(&r), 0);
     r = s;
-    r.out[1] = vec1(KF_F32, 7); /* one mean per row */
+    r.out[1] = sig_vec1(KF_F32, 7); /* one mean per row */
     CHECK_EQ_INT(applies_nvrtc(&r), 0);
     r = s;
     r.out_alias[0] = 1; /* in place */
     CHECK_EQ_INT(applies_nvrtc(&r), 0);
-    r = row_sig(0, x, 1, KF_BF16, KF_BF16, KF_F32, -1); /* layer_norm's eps is never None */
+    r = sig_norm_row(0, x, 1, KF_BF16, KF_BF16, KF_F32, -1); /* layer_norm's eps is never None */
     CHECK_EQ_INT(applies_nvrtc(&r), 0);
-    r = row_sig(0, x, 1, KF_BF16, NONE, KF_F32, 1e-5);
+    r = sig_norm_row(0, x, 1, KF_BF16, NONE, KF_F32, 1e-5);
     r.n_scalars = 0; /* which optional is present? not said */
-    kf_job_scalar *l = add_scalar(&r, "normalized_shape", 'l');
+    kf_job_scalar *l = sig_add_scalar(&r, "normalized_shape", 'l');
     l->n = 1, l->v[0] = 64;
     add_double(&r, "eps", 1e-5);
     CHECK_EQ_INT(applies_nvrtc(&r), 0);
     r = s;
     snprintf(r.op, sizeof r.op, "aten::layer_norm");
     CHECK_EQ_INT(applies_nvrtc(&r), 0);
-    r = row_sig(1, x, 1, KF_BF16, NONE, KF_F32, -1);
+    r = sig_norm_row(1, x, 1, KF_BF16, NONE, KF_F32, -1);
     CHECK_EQ_INT(applies_nvrtc(&r), 1);
     r.n_out = 3; /* rms_norm returns (out, rstd) */
     r.out[2] = r.out[1];
     CHECK_EQ_INT(applies_nvrtc(&r), 0);
-    r = row_sig(1, x, 1, KF_BF16, NONE, KF_F32, 1e-5);
+    r = sig_norm_row(1, x, 1, KF_BF16, NONE, KF_F32, 1e-5);
     scalar_mut(&r, "eps")->kind = 's'; /* eps of another kind */
     CHECK_EQ_INT(applies_nvrtc(&r), 0);
 
-    kf_job_tensor g = tensor(KF_F16, SZ(2, 12, 4, 4), 0, 16);
-    s = gn_sig(g, 3, KF_F16, KF_F16, KF_F16, 1e-5);
+    kf_job_tensor g = sig_tensor(KF_F16, SZ(2, 12, 4, 4), 0, 16);
+    s = sig_group_norm(g, 3, KF_F16, KF_F16, KF_F16, 1e-5);
     CHECK_EQ_INT(applies_nvrtc(&s), 1);
-    r = gn_sig(g, 5, KF_F16, KF_F16, KF_F16, 1e-5); /* 5 does not divide 12 */
+    r = sig_group_norm(g, 5, KF_F16, KF_F16, KF_F16, 1e-5); /* 5 does not divide 12 */
     CHECK_EQ_INT(applies_nvrtc(&r), 0);
     r = s;
     scalar_mut(&r, "HxW")->i = 15; /* HxW disagrees with the input */
     CHECK_EQ_INT(applies_nvrtc(&r), 0);
     r = s;
-    r.out[0] = tensor(KF_F16, SZ(2, 12, 4, 4), 1, 0); /* channels-last y of an NCHW x */
+    r.out[0] = sig_tensor(KF_F16, SZ(2, 12, 4, 4), 1, 0); /* channels-last y of an NCHW x */
     CHECK_EQ_INT(applies_nvrtc(&r), 0);
-    r = gn_sig(tensor(KF_F16, SZ(2, 12, 4, 4), 1, 16), 3, KF_F16, KF_F16, KF_F16, 1e-5);
+    r = sig_group_norm(sig_tensor(KF_F16, SZ(2, 12, 4, 4), 1, 16), 3, KF_F16, KF_F16, KF_F16, 1e-5);
     CHECK_EQ_INT(applies_nvrtc(&r), 1);
     r.in[0].strides[2] = 1000; /* neither layout */
     CHECK_EQ_INT(applies_nvrtc(&r), 0);
     r = s;
-    r.out[1] = vec1(KF_F16, 6); /* [N, group] has 6 elements: a flat [6] is fine */
+    r.out[1] = sig_vec1(KF_F16, 6); /* [N, group] has 6 elements: a flat [6] is fine */
     CHECK_EQ_INT(applies_nvrtc(&r), 1);
-    r.out[2] = vec1(KF_F16, 5);
+    r.out[2] = sig_vec1(KF_F16, 5);
     CHECK_EQ_INT(applies_nvrtc(&r), 0);
     r = s;
     r.in[0].dtype = KF_F64;
     CHECK_EQ_INT(applies_nvrtc(&r), 0);
 
-    kf_job_tensor b = tensor(KF_F16, SZ(4, 8, 3, 3), 1, 16);
-    s = bn_sig(0, b, KF_F16, KF_F16, KF_F16, KF_F32, 0, 1e-5);
+    kf_job_tensor b = sig_tensor(KF_F16, SZ(4, 8, 3, 3), 1, 16);
+    s = sig_batch_norm(0, b, KF_F16, KF_F16, KF_F16, KF_F32, 0, 1e-5);
     CHECK_EQ_INT(applies_nvrtc(&s), 1);
     r = s;
     scalar_mut(&r, "training")->i = 1;
     CHECK_EQ_INT(applies_nvrtc(&r), 0);
-    r = bn_sig(1, b, NONE, NONE, KF_F32, KF_F32, 8, 1e-5);
+    r = sig_batch_norm(1, b, NONE, NONE, KF_F32, KF_F32, 8, 1e-5);
     CHECK_EQ_INT(applies_nvrtc(&r), 1);
-    r.out[1] = vec1(KF_F32, 3); /* save_mean: [0] or [C] */
+    r.out[1] = sig_vec1(KF_F32, 3); /* save_mean: [0] or [C] */
     CHECK_EQ_INT(applies_nvrtc(&r), 0);
     /* native_batch_norm without running statistics computes batch statistics: not eval */
     r = sig_of("aten::native_batch_norm");
     r.in[r.n_in++] = b;
-    add_opt(&r, "weight", KF_F16, 8);
-    add_opt(&r, "bias", KF_F16, 8);
-    add_scalar(&r, "running_mean", 'n');
-    add_scalar(&r, "running_var", 'n');
-    add_scalar(&r, "training", 'b')->i = 0;
+    sig_add_opt(&r, "weight", KF_F16, 8);
+    sig_add_opt(&r, "bias", KF_F16, 8);
+    sig_add_scalar(&r, "running_mean", 'n');
+    sig_add_scalar(&r, "running_var", 'n');
+    sig_add_scalar(&r, "training", 'b')->i = 0;
     add_double(&r, "momentum", 0.1);
     add_double(&r, "eps", 1e-5);
     r.n_out = 3;
     r.out[0] = b;
-    r.out[1] = r.out[2] = vec1(KF_F32, 0);
+    r.out[1] = r.out[2] = sig_vec1(KF_F32, 0);
     CHECK_EQ_INT(applies_nvrtc(&r), 0);
     r = s;
-    r.in[3] = vec1(KF_F16, 9); /* running_mean of the wrong size */
+    r.in[3] = sig_vec1(KF_F16, 9); /* running_mean of the wrong size */
     CHECK_EQ_INT(applies_nvrtc(&r), 0);
     r = s;
-    r.out[0] = tensor(KF_F16, SZ(4, 8, 3, 3), 0, 0); /* NCHW y of a channels-last x */
+    r.out[0] = sig_tensor(KF_F16, SZ(4, 8, 3, 3), 0, 0); /* NCHW y of a channels-last x */
     CHECK_EQ_INT(applies_nvrtc(&r), 0);
 
     /* render refuses what applies() refuses, and bad knob indices */
@@ -408,10 +280,10 @@ static void test_refusals(void)
     if (!t) return;
     char *src = (char *)1, *lj = (char *)1, err[256];
     int idx[MAX_KNOBS] = {0};
-    s = bn_sig(0, b, KF_F16, KF_F16, KF_F16, KF_F32, 0, 1e-5);
+    s = sig_batch_norm(0, b, KF_F16, KF_F16, KF_F16, KF_F32, 0, 1e-5);
     CHECK_EQ_INT(t->render(&s, idx, &src, &lj, err, sizeof err), KF_ERR_UNSUPPORTED);
     CHECK(src == NULL && lj == NULL);
-    s = gn_sig(g, 3, KF_F16, KF_F16, KF_F16, 1e-5);
+    s = sig_group_norm(g, 3, KF_F16, KF_F16, KF_F16, 1e-5);
     idx[2] = 4;
     CHECK_EQ_INT(t->render(&s, idx, &src, &lj, err, sizeof err), KF_ERR_INVALID);
     CHECK_CONTAINS(err, "split");

@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "job_sig_build.h"
 #include "common/cuda_driver.h"
 #include "forge/compiler.h"
 #include "forge/template.h"
@@ -114,23 +115,8 @@ static double from_bits(int dt, const void *bits)
 
 /* ---- signatures ---- */
 
-static kf_job_tensor tensor(int dtype, int ndim, const int64_t *sizes, int align)
-{
-    kf_job_tensor t;
-    memset(&t, 0, sizeof t);
-    t.dtype = dtype;
-    t.ndim = ndim;
-    t.align = align;
-    int64_t st = 1;
-    for (int d = ndim - 1; d >= 0; d--) {
-        t.sizes[d] = sizes[d];
-        t.strides[d] = st;
-        st *= sizes[d];
-    }
-    return t;
-}
 #define NARGS(...) ((int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)))
-#define T(dt, al, ...) tensor(dt, NARGS(__VA_ARGS__), (int64_t[]){__VA_ARGS__}, al)
+#define T(dt, al, ...) sig_tensor(dt, NARGS(__VA_ARGS__), (int64_t[]){__VA_ARGS__}, 0, al)
 
 /* channels_last strides of an NCHW tensor */
 static kf_job_tensor nhwc(kf_job_tensor t)
@@ -140,83 +126,18 @@ static kf_job_tensor nhwc(kf_job_tensor t)
     return t;
 }
 
-static kf_job_scalar *add_scalar(kf_job_sig *s, const char *name, int kind)
-{
-    kf_job_scalar *c = &s->scalars[s->n_scalars++];
-    memset(c, 0, sizeof *c);
-    snprintf(c->name, sizeof c->name, "%s", name);
-    c->kind = kind;
-    return c;
-}
-
-static kf_job_sig sig_of(const char *op)
-{
-    kf_job_sig s;
-    memset(&s, 0, sizeof s);
-    snprintf(s.op, sizeof s.op, "%s", op);
-    return s;
-}
-
-/* _softmax/_log_softmax(self, dim, half_to_float): out dtype f32 when out_f32 */
-static kf_job_sig softmax_sig(const char *op, kf_job_tensor x, int64_t dim, int out_f32)
-{
-    kf_job_sig s = sig_of(op);
-    s.n_in = 1;
-    s.in[0] = x;
-    s.n_out = 1;
-    s.out[0] = x;
-    s.out[0].align = 0;
-    if (out_f32) s.out[0].dtype = KF_F32;
-    add_scalar(&s, "dim", 'i')->i = dim;
-    add_scalar(&s, "half_to_float", 'b')->i = out_f32;
-    return s;
-}
-
-/* gelu/silu/relu/clamp_min (fresh) or relu_/clamp_min_ (in place, op ends in '_') */
-static kf_job_sig unary_sig(const char *op, kf_job_tensor x)
-{
-    kf_job_sig s = sig_of(op);
-    s.n_in = 1;
-    s.in[0] = x;
-    s.n_out = 1;
-    s.out[0] = x;
-    if (op[strlen(op) - 1] == '_') s.out_alias[0] = 1;
-    else s.out[0].align = 0;
-    return s;
-}
 static kf_job_sig gelu_sig(kf_job_tensor x, const char *approximate)
 {
-    kf_job_sig s = unary_sig("aten::gelu", x);
-    snprintf(add_scalar(&s, "approximate", 's')->s, sizeof s.scalars[0].s, "%s", approximate);
+    kf_job_sig s = sig_unary("aten::gelu", x);
+    snprintf(sig_add_scalar(&s, "approximate", 's')->s, sizeof s.scalars[0].s, "%s", approximate);
     return s;
 }
 static kf_job_sig clamp_sig(const char *op, kf_job_tensor x, int kind, double min)
 {
-    kf_job_sig s = unary_sig(op, x);
-    kf_job_scalar *m = add_scalar(&s, "min", kind);
+    kf_job_sig s = sig_unary(op, x);
+    kf_job_scalar *m = sig_add_scalar(&s, "min", kind);
     if (kind == 'i') m->i = (int64_t)min;
     else m->d = min;
-    return s;
-}
-
-/* add/mul (.Tensor or _.Tensor): out is `out` (fresh) or a (in place); alpha_kind 0, 'i', 'd' */
-static kf_job_sig binary_sig(const char *op, kf_job_tensor a, kf_job_tensor b, kf_job_tensor out,
-                             int alpha_kind, double alpha)
-{
-    kf_job_sig s = sig_of(op);
-    s.n_in = 2;
-    s.in[0] = a;
-    s.in[1] = b;
-    s.n_out = 1;
-    if (strstr(op, "_.Tensor")) {
-        s.out[0] = a;
-        s.out_alias[0] = 1;
-    } else {
-        s.out[0] = out;
-        s.out[0].align = 0;
-    }
-    if (alpha_kind == 'i') add_scalar(&s, "alpha", 'i')->i = (int64_t)alpha;
-    if (alpha_kind == 'd') add_scalar(&s, "alpha", 'd')->d = alpha;
     return s;
 }
 
@@ -277,70 +198,70 @@ static void test_refusals(void)
     kf_job_sig s;
 
     /* softmax */
-    s = softmax_sig("aten::_softmax", x, -1, 0);
+    s = sig_softmax("aten::_softmax", x, -1, 0);
     CHECK_EQ_INT(nvrtc_applies(&s), 1);
-    s = softmax_sig("aten::_log_softmax", x, 0, 0); /* another dim: columns mode */
+    s = sig_softmax("aten::_log_softmax", x, 0, 0); /* another dim: columns mode */
     CHECK_EQ_INT(nvrtc_applies(&s), 1);
-    s = softmax_sig("aten::_softmax", xh, -2, 1); /* half_to_float */
+    s = sig_softmax("aten::_softmax", xh, -2, 1); /* half_to_float */
     CHECK_EQ_INT(nvrtc_applies(&s), 1);
-    s = softmax_sig("aten::_softmax", x64, -1, 0);
+    s = sig_softmax("aten::_softmax", x64, -1, 0);
     CHECK_EQ_INT(nvrtc_applies(&s), 0);
-    s = softmax_sig("aten::_softmax", xt, -1, 0);
+    s = sig_softmax("aten::_softmax", xt, -1, 0);
     CHECK_EQ_INT(nvrtc_applies(&s), 0);
-    s = softmax_sig("aten::_softmax", x, -1, 0);
+    s = sig_softmax("aten::_softmax", x, -1, 0);
     s.out[0] = xt; /* output not contiguous */
     CHECK_EQ_INT(nvrtc_applies(&s), 0);
-    s = softmax_sig("aten::_softmax", x, 2, 0); /* dim out of range */
+    s = sig_softmax("aten::_softmax", x, 2, 0); /* dim out of range */
     CHECK_EQ_INT(nvrtc_applies(&s), 0);
-    s = softmax_sig("aten::_softmax", x, -3, 0);
+    s = sig_softmax("aten::_softmax", x, -3, 0);
     CHECK_EQ_INT(nvrtc_applies(&s), 0);
-    s = softmax_sig("aten::_softmax", x, -1, 1); /* half_to_float on f32 input */
+    s = sig_softmax("aten::_softmax", x, -1, 1); /* half_to_float on f32 input */
     CHECK_EQ_INT(nvrtc_applies(&s), 0);
-    s = softmax_sig("aten::_softmax", xh, -1, 0);
+    s = sig_softmax("aten::_softmax", xh, -1, 0);
     s.out[0].dtype = KF_F32; /* f32 out without half_to_float */
     CHECK_EQ_INT(nvrtc_applies(&s), 0);
-    s = softmax_sig("aten::_softmax", xh, -1, 1);
+    s = sig_softmax("aten::_softmax", xh, -1, 1);
     s.out[0].dtype = KF_BF16; /* half_to_float with a 16-bit out */
     CHECK_EQ_INT(nvrtc_applies(&s), 0);
-    s = softmax_sig("aten::softmax.int", x, -1, 0);
+    s = sig_softmax("aten::softmax.int", x, -1, 0);
     CHECK_EQ_INT(nvrtc_applies(&s), 0);
-    s = softmax_sig("aten::_softmax", T(KF_F32, 16, 0, 37), -1, 0); /* empty */
+    s = sig_softmax("aten::_softmax", T(KF_F32, 16, 0, 37), -1, 0); /* empty */
     CHECK_EQ_INT(nvrtc_applies(&s), 0);
-    s = softmax_sig("aten::_softmax", x, -1, 0);
+    s = sig_softmax("aten::_softmax", x, -1, 0);
     s.scalars[0].kind = 'd'; /* dim not an int */
     CHECK_EQ_INT(nvrtc_applies(&s), 0);
-    s = softmax_sig("aten::_softmax", x, -1, 0);
+    s = sig_softmax("aten::_softmax", x, -1, 0);
     s.out[0].sizes[1] = 36, s.out[0].strides[0] = 36; /* shape mismatch */
     CHECK_EQ_INT(nvrtc_applies(&s), 0);
-    s = softmax_sig("aten::_softmax", x, -1, 0);
+    s = sig_softmax("aten::_softmax", x, -1, 0);
     s.out_alias[0] = 1;
     CHECK_EQ_INT(nvrtc_applies(&s), 0);
 
     /* unary */
     s = gelu_sig(x, "none");
     CHECK_EQ_INT(nvrtc_applies(&s), 1);
-    s = unary_sig("aten::relu", nhwc(T(KF_F16, 16, 2, 3, 4, 5))); /* channels_last both */
+    s = sig_unary("aten::relu", nhwc(T(KF_F16, 16, 2, 3, 4, 5))); /* channels_last both */
     CHECK_EQ_INT(nvrtc_applies(&s), 1);
-    s = unary_sig("aten::silu", x64);
+    s = sig_unary("aten::silu", x64);
     CHECK_EQ_INT(nvrtc_applies(&s), 0);
-    s = unary_sig("aten::silu", xs); /* not dense */
+    s = sig_unary("aten::silu", xs); /* not dense */
     CHECK_EQ_INT(nvrtc_applies(&s), 0);
-    s = unary_sig("aten::relu", T(KF_F16, 16, 2, 3, 4, 5));
+    s = sig_unary("aten::relu", T(KF_F16, 16, 2, 3, 4, 5));
     s.out[0] = nhwc(s.in[0]); /* mismatched strides */
     CHECK_EQ_INT(nvrtc_applies(&s), 0);
-    s = unary_sig("aten::silu", xt); /* transposed in and out: dense, same strides: fine */
+    s = sig_unary("aten::silu", xt); /* transposed in and out: dense, same strides: fine */
     CHECK_EQ_INT(nvrtc_applies(&s), 1);
     s = gelu_sig(x, "fast");
     CHECK_EQ_INT(nvrtc_applies(&s), 0);
-    s = unary_sig("aten::gelu", x); /* no approximate */
+    s = sig_unary("aten::gelu", x); /* no approximate */
     CHECK_EQ_INT(nvrtc_applies(&s), 0);
-    s = unary_sig("aten::relu_", x);
+    s = sig_unary("aten::relu_", x);
     s.out_alias[0] = 0; /* in-place op with a fresh output */
     CHECK_EQ_INT(nvrtc_applies(&s), 0);
-    s = unary_sig("aten::relu", x);
+    s = sig_unary("aten::relu", x);
     s.out_alias[0] = 1; /* fresh op written in place */
     CHECK_EQ_INT(nvrtc_applies(&s), 0);
-    s = unary_sig("aten::relu", x);
+    s = sig_unary("aten::relu", x);
     s.out[0].dtype = KF_F16; /* mixed dtypes */
     CHECK_EQ_INT(nvrtc_applies(&s), 0);
     s = clamp_sig("aten::clamp_min", x, 'd', NAN);
@@ -353,41 +274,41 @@ static void test_refusals(void)
     CHECK_EQ_INT(nvrtc_applies(&s), 1);
     s = clamp_sig("aten::clamp_min", x, 's', 0);
     CHECK_EQ_INT(nvrtc_applies(&s), 0);
-    s = unary_sig("aten::clamp_min", x); /* no min */
+    s = sig_unary("aten::clamp_min", x); /* no min */
     CHECK_EQ_INT(nvrtc_applies(&s), 0);
-    s = unary_sig("aten::tanh", x);
+    s = sig_unary("aten::tanh", x);
     CHECK_EQ_INT(nvrtc_applies(&s), 0);
 
     /* binary */
     kf_job_tensor c = T(KF_F32, 16, 37);
-    s = binary_sig("aten::add.Tensor", x, c, x, 'i', 1);
+    s = sig_binary("aten::add.Tensor", x, c, x, 'i', 1);
     CHECK_EQ_INT(nvrtc_applies(&s), 1);
-    s = binary_sig("aten::mul.Tensor", c, x, x, 0, 0); /* self broadcasts */
+    s = sig_binary("aten::mul.Tensor", c, x, x, 0, 0); /* self broadcasts */
     CHECK_EQ_INT(nvrtc_applies(&s), 1);
-    s = binary_sig("aten::add.Tensor", x, xh, x, 'i', 1); /* mixed dtypes */
+    s = sig_binary("aten::add.Tensor", x, xh, x, 'i', 1); /* mixed dtypes */
     CHECK_EQ_INT(nvrtc_applies(&s), 0);
-    s = binary_sig("aten::add.Tensor", x, T(KF_F32, 16, 36), x, 'i', 1); /* no broadcast */
+    s = sig_binary("aten::add.Tensor", x, T(KF_F32, 16, 36), x, 'i', 1); /* no broadcast */
     CHECK_EQ_INT(nvrtc_applies(&s), 0);
-    s = binary_sig("aten::add.Tensor", x, T(KF_F32, 16, 2, 1, 37), x, 'i', 1); /* more dims */
+    s = sig_binary("aten::add.Tensor", x, T(KF_F32, 16, 2, 1, 37), x, 'i', 1); /* more dims */
     CHECK_EQ_INT(nvrtc_applies(&s), 0);
-    s = binary_sig("aten::mul.Tensor", x, x, xs, 0, 0); /* output not dense */
+    s = sig_binary("aten::mul.Tensor", x, x, xs, 0, 0); /* output not dense */
     CHECK_EQ_INT(nvrtc_applies(&s), 0);
-    s = binary_sig("aten::add.Tensor", x, x, x, 'd', 1e300); /* alpha beyond float */
+    s = sig_binary("aten::add.Tensor", x, x, x, 'd', 1e300); /* alpha beyond float */
     CHECK_EQ_INT(nvrtc_applies(&s), 0);
-    s = binary_sig("aten::add.Tensor", x, x, x, 'd', 0.5);
+    s = sig_binary("aten::add.Tensor", x, x, x, 'd', 0.5);
     s.scalars[0].kind = 's';
     CHECK_EQ_INT(nvrtc_applies(&s), 0);
-    s = binary_sig("aten::sub.Tensor", x, x, x, 'i', 1);
+    s = sig_binary("aten::sub.Tensor", x, x, x, 'i', 1);
     CHECK_EQ_INT(nvrtc_applies(&s), 0);
-    s = binary_sig("aten::mul.Tensor", x64, x64, x64, 0, 0);
+    s = sig_binary("aten::mul.Tensor", x64, x64, x64, 0, 0);
     CHECK_EQ_INT(nvrtc_applies(&s), 0);
-    s = binary_sig("aten::add_.Tensor", c, x, x, 'i', 1); /* in place into a broadcast self */
+    s = sig_binary("aten::add_.Tensor", c, x, x, 'i', 1); /* in place into a broadcast self */
     CHECK_EQ_INT(nvrtc_applies(&s), 0);
-    s = binary_sig("aten::mul_.Tensor", xt, x, x, 0, 0); /* in place into a transposed self */
+    s = sig_binary("aten::mul_.Tensor", xt, x, x, 0, 0); /* in place into a transposed self */
     CHECK_EQ_INT(nvrtc_applies(&s), 1);
-    s = binary_sig("aten::mul_.Tensor", xs, x, x, 0, 0); /* in place into a non-dense self */
+    s = sig_binary("aten::mul_.Tensor", xs, x, x, 0, 0); /* in place into a non-dense self */
     CHECK_EQ_INT(nvrtc_applies(&s), 0);
-    s = binary_sig("aten::add.Tensor", x, x, x, 0, 0);
+    s = sig_binary("aten::add.Tensor", x, x, x, 0, 0);
     s.out_alias[0] = 1; /* fresh op written in place */
     CHECK_EQ_INT(nvrtc_applies(&s), 0);
 
@@ -396,10 +317,10 @@ static void test_refusals(void)
     if (!sm) return;
     char *src = (char *)1, *lj = (char *)1, err[256];
     int idx[8] = {0};
-    s = binary_sig("aten::add.Tensor", x, x, x, 0, 0);
+    s = sig_binary("aten::add.Tensor", x, x, x, 0, 0);
     CHECK_EQ_INT(sm->render(&s, idx, &src, &lj, err, sizeof err), KF_ERR_UNSUPPORTED);
     CHECK(src == NULL && lj == NULL);
-    s = softmax_sig("aten::_softmax", x, -1, 0);
+    s = sig_softmax("aten::_softmax", x, -1, 0);
     idx[2] = sm->knobs[2].n_values;
     src = lj = (char *)1;
     CHECK_EQ_INT(sm->render(&s, idx, &src, &lj, err, sizeof err), KF_ERR_INVALID);
@@ -822,23 +743,23 @@ static void test_target_renders(void)
     int n = 0;
     kf_job_tensor t;
     tmpl[n] = "cuda_row_softmax";
-    sigs[n++] = softmax_sig("aten::_softmax", T(KF_BF16, 16, 8, 16, 1024, 1024), -1, 0);
+    sigs[n++] = sig_softmax("aten::_softmax", T(KF_BF16, 16, 8, 16, 1024, 1024), -1, 0);
     tmpl[n] = "cuda_row_softmax";
-    sigs[n++] = softmax_sig("aten::_softmax", T(KF_F32, 16, 32, 262144), -1, 0);
+    sigs[n++] = sig_softmax("aten::_softmax", T(KF_F32, 16, 32, 262144), -1, 0);
     tmpl[n] = "cuda_row_softmax";
-    sigs[n++] = softmax_sig("aten::_softmax", T(KF_BF16, 16, 4096, 151936), -1, 0);
+    sigs[n++] = sig_softmax("aten::_softmax", T(KF_BF16, 16, 4096, 151936), -1, 0);
     tmpl[n] = "cuda_row_softmax";
-    sigs[n++] = softmax_sig("aten::_log_softmax", T(KF_F16, 16, 64, 4096, 128), 1, 1);
+    sigs[n++] = sig_softmax("aten::_log_softmax", T(KF_F16, 16, 64, 4096, 128), 1, 1);
     tmpl[n] = "cuda_eltwise_unary";
     sigs[n++] = gelu_sig(T(KF_BF16, 16, 8192, 14336), "tanh");
     tmpl[n] = "cuda_eltwise_unary";
-    sigs[n++] = unary_sig("aten::relu", nhwc(T(KF_F16, 16, 64, 256, 56, 56)));
+    sigs[n++] = sig_unary("aten::relu", nhwc(T(KF_F16, 16, 64, 256, 56, 56)));
     t = T(KF_BF16, 16, 8192, 14336);
     tmpl[n] = "cuda_eltwise_binary";
-    sigs[n++] = binary_sig("aten::mul.Tensor", t, T(KF_BF16, 16, 14336), t, 0, 0);
+    sigs[n++] = sig_binary("aten::mul.Tensor", t, T(KF_BF16, 16, 14336), t, 0, 0);
     t = nhwc(T(KF_F16, 16, 64, 256, 56, 56));
     tmpl[n] = "cuda_eltwise_binary";
-    sigs[n++] = binary_sig("aten::add.Tensor", t, T(KF_F16, 16, 256, 1, 1), t, 'd', 0.5);
+    sigs[n++] = sig_binary("aten::add.Tensor", t, T(KF_F16, 16, 256, 1, 1), t, 'd', 0.5);
     for (int i = 0; i < n; i++) {
         tcase c;
         memset(&c, 0, sizeof c);
@@ -1067,37 +988,37 @@ static int open_nvrtc(void)
 static void make_cases(void)
 {
     /* softmax, rows mode: odd lengths, one row, short rows, a row longer than shared memory */
-    make_case("cuda_row_softmax", softmax_sig("aten::_softmax", T(KF_F32, 4, 3, 5, 37), -1, 0),
+    make_case("cuda_row_softmax", sig_softmax("aten::_softmax", T(KF_F32, 4, 3, 5, 37), -1, 0),
               DATA_SOFTMAX);
     make_case("cuda_row_softmax",
-              softmax_sig("aten::_log_softmax", T(KF_F32, 16, 2, 3, 40), 2, 0), DATA_SOFTMAX);
-    make_case("cuda_row_softmax", softmax_sig("aten::_softmax", T(KF_BF16, 16, 1, 1000), -1, 0),
+              sig_softmax("aten::_log_softmax", T(KF_F32, 16, 2, 3, 40), 2, 0), DATA_SOFTMAX);
+    make_case("cuda_row_softmax", sig_softmax("aten::_softmax", T(KF_BF16, 16, 1, 1000), -1, 0),
               DATA_SOFTMAX);
-    make_case("cuda_row_softmax", softmax_sig("aten::_softmax", T(KF_F16, 2, 257, 8), 1, 0),
-              DATA_SOFTMAX);
-    make_case("cuda_row_softmax",
-              softmax_sig("aten::_log_softmax", T(KF_F16, 16, 5, 520), -1, 1), DATA_SOFTMAX);
-    make_case("cuda_row_softmax", softmax_sig("aten::_softmax", T(KF_F32, 16, 3, 70000), -1, 0),
+    make_case("cuda_row_softmax", sig_softmax("aten::_softmax", T(KF_F16, 2, 257, 8), 1, 0),
               DATA_SOFTMAX);
     make_case("cuda_row_softmax",
-              softmax_sig("aten::_softmax", T(KF_BF16, 16, 4, 100, 1), 1, 1), DATA_SOFTMAX);
+              sig_softmax("aten::_log_softmax", T(KF_F16, 16, 5, 520), -1, 1), DATA_SOFTMAX);
+    make_case("cuda_row_softmax", sig_softmax("aten::_softmax", T(KF_F32, 16, 3, 70000), -1, 0),
+              DATA_SOFTMAX);
+    make_case("cuda_row_softmax",
+              sig_softmax("aten::_softmax", T(KF_BF16, 16, 4, 100, 1), 1, 1), DATA_SOFTMAX);
     /* columns mode: the reduced dim has elements after it */
-    make_case("cuda_row_softmax", softmax_sig("aten::_softmax", T(KF_F32, 16, 3, 7, 10), 1, 0),
+    make_case("cuda_row_softmax", sig_softmax("aten::_softmax", T(KF_F32, 16, 3, 7, 10), 1, 0),
               DATA_SOFTMAX);
     make_case("cuda_row_softmax",
-              softmax_sig("aten::_log_softmax", T(KF_BF16, 16, 2, 200, 64), -2, 0), DATA_SOFTMAX);
+              sig_softmax("aten::_log_softmax", T(KF_BF16, 16, 2, 200, 64), -2, 0), DATA_SOFTMAX);
     make_case("cuda_row_softmax",
-              softmax_sig("aten::_softmax", T(KF_F16, 2, 5, 4, 3, 6), 0, 1), DATA_SOFTMAX);
+              sig_softmax("aten::_softmax", T(KF_F16, 2, 5, 4, 3, 6), 0, 1), DATA_SOFTMAX);
 
     /* unary: flat over memory order; odd sizes, alignment 2, channels_last, in place */
     make_case("cuda_eltwise_unary", gelu_sig(T(KF_F32, 4, 1037), "none"), DATA_ELT);
     make_case("cuda_eltwise_unary", gelu_sig(T(KF_BF16, 16, 3, 37), "tanh"), DATA_ELT);
     make_case("cuda_eltwise_unary", gelu_sig(T(KF_F16, 16, 300001), "tanh"), DATA_ELT);
-    make_case("cuda_eltwise_unary", unary_sig("aten::silu", T(KF_F16, 2, 2, 4099)), DATA_ELT);
-    make_case("cuda_eltwise_unary", unary_sig("aten::silu", T(KF_F32, 16, 64, 33)), DATA_ELT);
-    make_case("cuda_eltwise_unary", unary_sig("aten::relu", nhwc(T(KF_F16, 16, 2, 8, 5, 5))),
+    make_case("cuda_eltwise_unary", sig_unary("aten::silu", T(KF_F16, 2, 2, 4099)), DATA_ELT);
+    make_case("cuda_eltwise_unary", sig_unary("aten::silu", T(KF_F32, 16, 64, 33)), DATA_ELT);
+    make_case("cuda_eltwise_unary", sig_unary("aten::relu", nhwc(T(KF_F16, 16, 2, 8, 5, 5))),
               DATA_ELT);
-    make_case("cuda_eltwise_unary", unary_sig("aten::relu_", T(KF_BF16, 16, 33, 64)), DATA_ELT);
+    make_case("cuda_eltwise_unary", sig_unary("aten::relu_", T(KF_BF16, 16, 33, 64)), DATA_ELT);
     make_case("cuda_eltwise_unary", clamp_sig("aten::clamp_min_", T(KF_F32, 8, 1001), 'd', 0.25),
               DATA_ELT);
     make_case("cuda_eltwise_unary", clamp_sig("aten::clamp_min", T(KF_BF16, 16, 7, 9), 'd', 0.1),
@@ -1109,34 +1030,34 @@ static void make_cases(void)
      * layouts, in place */
     kf_job_tensor a;
     a = T(KF_F32, 4, 37, 41);
-    make_case("cuda_eltwise_binary", binary_sig("aten::add.Tensor", a, a, a, 'd', 0.3), DATA_ELT);
+    make_case("cuda_eltwise_binary", sig_binary("aten::add.Tensor", a, a, a, 'd', 0.3), DATA_ELT);
     a = T(KF_BF16, 16, 4, 8, 6, 6);
     make_case("cuda_eltwise_binary",
-              binary_sig("aten::add.Tensor", a, T(KF_BF16, 16, 8, 1, 1), a, 'i', 2), DATA_ELT);
+              sig_binary("aten::add.Tensor", a, T(KF_BF16, 16, 8, 1, 1), a, 'i', 2), DATA_ELT);
     a = T(KF_F16, 16, 3, 5, 64);
     make_case("cuda_eltwise_binary",
-              binary_sig("aten::mul.Tensor", a, T(KF_F16, 8, 64), a, 0, 0), DATA_ELT);
+              sig_binary("aten::mul.Tensor", a, T(KF_F16, 8, 64), a, 0, 0), DATA_ELT);
     a = T(KF_F16, 16, 5, 37);
     make_case("cuda_eltwise_binary",
-              binary_sig("aten::add.Tensor", T(KF_F16, 2, 1, 37), T(KF_F16, 16, 5, 1), a, 0, 0),
+              sig_binary("aten::add.Tensor", T(KF_F16, 2, 1, 37), T(KF_F16, 16, 5, 1), a, 0, 0),
               DATA_ELT);
     a = T(KF_BF16, 16, 6, 16);
     make_case("cuda_eltwise_binary",
-              binary_sig("aten::mul_.Tensor", a, T(KF_BF16, 16, 6, 1), a, 0, 0), DATA_ELT);
+              sig_binary("aten::mul_.Tensor", a, T(KF_BF16, 16, 6, 1), a, 0, 0), DATA_ELT);
     a = nhwc(T(KF_F32, 16, 2, 3, 4, 5));
     make_case("cuda_eltwise_binary",
-              binary_sig("aten::add_.Tensor", a, T(KF_F32, 16, 2, 3, 4, 5), a, 'd', -1.5),
+              sig_binary("aten::add_.Tensor", a, T(KF_F32, 16, 2, 3, 4, 5), a, 'd', -1.5),
               DATA_ELT);
     a = T(KF_BF16, 16, 16, 24);
     kf_job_tensor bt = T(KF_BF16, 16, 16, 24);
     bt.strides[0] = 1, bt.strides[1] = 16; /* a transposed view */
-    make_case("cuda_eltwise_binary", binary_sig("aten::add.Tensor", a, bt, a, 'i', 1), DATA_ELT);
+    make_case("cuda_eltwise_binary", sig_binary("aten::add.Tensor", a, bt, a, 'i', 1), DATA_ELT);
     a = T(KF_F32, 16, 7);
     make_case("cuda_eltwise_binary",
-              binary_sig("aten::mul.Tensor", tensor(KF_F32, 0, NULL, 16), a, a, 0, 0), DATA_ELT);
+              sig_binary("aten::mul.Tensor", sig_tensor(KF_F32, 0, NULL, 0, 16), a, a, 0, 0), DATA_ELT);
     a = nhwc(T(KF_F16, 16, 2, 16, 3, 3));
     make_case("cuda_eltwise_binary",
-              binary_sig("aten::mul.Tensor", a, T(KF_F16, 16, 16, 1, 1), a, 0, 0), DATA_ELT);
+              sig_binary("aten::mul.Tensor", a, T(KF_F16, 16, 16, 1, 1), a, 0, 0), DATA_ELT);
 }
 
 int main(void)

@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "job_sig_build.h"
 #include "forge/template.h"
 #include "nvrtc_find.h"
 
@@ -38,177 +39,39 @@
 
 /* ---- signatures ---- */
 
-#define NONE (-1) /* dtype of an absent optional tensor */
+#define NONE SIG_NONE
 #define NARGS(...) ((int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)))
 /* contiguous, or channels last (dim 1 innermost) when cl */
-#define T(dt, cl, al, ...) tensor(dt, NARGS(__VA_ARGS__), (int64_t[]){__VA_ARGS__}, cl, al)
+#define T(dt, cl, al, ...) sig_tensor(dt, NARGS(__VA_ARGS__), (int64_t[]){__VA_ARGS__}, cl, al)
 
-static kf_job_tensor tensor(int dtype, int ndim, const int64_t *sizes, int cl, int align)
-{
-    kf_job_tensor t;
-    memset(&t, 0, sizeof t);
-    t.dtype = dtype;
-    t.ndim = ndim;
-    t.align = align;
-    for (int d = 0; d < ndim; d++) t.sizes[d] = sizes[d];
-    int64_t st = 1;
-    if (cl && ndim >= 3) {
-        t.strides[1] = st;
-        st *= sizes[1];
-        for (int d = ndim - 1; d >= 2; d--) {
-            t.strides[d] = st;
-            st *= sizes[d];
-        }
-        t.strides[0] = st;
-    } else {
-        for (int d = ndim - 1; d >= 0; d--) {
-            t.strides[d] = st;
-            st *= sizes[d];
-        }
-    }
-    return t;
-}
-
-static kf_job_tensor vec1(int dtype, int64_t n) { return tensor(dtype, 1, &n, 0, 16); }
-
-static kf_job_scalar *add_scalar(kf_job_sig *s, const char *name, int kind)
-{
-    kf_job_scalar *c = &s->scalars[s->n_scalars++];
-    memset(c, 0, sizeof *c);
-    snprintf(c->name, sizeof c->name, "%s", name);
-    c->kind = kind;
-    return c;
-}
-
-static kf_job_sig sig_of(const char *op)
-{
-    kf_job_sig s;
-    memset(&s, 0, sizeof s);
-    snprintf(s.op, sizeof s.op, "%s", op);
-    return s;
-}
-
-/* _softmax / _log_softmax(self, dim, half_to_float): f32 out when out_f32 */
-static kf_job_sig softmax_sig(const char *op, kf_job_tensor x, int64_t dim, int out_f32)
-{
-    kf_job_sig s = sig_of(op);
-    s.n_in = s.n_out = 1;
-    s.in[0] = s.out[0] = x;
-    s.out[0].align = 0;
-    if (out_f32) s.out[0].dtype = KF_F32;
-    add_scalar(&s, "dim", 'i')->i = dim;
-    add_scalar(&s, "half_to_float", 'b')->i = out_f32;
-    return s;
-}
-
-/* relu / silu / gelu / clamp_min fresh, or relu_ / clamp_min_ in place (op ends in '_') */
+/* unary ops with gelu "tanh" and clamp_min's min -0.25; binary ops with a float alpha (0: none) */
 static kf_job_sig unary_sig(const char *op, kf_job_tensor x)
 {
-    kf_job_sig s = sig_of(op);
-    s.n_in = s.n_out = 1;
-    s.in[0] = s.out[0] = x;
-    if (op[strlen(op) - 1] == '_') s.out_alias[0] = 1;
-    else s.out[0].align = 0;
+    kf_job_sig s = sig_unary(op, x);
     if (!strcmp(op, "aten::gelu"))
-        snprintf(add_scalar(&s, "approximate", 's')->s, sizeof s.scalars[0].s, "tanh");
-    if (!strncmp(op, "aten::clamp_min", 15)) add_scalar(&s, "min", 'd')->d = -0.25;
+        snprintf(sig_add_scalar(&s, "approximate", 's')->s, sizeof s.scalars[0].s, "tanh");
+    if (!strncmp(op, "aten::clamp_min", 15)) sig_add_scalar(&s, "min", 'd')->d = -0.25;
     return s;
 }
-
-/* add / mul (.Tensor fresh into out, _.Tensor in place into a); alpha 0: none */
 static kf_job_sig binary_sig(const char *op, kf_job_tensor a, kf_job_tensor b, kf_job_tensor out,
                              double alpha)
 {
-    kf_job_sig s = sig_of(op);
-    s.n_in = 2;
-    s.in[0] = a;
-    s.in[1] = b;
-    s.n_out = 1;
-    if (strstr(op, "_.Tensor")) {
-        s.out[0] = a;
-        s.out_alias[0] = 1;
-    } else {
-        s.out[0] = out;
-        s.out[0].align = 0;
-    }
-    if (alpha != 0) add_scalar(&s, "alpha", 'd')->d = alpha;
-    return s;
+    return sig_binary(op, a, b, out, alpha != 0 ? 'd' : 0, alpha);
 }
 
-/* native_layer_norm (rms 0) / _fused_rms_norm (rms 1) over the last dim */
+/* the norms with eps 1e-5: layer_norm / rms_norm over the last dim, group_norm with stats of
+ * x's dtype, batch_norm with f32 saved stats */
 static kf_job_sig row_sig(int rms, kf_job_tensor x, int wdt, int bdt, int statdt)
 {
-    kf_job_sig s = sig_of(rms ? "aten::_fused_rms_norm" : "aten::native_layer_norm");
-    int64_t n = x.sizes[x.ndim - 1];
-    s.in[s.n_in++] = x;
-    kf_job_scalar *l = add_scalar(&s, "normalized_shape", 'l');
-    l->n = 1;
-    l->v[0] = n;
-    if (wdt == NONE) add_scalar(&s, "weight", 'n');
-    else s.in[s.n_in++] = vec1(wdt, n);
-    if (!rms) {
-        if (bdt == NONE) add_scalar(&s, "bias", 'n');
-        else s.in[s.n_in++] = vec1(bdt, n);
-    }
-    add_scalar(&s, "eps", 'd')->d = 1e-5;
-    int64_t stat[KF_MAX_DIMS];
-    for (int d = 0; d < x.ndim; d++) stat[d] = d < x.ndim - 1 ? x.sizes[d] : 1;
-    s.out[s.n_out++] = x;
-    s.out[0].align = 0;
-    if (!rms) s.out[s.n_out++] = tensor(statdt, x.ndim, stat, 0, 0);
-    s.out[s.n_out++] = tensor(statdt, x.ndim, stat, 0, 0);
-    return s;
+    return sig_norm_row(rms, x, 1, wdt, bdt, statdt, 1e-5);
 }
-
-static void add_opt(kf_job_sig *s, const char *name, int dt, int64_t n)
-{
-    if (dt == NONE) add_scalar(s, name, 'n');
-    else s->in[s->n_in++] = vec1(dt, n);
-}
-
-/* native_group_norm(input, weight?, bias?, N, C, HxW, group, eps) */
 static kf_job_sig gn_sig(kf_job_tensor x, int64_t groups, int wdt, int bdt)
 {
-    kf_job_sig s = sig_of("aten::native_group_norm");
-    int64_t hw = 1;
-    for (int d = 2; d < x.ndim; d++) hw *= x.sizes[d];
-    s.in[s.n_in++] = x;
-    add_opt(&s, "weight", wdt, x.sizes[1]);
-    add_opt(&s, "bias", bdt, x.sizes[1]);
-    add_scalar(&s, "N", 'i')->i = x.sizes[0];
-    add_scalar(&s, "C", 'i')->i = x.sizes[1];
-    add_scalar(&s, "HxW", 'i')->i = hw;
-    add_scalar(&s, "group", 'i')->i = groups;
-    add_scalar(&s, "eps", 'd')->d = 1e-5;
-    int64_t st[2] = {x.sizes[0], groups};
-    s.out[s.n_out++] = x;
-    s.out[0].align = 0;
-    s.out[s.n_out++] = tensor(x.dtype, 2, st, 0, 0);
-    s.out[s.n_out++] = tensor(x.dtype, 2, st, 0, 0);
-    return s;
+    return sig_group_norm(x, groups, wdt, bdt, x.dtype, 1e-5);
 }
-
-/* eval batch norm: _native_batch_norm_legit_no_training (legit) or native_batch_norm(training
- * False); running stats of dtype rdt; save_mean / save_invstd f32 of save_n elements */
 static kf_job_sig bn_sig(int legit, kf_job_tensor x, int wdt, int bdt, int rdt, int64_t save_n)
 {
-    kf_job_sig s = sig_of(legit ? "aten::_native_batch_norm_legit_no_training"
-                                : "aten::native_batch_norm");
-    int64_t c = x.sizes[1];
-    s.in[s.n_in++] = x;
-    add_opt(&s, "weight", wdt, c);
-    add_opt(&s, "bias", bdt, c);
-    s.in[s.n_in++] = vec1(rdt, c);
-    s.in[s.n_in++] = vec1(rdt, c);
-    if (!legit) add_scalar(&s, "training", 'b')->i = 0;
-    add_scalar(&s, "momentum", 'd')->d = 0.1;
-    add_scalar(&s, "eps", 'd')->d = 1e-5;
-    s.out[s.n_out++] = x;
-    s.out[0].align = 0;
-    s.out[s.n_out++] = vec1(KF_F32, save_n);
-    s.out[s.n_out++] = vec1(KF_F32, save_n);
-    s.out[1].align = s.out[2].align = 0;
-    return s;
+    return sig_batch_norm(legit, x, wdt, bdt, rdt, KF_F32, save_n, 1e-5);
 }
 
 /* ---- the cases ---- */
@@ -365,25 +228,25 @@ static void make_cases(void)
     kf_job_tensor a;
 
     /* softmax: rows (one pass, two passes, staged, a cluster per row), columns, half_to_float */
-    add_case("cuda_row_softmax", softmax_sig("aten::_softmax", T(KF_F32, 0, 16, 64, 1024), -1, 0),
+    add_case("cuda_row_softmax", sig_softmax("aten::_softmax", T(KF_F32, 0, 16, 64, 1024), -1, 0),
              "threads=256 rows=2 vec=4 strategy=3 split=1", VEC_BOTH, "dim -1, staged");
     add_case("cuda_row_softmax",
-             softmax_sig("aten::_softmax", T(KF_BF16, 0, 16, 64, 4096), -1, 0),
+             sig_softmax("aten::_softmax", T(KF_BF16, 0, 16, 64, 4096), -1, 0),
              "threads=512 rows=1 vec=8 strategy=0 split=1", VEC_BOTH, "dim -1, two passes");
     add_case("cuda_row_softmax",
-             softmax_sig("aten::_log_softmax", T(KF_F16, 0, 16, 16, 8192), -1, 0),
+             sig_softmax("aten::_log_softmax", T(KF_F16, 0, 16, 16, 8192), -1, 0),
              "threads=256 rows=1 vec=8 strategy=1 split=4", VEC_BOTH, "dim -1, cluster of 4");
-    add_case("cuda_row_softmax", softmax_sig("aten::_softmax", T(KF_BF16, 0, 16, 128, 1000), -1, 1),
+    add_case("cuda_row_softmax", sig_softmax("aten::_softmax", T(KF_BF16, 0, 16, 128, 1000), -1, 1),
              "threads=128 rows=4 vec=8 strategy=2 split=1", VEC_BOTH,
              "half_to_float: 32 bytes out a vector");
     add_case("cuda_row_softmax",
-             softmax_sig("aten::_log_softmax", T(KF_F16, 0, 16, 8, 2048), -1, 1),
+             sig_softmax("aten::_log_softmax", T(KF_F16, 0, 16, 8, 2048), -1, 1),
              "threads=256 rows=1 vec=8 strategy=0 split=2", VEC_BOTH,
              "half_to_float, cluster of 2");
-    add_case("cuda_row_softmax", softmax_sig("aten::_softmax", T(KF_F32, 0, 16, 8, 128, 64), 1, 0),
+    add_case("cuda_row_softmax", sig_softmax("aten::_softmax", T(KF_F32, 0, 16, 8, 128, 64), 1, 0),
              "threads=256 rows=8 vec=4 strategy=1 split=1", VEC_BOTH, "columns (dim 1)");
     add_case("cuda_row_softmax",
-             softmax_sig("aten::_softmax", T(KF_BF16, 0, 16, 4, 256, 128), -2, 0),
+             sig_softmax("aten::_softmax", T(KF_BF16, 0, 16, 4, 256, 128), -2, 0),
              "threads=256 rows=16 vec=8 strategy=3 split=1", VEC_BOTH, "columns, staged");
 
     /* unary: flat, channels last, in place, a tail, and 2-byte alignment (no vectors) */

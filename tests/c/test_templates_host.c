@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "job_sig_build.h"
 #include "forge/compiler.h"
 #include "forge/eval.h"
 #include "forge/template.h"
@@ -53,37 +54,21 @@ static kf_job_tensor tensor(int dtype, int ndim, const int64_t *sizes)
     tensor(KF_F32, (int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), \
            (int64_t[]){__VA_ARGS__})
 
-static kf_job_scalar *add_scalar(kf_job_sig *s, const char *name, int kind)
-{
-    kf_job_scalar *c = &s->scalars[s->n_scalars++];
-    memset(c, 0, sizeof *c);
-    snprintf(c->name, sizeof c->name, "%s", name);
-    c->kind = kind;
-    return c;
-}
-static void add_int(kf_job_sig *s, const char *name, int64_t v) { add_scalar(s, name, 'i')->i = v; }
-static void add_bool(kf_job_sig *s, const char *name, int v) { add_scalar(s, name, 'b')->i = v; }
+static void add_int(kf_job_sig *s, const char *name, int64_t v) { sig_add_scalar(s, name, 'i')->i = v; }
+static void add_bool(kf_job_sig *s, const char *name, int v) { sig_add_scalar(s, name, 'b')->i = v; }
 static void add_double(kf_job_sig *s, const char *name, double v)
 {
-    add_scalar(s, name, 'd')->d = v;
+    sig_add_scalar(s, name, 'd')->d = v;
 }
 static void add_str(kf_job_sig *s, const char *name, const char *v)
 {
-    snprintf(add_scalar(s, name, 's')->s, sizeof s->scalars[0].s, "%s", v);
+    snprintf(sig_add_scalar(s, name, 's')->s, sizeof s->scalars[0].s, "%s", v);
 }
 static void add_list(kf_job_sig *s, const char *name, int n, const int64_t *v)
 {
-    kf_job_scalar *c = add_scalar(s, name, 'l');
+    kf_job_scalar *c = sig_add_scalar(s, name, 'l');
     c->n = n;
     for (int i = 0; i < n; i++) c->v[i] = v[i];
-}
-
-static kf_job_sig sig_of(const char *op)
-{
-    kf_job_sig s;
-    memset(&s, 0, sizeof s);
-    snprintf(s.op, sizeof s.op, "%s", op);
-    return s;
 }
 
 static kf_job_sig softmax_sig(const char *op, kf_job_tensor x, int64_t dim)
@@ -107,8 +92,8 @@ static kf_job_sig ln_sig(kf_job_tensor x, int nn, int has_w, int has_b, double e
     if (has_w) s.in[s.n_in++] = tensor(KF_F32, nn, ns);
     if (has_b) s.in[s.n_in++] = tensor(KF_F32, nn, ns);
     add_list(&s, "normalized_shape", nn, ns);
-    if (!has_w) add_scalar(&s, "weight", 'n');
-    if (!has_b) add_scalar(&s, "bias", 'n');
+    if (!has_w) sig_add_scalar(&s, "weight", 'n');
+    if (!has_b) sig_add_scalar(&s, "bias", 'n');
     add_double(&s, "eps", eps);
     int64_t stat[KF_MAX_DIMS];
     for (int d = 0; d < x.ndim; d++) stat[d] = d < x.ndim - nn ? x.sizes[d] : 1;

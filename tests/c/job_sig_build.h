@@ -1,0 +1,189 @@
+/* Building kf_job_sig values in the template tests: tensors (contiguous or channels last), ops
+ * and their scalars, the softmax, elementwise and normalization signatures. */
+#ifndef KF_TESTS_JOB_SIG_BUILD_H
+#define KF_TESTS_JOB_SIG_BUILD_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "forge/template.h"
+
+/* contiguous, or channels last (dim 1 innermost) when cl and ndim >= 3 */
+static inline kf_job_tensor sig_tensor(int dtype, int ndim, const int64_t *sizes, int cl,
+                                       int align)
+{
+    kf_job_tensor t;
+    memset(&t, 0, sizeof t);
+    t.dtype = dtype;
+    t.ndim = ndim;
+    t.align = align;
+    for (int d = 0; d < ndim; d++) t.sizes[d] = sizes[d];
+    int64_t st = 1;
+    if (cl && ndim >= 3) {
+        t.strides[1] = st;
+        st *= sizes[1];
+        for (int d = ndim - 1; d >= 2; d--) {
+            t.strides[d] = st;
+            st *= sizes[d];
+        }
+        t.strides[0] = st;
+    } else {
+        for (int d = ndim - 1; d >= 0; d--) {
+            t.strides[d] = st;
+            st *= sizes[d];
+        }
+    }
+    return t;
+}
+
+static inline kf_job_scalar *sig_add_scalar(kf_job_sig *s, const char *name, int kind)
+{
+    kf_job_scalar *c = &s->scalars[s->n_scalars++];
+    memset(c, 0, sizeof *c);
+    snprintf(c->name, sizeof c->name, "%s", name);
+    c->kind = kind;
+    return c;
+}
+
+static inline kf_job_sig sig_of(const char *op)
+{
+    kf_job_sig s;
+    memset(&s, 0, sizeof s);
+    snprintf(s.op, sizeof s.op, "%s", op);
+    return s;
+}
+
+/* _softmax / _log_softmax(self, dim, half_to_float): f32 out when out_f32 */
+static inline kf_job_sig sig_softmax(const char *op, kf_job_tensor x, int64_t dim, int out_f32)
+{
+    kf_job_sig s = sig_of(op);
+    s.n_in = s.n_out = 1;
+    s.in[0] = s.out[0] = x;
+    s.out[0].align = 0;
+    if (out_f32) s.out[0].dtype = KF_F32;
+    sig_add_scalar(&s, "dim", 'i')->i = dim;
+    sig_add_scalar(&s, "half_to_float", 'b')->i = out_f32;
+    return s;
+}
+
+/* gelu/silu/relu/clamp_min (fresh) or relu_/clamp_min_ (in place, op ends in '_'); the op's
+ * scalars are the caller's */
+static inline kf_job_sig sig_unary(const char *op, kf_job_tensor x)
+{
+    kf_job_sig s = sig_of(op);
+    s.n_in = s.n_out = 1;
+    s.in[0] = s.out[0] = x;
+    if (op[strlen(op) - 1] == '_') s.out_alias[0] = 1;
+    else s.out[0].align = 0;
+    return s;
+}
+
+/* add/mul (.Tensor or _.Tensor): out is `out` (fresh) or a (in place); alpha_kind 0, 'i', 'd' */
+static inline kf_job_sig sig_binary(const char *op, kf_job_tensor a, kf_job_tensor b,
+                                    kf_job_tensor out, int alpha_kind, double alpha)
+{
+    kf_job_sig s = sig_of(op);
+    s.n_in = 2;
+    s.in[0] = a;
+    s.in[1] = b;
+    s.n_out = 1;
+    if (strstr(op, "_.Tensor")) {
+        s.out[0] = a;
+        s.out_alias[0] = 1;
+    } else {
+        s.out[0] = out;
+        s.out[0].align = 0;
+    }
+    if (alpha_kind == 'i') sig_add_scalar(&s, "alpha", 'i')->i = (int64_t)alpha;
+    if (alpha_kind == 'd') sig_add_scalar(&s, "alpha", 'd')->d = alpha;
+    return s;
+}
+
+#define SIG_NONE (-1) /* dtype of an absent optional tensor */
+
+/* a contiguous [n] tensor, 16-byte aligned */
+static inline kf_job_tensor sig_vec1(int dtype, int64_t n) { return sig_tensor(dtype, 1, &n, 0, 16); }
+
+/* an optional tensor argument: a [n] tensor of dtype dt, or None */
+static inline void sig_add_opt(kf_job_sig *s, const char *name, int dt, int64_t n)
+{
+    if (dt == SIG_NONE) sig_add_scalar(s, name, 'n');
+    else s->in[s->n_in++] = sig_vec1(dt, n);
+}
+
+/* native_layer_norm / _fused_rms_norm over the last nn dims; eps < 0: None (rms only) */
+static inline kf_job_sig sig_norm_row(int rms, kf_job_tensor x, int nn, int wdt, int bdt,
+                                      int statdt, double eps)
+{
+    kf_job_sig s = sig_of(rms ? "aten::_fused_rms_norm" : "aten::native_layer_norm");
+    const int64_t *ns = x.sizes + x.ndim - nn;
+    s.in[s.n_in++] = x;
+    kf_job_scalar *l = sig_add_scalar(&s, "normalized_shape", 'l');
+    l->n = nn;
+    for (int k = 0; k < nn; k++) l->v[k] = ns[k];
+    if (wdt == SIG_NONE) sig_add_scalar(&s, "weight", 'n');
+    else s.in[s.n_in++] = sig_tensor(wdt, nn, ns, 0, 16);
+    if (!rms) {
+        if (bdt == SIG_NONE) sig_add_scalar(&s, "bias", 'n');
+        else s.in[s.n_in++] = sig_tensor(bdt, nn, ns, 0, 16);
+    }
+    if (eps < 0) sig_add_scalar(&s, "eps", 'n');
+    else sig_add_scalar(&s, "eps", 'd')->d = eps;
+    int64_t stat[KF_MAX_DIMS];
+    for (int d = 0; d < x.ndim; d++) stat[d] = d < x.ndim - nn ? x.sizes[d] : 1;
+    s.out[s.n_out++] = x;
+    s.out[0].align = 0; /* fresh */
+    if (!rms) s.out[s.n_out++] = sig_tensor(statdt, x.ndim, stat, 0, 0);
+    s.out[s.n_out++] = sig_tensor(statdt, x.ndim, stat, 0, 0);
+    return s;
+}
+
+/* native_group_norm(input, weight?, bias?, N, C, HxW, group, eps) */
+static inline kf_job_sig sig_group_norm(kf_job_tensor x, int64_t groups, int wdt, int bdt,
+                                        int statdt, double eps)
+{
+    kf_job_sig s = sig_of("aten::native_group_norm");
+    int64_t hw = 1;
+    for (int d = 2; d < x.ndim; d++) hw *= x.sizes[d];
+    s.in[s.n_in++] = x;
+    sig_add_opt(&s, "weight", wdt, x.sizes[1]);
+    sig_add_opt(&s, "bias", bdt, x.sizes[1]);
+    sig_add_scalar(&s, "N", 'i')->i = x.sizes[0];
+    sig_add_scalar(&s, "C", 'i')->i = x.sizes[1];
+    sig_add_scalar(&s, "HxW", 'i')->i = hw;
+    sig_add_scalar(&s, "group", 'i')->i = groups;
+    sig_add_scalar(&s, "eps", 'd')->d = eps;
+    int64_t st[2] = {x.sizes[0], groups};
+    s.out[s.n_out++] = x;
+    s.out[0].align = 0;
+    s.out[s.n_out++] = sig_tensor(statdt, 2, st, 0, 0);
+    s.out[s.n_out++] = sig_tensor(statdt, 2, st, 0, 0);
+    return s;
+}
+
+/* legit: _native_batch_norm_legit_no_training, else native_batch_norm(training=False);
+ * running stats of dtype rdt; save_n: elements of save_mean / save_invstd (0 or C) */
+static inline kf_job_sig sig_batch_norm(int legit, kf_job_tensor x, int wdt, int bdt, int rdt,
+                                        int save_dt, int64_t save_n, double eps)
+{
+    kf_job_sig s = sig_of(legit ? "aten::_native_batch_norm_legit_no_training"
+                                : "aten::native_batch_norm");
+    int64_t c = x.sizes[1];
+    s.in[s.n_in++] = x;
+    sig_add_opt(&s, "weight", wdt, c);
+    sig_add_opt(&s, "bias", bdt, c);
+    s.in[s.n_in++] = sig_vec1(rdt, c);
+    s.in[s.n_in++] = sig_vec1(rdt, c);
+    if (!legit) sig_add_scalar(&s, "training", 'b')->i = 0;
+    sig_add_scalar(&s, "momentum", 'd')->d = 0.1;
+    sig_add_scalar(&s, "eps", 'd')->d = eps;
+    s.out[s.n_out++] = x;
+    s.out[0].align = 0;
+    s.out[s.n_out++] = sig_vec1(save_dt, save_n);
+    s.out[s.n_out++] = sig_vec1(save_dt, save_n);
+    s.out[1].align = s.out[2].align = 0;
+    return s;
+}
+
+#endif
