@@ -3,9 +3,11 @@
  * relative, inside the elementwise tolerance but not bit-equal to eager):
  *   cuda_eltwise_unary:  aten::gelu (approximate "none": erf, "tanh"), aten::silu, aten::relu,
  *                        aten::clamp_min (Scalar min), and in place aten::relu_ / aten::clamp_min_
- *                        (NaN stays NaN, as eager's clamp). Input and output dense and
- *                        non-overlapping with identical strides (contiguous, channels_last, any
- *                        permutation): one flat loop over memory order.
+ *                        (NaN stays NaN, as eager's clamp), aten::pow.Tensor_Scalar (eager's
+ *                        special exponents 0, 1, 2, 3, 0.5, -0.5, -1, -2 as it computes them,
+ *                        else powf). Input and output dense and non-overlapping with identical
+ *                        strides (contiguous, channels_last, any permutation): one flat loop over
+ *                        memory order.
  *   cuda_eltwise_binary: aten::add.Tensor (y = a + alpha * b, alpha int or float, taken as float
  *                        as eager does), aten::mul.Tensor, and in place aten::add_.Tensor /
  *                        aten::mul_.Tensor. Inputs broadcast to the output (fewer dims, size-1
@@ -14,6 +16,9 @@
  *                        through its broadcast strides (0 for a broadcast dim), after collapsing
  *                        dims that stay contiguous for every tensor. When everything collapses to
  *                        one stride-1 dim (same dense layout everywhere) it is the flat loop.
+ *
+ * The layouts, the plan and the loop are shared with cuda_eltwise_copy (templates_cuda_copy.c,
+ * through templates_cuda_eltwise.h).
  *
  * Knobs (every combination renders a valid kernel; values that do not fit are clamped):
  *   vec      elements per vector access (1/2/4/8, at most 16 bytes; bounded by the recorded
@@ -29,29 +34,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "template.h"
+#include "templates_cuda_eltwise.h"
 
-static const kf_knob_def eltwise_knobs[] = {
+const kf_knob_def kf_ew_knobs[] = {
     {"vec", 4, {1, 2, 4, 8}},
     {"unroll", 4, {1, 2, 4, 8}},
     {"threads", 4, {128, 256, 512, 1024}},
     {"grid", 4, {0, 1, 2, 4}},
 };
-enum { K_VEC, K_UNROLL, K_THREADS, K_GRID, K_COUNT };
 
-#define EW_SMS 132 /* multiprocessors the grid-stride grid is sized for (H100/H200 SXM) */
-
-static int ew_esize(int dtype) { return dtype == KF_F32 ? 4 : 2; }
+int kf_ew_esize(int dtype) { return dtype == KF_F32 ? 4 : 2; }
 
 /* ---- layouts ---- */
-
-/* The output's dims (size > 1) in memory order, innermost first, collapsed where every tensor
- * stays contiguous; st[k][d] is operand k's stride (0 for broadcast). */
-typedef struct ew_dims {
-    int nd;
-    int64_t size[KF_MAX_DIMS];
-    int64_t st[2][KF_MAX_DIMS];
-} ew_dims;
 
 /* Stride of input `t` along output dim d (t aligned to the right), 0 where it broadcasts; -1
  * when it does not broadcast to the output. */
@@ -65,7 +59,7 @@ static int64_t ew_bstride(const kf_job_tensor *t, const kf_job_tensor *out, int 
 }
 
 /* 1 when `out` is dense and non-overlapping (any dim order) and every input broadcasts to it. */
-static int ew_collapse(const kf_job_tensor *out, const kf_job_tensor *in, int n_in, ew_dims *dd)
+int kf_ew_collapse(const kf_job_tensor *out, const kf_job_tensor *in, int n_in, ew_dims *dd)
 {
     if (out->ndim < 0 || out->ndim > KF_MAX_DIMS || kf_job_tensor_numel(out) <= 0) return 0;
     for (int k = 0; k < n_in; k++) {
@@ -116,11 +110,11 @@ static int ew_collapse(const kf_job_tensor *out, const kf_job_tensor *in, int n_
     return 1;
 }
 
-static int ew_float_dtype(int dtype) { return kf_template_cuda_type(dtype) != NULL; }
+int kf_ew_float_dtype(int dtype) { return kf_template_cuda_type(dtype) != NULL; }
 
 /* The output must not be a written-in-place argument unless the op is the in-place variant, and
  * then it must be exactly in[0]. */
-static int ew_alias_ok(const kf_job_sig *sig, int inplace)
+int kf_ew_alias_ok(const kf_job_sig *sig, int inplace)
 {
     if (!inplace) return sig->out_alias[0] == 0;
     if (sig->out_alias[0] != 1) return 0;
@@ -139,7 +133,7 @@ static int ew_align(const kf_job_tensor *t, int fresh)
 }
 
 /* Exact float bits of a scalar, for `__uint_as_float(0x...u)`. */
-static unsigned ew_fbits(float f)
+static unsigned kf_ew_fbits(float f)
 {
     unsigned u;
     memcpy(&u, &f, sizeof u);
@@ -148,26 +142,22 @@ static unsigned ew_fbits(float f)
 
 /* ---- the shared render: flat or indexed loop around kf_op ---- */
 
-typedef struct ew_plan {
-    int nin, inplace, dtype, esize;
-    int vw, un, nt, gs;
-    int flat;
-    int mode[2]; /* per input: 0 vector, 1 broadcast, 2 gather */
-    int64_t n, nvec, tail;
-    int wide; /* 64-bit element offsets */
-    unsigned grid;
-    ew_dims dd;
-} ew_plan;
 
-static void ew_make_plan(const kf_job_sig *sig, int nin, int inplace, const int *v, ew_plan *p)
+/* `ops` are the operands read (sig->in, or copy_'s src); `y` is written: sig->out[0], which is
+ * sig->in[0] when in place. */
+void kf_ew_make_plan(const kf_job_sig *sig, const kf_job_tensor *ops, int nin, int inplace,
+                         int copy, const int *v, ew_plan *p)
 {
     memset(p, 0, sizeof *p);
     p->nin = nin;
     p->inplace = inplace;
+    p->copy = copy;
     p->dtype = sig->out[0].dtype;
-    p->esize = ew_esize(p->dtype);
+    p->esize = kf_ew_esize(p->dtype);
+    p->dtype_a = ops[0].dtype;
+    p->esize_a = kf_ew_esize(p->dtype_a);
     p->n = kf_job_tensor_numel(&sig->out[0]);
-    ew_collapse(&sig->out[0], sig->in, nin, &p->dd);
+    kf_ew_collapse(&sig->out[0], ops, nin, &p->dd);
     const ew_dims *dd = &p->dd;
     p->flat = dd->nd == 1;
     for (int k = 0; k < nin; k++) p->flat = p->flat && dd->st[k][0] == 1;
@@ -175,16 +165,16 @@ static void ew_make_plan(const kf_job_sig *sig, int nin, int inplace, const int 
     int out_align = ew_align(inplace ? &sig->in[0] : &sig->out[0], !inplace);
     p->vw = v[K_VEC];
     for (; p->vw > 1; p->vw /= 2) {
-        int bytes = p->vw * p->esize;
-        if (bytes > 16 || p->vw > p->n || out_align < bytes) continue;
+        int bytes = p->vw * p->esize, bytes_a = p->vw * p->esize_a;
+        if (bytes > 16 || bytes_a > 16 || p->vw > p->n || out_align < bytes) continue;
         if (!p->flat && dd->size[0] % p->vw) continue;
         int ok = 1;
-        for (int k = 0; k < nin && p->flat; k++) ok = ok && ew_align(&sig->in[k], 0) >= bytes;
+        for (int k = 0; k < nin && p->flat; k++) ok = ok && ew_align(&ops[k], 0) >= bytes_a;
         if (ok) break;
     }
     for (int k = 0; k < nin; k++) {
         if (p->flat) continue; /* mode 0: flat vectors, alignment checked above */
-        int vec_ok = dd->st[k][0] == 1 && ew_align(&sig->in[k], 0) >= p->vw * p->esize;
+        int vec_ok = dd->st[k][0] == 1 && ew_align(&ops[k], 0) >= p->vw * p->esize_a;
         for (int d = 1; d < dd->nd && vec_ok; d++) vec_ok = dd->st[k][d] % p->vw == 0;
         /* a one-element vector loads at its exact offset, whatever the stride */
         p->mode[k] = p->vw == 1 || vec_ok ? 0 : dd->st[k][0] == 0 ? 1 : 2;
@@ -247,16 +237,17 @@ static void ew_emit_offset(kf_strbuf *b, const ew_plan *p, int k, const char *na
 
 static const char eltwise_body[] =
     "typedef KF_TYPE kf_t;\n"
+    "typedef KF_TYPE_A kf_ta; /* operand a: the output's type except for a cast */\n"
     "\n"
     "typedef kf_vec<kf_t, KF_VW> kf_v;\n"
     "\n"
     "/* KF_VW values of an operand at element offset o: 0 a vector load, 1 one value\n"
     " * broadcast along the innermost dim (stride 0), 2 KF_VW loads IS0 apart */\n"
-    "template <int MODE, long long IS0>\n"
-    "__device__ __forceinline__ void kf_load(const kf_t *p, kf_idx o, float (&v)[KF_VW])\n"
+    "template <int MODE, long long IS0, class T>\n"
+    "__device__ __forceinline__ void kf_load(const T *p, kf_idx o, float (&v)[KF_VW])\n"
     "{\n"
     "    if constexpr (MODE == 0) {\n"
-    "        kf_v::unpack(kf_v::ld(p + o), v);\n"
+    "        kf_vec<T, KF_VW>::unpack(kf_vec<T, KF_VW>::ld(p + o), v);\n"
     "    } else if constexpr (MODE == 1) {\n"
     "        const float s = kf_to_f(p[o]);\n"
     "#pragma unroll\n"
@@ -272,7 +263,7 @@ static const char eltwise_body[] =
     "extern \"C\" __global__ void __launch_bounds__(KF_NT) kf_kernel(KF_PARAMS)\n"
     "{\n"
     "    const int tid = threadIdx.x;\n"
-    "#if KF_INPLACE\n"
+    "#if KF_INPLACE && !KF_COPY\n"
     "    const kf_t *a = y; /* in place: the output is the first argument */\n"
     "#endif\n"
     "#if KF_GS\n"
@@ -327,9 +318,10 @@ static const char eltwise_body[] =
     "}\n";
 
 /* The source after the prologue: the plan's constants, kf_op (given), offsets, the loop. */
-static void ew_emit(kf_strbuf *b, const ew_plan *p, const char *op_src)
+void kf_ew_emit(kf_strbuf *b, const ew_plan *p, const char *op_src)
 {
-    const char *t = kf_template_cuda_type(p->dtype);
+    const char *t = kf_template_cuda_type(p->dtype), *ta = kf_template_cuda_type(p->dtype_a);
+    kf_strbuf_printf(b, "#define KF_TYPE_A %s\n#define KF_COPY %d\n", ta, p->copy);
     kf_strbuf_printf(b,
                      "#define KF_TYPE %s\n#define KF_NIN %d\n#define KF_INPLACE %d\n"
                      "#define KF_VW %d\n#define KF_UN %d\n#define KF_NT %d\n#define KF_GS %d\n"
@@ -340,7 +332,9 @@ static void ew_emit(kf_strbuf *b, const ew_plan *p, const char *op_src)
         kf_strbuf_printf(b, "#define KF_%cMODE %d\n#define KF_%cIS0 %lldLL\n", "AB"[k], p->mode[k],
                          "AB"[k], (long long)(p->flat ? 1 : p->dd.st[k][0]));
     if (p->nin == 1) kf_strbuf_printf(b, "#define KF_BMODE 0\n#define KF_BIS0 0LL\n");
-    if (p->nin == 1)
+    if (p->copy) /* copy_(self, src): src may be self itself */
+        kf_strbuf_printf(b, "#define KF_PARAMS kf_t *y, const kf_ta *a\n");
+    else if (p->nin == 1)
         kf_strbuf_printf(b, "#define KF_PARAMS %s\n",
                          p->inplace ? "kf_t *y"
                                     : "const kf_t *__restrict__ a, kf_t *__restrict__ y");
@@ -366,16 +360,18 @@ static void ew_emit(kf_strbuf *b, const ew_plan *p, const char *op_src)
     kf_strbuf_printf(b, "\n%s", eltwise_body);
 }
 
-static kf_status ew_finish(const kf_template *t, kf_strbuf *b, const ew_plan *p, char **source,
+kf_status kf_ew_finish(const kf_template *t, kf_strbuf *b, const ew_plan *p, char **source,
                            char **launch_json, char *err, size_t errcap)
 {
     const char *ty = kf_template_cuda_type(p->dtype);
-    char cty[40], mty[40];
+    char cty[40], mty[40], aty[40];
     snprintf(cty, sizeof cty, "const %s*", ty);
     snprintf(mty, sizeof mty, "%s*", ty);
+    snprintf(aty, sizeof aty, "const %s*", kf_template_cuda_type(p->dtype_a));
     const char *args[3];
     int n = 0;
     args[n++] = p->inplace ? mty : cty;
+    if (p->copy) args[n++] = aty;
     if (p->nin == 2) args[n++] = cty;
     if (!p->inplace) args[n++] = mty;
     const unsigned grid[3] = {p->grid, 1, 1}, block[3] = {(unsigned)p->nt, 1, 1};
@@ -385,7 +381,7 @@ static kf_status ew_finish(const kf_template *t, kf_strbuf *b, const ew_plan *p,
 
 /* ---- unary ---- */
 
-enum { UN_GELU_ERF, UN_GELU_TANH, UN_SILU, UN_RELU, UN_CLAMP_MIN };
+enum { UN_GELU_ERF, UN_GELU_TANH, UN_SILU, UN_RELU, UN_CLAMP_MIN, UN_POW };
 
 /* The op of this signature (UN_*) and whether it is in place, or -1. */
 static int unary_kind(const kf_job_sig *sig, int *inplace)
@@ -397,6 +393,7 @@ static int unary_kind(const kf_job_sig *sig, int *inplace)
         {"aten::gelu", UN_GELU_ERF, 0},       {"aten::silu", UN_SILU, 0},
         {"aten::relu", UN_RELU, 0},           {"aten::relu_", UN_RELU, 1},
         {"aten::clamp_min", UN_CLAMP_MIN, 0}, {"aten::clamp_min_", UN_CLAMP_MIN, 1},
+        {"aten::pow.Tensor_Scalar", UN_POW, 0},
     };
     for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
         if (strcmp(sig->op, ops[i].op)) continue;
@@ -426,27 +423,38 @@ static int clamp_bound(const kf_job_sig *sig, int dtype, float *f)
     return 1;
 }
 
+/* pow's exponent as eager takes it (a double, applied in float math); 0 when unusable */
+static int pow_exponent(const kf_job_sig *sig, double *e)
+{
+    const kf_job_scalar *x = kf_job_scalar_find(sig, "exponent");
+    if (!x || (x->kind != 'd' && x->kind != 'i')) return 0;
+    *e = x->kind == 'i' ? (double)x->i : x->d;
+    return isfinite(*e) && fabs(*e) < 1e30;
+}
+
 static int unary_applies(const kf_job_sig *sig)
 {
     int inplace = 0;
     if (!sig || sig->n_in != 1 || sig->n_out != 1) return 0;
     int kind = unary_kind(sig, &inplace);
-    if (kind < 0 || !ew_alias_ok(sig, inplace)) return 0;
+    if (kind < 0 || !kf_ew_alias_ok(sig, inplace)) return 0;
     const kf_job_tensor *x = &sig->in[0], *y = &sig->out[0];
-    if (!ew_float_dtype(x->dtype) || y->dtype != x->dtype || !kf_job_tensor_same_shape(x, y))
+    if (!kf_ew_float_dtype(x->dtype) || y->dtype != x->dtype || !kf_job_tensor_same_shape(x, y))
         return 0;
     float lo;
+    double e;
     if (kind == UN_CLAMP_MIN && !clamp_bound(sig, x->dtype, &lo)) return 0;
+    if (kind == UN_POW && !pow_exponent(sig, &e)) return 0;
     if (kf_job_tensor_numel(x) > ((int64_t)1 << 46)) return 0;
     ew_dims dd;
-    return ew_collapse(y, x, 1, &dd) && dd.nd == 1 && dd.st[0][0] == 1;
+    return kf_ew_collapse(y, x, 1, &dd) && dd.nd == 1 && dd.st[0][0] == 1;
 }
 
 static kf_status unary_render(const kf_job_sig *sig, const int *knob_idx, char **source,
                               char **launch_json, char *err, size_t errcap);
 
 /* Where the search starts: 16-byte vectors, two in flight, 256 threads, a tile per block. */
-static void eltwise_start(const kf_job_sig *sig, int *idx)
+void kf_ew_start(const kf_job_sig *sig, int *idx)
 {
     (void)sig;
     idx[K_VEC] = 3;
@@ -458,10 +466,10 @@ const kf_template kf_tmpl_cuda_eltwise_unary = {
     .name = "cuda_eltwise_unary",
     .backend = "nvrtc",
     .n_knobs = K_COUNT,
-    .knobs = eltwise_knobs,
+    .knobs = kf_ew_knobs,
     .applies = unary_applies,
     .render = unary_render,
-    .start = eltwise_start,
+    .start = kf_ew_start,
 };
 
 static kf_status unary_render(const kf_job_sig *sig, const int *knob_idx, char **source,
@@ -474,7 +482,7 @@ static kf_status unary_render(const kf_job_sig *sig, const int *knob_idx, char *
     if (st != KF_OK) return st;
     int kind = unary_kind(sig, &inplace);
     ew_plan p;
-    ew_make_plan(sig, 1, inplace, vals, &p);
+    kf_ew_make_plan(sig, sig->in, 1, inplace, 0, vals, &p);
 
     kf_strbuf b = {0};
     kf_template_cuda_prologue(&b, t, sig, vals);
@@ -512,6 +520,31 @@ static kf_status unary_render(const kf_job_sig *sig, const int *knob_idx, char *
                  "    return v * kf_rcp(1.0f + kf_ex2(v * -1.4426950408889634f));\n}\n",
                  mufu_helpers);
         break;
+    case UN_POW: { /* eager's special cases (sqrt, rsqrt, x*x, ...), else powf, in float */
+        double e = 0;
+        pow_exponent(sig, &e);
+        const char *expr = e == 0.0    ? "1.0f"
+                           : e == 1.0  ? "v"
+                           : e == 2.0  ? "v * v"
+                           : e == 3.0  ? "v * v * v"
+                           : e == 0.5  ? "sqrtf(v)"
+                           : e == -0.5 ? "rsqrtf(v)"
+                           : e == -1.0 ? "1.0f / v"
+                           : e == -2.0 ? "1.0f / (v * v)"
+                                       : NULL;
+        if (expr)
+            snprintf(op, sizeof op,
+                     "/* exponent = %.17g */\n"
+                     "__device__ __forceinline__ float kf_op(float v)\n{\n    return %s;\n}\n",
+                     e, expr);
+        else
+            snprintf(op, sizeof op,
+                     "/* exponent = %.17g */\n"
+                     "__device__ __forceinline__ float kf_op(float v)\n{\n"
+                     "    return powf(v, __uint_as_float(0x%08xu));\n}\n",
+                     e, kf_ew_fbits((float)e));
+        break;
+    }
     default: { /* relu = clamp_min(0); the bound is rounded to the dtype first, as eager does */
         float lo = 0.0f;
         if (kind == UN_CLAMP_MIN) clamp_bound(sig, p.dtype, &lo);
@@ -520,12 +553,12 @@ static kf_status unary_render(const kf_job_sig *sig, const int *knob_idx, char *
                  "__device__ __forceinline__ float kf_op(float v)\n{\n"
                  "    const float lo = kf_to_f(kf_from_f<%s>(__uint_as_float(0x%08xu)));\n"
                  "    return v != v ? v : fmaxf(v, lo);\n}\n",
-                 (double)lo, kf_template_cuda_type(p.dtype), ew_fbits(lo));
+                 (double)lo, kf_template_cuda_type(p.dtype), kf_ew_fbits(lo));
         break;
     }
     }
-    ew_emit(&b, &p, op);
-    return ew_finish(t, &b, &p, source, launch_json, err, errcap);
+    kf_ew_emit(&b, &p, op);
+    return kf_ew_finish(t, &b, &p, source, launch_json, err, errcap);
 }
 
 /* ---- binary ---- */
@@ -560,13 +593,13 @@ static int binary_applies(const kf_job_sig *sig)
     if (!sig || sig->n_in != 2 || sig->n_out != 1) return 0;
     int kind = binary_kind(sig, &inplace);
     float alpha;
-    if (!kind || !ew_alias_ok(sig, inplace)) return 0;
+    if (!kind || !kf_ew_alias_ok(sig, inplace)) return 0;
     if (kind == 'a' && !add_alpha(sig, &alpha)) return 0;
     int dt = sig->out[0].dtype;
-    if (!ew_float_dtype(dt) || sig->in[0].dtype != dt || sig->in[1].dtype != dt) return 0;
+    if (!kf_ew_float_dtype(dt) || sig->in[0].dtype != dt || sig->in[1].dtype != dt) return 0;
     if (kf_job_tensor_numel(&sig->out[0]) > ((int64_t)1 << 46)) return 0;
     ew_dims dd;
-    return ew_collapse(&sig->out[0], sig->in, 2, &dd);
+    return kf_ew_collapse(&sig->out[0], sig->in, 2, &dd);
 }
 
 static kf_status binary_render(const kf_job_sig *sig, const int *knob_idx, char **source,
@@ -576,10 +609,10 @@ const kf_template kf_tmpl_cuda_eltwise_binary = {
     .name = "cuda_eltwise_binary",
     .backend = "nvrtc",
     .n_knobs = K_COUNT,
-    .knobs = eltwise_knobs,
+    .knobs = kf_ew_knobs,
     .applies = binary_applies,
     .render = binary_render,
-    .start = eltwise_start,
+    .start = kf_ew_start,
 };
 
 static kf_status binary_render(const kf_job_sig *sig, const int *knob_idx, char **source,
@@ -592,7 +625,7 @@ static kf_status binary_render(const kf_job_sig *sig, const int *knob_idx, char 
     if (st != KF_OK) return st;
     int kind = binary_kind(sig, &inplace);
     ew_plan p;
-    ew_make_plan(sig, 2, inplace, vals, &p);
+    kf_ew_make_plan(sig, sig->in, 2, inplace, 0, vals, &p);
 
     kf_strbuf b = {0};
     kf_template_cuda_prologue(&b, t, sig, vals);
@@ -615,8 +648,8 @@ static kf_status binary_render(const kf_job_sig *sig, const int *knob_idx, char 
                      "/* alpha = %.9g */\n"
                      "__device__ __forceinline__ float kf_op(float a, float b)\n{\n"
                      "    return a + __uint_as_float(0x%08xu) * b;\n}\n",
-                     (double)alpha, ew_fbits(alpha));
+                     (double)alpha, kf_ew_fbits(alpha));
     }
-    ew_emit(&b, &p, op);
-    return ew_finish(t, &b, &p, source, launch_json, err, errcap);
+    kf_ew_emit(&b, &p, op);
+    return kf_ew_finish(t, &b, &p, source, launch_json, err, errcap);
 }

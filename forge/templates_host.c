@@ -20,6 +20,9 @@ extern const kf_template kf_tmpl_cuda_batch_norm_eval;
 extern const kf_template kf_tmpl_cuda_row_softmax;
 extern const kf_template kf_tmpl_cuda_eltwise_unary;
 extern const kf_template kf_tmpl_cuda_eltwise_binary;
+extern const kf_template kf_tmpl_cuda_reduce_mean;
+extern const kf_template kf_tmpl_cuda_eltwise_copy;
+extern const kf_template kf_tmpl_cuda_max_pool2d;
 
 const kf_template *const kf_builtin_templates[] = {
     &kf_tmpl_host_row_softmax,
@@ -33,6 +36,9 @@ const kf_template *const kf_builtin_templates[] = {
     &kf_tmpl_cuda_row_softmax,
     &kf_tmpl_cuda_eltwise_unary,
     &kf_tmpl_cuda_eltwise_binary,
+    &kf_tmpl_cuda_reduce_mean,
+    &kf_tmpl_cuda_eltwise_copy,
+    &kf_tmpl_cuda_max_pool2d,
     NULL,
 };
 

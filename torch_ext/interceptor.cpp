@@ -1,6 +1,7 @@
 // The boxed kernel that replaces an op's kernel on one dispatch key: describe the call, serve a
 // registered kernel when the guard passes, otherwise call the original kernel untouched.
 #include <ATen/Functions.h>
+#include <ATen/MemoryOverlap.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 
 #include "ext.h"
@@ -190,6 +191,15 @@ bool Interceptor::fill_layout(const torch::jit::Stack& stack, const std::vector<
   return true;
 }
 
+// A tensor an in-place op writes may share memory with another argument only as the very same
+// view (x.add_(x)): eager refuses a partial overlap with an error, and a kernel would race.
+static bool may_write_over(const at::Tensor& w, const at::Tensor& t) {
+  if (!w.defined() || !t.defined() || !w.has_storage() || !t.has_storage()) return true;
+  if (!w.storage().is_alias_of(t.storage())) return true;
+  const at::MemOverlapStatus st = at::get_overlap_status(w, t);
+  return st == at::MemOverlapStatus::Full || st == at::MemOverlapStatus::No;
+}
+
 // Launch the registered kernel; false (with nothing written) sends the call to eager.
 bool Interceptor::serve(kf_call& call, torch::jit::Stack* stack, void* stream) {
   const kf_out_layout& layout = *call.outs;
@@ -219,7 +229,15 @@ bool Interceptor::serve(kf_call& call, torch::jit::Stack* stack, void* stream) {
     for (int r = 0; r < layout.n; r++) {
       const auto& o = layout.o[r];
       if (o.alias_arg >= 0) {
-        outs.push_back(args_t[o.alias_arg]);
+        const at::Tensor& w = args_t[o.alias_arg];
+        for (size_t i = 0; i < info_->n_args; i++) {
+          if (static_cast<int>(i) == o.alias_arg) continue;
+          if (args_t[i].defined() && !may_write_over(w, args_t[i])) return false;
+          if (args[i].isTensorList())
+            for (const at::Tensor& t : args[i].toTensorList().vec())
+              if (!may_write_over(w, t)) return false;
+        }
+        outs.push_back(w);
         continue;
       }
       at::Tensor t = at::empty_strided(c10::IntArrayRef(o.sizes, o.ndim),

@@ -6,7 +6,10 @@
   kernels (normally the first) with KFORGE_VALIDATE=first minus the same forward with
   KFORGE_VALIDATE=off, each in its own fresh process;
 - then, in the same fresh process, eager (kernel_forge.disable()) and the plugin in alternating
-  rounds: the warm cache's speedup in a process that did not tune.
+  rounds: the warm cache's speedup in a process that did not tune;
+- and one more fresh process with KFORGE_DISABLE=1 (the plugin loaded but nothing registered:
+  torch exactly as without it), timing eager only: disable() still passes every intercepted call
+  through the plugin's boxed kernel, so this is the baseline that costs nothing of ours.
 
 The child step, one process:
     python benchmarks/e2e/coldstart.py MODEL [workload options] [--max-forwards N]
@@ -46,6 +49,17 @@ def child(argv):
     s = harness.Setup(a)
     t_built = time.time()
     forwards = []
+    if kf.ops_info()["disabled_by_env"]:  # the no-plugin baseline: eager rounds only
+        s.forward()
+        s.sync()
+        ms = [harness.median(s.time_ms(a.fresh_iters)) for _ in range(2 * a.fresh_rounds)]
+        print("COLDSTART " + json.dumps({
+            "main": T_MAIN, "torch": t_torch, "kernel_forge": t_kf, "built": t_built,
+            "validate": "no plugin", "forwards": forwards,
+            "fresh": {"eager": harness.median(ms), "plugin": None, "rounds": len(ms),
+                      "iters": a.fresh_iters},
+            "cache_entries": 0}), flush=True)
+        return
     for _ in range(a.max_forwards):
         t0 = time.perf_counter()
         s.forward()
@@ -92,13 +106,16 @@ def summarize(rec: dict, t_spawn: float) -> dict:
 
 
 def measure(workload_argv: list[str], timeout: float, runs: int = 1, log=print) -> dict:
-    """Both modes, `runs` fresh processes each (the median run by first forward is kept)."""
+    """Both modes, `runs` fresh processes each (the median run by first forward is kept), and
+    one process without the plugin's registrations."""
     modes = {}
-    for mode in ("first", "off"):
+    for mode in ("first", "off", "none"):
         got = []
-        for _ in range(runs):
-            env = dict(os.environ, KFORGE_VALIDATE=mode)
+        for _ in range(runs if mode != "none" else 1):
+            env = dict(os.environ, KFORGE_VALIDATE=mode if mode != "none" else "off")
             env.pop("KFORGE_TUNE", None)
+            if mode == "none":
+                env["KFORGE_DISABLE"] = "1"
             t_spawn = time.time()
             try:
                 p = subprocess.run([sys.executable, os.path.abspath(__file__), *workload_argv],
@@ -111,13 +128,20 @@ def measure(workload_argv: list[str], timeout: float, runs: int = 1, log=print) 
                 got.append({"error": f"exit {p.returncode}: {p.stderr.strip()[-600:]}"})
                 continue
             got.append(summarize(json.loads(line[len("COLDSTART "):]), t_spawn))
-        ok = sorted((g for g in got if "error" not in g), key=lambda g: g["first_forward_ms"])
+        ok = sorted((g for g in got if "error" not in g),
+                    key=lambda g: g["first_forward_ms"] or 0)
         modes[mode] = ok[len(ok) // 2] if ok else got[-1]
-        log(f"  KFORGE_VALIDATE={mode}: {describe(modes[mode])}")
+        log(f"  {'KFORGE_DISABLE=1' if mode == 'none' else 'KFORGE_VALIDATE=' + mode}: "
+            f"{describe(modes[mode])}")
     first, off = modes["first"], modes["off"]
     out = {"modes": modes, "runs": runs, "validation_cost_ms": None,
            "note": "times from the parent's spawn of the process; the first forward includes "
                    "loading the cached kernels and the libraries' lazy initialization"}
+    none = modes["none"]
+    if "error" not in none and "error" not in first and first.get("fresh_plugin_ms"):
+        # across processes: noisier than the alternating rounds within one
+        out["no_plugin_eager_ms"] = none["fresh_eager_ms"]
+        out["plugin_vs_no_plugin"] = none["fresh_eager_ms"] / first["fresh_plugin_ms"]
     if "error" not in first and "error" not in off:
         k = first["forwards_until_served"]  # the forward holding the first uses (normally 1)
         if k is None:
@@ -128,9 +152,16 @@ def measure(workload_argv: list[str], timeout: float, runs: int = 1, log=print) 
     return out
 
 
+def rec_is_baseline(m: dict) -> bool:
+    return m.get("validate") == "no plugin"
+
+
 def describe(m: dict) -> str:
     if "error" in m:
         return m["error"]
+    if rec_is_baseline(m):
+        return (f"no plugin registrations: eager {m['fresh_eager_ms']:.3f} ms "
+                f"(model built {m['to_model_built_s']:.2f} s after spawn)")
     served = (f"first served kernel {m['to_first_served_s']:.2f} s after spawn"
               if m["to_first_served_s"] is not None else "no kernel served")
     out = (f"{served}, first forward {m['first_forward_ms']:.1f} ms, steady "

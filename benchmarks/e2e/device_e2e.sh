@@ -7,7 +7,8 @@
 #   run(command="bash benchmarks/e2e/device_e2e.sh", carry=[".debs"], timeout_s=600)
 #   run(command="MODELS='gemma4-prefill gemma4-decode qwen3_5-prefill qwen3_5-decode' bash benchmarks/e2e/device_e2e.sh", carry=[".debs"], timeout_s=600)
 # MODELS (default "resnet50 vae"), BUDGET_S (seconds for the whole call, build included; 540),
-# E2E_ARGS (more run.py options, e.g. "--warmup-budget 200 --no-cold-start").
+# E2E_ARGS (more run.py options, e.g. "--warmup-budget 200 --no-cold-start"); LANES and
+# LANE0_FIRST below (several GPUs: the nvidia-h200-x2 kind).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 T0=$(date +%s)
@@ -35,23 +36,49 @@ rc=$?
 cat "$WORK/build.log" >> "$LOG"
 if [ $rc -ne 0 ]; then tail -40 "$WORK/build.log"; pack; exit 1; fi
 
-set -- $MODELS
-n=$#
-for m in "$@"; do
-  left=$(( BUDGET_S - ($(date +%s) - T0) ))
-  share=$(( left / n ))
-  n=$(( n - 1 ))
-  if [ "$share" -lt 60 ]; then
-    echo "######## $(date +%T) $m skipped: ${share} s left for it" | tee -a "$LOG"
-    continue
+# One lane per GPU: LANES="a,b c" runs a then b on GPU 0 and c on GPU 1, side by side (each
+# model alone on its GPU); without LANES, MODELS in one lane on GPU 0. LANE0_FIRST: a command run
+# in lane 0 before its models (e.g. the GPU C tests), its output in $DIR/lane0-first.log.
+lane() {  # lane INDEX MODEL...
+  local i=$1 n m left share rc
+  shift
+  local log="$WORK/e2e-lane$i.log"
+  export CUDA_VISIBLE_DEVICES=$i
+  if [ "$i" = 0 ] && [ -n "${LANE0_FIRST:-}" ]; then
+    echo "######## $(date +%T) lane 0 first: $LANE0_FIRST" | tee -a "$log"
+    bash -c "$LANE0_FIRST" > "$DIR/lane0-first.log" 2>&1
+    rc=$?  # before any $(...) below resets it
+    echo "######## $(date +%T) lane 0 first: exit $rc" | tee -a "$log"
+    tail -5 "$DIR/lane0-first.log"
   fi
-  echo "######## $(date +%T) $m: python3 benchmarks/e2e/run.py $m --time-limit $share ${E2E_ARGS:-}" | tee -a "$LOG"
-  # the progress bars rewrite one line with \r: keep each bar's last state
-  timeout -k 10 $(( share + 20 )) python3 benchmarks/e2e/run.py "$m" --device cuda --out "$WORK" \
-    --cache-dir "$WORK/cache-$m" --time-limit "$share" ${E2E_ARGS:-} 2>&1 |
-    sed -u 's/.*\r//' | tee -a "$LOG"
-  echo "######## $(date +%T) $m: exit ${PIPESTATUS[0]}" | tee -a "$LOG"
-  [ -f "$WORK/e2e-$m.md" ] && cp "$WORK/e2e-$m.md" "$DIR/"
+  n=$#
+  for m in "$@"; do
+    left=$(( BUDGET_S - ($(date +%s) - T0) ))
+    share=$(( left / n ))
+    n=$(( n - 1 ))
+    if [ "$share" -lt 60 ]; then
+      echo "######## $(date +%T) $m skipped: ${share} s left for it" | tee -a "$log"
+      continue
+    fi
+    echo "######## $(date +%T) GPU $i $m: python3 benchmarks/e2e/run.py $m --time-limit $share ${E2E_ARGS:-}" | tee -a "$log"
+    # the progress bars rewrite one line with \r: keep each bar's last state
+    timeout -k 10 $(( share + 20 )) python3 benchmarks/e2e/run.py "$m" --device cuda --out "$WORK" \
+      --cache-dir "$WORK/cache-$m" --time-limit "$share" ${E2E_ARGS:-} 2>&1 |
+      sed -u 's/.*\r//' >> "$log"
+    rc=${PIPESTATUS[0]}
+    echo "######## $(date +%T) GPU $i $m: exit $rc" | tee -a "$log"
+    grep -h "eager .* ms, plugin .* ms" "$log" | tail -1
+    [ -f "$WORK/e2e-$m.md" ] && cp "$WORK/e2e-$m.md" "$DIR/"
+  done
+}
+
+LANES=${LANES:-$(echo $MODELS | tr ' ' ',')}
+i=0
+for l in $LANES; do
+  lane "$i" $(echo "$l" | tr ',' ' ') &
+  i=$(( i + 1 ))
 done
+wait
+cat "$WORK"/e2e-lane*.log >> "$LOG"
 pack
 echo "done $(date +%T), $(( $(date +%s) - T0 )) s"

@@ -258,9 +258,13 @@ def markdown(res: dict, top: int = 30) -> str:
     if cs:
         out += ["## Cold start (fresh processes, warm cache)", ""]
         body = []
+        base = None
         for mode, m in (cs.get("modes") or {}).items():
             if "error" in m:
-                body.append([mode, m["error"], "", "", "", ""])
+                body.append([mode, m["error"], "", "", "", "", ""])
+                continue
+            if mode == "none":
+                base = m
                 continue
             fe, fp = m.get("fresh_eager_ms"), m.get("fresh_plugin_ms")
             body.append([mode, _f(m.get("to_first_served_s"), "{:.2f} s", "never"),
@@ -273,6 +277,12 @@ def markdown(res: dict, top: int = 30) -> str:
                         "first forward ms", "steady forward ms", "forwards until served",
                         "process start -> model built",
                         "then eager / plugin ms, alternating rounds"], body), ""]
+        if base and cs.get("plugin_vs_no_plugin"):
+            out += [f"A fresh process with `KFORGE_DISABLE=1` (the plugin loaded, nothing "
+                    f"registered: torch's own kernels with no pass-through) runs eager at "
+                    f"{base['fresh_eager_ms']:.3f} ms; the plugin with the warm cache "
+                    f"(KFORGE_VALIDATE=first process above) is {cs['plugin_vs_no_plugin']:.3f}x "
+                    f"that (across processes: noisier than the rounds within one).", ""]
         if cs.get("validation_cost_ms") is not None:
             k = cs.get("validation_forward", 1)
             out += [f"First-use validation costs a process {cs['validation_cost_ms']:.1f} ms "

@@ -79,6 +79,20 @@ static inline kf_job_sig sig_unary(const char *op, kf_job_tensor x)
     return s;
 }
 
+/* copy_(self, src, non_blocking=False): written in place into self */
+static inline kf_job_sig sig_copy(kf_job_tensor self, kf_job_tensor src)
+{
+    kf_job_sig s = sig_of("aten::copy_");
+    s.n_in = 2;
+    s.in[0] = self;
+    s.in[1] = src;
+    s.n_out = 1;
+    s.out[0] = self;
+    s.out_alias[0] = 1;
+    sig_add_scalar(&s, "non_blocking", 'b')->i = 0;
+    return s;
+}
+
 /* add/mul (.Tensor or _.Tensor): out is `out` (fresh) or a (in place); alpha_kind 0, 'i', 'd' */
 static inline kf_job_sig sig_binary(const char *op, kf_job_tensor a, kf_job_tensor b,
                                     kf_job_tensor out, int alpha_kind, double alpha)
@@ -183,6 +197,76 @@ static inline kf_job_sig sig_batch_norm(int legit, kf_job_tensor x, int wdt, int
     s.out[s.n_out++] = sig_vec1(save_dt, save_n);
     s.out[s.n_out++] = sig_vec1(save_dt, save_n);
     s.out[1].align = s.out[2].align = 0;
+    return s;
+}
+
+/* mean.dim(self, dim, keepdim, dtype=None) reducing the nd dims dims[] (negative allowed), the
+ * output as eager allocates it: contiguous in the reduced shape, fresh */
+static inline kf_job_sig sig_mean(kf_job_tensor x, int nd, const int64_t *dims, int keepdim)
+{
+    kf_job_sig s = sig_of("aten::mean.dim");
+    s.n_in = s.n_out = 1;
+    s.in[0] = x;
+    kf_job_scalar *l = sig_add_scalar(&s, "dim", 'l');
+    l->n = nd;
+    int red[KF_MAX_DIMS] = {0};
+    for (int k = 0; k < nd; k++) {
+        l->v[k] = dims[k];
+        int64_t d = dims[k] < 0 ? dims[k] + x.ndim : dims[k];
+        if (d >= 0 && d < x.ndim) red[d] = 1;
+    }
+    sig_add_scalar(&s, "keepdim", 'b')->i = keepdim;
+    sig_add_scalar(&s, "dtype", 'n');
+    int64_t sizes[KF_MAX_DIMS];
+    int n = 0;
+    for (int d = 0; d < x.ndim; d++)
+        if (keepdim || !red[d]) sizes[n++] = red[d] ? 1 : x.sizes[d];
+    s.out[0] = sig_tensor(x.dtype, n, sizes, 0, 0);
+    return s;
+}
+
+/* torch's pooling_output_shape (floor division; in ceil mode the last window must start inside
+ * the input or the left padding) */
+static inline int64_t sig_pool_out_size(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d,
+                                        int ceil_mode)
+{
+    int64_t num = in + 2 * p - d * (k - 1) - 1 + (ceil_mode ? s - 1 : 0);
+    int64_t o = (num >= 0 ? num / s : -((-num + s - 1) / s)) + 1;
+    if (ceil_mode && (o - 1) * s >= in + p) o--;
+    return o;
+}
+
+/* max_pool2d_with_indices(self, kernel_size, stride, padding, dilation, ceil_mode) with two-int
+ * lists (sh == 0: stride empty, meaning the kernel size); the outputs as eager allocates them,
+ * fresh, in the input's memory format (out_cl: channels last): values of self's dtype and int64
+ * indices */
+static inline kf_job_sig sig_max_pool2d(kf_job_tensor x, int64_t kh, int64_t kw, int64_t sh,
+                                        int64_t sw, int64_t ph, int64_t pw, int64_t dh,
+                                        int64_t dw, int ceil_mode, int out_cl)
+{
+    kf_job_sig s = sig_of("aten::max_pool2d_with_indices");
+    s.n_in = 1;
+    s.in[0] = x;
+    kf_job_scalar *l = sig_add_scalar(&s, "kernel_size", 'l');
+    l->n = 2, l->v[0] = kh, l->v[1] = kw;
+    l = sig_add_scalar(&s, "stride", 'l');
+    if (sh) l->n = 2, l->v[0] = sh, l->v[1] = sw;
+    else sh = kh, sw = kw;
+    l = sig_add_scalar(&s, "padding", 'l');
+    l->n = 2, l->v[0] = ph, l->v[1] = pw;
+    l = sig_add_scalar(&s, "dilation", 'l');
+    l->n = 2, l->v[0] = dh, l->v[1] = dw;
+    sig_add_scalar(&s, "ceil_mode", 'b')->i = ceil_mode;
+    int64_t sizes[KF_MAX_DIMS];
+    int nd = x.ndim;
+    for (int d = 0; d < nd; d++) sizes[d] = x.sizes[d];
+    if (nd >= 2) {
+        sizes[nd - 2] = sig_pool_out_size(x.sizes[nd - 2], kh, sh, ph, dh, ceil_mode);
+        sizes[nd - 1] = sig_pool_out_size(x.sizes[nd - 1], kw, sw, pw, dw, ceil_mode);
+    }
+    s.n_out = 2;
+    s.out[0] = sig_tensor(x.dtype, nd, sizes, out_cl, 0);
+    s.out[1] = sig_tensor(KF_I64, nd, sizes, out_cl, 0);
     return s;
 }
 

@@ -141,6 +141,14 @@ static kf_job_sig clamp_sig(const char *op, kf_job_tensor x, int kind, double mi
     return s;
 }
 
+static kf_job_sig pow_sig(kf_job_tensor x, int kind, double e)
+{
+    kf_job_sig s = sig_unary("aten::pow.Tensor_Scalar", x);
+    kf_job_scalar *m = sig_add_scalar(&s, "exponent", kind);
+    if (kind == 'i') m->i = (int64_t)e;
+    else m->d = e;
+    return s;
+}
 /* ---- the templates under test ---- */
 
 static const kf_template *find_template(const char *name)
@@ -278,6 +286,40 @@ static void test_refusals(void)
     CHECK_EQ_INT(nvrtc_applies(&s), 0);
     s = sig_unary("aten::tanh", x);
     CHECK_EQ_INT(nvrtc_applies(&s), 0);
+    s = pow_sig(x, 'd', 3.0);
+    CHECK_EQ_INT(nvrtc_applies(&s), 1);
+    s = pow_sig(x, 'd', INFINITY);
+    CHECK_EQ_INT(nvrtc_applies(&s), 0);
+    s = pow_sig(x, 'b', 1);
+    CHECK_EQ_INT(nvrtc_applies(&s), 0);
+    s = sig_unary("aten::pow.Tensor_Scalar", x); /* no exponent */
+    CHECK_EQ_INT(nvrtc_applies(&s), 0);
+    s = pow_sig(x64, 'i', 2);
+    CHECK_EQ_INT(nvrtc_applies(&s), 0);
+
+    /* copy_ */
+    s = sig_copy(x, xh); /* a cast */
+    CHECK_EQ_INT(nvrtc_applies(&s), 1);
+    s = sig_copy(x, xt); /* a transposed source */
+    CHECK_EQ_INT(nvrtc_applies(&s), 1);
+    s = sig_copy(x, T(KF_BF16, 16, 37)); /* a broadcast source */
+    CHECK_EQ_INT(nvrtc_applies(&s), 1);
+    s = sig_copy(x, xs); /* a non-dense source is fine */
+    CHECK_EQ_INT(nvrtc_applies(&s), 1);
+    s = sig_copy(xs, x); /* into a non-dense self */
+    CHECK_EQ_INT(nvrtc_applies(&s), 0);
+    s = sig_copy(x, x64);
+    CHECK_EQ_INT(nvrtc_applies(&s), 0);
+    s = sig_copy(x64, x);
+    CHECK_EQ_INT(nvrtc_applies(&s), 0);
+    s = sig_copy(x, T(KF_F32, 16, 36)); /* does not broadcast */
+    CHECK_EQ_INT(nvrtc_applies(&s), 0);
+    s = sig_copy(x, x);
+    s.out_alias[0] = 0; /* a fresh output */
+    CHECK_EQ_INT(nvrtc_applies(&s), 0);
+    s = sig_copy(x, x);
+    s.op[5] = 'X'; /* another op */
+    CHECK_EQ_INT(nvrtc_applies(&s), 0);
 
     /* binary */
     kf_job_tensor c = T(KF_F32, 16, 37);
@@ -359,7 +401,7 @@ typedef struct tcase {
     int64_t out_span;
 } tcase;
 
-#define MAX_CASES 40
+#define MAX_CASES 48
 static tcase cases[MAX_CASES];
 static int n_cases;
 
@@ -424,6 +466,10 @@ static double ref_unary(const kf_job_sig *s, double x)
         return isnan(x) ? x : x > lo ? x : lo;
     }
     if (!strcmp(op, "aten::silu")) return x / (1.0 + exp(-x));
+    if (!strcmp(op, "aten::pow.Tensor_Scalar")) {
+        const kf_job_scalar *e = kf_job_scalar_find(s, "exponent");
+        return pow(x, e->kind == 'i' ? (double)e->i : (double)(float)e->d);
+    }
     const kf_job_scalar *a = kf_job_scalar_find(s, "approximate");
     if (a && !strcmp(a->s, "tanh"))
         return 0.5 * x * (1.0 + tanh(sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
@@ -478,7 +524,9 @@ static void make_reference_exact(tcase *c)
     for (int64_t lin = 0; lin < n; lin++) {
         int64_t oy = offset_of(y, y->sizes, y->ndim, lin);
         double a = c->in[0].val[offset_of(&s->in[0], y->sizes, y->ndim, lin)];
-        if (s->n_in == 1) {
+        if (!strcmp(s->op, "aten::copy_")) {
+            c->ref[oy] = c->in[1].val[offset_of(&s->in[1], y->sizes, y->ndim, lin)];
+        } else if (s->n_in == 1) {
             c->ref[oy] = ref_unary(s, a);
         } else {
             double b = c->in[1].val[offset_of(&s->in[1], y->sizes, y->ndim, lin)];
@@ -738,8 +786,8 @@ static void render_case(int ci)
  * launch record the loader can launch (no data, no compile: too big for a unit test). */
 static void test_target_renders(void)
 {
-    kf_job_sig sigs[8];
-    const char *tmpl[8];
+    kf_job_sig sigs[12];
+    const char *tmpl[12];
     int n = 0;
     kf_job_tensor t;
     tmpl[n] = "cuda_row_softmax";
@@ -760,6 +808,14 @@ static void test_target_renders(void)
     t = nhwc(T(KF_F16, 16, 64, 256, 56, 56));
     tmpl[n] = "cuda_eltwise_binary";
     sigs[n++] = sig_binary("aten::add.Tensor", t, T(KF_F16, 16, 256, 1, 1), t, 'd', 0.5);
+    tmpl[n] = "cuda_eltwise_unary"; /* the RMSNorms of Gemma and Qwen */
+    sigs[n++] = pow_sig(T(KF_F32, 16, 4, 1024, 2304), 'i', 2);
+    tmpl[n] = "cuda_eltwise_copy";
+    sigs[n++] = sig_copy(T(KF_F32, 16, 4, 1024, 2304), T(KF_BF16, 16, 4, 1024, 2304));
+    t = T(KF_BF16, 16, 4, 8192, 1024); /* Qwen 3.5's transposed copy */
+    t.strides[1] = 1, t.strides[2] = 8192;
+    tmpl[n] = "cuda_eltwise_copy";
+    sigs[n++] = sig_copy(T(KF_BF16, 16, 4, 8192, 1024), t);
     for (int i = 0; i < n; i++) {
         tcase c;
         memset(&c, 0, sizeof c);
@@ -921,6 +977,8 @@ static int run_job(const job *j)
         size_t bytes = (size_t)c->in[i].span * (size_t)esize(s->in[i].dtype);
         ok &= CHECK(dbuf_alloc(&in[i], bytes, misalign_for(s->in[i].align)));
         ok &= CHECK_EQ_INT(drv.memcpy_htod(in[i].ptr, c->in[i].bits, bytes), KF_CU_SUCCESS);
+        if (i == 0 && !strcmp(s->op, "aten::copy_")) /* self is only written: poison it */
+            ok &= CHECK_EQ_INT(drv.memset_d8(in[i].ptr, 0xff, bytes), KF_CU_SUCCESS);
         ptrs[np++] = (void *)(uintptr_t)in[i].ptr;
     }
     size_t out_bytes = (size_t)c->out_span * (size_t)esize(s->out[0].dtype);
@@ -1025,6 +1083,25 @@ static void make_cases(void)
               DATA_ELT);
     make_case("cuda_eltwise_unary", clamp_sig("aten::clamp_min", T(KF_F16, 16, 1), 'i', -1),
               DATA_ELT);
+    /* pow: eager's special exponents, and powf */
+    make_case("cuda_eltwise_unary", pow_sig(T(KF_F32, 16, 4, 1037), 'i', 2), DATA_ELT);
+    make_case("cuda_eltwise_unary", pow_sig(T(KF_F32, 4, 4, 33, 1), 'd', -0.5), DATA_ELT);
+    make_case("cuda_eltwise_unary", pow_sig(T(KF_BF16, 16, 3, 37), 'd', 0.5), DATA_ELT);
+    make_case("cuda_eltwise_unary", pow_sig(T(KF_F16, 2, 1001), 'd', 1.7), DATA_ELT);
+
+    /* copy_: casts both ways, a transposed source, a broadcast source, same dtype */
+    make_case("cuda_eltwise_copy", sig_copy(T(KF_F32, 16, 4, 37, 24), T(KF_BF16, 16, 4, 37, 24)),
+              DATA_ELT);
+    make_case("cuda_eltwise_copy", sig_copy(T(KF_BF16, 2, 1037), T(KF_F32, 4, 1037)), DATA_ELT);
+    kf_job_tensor st = T(KF_F16, 16, 3, 24, 40);
+    st.strides[0] = 960, st.strides[1] = 1, st.strides[2] = 24; /* a transposed view */
+    make_case("cuda_eltwise_copy", sig_copy(T(KF_F16, 16, 3, 24, 40), st), DATA_ELT);
+    make_case("cuda_eltwise_copy", sig_copy(T(KF_F32, 16, 5, 64), T(KF_F16, 16, 64)), DATA_ELT);
+    /* a cast and a transposition with a batch dim and partial tiles: src is [5,3,45,37] in
+     * memory, permuted to self's [5,37,3,45] */
+    st = T(KF_BF16, 16, 5, 37, 3, 45);
+    st.strides[0] = 4995, st.strides[1] = 1, st.strides[2] = 1665, st.strides[3] = 37;
+    make_case("cuda_eltwise_copy", sig_copy(T(KF_F32, 16, 5, 37, 3, 45), st), DATA_ELT);
 
     /* binary: flat, broadcasting ([N,C,H,W] + [C,1,1], [B,S,H] * [H], both sides), mixed
      * layouts, in place */

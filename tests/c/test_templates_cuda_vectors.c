@@ -34,7 +34,7 @@
 #include "forge/template.h"
 #include "nvrtc_find.h"
 
-#define MAX_CASES 48
+#define MAX_CASES 64
 #define MAX_KNOBS 8
 
 /* ---- signatures ---- */
@@ -51,6 +51,12 @@ static kf_job_sig unary_sig(const char *op, kf_job_tensor x)
     if (!strcmp(op, "aten::gelu"))
         snprintf(sig_add_scalar(&s, "approximate", 's')->s, sizeof s.scalars[0].s, "tanh");
     if (!strncmp(op, "aten::clamp_min", 15)) sig_add_scalar(&s, "min", 'd')->d = -0.25;
+    return s;
+}
+static kf_job_sig pow_sig(kf_job_tensor x)
+{
+    kf_job_sig s = sig_unary("aten::pow.Tensor_Scalar", x);
+    sig_add_scalar(&s, "exponent", 'i')->i = 2;
     return s;
 }
 static kf_job_sig binary_sig(const char *op, kf_job_tensor a, kf_job_tensor b, kf_job_tensor out,
@@ -265,6 +271,47 @@ static void make_cases(void)
     add_case("cuda_eltwise_unary", unary_sig("aten::gelu", T(KF_BF16, 0, 2, 64, 96)),
              "vec=8 unroll=2 threads=256 grid=0", VEC_NONE, "align 2: no vectors by design");
 
+    add_case("cuda_eltwise_unary", pow_sig(T(KF_F32, 0, 16, 4, 1024, 2304)),
+             "vec=4 unroll=2 threads=256 grid=0", VEC_BOTH, "pow 2");
+
+    /* copy_: same dtype, a cast (16-byte stores of f32, 8-byte loads of bf16), a transposed
+     * source (gathered: only the stores are vectors) */
+    a = T(KF_BF16, 0, 16, 64, 1024);
+    add_case("cuda_eltwise_copy", sig_copy(a, a), "vec=8 unroll=2 threads=256 grid=0", VEC_BOTH,
+             "same dtype");
+    add_case("cuda_eltwise_copy", sig_copy(T(KF_F32, 0, 16, 64, 1024), a),
+             "vec=4 unroll=2 threads=256 grid=0", VEC_ST, "cast");
+    {
+        kf_job_tensor at = a;
+        at.strides[0] = 1, at.strides[1] = 64; /* a transposed view: gathered */
+        add_case("cuda_eltwise_copy", sig_copy(a, at),
+                 "vec=8 unroll=2 threads=256 grid=0 transpose_tile=0", VEC_ST,
+                 "src transposed (gather)");
+        add_case("cuda_eltwise_copy", sig_copy(a, at), "threads=256 transpose_tile=64", VEC_NONE,
+                 "src transposed, tiles through shared memory");
+    }
+
+    /* mean.dim: rows (one scalar store a row), the channels_last avgpool (columns) */
+    add_case("cuda_reduce_mean", sig_mean(T(KF_F32, 0, 16, 8, 2304), 1, (int64_t[]){-1}, 1),
+             "threads=256 rows=2 vec=4 unroll=4", VEC_LD, "rows: a scalar store a row");
+    add_case("cuda_reduce_mean",
+             sig_mean(T(KF_F16, 1, 16, 8, 256, 7, 7), 2, (int64_t[]){-1, -2}, 1),
+             "threads=256 rows=64 vec=8 unroll=4", VEC_BOTH, "channels_last avgpool: columns");
+    add_case("cuda_reduce_mean", sig_mean(T(KF_BF16, 0, 2, 33, 40), 1, (int64_t[]){-1}, 1),
+             "threads=128 rows=4 vec=8 unroll=2", VEC_NONE, "align 2: no vectors by design");
+
+    /* max_pool2d: channels last (vectors along C, int64 indices in 16-byte pairs); NCHW reads
+     * along W, element by element by design */
+    add_case("cuda_max_pool2d",
+             sig_max_pool2d(T(KF_F16, 1, 16, 8, 64, 14, 14), 3, 3, 2, 2, 1, 1, 1, 1, 0, 1),
+             "threads=256 vec=8 wout=2 grid=0 store=0", VEC_BOTH, "channels last, k3 s2 p1");
+    add_case("cuda_max_pool2d",
+             sig_max_pool2d(T(KF_F32, 1, 16, 4, 32, 9, 9), 3, 3, 2, 2, 1, 1, 1, 1, 0, 1),
+             "threads=128 vec=4 wout=1 grid=0 store=1", VEC_BOTH, "channels last f32");
+    add_case("cuda_max_pool2d",
+             sig_max_pool2d(T(KF_BF16, 0, 16, 4, 16, 12, 12), 2, 2, 2, 2, 0, 0, 1, 1, 0, 0),
+             "threads=256 vec=1 wout=2 grid=0 store=0", VEC_NONE, "NCHW: along W");
+
     /* binary: same shape, broadcast with the innermost dim contiguous in both inputs, a bias
      * broadcast per channel (other read as one value), a gathered (transposed) input, in place */
     a = T(KF_F32, 0, 16, 256, 1024);
@@ -386,11 +433,13 @@ static void add_job(int ci, const int *idx, int variant, char *src)
     j->src = src;
 }
 
-/* Knobs swept around each case: not vec (the width under test) and not the team sizes, which
- * change the reductions, not how data moves (the cases themselves use several of them). */
+/* Knobs swept around each case: not vec (the width under test), not the team sizes, which
+ * change the reductions, not how data moves (the cases themselves use several of them), and not
+ * copy's transpose_tile, a strategy with element accesses by design (a case of its own). */
 static int moves_data(const char *knob)
 {
-    static const char *const fixed[] = {"vec", "threads", "rows", "tpr", "rpb", "tpg", "gpb"};
+    static const char *const fixed[] = {"vec", "threads", "rows", "tpr", "rpb", "tpg", "gpb",
+                                        "transpose_tile"};
     for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
         if (!strcmp(knob, fixed[i])) return 0;
     return 1;

@@ -307,8 +307,14 @@ def test_driver_end_to_end_on_a_tiny_mmdit(tmp_path):
     assert tuned <= {r["key"] for r in ops}, "every tuned signature has its row"
     assert res["served"]["calls"] == sum(r["served_calls"] for r in ops if r["served"])
     cs = res["cold_start"]["modes"]
-    assert set(cs) == {"first", "off"} and not any("error" in m for m in cs.values()), cs
+    assert set(cs) == {"first", "off", "none"} and not any("error" in m for m in cs.values()), cs
     assert cs["first"]["validate"] == "first" and cs["off"]["validate"] == "off"
+    # the baseline process: nothing registered, eager only
+    none = cs.pop("none")
+    assert none["validate"] == "no plugin" and none["fresh_eager_ms"] > 0
+    assert none["fresh_plugin_ms"] is None and none["cache_entries"] == 0
+    assert res["cold_start"]["plugin_vs_no_plugin"] > 0
+    assert "KFORGE_DISABLE=1" in md
     for m in cs.values():
         assert 0 < m["to_torch_imported_s"] < m["to_model_built_s"]
         assert m["first_forward_ms"] > 0

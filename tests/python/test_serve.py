@@ -82,6 +82,28 @@ def test_inplace_kernel_writes_into_self(kernels):
         kf._register_kernel(key, 0)
 
 
+def test_inplace_kernel_never_writes_over_a_partly_overlapping_argument(kernels):
+    base = torch.randn(9, 16)
+    x, other = torch.randn(8, 16), torch.randn(8, 16)
+    key = kf.signature_key("aten::add_.Tensor", x.clone(), other)
+    counter = ctypes.c_int64(0)
+    kf._register_kernel(key, addr(kernels, "kf_test_add_inplace_f32"), ctypes.addressof(counter))
+    try:
+        expect = x + other
+        x.add_(other)  # separate memory: served
+        assert counter.value == 1 and torch.equal(x, expect)
+        expect = x + x
+        x.add_(x)  # the very same view: served
+        assert counter.value == 2 and torch.equal(x, expect)
+        # rows 1..8 += rows 0..7 of one buffer: the same signature, but eager refuses it
+        calls = row(key)["calls"]
+        with pytest.raises(RuntimeError, match="single memory location"):
+            torch.Tensor.add_(base[1:], base[:-1])
+        assert row(key)["calls"] == calls + 1 and counter.value == 2
+    finally:
+        kf._register_kernel(key, 0)
+
+
 def test_refusing_kernel_falls_back_to_eager(kernels):
     x = torch.randn(5, 3)
     key = kf.signature_key("aten::relu", x)

@@ -1,0 +1,53 @@
+/* What the elementwise CUDA templates share (templates_cuda_eltwise.c: the layouts, the plan and
+ * the rendered loop), private to templates_cuda_eltwise.c and templates_cuda_copy.c. */
+#ifndef KF_FORGE_TEMPLATES_CUDA_ELTWISE_H
+#define KF_FORGE_TEMPLATES_CUDA_ELTWISE_H
+
+#include "template.h"
+
+enum { K_VEC, K_UNROLL, K_THREADS, K_GRID, K_COUNT };
+extern const kf_knob_def kf_ew_knobs[K_COUNT];
+
+#define EW_SMS 132 /* multiprocessors the grid-stride grid is sized for (H100/H200 SXM) */
+
+/* The output's dims (size > 1) in memory order, innermost first, collapsed where every tensor
+ * stays contiguous; st[k][d] is operand k's stride (0 for broadcast). */
+typedef struct ew_dims {
+    int nd;
+    int64_t size[KF_MAX_DIMS];
+    int64_t st[2][KF_MAX_DIMS];
+} ew_dims;
+
+typedef struct ew_plan {
+    int nin, inplace, copy, dtype, esize;
+    int dtype_a, esize_a; /* operand a's type: the output's, except for copy_ (a cast) */
+    int vw, un, nt, gs;
+    int flat;
+    int mode[2]; /* per input: 0 vector, 1 broadcast, 2 gather */
+    int64_t n, nvec, tail;
+    int wide; /* 64-bit element offsets */
+    unsigned grid;
+    ew_dims dd;
+} ew_plan;
+
+int kf_ew_esize(int dtype);
+/* f32, f16 or bf16 */
+int kf_ew_float_dtype(int dtype);
+/* 1 when `out` is dense and non-overlapping (any dim order) and every input broadcasts to it. */
+int kf_ew_collapse(const kf_job_tensor *out, const kf_job_tensor *in, int n_in, ew_dims *dd);
+/* The output must not be a written-in-place argument unless the op is the in-place variant, and
+ * then it must be exactly in[0]. */
+int kf_ew_alias_ok(const kf_job_sig *sig, int inplace);
+/* The plan for knob values v: `ops` are the operands read (sig->in, or copy_'s src); the output
+ * is sig->out[0], which is sig->in[0] when in place; copy: operand a may have its own dtype. */
+void kf_ew_make_plan(const kf_job_sig *sig, const kf_job_tensor *ops, int nin, int inplace,
+                     int copy, const int *v, ew_plan *p);
+/* The source after the prologue: the plan's constants, kf_op (given), offsets, the loop. */
+void kf_ew_emit(kf_strbuf *b, const ew_plan *p, const char *op_src);
+/* Hand over the source and the launch record of the plan's kernel. */
+kf_status kf_ew_finish(const kf_template *t, kf_strbuf *b, const ew_plan *p, char **source,
+                       char **launch_json, char *err, size_t errcap);
+/* Where the search starts: 16-byte vectors, two in flight, 256 threads, a tile per block. */
+void kf_ew_start(const kf_job_sig *sig, int *idx);
+
+#endif
