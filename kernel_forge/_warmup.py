@@ -82,6 +82,7 @@ def _child_capture(plan_path: str, out: str, script_args: list[str]) -> int:
         script_args = script_args[1:]
     for p in plan["jobs"]:
         _tuner.request_captures(p["key"], plan["captures"])
+    write_until = plan.get("write_until")  # time.time(); jobs come hottest first
     code = 0
     results = {}
     try:
@@ -90,6 +91,10 @@ def _child_capture(plan_path: str, out: str, script_args: list[str]) -> int:
         for p in plan["jobs"]:
             key = p["key"]
             try:
+                if write_until and time.time() > write_until:
+                    raise kf.KernelForgeError(
+                        "the warm-up's time budget went to hotter signatures (writing jobs "
+                        "stops at half of it)")
                 caps = _tuner.take_captures(key, _tuner.n_tensor_args(key))
                 if not caps:
                     raise kf.KernelForgeError("not called in the capture run")
@@ -120,6 +125,19 @@ def _step(step: list[str], script_cmd: list[str], log) -> int:
     cmd = [sys.executable, "-m", "kernel_forge._warmup", *step, *script_cmd]
     log(f"kforge warmup: running {' '.join(script_cmd)} ({step[0]})")
     return subprocess.run(cmd, env=env).returncode
+
+
+WRITE_SHARE = 0.5  # of the time budget, at most, from the start until the last job is written
+MIN_JOB_S = 5.0  # a search's own floor: worker start, eager timing, a few candidates
+
+
+def job_time_budget(left: float, share: float, rest: list[float]) -> float:
+    """A job's part of the time `left`: in proportion to its share of the recorded time among the
+    jobs still to run (`rest`, its own included), so the hottest signatures search longest; time a
+    search leaves unused goes to the later ones. At least MIN_JOB_S, never more than `left`."""
+    total = sum(rest)
+    part = left * share / total if total > 0 else left / max(len(rest), 1)
+    return min(left, max(part, MIN_JOB_S))
 
 
 def warmup(script_cmd: list[str], *, iterations: int = 50, time_budget: float = 0,
@@ -169,6 +187,8 @@ def warmup(script_cmd: list[str], *, iterations: int = 50, time_budget: float = 
               "cache_dir": kf.cache_dir()}
     plan = {"captures": captures, "search": search,
             "jobs": [{"key": r["key"], "signature": r["signature"]} for r in cands]}
+    if time_budget:  # writing jobs (device-to-host copies, files) must leave time to search
+        plan["write_until"] = time.time() + (t0 + WRITE_SHARE * time_budget - time.monotonic())
     plan_path, jobs_path = os.path.join(work, "plan.json"), os.path.join(work, "jobs.json")
     with open(plan_path, "w") as f:
         json.dump(plan, f)
@@ -197,7 +217,8 @@ def warmup(script_cmd: list[str], *, iterations: int = 50, time_budget: float = 
                 row["status"] = "not tuned: time budget spent"
                 out_rows.append(row)
                 continue
-            extra = ["--time-budget", f"{left / (len(cands) - i):.1f}"]
+            rest = [c["share"] for c in cands[i:] if "error" not in jobs.get(c["key"], {"error": 1})]
+            extra = ["--time-budget", f"{job_time_budget(left, r['share'], rest):.1f}"]
         bar = _jobs.ProgressBar(f"[{i + 1}/{len(cands)}] {r['signature']}")
         try:
             res = _jobs.run_worker(j["job_dir"], extra_args=llm_args + extra, on_progress=bar)

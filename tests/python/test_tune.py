@@ -156,6 +156,29 @@ def test_warmup_tunes_a_script_and_a_fresh_process_serves_it(tmp_path):
         assert int(q.stdout.split()[-1]) >= 1
 
 
+def test_warmup_gives_hot_signatures_the_longest_searches():
+    from kernel_forge._warmup import MIN_JOB_S, job_time_budget
+
+    assert job_time_budget(100, 0.5, [0.5, 0.3, 0.2]) == 50  # in proportion to the share
+    assert job_time_budget(50, 0.3, [0.3, 0.2]) == 30  # what an earlier job left unused
+    assert job_time_budget(100, 0.001, [0.5, 0.001]) == MIN_JOB_S  # a floor to do anything
+    assert job_time_budget(3, 0.001, [0.5, 0.001]) == 3  # never more than what is left
+    assert job_time_budget(60, 0, [0, 0]) == 30  # no shares: an even split
+
+
+def test_capture_stops_writing_jobs_when_its_time_is_spent(tmp_path):
+    script = tmp_path / "model.py"
+    script.write_text("import torch\ntorch.softmax(torch.randn(8, 8), -1)\n")
+    plan = {"captures": 1, "search": {"iterations": 1}, "write_until": 1.0,  # long past
+            "jobs": [{"key": "0123456789abcdef", "signature": "s"}]}
+    (tmp_path / "plan.json").write_text(json.dumps(plan))
+    p = run_python(["-m", "kernel_forge._warmup", "capture", str(tmp_path / "plan.json"),
+                    str(tmp_path / "out.json"), str(script)], {})
+    assert p.returncode == 0, p.stderr
+    res = json.loads((tmp_path / "out.json").read_text())
+    assert "hotter signatures" in res["0123456789abcdef"]["error"]
+
+
 def test_online_tuning_serves_without_restart(tmp_path):
     code = (
         "import time, torch, kernel_forge as kf\n"
