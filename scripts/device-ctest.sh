@@ -11,4 +11,8 @@ os.environ.get("KFORGE_CUDA_INCLUDE", "")))')"
 export CMAKE_PREFIX_PATH=/tmp/kfdeps/usr LD_LIBRARY_PATH=/tmp/kfdeps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 cmake -S . -B build/device-ctest -G Ninja -DKF_BUILD_TORCH_EXT=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build/device-ctest -j "$(nproc)" >/dev/null
-ctest --test-dir build/device-ctest --output-on-failure -j 4 ${1:+-R "$1"}
+rc=0
+ctest --test-dir build/device-ctest --output-on-failure -j 4 ${1:+-R "$1"} || rc=$?
+# every test's own output (kernels compiled and run on the GPU, checks), passed ones too
+[ -n "${OUT:-}" ] && cp build/device-ctest/Testing/Temporary/LastTest.log "$OUT/ctest-LastTest.log"
+exit $rc
