@@ -15,56 +15,27 @@
  * Cases cover every op, dtype, layout (NCHW, channels last) and weight/bias presence, odd sizes
  * (rows of 1000 and 37, HxW of 35 and 25, 2 channels per group) and 2-byte alignment. */
 #include <math.h>
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "check.h"
+#include "cuda_template_test.h"
 #include "job_sig_build.h"
-#include "nvrtc_find.h"
 #include "common/cuda_driver.h"
 #include "forge/compiler.h"
 #include "forge/template.h"
 
 #define NONE SIG_NONE
 #define MAX_CASES 32
-#define MAX_KNOBS 8
 
 /* ---- building signatures ---- */
-
-#define SZ(...) (int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), (int64_t[]){__VA_ARGS__}
 
 static void add_double(kf_job_sig *s, const char *name, double v)
 {
     sig_add_scalar(s, name, 'd')->d = v;
-}
-
-static kf_job_scalar *scalar_mut(kf_job_sig *s, const char *name)
-{
-    return (kf_job_scalar *)kf_job_scalar_find(s, name);
-}
-
-static const kf_template *tmpl(const char *name)
-{
-    for (int i = 0; kf_builtin_templates[i]; i++)
-        if (!strcmp(kf_builtin_templates[i]->name, name)) return kf_builtin_templates[i];
-    return NULL;
-}
-
-/* how many nvrtc templates of the table apply */
-static int applies_nvrtc(const kf_job_sig *s)
-{
-    int n = 0;
-    for (int i = 0; kf_builtin_templates[i]; i++)
-        if (!strcmp(kf_builtin_templates[i]->backend, "nvrtc"))
-            n += kf_builtin_templates[i]->applies(s);
-    return n;
 }
 
 /* ---- the cases ---- */
@@ -78,27 +49,18 @@ typedef struct ncase {
 static ncase cases[MAX_CASES];
 static int n_cases;
 
-static const char *dname(int dt)
-{
-    return dt == KF_F32 ? "f32" : dt == KF_F16 ? "f16" : dt == KF_BF16 ? "bf16" : "none";
-}
-
 static void add_case(const char *tname, kf_job_sig sig, const char *note)
 {
     if (!CHECK(n_cases < MAX_CASES)) return;
     ncase *c = &cases[n_cases++];
-    c->t = tmpl(tname);
+    c->t = find_template(tname);
     c->sig = sig;
     const kf_job_tensor *x = &sig.in[0];
     int p = snprintf(c->label, sizeof c->label, "%s %s[", sig.op + 6, dname(x->dtype));
-    for (int d = 0; d < x->ndim && p < (int)sizeof c->label; d++)
-        p += snprintf(c->label + p, sizeof c->label - (size_t)p, "%s%lld", d ? "," : "",
-                      (long long)x->sizes[d]);
+    p = label_sizes(c->label, sizeof c->label, p, x);
     if (p < (int)sizeof c->label) snprintf(c->label + p, sizeof c->label - (size_t)p, "] %s", note);
     if (!CHECK(c->t != NULL)) return;
-    /* exactly this nvrtc template serves it */
-    if (!CHECK(c->t->applies(&sig)) || !CHECK_EQ_INT(applies_nvrtc(&sig), 1))
-        printf("     case %s\n", c->label);
+    check_serves(c->t, &sig, c->label); /* exactly this nvrtc template serves it */
 }
 
 static void make_cases(void)
@@ -159,101 +121,90 @@ static void test_table(void)
 {
     static const char *const names[] = {"cuda_layer_norm", "cuda_rms_norm", "cuda_group_norm",
                                         "cuda_batch_norm_eval"};
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-        const kf_template *t = tmpl(names[i]);
-        if (!CHECK(t != NULL)) {
-            printf("     %s is not in kf_builtin_templates\n", names[i]);
-            continue;
-        }
-        CHECK_STR(t->backend, "nvrtc");
-        CHECK(t->n_knobs >= 1 && t->n_knobs <= MAX_KNOBS && t->applies && t->render);
-        for (int k = 0; k < t->n_knobs; k++)
-            CHECK(t->knobs[k].name && t->knobs[k].n_values >= 1 &&
-                  t->knobs[k].n_values <= KF_KNOB_MAX_VALUES);
-        CHECK(!t->applies(NULL));
-    }
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        check_template(names[i], 1, MAX_KNOBS, 0);
 }
 
 static void test_refusals(void)
 {
     kf_job_tensor x = sig_tensor(KF_BF16, SZ(8, 64), 0, 16);
     kf_job_sig s = sig_norm_row(0, x, 1, KF_BF16, KF_BF16, KF_F32, 1e-5), r;
-    CHECK_EQ_INT(applies_nvrtc(&s), 1);
+    CHECK_EQ_INT(nvrtc_applies(&s), 1);
     r = s;
     r.in[0].dtype = r.out[0].dtype = KF_F64;
-    CHECK_EQ_INT(applies_nvrtc(&r), 0);
+    CHECK_EQ_INT(nvrtc_applies(&r), 0);
     r = s;
     r.out[0].dtype = KF_F32; /* y must have the input's dtype */
-    CHECK_EQ_INT(applies_nvrtc(&r), 0);
+    CHECK_EQ_INT(nvrtc_applies(&r), 0);
     r = s;
     r.in[0].strides[0] = 1, r.in[0].strides[1] = 8; /* transposed */
-    CHECK_EQ_INT(applies_nvrtc(&r), 0);
+    CHECK_EQ_INT(nvrtc_applies(&r), 0);
     r = s;
     scalar_mut(&r, "normalized_shape")->v[0] = 63; /* not the trailing dims */
-    CHECK_EQ_INT(applies_nvrtc(&r), 0);
+    CHECK_EQ_INT(nvrtc_applies(&r), 0);
     r = s;
     r.in[1] = sig_vec1(KF_BF16, 32); /* weight of the wrong size */
-    CHECK_EQ_INT(applies_nvrtc(&r), 0);
+    CHECK_EQ_INT(nvrtc_applies(&r), 0);
     r = s;
     r.out[1] = sig_vec1(KF_F32, 7); /* one mean per row */
-    CHECK_EQ_INT(applies_nvrtc(&r), 0);
+    CHECK_EQ_INT(nvrtc_applies(&r), 0);
     r = s;
     r.out_alias[0] = 1; /* in place */
-    CHECK_EQ_INT(applies_nvrtc(&r), 0);
+    CHECK_EQ_INT(nvrtc_applies(&r), 0);
     r = sig_norm_row(0, x, 1, KF_BF16, KF_BF16, KF_F32, -1); /* layer_norm's eps is never None */
-    CHECK_EQ_INT(applies_nvrtc(&r), 0);
+    CHECK_EQ_INT(nvrtc_applies(&r), 0);
     r = sig_norm_row(0, x, 1, KF_BF16, NONE, KF_F32, 1e-5);
     r.n_scalars = 0; /* which optional is present? not said */
     kf_job_scalar *l = sig_add_scalar(&r, "normalized_shape", 'l');
     l->n = 1, l->v[0] = 64;
     add_double(&r, "eps", 1e-5);
-    CHECK_EQ_INT(applies_nvrtc(&r), 0);
+    CHECK_EQ_INT(nvrtc_applies(&r), 0);
     r = s;
     snprintf(r.op, sizeof r.op, "aten::layer_norm");
-    CHECK_EQ_INT(applies_nvrtc(&r), 0);
+    CHECK_EQ_INT(nvrtc_applies(&r), 0);
     r = sig_norm_row(1, x, 1, KF_BF16, NONE, KF_F32, -1);
-    CHECK_EQ_INT(applies_nvrtc(&r), 1);
+    CHECK_EQ_INT(nvrtc_applies(&r), 1);
     r.n_out = 3; /* rms_norm returns (out, rstd) */
     r.out[2] = r.out[1];
-    CHECK_EQ_INT(applies_nvrtc(&r), 0);
+    CHECK_EQ_INT(nvrtc_applies(&r), 0);
     r = sig_norm_row(1, x, 1, KF_BF16, NONE, KF_F32, 1e-5);
     scalar_mut(&r, "eps")->kind = 's'; /* eps of another kind */
-    CHECK_EQ_INT(applies_nvrtc(&r), 0);
+    CHECK_EQ_INT(nvrtc_applies(&r), 0);
 
     kf_job_tensor g = sig_tensor(KF_F16, SZ(2, 12, 4, 4), 0, 16);
     s = sig_group_norm(g, 3, KF_F16, KF_F16, KF_F16, 1e-5);
-    CHECK_EQ_INT(applies_nvrtc(&s), 1);
+    CHECK_EQ_INT(nvrtc_applies(&s), 1);
     r = sig_group_norm(g, 5, KF_F16, KF_F16, KF_F16, 1e-5); /* 5 does not divide 12 */
-    CHECK_EQ_INT(applies_nvrtc(&r), 0);
+    CHECK_EQ_INT(nvrtc_applies(&r), 0);
     r = s;
     scalar_mut(&r, "HxW")->i = 15; /* HxW disagrees with the input */
-    CHECK_EQ_INT(applies_nvrtc(&r), 0);
+    CHECK_EQ_INT(nvrtc_applies(&r), 0);
     r = s;
     r.out[0] = sig_tensor(KF_F16, SZ(2, 12, 4, 4), 1, 0); /* channels-last y of an NCHW x */
-    CHECK_EQ_INT(applies_nvrtc(&r), 0);
+    CHECK_EQ_INT(nvrtc_applies(&r), 0);
     r = sig_group_norm(sig_tensor(KF_F16, SZ(2, 12, 4, 4), 1, 16), 3, KF_F16, KF_F16, KF_F16, 1e-5);
-    CHECK_EQ_INT(applies_nvrtc(&r), 1);
+    CHECK_EQ_INT(nvrtc_applies(&r), 1);
     r.in[0].strides[2] = 1000; /* neither layout */
-    CHECK_EQ_INT(applies_nvrtc(&r), 0);
+    CHECK_EQ_INT(nvrtc_applies(&r), 0);
     r = s;
     r.out[1] = sig_vec1(KF_F16, 6); /* [N, group] has 6 elements: a flat [6] is fine */
-    CHECK_EQ_INT(applies_nvrtc(&r), 1);
+    CHECK_EQ_INT(nvrtc_applies(&r), 1);
     r.out[2] = sig_vec1(KF_F16, 5);
-    CHECK_EQ_INT(applies_nvrtc(&r), 0);
+    CHECK_EQ_INT(nvrtc_applies(&r), 0);
     r = s;
     r.in[0].dtype = KF_F64;
-    CHECK_EQ_INT(applies_nvrtc(&r), 0);
+    CHECK_EQ_INT(nvrtc_applies(&r), 0);
 
     kf_job_tensor b = sig_tensor(KF_F16, SZ(4, 8, 3, 3), 1, 16);
     s = sig_batch_norm(0, b, KF_F16, KF_F16, KF_F16, KF_F32, 0, 1e-5);
-    CHECK_EQ_INT(applies_nvrtc(&s), 1);
+    CHECK_EQ_INT(nvrtc_applies(&s), 1);
     r = s;
     scalar_mut(&r, "training")->i = 1;
-    CHECK_EQ_INT(applies_nvrtc(&r), 0);
+    CHECK_EQ_INT(nvrtc_applies(&r), 0);
     r = sig_batch_norm(1, b, NONE, NONE, KF_F32, KF_F32, 8, 1e-5);
-    CHECK_EQ_INT(applies_nvrtc(&r), 1);
+    CHECK_EQ_INT(nvrtc_applies(&r), 1);
     r.out[1] = sig_vec1(KF_F32, 3); /* save_mean: [0] or [C] */
-    CHECK_EQ_INT(applies_nvrtc(&r), 0);
+    CHECK_EQ_INT(nvrtc_applies(&r), 0);
     /* native_batch_norm without running statistics computes batch statistics: not eval */
     r = sig_of("aten::native_batch_norm");
     r.in[r.n_in++] = b;
@@ -267,16 +218,16 @@ static void test_refusals(void)
     r.n_out = 3;
     r.out[0] = b;
     r.out[1] = r.out[2] = sig_vec1(KF_F32, 0);
-    CHECK_EQ_INT(applies_nvrtc(&r), 0);
+    CHECK_EQ_INT(nvrtc_applies(&r), 0);
     r = s;
     r.in[3] = sig_vec1(KF_F16, 9); /* running_mean of the wrong size */
-    CHECK_EQ_INT(applies_nvrtc(&r), 0);
+    CHECK_EQ_INT(nvrtc_applies(&r), 0);
     r = s;
     r.out[0] = sig_tensor(KF_F16, SZ(4, 8, 3, 3), 0, 0); /* NCHW y of a channels-last x */
-    CHECK_EQ_INT(applies_nvrtc(&r), 0);
+    CHECK_EQ_INT(nvrtc_applies(&r), 0);
 
     /* render refuses what applies() refuses, and bad knob indices */
-    const kf_template *t = tmpl("cuda_group_norm");
+    const kf_template *t = find_template("cuda_group_norm");
     if (!t) return;
     char *src = (char *)1, *lj = (char *)1, err[256];
     int idx[MAX_KNOBS] = {0};
@@ -291,18 +242,6 @@ static void test_refusals(void)
 }
 
 /* ---- every knob combination renders a consistent candidate ---- */
-
-/* The value of the last `#define NAME v` in src, or `dflt`. */
-static long long src_define(const char *src, const char *name, long long dflt)
-{
-    char pat[64];
-    snprintf(pat, sizeof pat, "#define %s ", name);
-    long long v = dflt;
-    for (const char *p = strstr(src, pat); p; p = strstr(p + 1, pat)) v = atoll(p + strlen(pat));
-    return v;
-}
-
-static int esize(int dt) { return dt == KF_F32 ? 4 : 2; }
 
 static long n_rendered;
 
@@ -325,8 +264,7 @@ static void check_render(const ncase *c, const int *idx, char **src_out, kf_laun
         int is_in = i < s->n_in;
         int dt = is_in ? s->in[i].dtype : s->out[i - s->n_in].dtype;
         char want[40];
-        snprintf(want, sizeof want, "%s%s*", is_in ? "const " : "",
-                 dt == KF_F32 ? "float" : dt == KF_F16 ? "__half" : "__nv_bfloat16");
+        snprintf(want, sizeof want, "%s%s*", is_in ? "const " : "", cuda_type(dt));
         ok = !strcmp(l.arg_types[i], want);
     }
     unsigned threads = l.block[0] * l.block[1] * l.block[2];
@@ -357,18 +295,15 @@ static void check_render(const ncase *c, const int *idx, char **src_out, kf_laun
         ok = total % vec == 0 && l.grid[0] == (total + chunk - 1) / chunk && l.smem == 0;
     }
     if (!CHECK(ok)) {
-        printf("     %s:", c->label);
-        for (int k = 0; k < c->t->n_knobs; k++)
-            printf(" %s=%d", c->t->knobs[k].name, c->t->knobs[k].values[idx[k]]);
-        printf("\n     record %s\n", lj);
+        print_knobs(c->t, c->label, idx);
+        printf("     record %s\n", lj);
     }
-    if (src_out && ok) {
-        *src_out = src;
-        *l_out = l;
-        src = NULL;
-    }
-    free(src);
-    free(lj);
+    keep_render(ok, src, lj, &l, src_out, l_out);
+}
+
+static void render_job(int ci, const int *idx, char **src, kf_launch *l)
+{
+    check_render(&cases[ci], idx, src, l);
 }
 
 static void test_render_all(void)
@@ -376,8 +311,7 @@ static void test_render_all(void)
     for (int ci = 0; ci < n_cases; ci++) {
         const ncase *c = &cases[ci];
         if (!c->t) continue;
-        int total = 1, idx[MAX_KNOBS];
-        for (int k = 0; k < c->t->n_knobs; k++) total *= c->t->knobs[k].n_values;
+        int total = knob_combinations(c->t), idx[MAX_KNOBS];
         /* all of them, or (group_norm has 92160) every step-th from an offset that varies by
          * case, step a prime above 8: prime to every knob's count, so every value of every knob
          * is still taken */
@@ -391,216 +325,27 @@ static void test_render_all(void)
             step--;
         }
         for (int v = step > 1 ? ci % step : 0; v < total; v += step) {
-            for (int k = 0, rest = v; k < c->t->n_knobs; k++) {
-                idx[k] = rest % c->t->knobs[k].n_values;
-                rest /= c->t->knobs[k].n_values;
-            }
+            knob_combination(c->t, v, idx);
             check_render(c, idx, NULL, NULL);
         }
     }
-    /* rendering is deterministic */
-    if (n_cases > 0 && cases[0].t) {
-        int idx[MAX_KNOBS] = {0};
-        char *a = NULL, *b = NULL, *la = NULL, *lb = NULL, err[256];
-        cases[0].t->render(&cases[0].sig, idx, &a, &la, err, sizeof err);
-        cases[0].t->render(&cases[0].sig, idx, &b, &lb, err, sizeof err);
-        CHECK(a && b && !strcmp(a, b) && la && lb && !strcmp(la, lb));
-        free(a), free(b), free(la), free(lb);
-    }
+    if (n_cases > 0 && cases[0].t) check_render_deterministic(cases[0].t, &cases[0].sig);
     printf("rendered %ld knob combinations over %d cases\n", n_rendered, n_cases);
 }
 
-/* ---- compile a spread of combinations with NVRTC ---- */
-
-typedef struct job {
-    int c;
-    int idx[MAX_KNOBS];
-    char *src;
-    kf_launch l;
-    void *blob;
-    size_t len;
-} job;
+/* ---- compile a spread of combinations with NVRTC (cuda_template_test.h) ---- */
 
 #define MAX_JOBS 512
-static job jobs[MAX_JOBS];
+static kernel_job jobs[MAX_JOBS];
 static int n_jobs;
-static _Atomic int next_job;
 static kf_compiler_i nv;
-
-static void job_name(const job *j, char *out, size_t cap)
-{
-    const ncase *c = &cases[j->c];
-    int p = snprintf(out, cap, "%s %s:", c->t->name, c->label);
-    for (int k = 0; k < c->t->n_knobs && p > 0 && (size_t)p < cap; k++)
-        p += snprintf(out + p, cap - (size_t)p, " %s=%d", c->t->knobs[k].name,
-                      c->t->knobs[k].values[j->idx[k]]);
-}
-
-/* Combination j of case ci: j = 0 is every knob's first value (the proposer's start); then
- * knob k walks all its values from an offset that differs per case and per knob. */
-static void spread(const kf_template *t, int ci, int j, int *idx)
-{
-    for (int k = 0; k < t->n_knobs; k++)
-        idx[k] = j == 0 ? 0 : (j - 1 + ci * (k + 1) + k) % t->knobs[k].n_values;
-}
 
 static void make_jobs(void)
 {
-    for (int ci = 0; ci < n_cases; ci++) {
-        const ncase *c = &cases[ci];
-        if (!c->t) continue;
-        int most = 0;
-        for (int k = 0; k < c->t->n_knobs; k++)
-            if (c->t->knobs[k].n_values > most) most = c->t->knobs[k].n_values;
-        int first = n_jobs;
-        for (int jn = 0; jn <= most && n_jobs < MAX_JOBS; jn++) {
-            job *j = &jobs[n_jobs];
-            memset(j, 0, sizeof *j);
-            j->c = ci;
-            spread(c->t, ci, jn, j->idx);
-            check_render(c, j->idx, &j->src, &j->l);
-            if (!j->src) continue;
-            int dup = 0; /* clamped knobs can render the same kernel twice */
-            for (int o = first; o < n_jobs && !dup; o++) dup = !strcmp(jobs[o].src, j->src);
-            if (dup) {
-                free(j->src);
-                j->src = NULL;
-                continue;
-            }
-            n_jobs++;
-        }
-    }
-}
-
-/* Warnings from our own code are bugs; the shared CUDA prologue's unused static helpers
- * (templates_cuda.c) draw #177 "declared but never referenced", which is not ours. */
-static int log_is_clean(const char *log)
-{
-    for (const char *p = log ? strstr(log, "warning #") : NULL; p;
-         p = strstr(p + 1, "warning #")) {
-        const char *eol = strchr(p, '\n');
-        size_t n = eol ? (size_t)(eol - p) : strlen(p);
-        if (!memmem(p, n, "#177-D", 6)) return 0;
-        /* the line it points at must be a prologue helper: kf_to_f / kf_from_f */
-        if (!eol) return 0;
-        const char *q = eol + 1, *qe = strchr(q, '\n');
-        size_t qn = qe ? (size_t)(qe - q) : strlen(q);
-        if (!memmem(q, qn, "kf_to_f", 7) && !memmem(q, qn, "kf_from_f", 9)) return 0;
-    }
-    return 1;
-}
-
-static void *compile_worker(void *arg)
-{
-    (void)arg;
-    for (;;) {
-        int i = atomic_fetch_add(&next_job, 1);
-        if (i >= n_jobs) return NULL;
-        job *j = &jobs[i];
-        char *log = NULL, name[400];
-        job_name(j, name, sizeof name);
-        kf_status st = nv.compile(nv.self, j->src, &j->l, "sm_90", &j->blob, &j->len, &log);
-        if (!CHECK_EQ_INT(st, KF_OK)) {
-            printf("     %s: compile log:\n%s\n", name, log ? log : "(none)");
-        } else if (!CHECK(log_is_clean(log))) {
-            printf("     %s: warnings:\n%s\n", name, log);
-        }
-        free(log);
-    }
-}
-
-static void compile_jobs(void)
-{
-    long nth = sysconf(_SC_NPROCESSORS_ONLN);
-    int n_threads = nth < 1 ? 1 : nth > 4 ? 4 : (int)nth;
-    pthread_t th[4];
-    atomic_store(&next_job, 0);
-    for (int i = 0; i < n_threads; i++)
-        CHECK(pthread_create(&th[i], NULL, compile_worker, NULL) == 0);
-    for (int i = 0; i < n_threads; i++) pthread_join(th[i], NULL);
-    int ok = 0;
-    for (int i = 0; i < n_jobs; i++) ok += jobs[i].blob != NULL;
-    printf("compiled %d of %d distinct kernels for sm_90 (%d threads)\n", ok, n_jobs, n_threads);
-}
-
-/* ---- running them: host-side dtype conversions ---- */
-
-static float bf16_to_f(uint16_t h)
-{
-    uint32_t u = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
-
-static uint16_t f_to_bf16(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40);
-    u += 0x7fffu + ((u >> 16) & 1u);
-    return (uint16_t)(u >> 16);
-}
-
-static float f16_to_f(uint16_t h)
-{
-    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu, u;
-    if (e == 0) {
-        float f = ldexpf((float)m, -24);
-        return sign ? -f : f;
-    }
-    u = e == 31 ? sign | 0x7f800000u | (m << 13) : sign | ((e + 112u) << 23) | (m << 13);
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
-
-static uint16_t f_to_f16(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    uint32_t sign = (u >> 16) & 0x8000u, a = u & 0x7fffffffu;
-    if (a > 0x7f800000u) return (uint16_t)(sign | 0x7e00u);
-    if (a >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u); /* rounds to infinity */
-    if (a < 0x38800000u) {                                     /* subnormal or zero */
-        float v;
-        memcpy(&v, &a, 4);
-        return (uint16_t)(sign | (uint32_t)nearbyintf(v * 16777216.0f));
-    }
-    uint32_t mant = a & 0x7fffffu, h = (((a >> 23) - 112u) << 10) | (mant >> 13);
-    uint32_t rem = mant & 0x1fffu;
-    if (rem > 0x1000u || (rem == 0x1000u && (h & 1u))) h++;
-    return (uint16_t)(sign | h);
-}
-
-/* element i of a buffer of dtype dt as a double, and a value stored rounded to dt */
-static double get(const void *p, int dt, int64_t i)
-{
-    if (dt == KF_F32) return ((const float *)p)[i];
-    uint16_t h = ((const uint16_t *)p)[i];
-    return dt == KF_F16 ? f16_to_f(h) : bf16_to_f(h);
-}
-
-static void put(void *p, int dt, int64_t i, double v)
-{
-    if (dt == KF_F32) ((float *)p)[i] = (float)v;
-    else ((uint16_t *)p)[i] = dt == KF_F16 ? f_to_f16((float)v) : f_to_bf16((float)v);
-}
-
-static double round_to(int dt, double v)
-{
-    uint32_t buf = 0;
-    put(&buf, dt, 0, v);
-    return get(&buf, dt, 0);
-}
-
-static double tol_of(int dt) { return dt == KF_F32 ? 1e-4 : dt == KF_F16 ? 1e-3 : 1e-2; }
-
-static uint64_t rng_state;
-static double urand(void) /* [0, 1) */
-{
-    rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
-    return (double)(rng_state >> 11) * (1.0 / 9007199254740992.0);
+    for (int ci = 0; ci < n_cases; ci++)
+        if (cases[ci].t)
+            add_spread_jobs(jobs, &n_jobs, MAX_JOBS, ci, cases[ci].t, &cases[ci].sig,
+                            cases[ci].label, render_job);
 }
 
 /* ---- the references, in torch's semantics, indexed by memory offset ---- */
@@ -750,18 +495,6 @@ static void ref_batch(const kf_job_sig *s, gcase *g)
 
 /* ---- with a GPU ---- */
 
-typedef struct gpu {
-    kf_cuda_driver d;
-    kf_cu_device dev;
-    kf_cu_context ctx;
-} gpu;
-
-static size_t span_bytes(const kf_job_tensor *t)
-{
-    int64_t n = kf_job_tensor_numel(t);
-    return (size_t)(n > 0 ? n : 0) * (size_t)esize(t->dtype);
-}
-
 static void gcase_free(gpu *G, gcase *g)
 {
     for (int i = 0; i < g->nt; i++)
@@ -783,7 +516,7 @@ static void gcase_make(gpu *G, const ncase *c, gcase *g)
     int is_bn = !strcmp(c->t->name, "cuda_batch_norm_eval");
     for (int i = 0; i < g->nt; i++) {
         const kf_job_tensor *t = i < s->n_in ? &s->in[i] : &s->out[i - s->n_in];
-        g->bytes[i] = span_bytes(t);
+        g->bytes[i] = tensor_bytes(t);
         size_t alloc = g->bytes[i] + 16; /* +16: a misaligned view for align < 16 */
         if (!CHECK_EQ_INT(G->d.mem_alloc(&g->base[i], alloc), 0)) return;
         g->dev[i] = g->base[i];
@@ -831,12 +564,12 @@ static long compare(const char *name, const gcase *g, const kf_job_sig *s, int j
     return bad;
 }
 
-static int gpu_run(gpu *G, job *j, gcase *g)
+static int gpu_run(gpu *G, kernel_job *j, gcase *g)
 {
     const ncase *c = &cases[j->c];
     const kf_job_sig *s = &c->sig;
     char name[400], err[512];
-    job_name(j, name, sizeof name);
+    kernel_job_name(j, name, sizeof name);
     kf_compiled *k = NULL;
     if (!CHECK_EQ_INT(nv.load(nv.self, j->blob, j->len, &j->l, 0, &k, err, sizeof err), KF_OK)) {
         printf("     %s: load: %s\n", name, err);
@@ -878,16 +611,7 @@ static int gpu_run(gpu *G, job *j, gcase *g)
 static void test_gpu(void)
 {
     gpu G;
-    char err[512];
-    memset(&G, 0, sizeof G);
-    if (!CHECK_EQ_INT(kf_cuda_driver_open(&G.d, NULL, err, sizeof err), KF_OK)) {
-        printf("     %s\n", err);
-        return;
-    }
-    if (!CHECK_EQ_INT(G.d.init(0), 0) || !CHECK_EQ_INT(G.d.device_get(&G.dev, 0), 0) ||
-        !CHECK_EQ_INT(G.d.primary_ctx_retain(&G.ctx, G.dev), 0))
-        return;
-    CHECK_EQ_INT(G.d.ctx_push_current(G.ctx), 0);
+    if (!gpu_open(&G)) return;
     int ran = 0, passed = 0;
     for (int ci = 0; ci < n_cases; ci++) {
         gcase g;
@@ -901,56 +625,19 @@ static void test_gpu(void)
     }
     printf("ran %d kernels on the GPU, %d correct\n", ran, passed);
     CHECK_EQ_INT(passed, ran);
-    kf_cu_context dummy;
-    G.d.ctx_pop_current(&dummy);
-    G.d.primary_ctx_release(G.dev);
-    kf_cuda_driver_close(&G.d);
-}
-
-/* ---- NVRTC (tests/c/nvrtc_find.h) ---- */
-
-static int open_nvrtc(void)
-{
-    char err[512], path[4096];
-    const char *inc = nvrtc_find_include();
-    if (!inc) {
-        printf("SKIP compiling: no CUDA headers (set KFORGE_CUDA_INCLUDE)\n");
-        return 0;
-    }
-    if (kf_compiler_nvrtc_create(&nv, NULL, inc, err, sizeof err) == KF_OK) return 1;
-    if (nvrtc_find_wheel(path, sizeof path) &&
-        kf_compiler_nvrtc_create(&nv, path, inc, err, sizeof err) == KF_OK)
-        return 1;
-    printf("SKIP compiling: no NVRTC (%s)\n", err);
-    return 0;
+    gpu_close(&G);
 }
 
 int main(void)
 {
-    struct timespec t0, t1;
+    struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     rng_state = 0x6e6f726du;
     test_table();
     test_refusals();
     make_cases();
     test_render_all();
-    if (open_nvrtc()) {
-        make_jobs();
-        compile_jobs();
-        char arch[256];
-        if (nv.arch(nv.self, 0, arch, sizeof arch) == KF_OK) {
-            printf("GPU: %s\n", arch);
-            test_gpu();
-        } else {
-            printf("SKIP running: %s\n", arch);
-        }
-        nv.destroy(nv.self);
-    }
-    for (int i = 0; i < n_jobs; i++) {
-        free(jobs[i].src);
-        free(jobs[i].blob);
-    }
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    printf("run time %.1f s\n", (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9);
-    return check_done("templates_cuda_norm");
+    nvrtc_levels(&nv, make_jobs, jobs, &n_jobs, test_gpu);
+    free_jobs(jobs, n_jobs);
+    return test_done(&t0, "templates_cuda_norm");
 }

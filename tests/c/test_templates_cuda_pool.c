@@ -24,55 +24,20 @@
  * (f16 [64, 64, 112, 112] channels last) and a batch of 2048 of it (offsets past 2^31, 64-bit
  * arithmetic): rendered and compiled, too big for the host reference. */
 #include <math.h>
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "check.h"
+#include "cuda_template_test.h"
 #include "job_sig_build.h"
-#include "nvrtc_find.h"
 #include "common/cuda_driver.h"
 #include "forge/compiler.h"
 #include "forge/template.h"
 
 #define MAX_CASES 32
-#define MAX_KNOBS 8
-
-#define SZ(...) (int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), (int64_t[]){__VA_ARGS__}
-
-static const kf_template *tmpl(const char *name)
-{
-    for (int i = 0; kf_builtin_templates[i]; i++)
-        if (!strcmp(kf_builtin_templates[i]->name, name)) return kf_builtin_templates[i];
-    return NULL;
-}
-
-/* how many nvrtc templates of the table apply */
-static int applies_nvrtc(const kf_job_sig *s)
-{
-    int n = 0;
-    for (int i = 0; kf_builtin_templates[i]; i++)
-        if (!strcmp(kf_builtin_templates[i]->backend, "nvrtc"))
-            n += kf_builtin_templates[i]->applies(s);
-    return n;
-}
-
-static kf_job_scalar *scalar_mut(kf_job_sig *s, const char *name)
-{
-    return (kf_job_scalar *)kf_job_scalar_find(s, name);
-}
-
-static int esize(int dt) { return dt == KF_F32 ? 4 : dt == KF_I64 ? 8 : 2; }
-
-static const char *dname(int dt)
-{
-    return dt == KF_F32 ? "f32" : dt == KF_F16 ? "f16" : dt == KF_BF16 ? "bf16" : "?";
-}
 
 /* ---- the cases ---- */
 
@@ -96,13 +61,9 @@ static void add_case(kf_job_sig sig, int nhwc, int norun, const char *note)
     c->norun = norun;
     const kf_job_tensor *x = &sig.in[0];
     int p = snprintf(c->label, sizeof c->label, "%s[", dname(x->dtype));
-    for (int d = 0; d < x->ndim && p < (int)sizeof c->label; d++)
-        p += snprintf(c->label + p, sizeof c->label - (size_t)p, "%s%lld", d ? "," : "",
-                      (long long)x->sizes[d]);
+    p = label_sizes(c->label, sizeof c->label, p, x);
     if (p < (int)sizeof c->label) snprintf(c->label + p, sizeof c->label - (size_t)p, "] %s", note);
-    /* exactly this nvrtc template serves it */
-    if (!CHECK(T->applies(&sig)) || !CHECK_EQ_INT(applies_nvrtc(&sig), 1))
-        printf("     case %s\n", c->label);
+    check_serves(T, &sig, c->label); /* exactly this nvrtc template serves it */
 }
 
 static void make_cases(void)
@@ -152,17 +113,7 @@ static void make_cases(void)
 
 static void test_table(void)
 {
-    T = tmpl("cuda_max_pool2d");
-    if (!CHECK(T != NULL)) {
-        printf("     cuda_max_pool2d is not in kf_builtin_templates\n");
-        return;
-    }
-    CHECK_STR(T->backend, "nvrtc");
-    CHECK(T->n_knobs >= 3 && T->n_knobs <= MAX_KNOBS && T->applies && T->render && T->start);
-    for (int k = 0; k < T->n_knobs; k++)
-        CHECK(T->knobs[k].name && T->knobs[k].n_values >= 1 &&
-              T->knobs[k].n_values <= KF_KNOB_MAX_VALUES);
-    CHECK(!T->applies(NULL));
+    T = check_template("cuda_max_pool2d", 3, MAX_KNOBS, 1);
 }
 
 static int knob_value(const int *idx, const char *name)
@@ -332,16 +283,6 @@ static void test_refusals(void)
 
 /* ---- every knob combination renders a consistent candidate ---- */
 
-/* The value of the last `#define NAME v` in src, or `dflt`. */
-static long long src_define(const char *src, const char *name, long long dflt)
-{
-    char pat[64];
-    snprintf(pat, sizeof pat, "#define %s ", name);
-    long long v = dflt;
-    for (const char *p = strstr(src, pat); p; p = strstr(p + 1, pat)) v = atoll(p + strlen(pat));
-    return v;
-}
-
 static long n_rendered;
 
 static void check_render(const pcase *c, const int *idx, char **src_out, kf_launch *l_out)
@@ -356,11 +297,8 @@ static void check_render(const pcase *c, const int *idx, char **src_out, kf_laun
     n_rendered++;
     kf_launch l;
     memset(&l, 0, sizeof l);
-    const char *ty = dname(s->in[0].dtype);
     char cty[40], mty[40];
-    snprintf(cty, sizeof cty, "const %s*", !strcmp(ty, "f32") ? "float"
-                                           : !strcmp(ty, "f16") ? "__half"
-                                                                : "__nv_bfloat16");
+    snprintf(cty, sizeof cty, "const %s*", cuda_type(s->in[0].dtype));
     snprintf(mty, sizeof mty, "%s", cty + 6);
     int ok = strstr(src, "extern \"C\" __global__ void") && strstr(src, "kf_kernel(KF_PARAMS)");
     ok = ok && kf_launch_parse(lj, &l, err, sizeof err) == KF_OK;
@@ -392,159 +330,37 @@ static void check_render(const pcase *c, const int *idx, char **src_out, kf_laun
         ok = ok && gs == 1 && l.grid[0] == (unsigned)(blocks < cap ? blocks : cap);
     }
     if (!CHECK(ok)) {
-        printf("     %s:", c->label);
-        for (int k = 0; k < T->n_knobs; k++)
-            printf(" %s=%d", T->knobs[k].name, T->knobs[k].values[idx[k]]);
-        printf("\n     record %s (vec %lld wout %lld cl %lld)\n", lj, vec, wout, cl);
+        print_knobs(T, c->label, idx);
+        printf("     record %s (vec %lld wout %lld cl %lld)\n", lj, vec, wout, cl);
     }
-    if (src_out && ok) {
-        *src_out = src;
-        *l_out = l;
-        src = NULL;
-    }
-    free(src);
-    free(lj);
+    keep_render(ok, src, lj, &l, src_out, l_out);
+}
+
+static void render_job(int ci, const int *idx, char **src, kf_launch *l)
+{
+    check_render(&cases[ci], idx, src, l);
 }
 
 static void test_render_all(void)
 {
     if (!T) return;
-    for (int ci = 0; ci < n_cases; ci++) {
-        int total = 1, idx[MAX_KNOBS];
-        for (int k = 0; k < T->n_knobs; k++) total *= T->knobs[k].n_values;
-        for (int v = 0; v < total; v++) {
-            for (int k = 0, rest = v; k < T->n_knobs; k++) {
-                idx[k] = rest % T->knobs[k].n_values;
-                rest /= T->knobs[k].n_values;
-            }
-            check_render(&cases[ci], idx, NULL, NULL);
-        }
-    }
-    /* rendering is deterministic */
-    if (n_cases > 0) {
-        int idx[MAX_KNOBS] = {0};
-        char *a = NULL, *b = NULL, *la = NULL, *lb = NULL, err[256];
-        T->render(&cases[0].sig, idx, &a, &la, err, sizeof err);
-        T->render(&cases[0].sig, idx, &b, &lb, err, sizeof err);
-        CHECK(a && b && !strcmp(a, b) && la && lb && !strcmp(la, lb));
-        free(a), free(b), free(la), free(lb);
-    }
+    render_every_combination(T, n_cases, render_job);
+    if (n_cases > 0) check_render_deterministic(T, &cases[0].sig);
     printf("rendered %ld knob combinations over %d cases\n", n_rendered, n_cases);
 }
 
-/* ---- compile a spread of combinations with NVRTC ---- */
-
-typedef struct job {
-    int c;
-    int idx[MAX_KNOBS];
-    char *src;
-    kf_launch l;
-    void *blob;
-    size_t len;
-} job;
+/* ---- compile a spread of combinations with NVRTC (cuda_template_test.h) ---- */
 
 #define MAX_JOBS 512
-static job jobs[MAX_JOBS];
+static kernel_job jobs[MAX_JOBS];
 static int n_jobs;
-static _Atomic int next_job;
 static kf_compiler_i nv;
-
-static void job_name(const job *j, char *out, size_t cap)
-{
-    const pcase *c = &cases[j->c];
-    int p = snprintf(out, cap, "%s %s:", T->name, c->label);
-    for (int k = 0; k < T->n_knobs && p > 0 && (size_t)p < cap; k++)
-        p += snprintf(out + p, cap - (size_t)p, " %s=%d", T->knobs[k].name,
-                      T->knobs[k].values[j->idx[k]]);
-}
-
-/* Combination j of case ci: 0 every knob's first value, 1 the start hook's, then knob k walks
- * all its values from an offset that differs per case and per knob. */
-static void spread(const pcase *c, int ci, int j, int *idx)
-{
-    memset(idx, 0, sizeof(int) * MAX_KNOBS);
-    if (j == 1) {
-        T->start(&c->sig, idx);
-        return;
-    }
-    for (int k = 0; k < T->n_knobs; k++)
-        idx[k] = j == 0 ? 0 : (j - 2 + ci * (k + 1) + k) % T->knobs[k].n_values;
-}
 
 static void make_jobs(void)
 {
-    int most = 0;
-    for (int k = 0; k < T->n_knobs; k++)
-        if (T->knobs[k].n_values > most) most = T->knobs[k].n_values;
-    for (int ci = 0; ci < n_cases; ci++) {
-        int first = n_jobs;
-        for (int jn = 0; jn < most + 2 && n_jobs < MAX_JOBS; jn++) {
-            job *j = &jobs[n_jobs];
-            memset(j, 0, sizeof *j);
-            j->c = ci;
-            spread(&cases[ci], ci, jn, j->idx);
-            check_render(&cases[ci], j->idx, &j->src, &j->l);
-            if (!j->src) continue;
-            int dup = 0; /* clamped knobs can render the same kernel twice */
-            for (int o = first; o < n_jobs && !dup; o++) dup = !strcmp(jobs[o].src, j->src);
-            if (dup) {
-                free(j->src);
-                j->src = NULL;
-                continue;
-            }
-            n_jobs++;
-        }
-    }
-}
-
-/* Warnings from our own code are bugs; the shared CUDA prologue's unused static helpers
- * (templates_cuda.c) draw #177 "declared but never referenced", which is not ours. */
-static int log_is_clean(const char *log)
-{
-    for (const char *p = log ? strstr(log, "warning #") : NULL; p;
-         p = strstr(p + 1, "warning #")) {
-        const char *eol = strchr(p, '\n');
-        size_t n = eol ? (size_t)(eol - p) : strlen(p);
-        if (!memmem(p, n, "#177-D", 6)) return 0;
-        if (!eol) return 0;
-        const char *q = eol + 1, *qe = strchr(q, '\n');
-        size_t qn = qe ? (size_t)(qe - q) : strlen(q);
-        if (!memmem(q, qn, "kf_to_f", 7) && !memmem(q, qn, "kf_from_f", 9)) return 0;
-    }
-    return 1;
-}
-
-static void *compile_worker(void *arg)
-{
-    (void)arg;
-    for (;;) {
-        int i = atomic_fetch_add(&next_job, 1);
-        if (i >= n_jobs) return NULL;
-        job *j = &jobs[i];
-        char *log = NULL, name[400];
-        job_name(j, name, sizeof name);
-        kf_status st = nv.compile(nv.self, j->src, &j->l, "sm_90", &j->blob, &j->len, &log);
-        if (!CHECK_EQ_INT(st, KF_OK)) {
-            printf("     %s: compile log:\n%s\n", name, log ? log : "(none)");
-        } else if (!CHECK(log_is_clean(log))) {
-            printf("     %s: warnings:\n%s\n", name, log);
-        }
-        free(log);
-    }
-}
-
-static void compile_jobs(void)
-{
-    long nth = sysconf(_SC_NPROCESSORS_ONLN);
-    int n_threads = nth < 1 ? 1 : nth > 4 ? 4 : (int)nth;
-    pthread_t th[4];
-    atomic_store(&next_job, 0);
-    for (int i = 0; i < n_threads; i++)
-        CHECK(pthread_create(&th[i], NULL, compile_worker, NULL) == 0);
-    for (int i = 0; i < n_threads; i++) pthread_join(th[i], NULL);
-    int ok = 0;
-    for (int i = 0; i < n_jobs; i++) ok += jobs[i].blob != NULL;
-    printf("compiled %d of %d distinct kernels for sm_90 (%d threads)\n", ok, n_jobs, n_threads);
+    for (int ci = 0; ci < n_cases; ci++)
+        add_spread_jobs(jobs, &n_jobs, MAX_JOBS, ci, T, &cases[ci].sig, cases[ci].label,
+                        render_job);
 }
 
 /* ---- running them: host-side dtype conversions (exact for the values used) ---- */
@@ -556,21 +372,7 @@ static float bits_to_f(int dt, uint32_t b)
         memcpy(&f, &b, 4);
         return f;
     }
-    if (dt == KF_BF16) {
-        uint32_t u = b << 16;
-        float f;
-        memcpy(&f, &u, 4);
-        return f;
-    }
-    uint32_t sign = (b & 0x8000u) << 16, e = (b >> 10) & 0x1fu, m = b & 0x3ffu, u;
-    if (e == 0) {
-        float f = ldexpf((float)m, -24);
-        return sign ? -f : f;
-    }
-    u = e == 31 ? sign | 0x7f800000u | (m << 13) : sign | ((e + 112u) << 23) | (m << 13);
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
+    return dt == KF_BF16 ? bf16_to_f((uint16_t)b) : f16_to_f((uint16_t)b);
 }
 
 /* bits of small values that f16 and bf16 hold exactly: k / 4 for |k| <= 16 */
@@ -594,13 +396,6 @@ static void put_bits(void *p, int dt, int64_t i, uint32_t b)
 {
     if (dt == KF_F32) ((uint32_t *)p)[i] = b;
     else ((uint16_t *)p)[i] = (uint16_t)b;
-}
-
-static uint64_t rng_state;
-static double urand(void) /* [0, 1) */
-{
-    rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
-    return (double)(rng_state >> 11) * (1.0 / 9007199254740992.0);
 }
 
 /* NaNs of several payloads and signs; -inf */
@@ -706,31 +501,21 @@ static void make_input(const pcase *c, void *x)
                 }
 }
 
-typedef struct gpu {
-    kf_cuda_driver d;
-    kf_cu_device dev;
-    kf_cu_context ctx;
-} gpu;
-
-static size_t nbytes(const kf_job_tensor *t)
-{
-    return (size_t)kf_job_tensor_numel(t) * (size_t)esize(t->dtype);
-}
-
 /* one kernel of case c on the prepared buffers; 1 when right */
-static int gpu_run(gpu *G, job *j, unsigned long long *dev, const void *xh, const uint32_t *rv,
-                   const int64_t *ri)
+static int gpu_run(gpu *G, kernel_job *j, unsigned long long *dev, const void *xh,
+                   const uint32_t *rv, const int64_t *ri)
 {
     const pcase *c = &cases[j->c];
     const kf_job_sig *s = &c->sig;
     char name[400], err[512];
-    job_name(j, name, sizeof name);
+    kernel_job_name(j, name, sizeof name);
     kf_compiled *k = NULL;
     if (!CHECK_EQ_INT(nv.load(nv.self, j->blob, j->len, &j->l, 0, &k, err, sizeof err), KF_OK)) {
         printf("     %s: load: %s\n", name, err);
         return 0;
     }
-    size_t bx = nbytes(&s->in[0]), by = nbytes(&s->out[0]), bi = nbytes(&s->out[1]);
+    size_t bx = tensor_bytes(&s->in[0]), by = tensor_bytes(&s->out[0]);
+    size_t bi = tensor_bytes(&s->out[1]);
     void *ptrs[3] = {(void *)(uintptr_t)dev[0], (void *)(uintptr_t)dev[1],
                      (void *)(uintptr_t)dev[2]};
     CHECK_EQ_INT(G->d.memset_d8(dev[1], 0xff, by), 0);
@@ -766,22 +551,13 @@ static int gpu_run(gpu *G, job *j, unsigned long long *dev, const void *xh, cons
 static void test_gpu(void)
 {
     gpu G;
-    char err[512];
-    memset(&G, 0, sizeof G);
-    if (!CHECK_EQ_INT(kf_cuda_driver_open(&G.d, NULL, err, sizeof err), KF_OK)) {
-        printf("     %s\n", err);
-        return;
-    }
-    if (!CHECK_EQ_INT(G.d.init(0), 0) || !CHECK_EQ_INT(G.d.device_get(&G.dev, 0), 0) ||
-        !CHECK_EQ_INT(G.d.primary_ctx_retain(&G.ctx, G.dev), 0))
-        return;
-    CHECK_EQ_INT(G.d.ctx_push_current(G.ctx), 0);
+    if (!gpu_open(&G)) return;
     int ran = 0, passed = 0;
     for (int ci = 0; ci < n_cases; ci++) {
         const pcase *c = &cases[ci];
         if (c->norun) continue;
         const kf_job_sig *s = &c->sig;
-        size_t bx = nbytes(&s->in[0]);
+        size_t bx = tensor_bytes(&s->in[0]);
         int64_t n = kf_job_tensor_numel(&s->out[0]);
         void *xh = calloc(1, bx + 4);
         uint32_t *rv = calloc((size_t)n, sizeof *rv);
@@ -789,7 +565,7 @@ static void test_gpu(void)
         unsigned long long base[3] = {0, 0, 0}, dev[3] = {0, 0, 0};
         make_input(c, xh);
         reference(c, xh, rv, ri);
-        size_t sizes[3] = {bx + 16, nbytes(&s->out[0]), nbytes(&s->out[1])};
+        size_t sizes[3] = {bx + 16, tensor_bytes(&s->out[0]), tensor_bytes(&s->out[1])};
         int ok = 1;
         for (int i = 0; i < 3; i++) ok = ok && CHECK_EQ_INT(G.d.mem_alloc(&base[i], sizes[i]), 0);
         if (ok) {
@@ -810,10 +586,7 @@ static void test_gpu(void)
     printf("ran %d kernels on the GPU, %d correct\n", ran, passed);
     CHECK_EQ_INT(passed, ran);
     CHECK(ran > 0);
-    kf_cu_context dummy;
-    G.d.ctx_pop_current(&dummy);
-    G.d.primary_ctx_release(G.dev);
-    kf_cuda_driver_close(&G.d);
+    gpu_close(&G);
 }
 
 /* The host reference itself on a hand-checked 1x1x3x3 window set: ties take the first, a NaN
@@ -851,27 +624,9 @@ static void test_reference(void)
     CHECK_EQ_INT(ind[0], 1);
 }
 
-/* ---- NVRTC (tests/c/nvrtc_find.h) ---- */
-
-static int open_nvrtc(void)
-{
-    char err[512], path[4096];
-    const char *inc = nvrtc_find_include();
-    if (!inc) {
-        printf("SKIP compiling: no CUDA headers (set KFORGE_CUDA_INCLUDE)\n");
-        return 0;
-    }
-    if (kf_compiler_nvrtc_create(&nv, NULL, inc, err, sizeof err) == KF_OK) return 1;
-    if (nvrtc_find_wheel(path, sizeof path) &&
-        kf_compiler_nvrtc_create(&nv, path, inc, err, sizeof err) == KF_OK)
-        return 1;
-    printf("SKIP compiling: no NVRTC (%s)\n", err);
-    return 0;
-}
-
 int main(void)
 {
-    struct timespec t0, t1;
+    struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     rng_state = 0x706f6f6cu;
     test_table();
@@ -881,23 +636,7 @@ int main(void)
     test_reference();
     make_cases();
     test_render_all();
-    if (open_nvrtc()) {
-        make_jobs();
-        compile_jobs();
-        char arch[256];
-        if (nv.arch(nv.self, 0, arch, sizeof arch) == KF_OK) {
-            printf("GPU: %s\n", arch);
-            test_gpu();
-        } else {
-            printf("SKIP running: %s\n", arch);
-        }
-        nv.destroy(nv.self);
-    }
-    for (int i = 0; i < n_jobs; i++) {
-        free(jobs[i].src);
-        free(jobs[i].blob);
-    }
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    printf("run time %.1f s\n", (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9);
-    return check_done("templates_cuda_pool");
+    nvrtc_levels(&nv, make_jobs, jobs, &n_jobs, test_gpu);
+    free_jobs(jobs, n_jobs);
+    return test_done(&t0, "templates_cuda_pool");
 }

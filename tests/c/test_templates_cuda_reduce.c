@@ -16,49 +16,22 @@
  * output whose strides do not follow the input's order, a reduced dim of size 1, and (render and
  * compile only) an input of 2^31 elements for 64-bit offsets. */
 #include <math.h>
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "check.h"
+#include "cuda_template_test.h"
 #include "job_sig_build.h"
-#include "nvrtc_find.h"
 #include "common/cuda_driver.h"
 #include "forge/compiler.h"
 #include "forge/template.h"
 
 #define MAX_CASES 24
-#define MAX_KNOBS 8
 
-#define SZ(...) (int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), (int64_t[]){__VA_ARGS__}
 #define DIMS(...) SZ(__VA_ARGS__)
-
-static const kf_template *tmpl(const char *name)
-{
-    for (int i = 0; kf_builtin_templates[i]; i++)
-        if (!strcmp(kf_builtin_templates[i]->name, name)) return kf_builtin_templates[i];
-    return NULL;
-}
-
-/* how many nvrtc templates of the table apply */
-static int applies_nvrtc(const kf_job_sig *s)
-{
-    int n = 0;
-    for (int i = 0; kf_builtin_templates[i]; i++)
-        if (!strcmp(kf_builtin_templates[i]->backend, "nvrtc"))
-            n += kf_builtin_templates[i]->applies(s);
-    return n;
-}
-
-static kf_job_scalar *scalar_mut(kf_job_sig *s, const char *name)
-{
-    return (kf_job_scalar *)kf_job_scalar_find(s, name);
-}
 
 /* x with the given strides */
 static kf_job_tensor strided(int dtype, int nd, const int64_t *sizes, const int64_t *strides,
@@ -82,11 +55,6 @@ static const kf_template *T;
 static rcase cases[MAX_CASES];
 static int n_cases;
 
-static const char *dname(int dt)
-{
-    return dt == KF_F32 ? "f32" : dt == KF_F16 ? "f16" : dt == KF_BF16 ? "bf16" : "?";
-}
-
 static void add_case(kf_job_sig sig, long long o, long long r, long long i, int run,
                      const char *note)
 {
@@ -97,16 +65,12 @@ static void add_case(kf_job_sig sig, long long o, long long r, long long i, int 
     const kf_job_tensor *x = &sig.in[0];
     const kf_job_scalar *dim = kf_job_scalar_find(&sig, "dim");
     int p = snprintf(c->label, sizeof c->label, "mean %s[", dname(x->dtype));
-    for (int d = 0; d < x->ndim && p < (int)sizeof c->label; d++)
-        p += snprintf(c->label + p, sizeof c->label - (size_t)p, "%s%lld", d ? "," : "",
-                      (long long)x->sizes[d]);
+    p = label_sizes(c->label, sizeof c->label, p, x);
     for (int k = 0; dim && k < dim->n && p < (int)sizeof c->label; k++)
         p += snprintf(c->label + p, sizeof c->label - (size_t)p, "%s%lld", k ? "," : "] dim [",
                       (long long)dim->v[k]);
     if (p < (int)sizeof c->label) snprintf(c->label + p, sizeof c->label - (size_t)p, "] %s", note);
-    /* exactly this nvrtc template serves it */
-    if (!CHECK(T && T->applies(&sig)) || !CHECK_EQ_INT(applies_nvrtc(&sig), 1))
-        printf("     case %s\n", c->label);
+    check_serves(T, &sig, c->label); /* exactly this nvrtc template serves it */
 }
 
 static void make_cases(void)
@@ -165,17 +129,7 @@ static void make_cases(void)
 
 static void test_table(void)
 {
-    T = tmpl("cuda_reduce_mean");
-    if (!CHECK(T != NULL)) {
-        printf("     cuda_reduce_mean is not in kf_builtin_templates\n");
-        return;
-    }
-    CHECK_STR(T->backend, "nvrtc");
-    CHECK(T->n_knobs >= 3 && T->n_knobs <= 5 && T->applies && T->render && T->start);
-    for (int k = 0; k < T->n_knobs; k++)
-        CHECK(T->knobs[k].name && T->knobs[k].n_values >= 1 &&
-              T->knobs[k].n_values <= KF_KNOB_MAX_VALUES);
-    CHECK(!T->applies(NULL));
+    T = check_template("cuda_reduce_mean", 3, 5, 1);
 }
 
 static void test_refusals(void)
@@ -183,75 +137,75 @@ static void test_refusals(void)
     if (!T) return;
     kf_job_tensor x = sig_tensor(KF_BF16, SZ(8, 64), 0, 16);
     kf_job_sig s = sig_mean(x, DIMS(-1), 1), r;
-    CHECK_EQ_INT(applies_nvrtc(&s), 1);
+    CHECK_EQ_INT(nvrtc_applies(&s), 1);
     r = s;
     scalar_mut(&r, "dtype")->kind = 'i'; /* dtype=torch.float32: another output dtype */
     scalar_mut(&r, "dtype")->i = 6;
-    CHECK_EQ_INT(applies_nvrtc(&r), 0);
+    CHECK_EQ_INT(nvrtc_applies(&r), 0);
     r = s;
     r.n_scalars = 0; /* no keepdim */
     kf_job_scalar *l = sig_add_scalar(&r, "dim", 'l');
     l->n = 1, l->v[0] = -1;
     sig_add_scalar(&r, "dtype", 'n');
-    CHECK_EQ_INT(applies_nvrtc(&r), 0);
+    CHECK_EQ_INT(nvrtc_applies(&r), 0);
     sig_add_scalar(&r, "keepdim", 'b')->i = 1;
-    CHECK_EQ_INT(applies_nvrtc(&r), 1);
+    CHECK_EQ_INT(nvrtc_applies(&r), 1);
     r = s;
     scalar_mut(&r, "keepdim")->kind = 'i'; /* a bool, not an int */
-    CHECK_EQ_INT(applies_nvrtc(&r), 0);
+    CHECK_EQ_INT(nvrtc_applies(&r), 0);
     r = s;
     scalar_mut(&r, "dim")->n = 0; /* dim=[]: every dim */
-    CHECK_EQ_INT(applies_nvrtc(&r), 0);
+    CHECK_EQ_INT(nvrtc_applies(&r), 0);
     r = s;
     scalar_mut(&r, "dim")->kind = 'n'; /* dim=None: every dim */
-    CHECK_EQ_INT(applies_nvrtc(&r), 0);
+    CHECK_EQ_INT(nvrtc_applies(&r), 0);
     r = s;
     scalar_mut(&r, "dim")->v[0] = 2; /* out of range */
-    CHECK_EQ_INT(applies_nvrtc(&r), 0);
+    CHECK_EQ_INT(nvrtc_applies(&r), 0);
     r = sig_mean(x, DIMS(1, -1), 1); /* a repeated dim */
-    CHECK_EQ_INT(applies_nvrtc(&r), 0);
+    CHECK_EQ_INT(nvrtc_applies(&r), 0);
     r = s;
     r.in[0].dtype = r.out[0].dtype = KF_F64;
-    CHECK_EQ_INT(applies_nvrtc(&r), 0);
+    CHECK_EQ_INT(nvrtc_applies(&r), 0);
     r = s;
     r.out[0].dtype = KF_F32; /* the output has the input's dtype */
-    CHECK_EQ_INT(applies_nvrtc(&r), 0);
+    CHECK_EQ_INT(nvrtc_applies(&r), 0);
     r = s;
     r.out_alias[0] = 1; /* out= */
-    CHECK_EQ_INT(applies_nvrtc(&r), 0);
+    CHECK_EQ_INT(nvrtc_applies(&r), 0);
     r = s;
     r.out[0] = sig_tensor(KF_BF16, SZ(8), 0, 0); /* keepdim True keeps the dim */
-    CHECK_EQ_INT(applies_nvrtc(&r), 0);
+    CHECK_EQ_INT(nvrtc_applies(&r), 0);
     r = s;
     r.out[0].strides[0] = 2; /* gaps in the output */
-    CHECK_EQ_INT(applies_nvrtc(&r), 0);
+    CHECK_EQ_INT(nvrtc_applies(&r), 0);
     r = s;
     snprintf(r.op, sizeof r.op, "aten::mean");
-    CHECK_EQ_INT(applies_nvrtc(&r), 0);
+    CHECK_EQ_INT(nvrtc_applies(&r), 0);
     r = s;
     r.in[0].sizes[0] = r.out[0].sizes[0] = 0; /* empty: eager gives NaN */
-    CHECK_EQ_INT(applies_nvrtc(&r), 0);
+    CHECK_EQ_INT(nvrtc_applies(&r), 0);
     r = s;
     r.in[0].strides[0] = 128; /* a strided view: not dense */
-    CHECK_EQ_INT(applies_nvrtc(&r), 0);
+    CHECK_EQ_INT(nvrtc_applies(&r), 0);
     r = s;
     r.in[0].strides[1] = 0; /* expanded */
-    CHECK_EQ_INT(applies_nvrtc(&r), 0);
+    CHECK_EQ_INT(nvrtc_applies(&r), 0);
     /* kept and reduced dims interleaved in memory: [A,B,C] contiguous reducing A and C */
     r = sig_mean(sig_tensor(KF_F32, SZ(4, 5, 6), 0, 16), DIMS(0, 2), 0);
-    CHECK_EQ_INT(applies_nvrtc(&r), 0);
+    CHECK_EQ_INT(nvrtc_applies(&r), 0);
     /* channels_last reducing C and H: W kept between them in memory */
     r = sig_mean(sig_tensor(KF_F16, SZ(2, 8, 4, 4), 1, 16), DIMS(1, 2), 1);
-    CHECK_EQ_INT(applies_nvrtc(&r), 0);
+    CHECK_EQ_INT(nvrtc_applies(&r), 0);
     /* channels_last reducing C and W: adjacent in memory, so rows of 32 */
     r = sig_mean(sig_tensor(KF_F16, SZ(2, 8, 4, 4), 1, 16), DIMS(1, 3), 1);
-    CHECK_EQ_INT(applies_nvrtc(&r), 1);
+    CHECK_EQ_INT(nvrtc_applies(&r), 1);
     /* the same dims of an NCHW tensor are fine: reducing H, W */
     r = sig_mean(sig_tensor(KF_F16, SZ(2, 8, 4, 4), 0, 16), DIMS(2, 3), 1);
-    CHECK_EQ_INT(applies_nvrtc(&r), 1);
+    CHECK_EQ_INT(nvrtc_applies(&r), 1);
     /* size-1 dims do not count as interleaving */
     r = sig_mean(sig_tensor(KF_F32, SZ(4, 1, 6), 0, 16), DIMS(0, 2), 0);
-    CHECK_EQ_INT(applies_nvrtc(&r), 1);
+    CHECK_EQ_INT(nvrtc_applies(&r), 1);
 
     /* render refuses what applies() refuses, and bad knob indices */
     char *src = (char *)1, *lj = (char *)1, err[256];
@@ -267,28 +221,9 @@ static void test_refusals(void)
 
 /* ---- every knob combination renders a consistent candidate ---- */
 
-/* The value of the last `#define NAME v` in src, or `dflt`. */
-static long long src_define(const char *src, const char *name, long long dflt)
-{
-    char pat[64];
-    snprintf(pat, sizeof pat, "#define %s ", name);
-    long long v = dflt;
-    for (const char *p = strstr(src, pat); p; p = strstr(p + 1, pat)) v = atoll(p + strlen(pat));
-    return v;
-}
-
-static int esize(int dt) { return dt == KF_F32 ? 4 : 2; }
 static int pow2(long long v) { return v >= 1 && (v & (v - 1)) == 0; }
 
 static long n_rendered;
-
-static void print_knobs(const rcase *c, const int *idx)
-{
-    printf("     %s:", c->label);
-    for (int k = 0; k < T->n_knobs; k++)
-        printf(" %s=%d", T->knobs[k].name, T->knobs[k].values[idx[k]]);
-    printf("\n");
-}
 
 static void check_render(const rcase *c, const int *idx, char **src_out, kf_launch *l_out)
 {
@@ -304,8 +239,7 @@ static void check_render(const rcase *c, const int *idx, char **src_out, kf_laun
     memset(&l, 0, sizeof l);
     int ok = strstr(src, "extern \"C\" __global__ void") && strstr(src, "kf_kernel(");
     ok = ok && kf_launch_parse(lj, &l, err, sizeof err) == KF_OK;
-    const char *ty = s->in[0].dtype == KF_F32 ? "float" : s->in[0].dtype == KF_F16
-                                                               ? "__half" : "__nv_bfloat16";
+    const char *ty = cuda_type(s->in[0].dtype);
     char want_in[40], want_out[40];
     snprintf(want_in, sizeof want_in, "const %s*", ty);
     snprintf(want_out, sizeof want_out, "%s*", ty);
@@ -340,40 +274,22 @@ static void check_render(const rcase *c, const int *idx, char **src_out, kf_laun
     int wide = strstr(src, "typedef unsigned long long kf_idx;") != NULL;
     ok = ok && wide == (o * r * i > INT32_MAX);
     if (!CHECK(ok)) {
-        print_knobs(c, idx);
+        print_knobs(T, c->label, idx);
         printf("     record %s\n", lj);
     }
-    if (src_out && ok) {
-        *src_out = src;
-        *l_out = l;
-        src = NULL;
-    }
-    free(src);
-    free(lj);
+    keep_render(ok, src, lj, &l, src_out, l_out);
+}
+
+static void render_job(int ci, const int *idx, char **src, kf_launch *l)
+{
+    check_render(&cases[ci], idx, src, l);
 }
 
 static void test_render_all(void)
 {
     if (!T) return;
-    int total = 1, idx[MAX_KNOBS];
-    for (int k = 0; k < T->n_knobs; k++) total *= T->knobs[k].n_values;
-    for (int ci = 0; ci < n_cases; ci++)
-        for (int v = 0; v < total; v++) {
-            for (int k = 0, rest = v; k < T->n_knobs; k++) {
-                idx[k] = rest % T->knobs[k].n_values;
-                rest /= T->knobs[k].n_values;
-            }
-            check_render(&cases[ci], idx, NULL, NULL);
-        }
-    /* rendering is deterministic */
-    if (n_cases > 0) {
-        int z[MAX_KNOBS] = {0};
-        char *a = NULL, *b = NULL, *la = NULL, *lb = NULL, err[256];
-        T->render(&cases[0].sig, z, &a, &la, err, sizeof err);
-        T->render(&cases[0].sig, z, &b, &lb, err, sizeof err);
-        CHECK(a && b && !strcmp(a, b) && la && lb && !strcmp(la, lb));
-        free(a), free(b), free(la), free(lb);
-    }
+    render_every_combination(T, n_cases, render_job);
+    if (n_cases > 0) check_render_deterministic(T, &cases[0].sig);
     printf("rendered %ld knob combinations over %d cases\n", n_rendered, n_cases);
 }
 
@@ -411,195 +327,18 @@ static void test_start(void)
     free(src), free(lj);
 }
 
-/* ---- compile a spread of combinations with NVRTC ---- */
-
-typedef struct job {
-    int c;
-    int idx[MAX_KNOBS];
-    char *src;
-    kf_launch l;
-    void *blob;
-    size_t len;
-} job;
+/* ---- compile a spread of combinations with NVRTC (cuda_template_test.h) ---- */
 
 #define MAX_JOBS 512
-static job jobs[MAX_JOBS];
+static kernel_job jobs[MAX_JOBS];
 static int n_jobs;
-static _Atomic int next_job;
 static kf_compiler_i nv;
-
-static void job_name(const job *j, char *out, size_t cap)
-{
-    const rcase *c = &cases[j->c];
-    int p = snprintf(out, cap, "%s %s:", T->name, c->label);
-    for (int k = 0; k < T->n_knobs && p > 0 && (size_t)p < cap; k++)
-        p += snprintf(out + p, cap - (size_t)p, " %s=%d", T->knobs[k].name,
-                      T->knobs[k].values[j->idx[k]]);
-}
-
-/* Combination j of case ci: j = 0 is every knob's first value, j = 1 the start hook's; then
- * knob k walks all its values from an offset that differs per case and per knob. */
-static void spread(const kf_job_sig *s, int ci, int j, int *idx)
-{
-    for (int k = 0; k < T->n_knobs; k++)
-        idx[k] = j <= 1 ? 0 : (j - 2 + ci * (k + 1) + k) % T->knobs[k].n_values;
-    if (j == 1) T->start(s, idx);
-}
 
 static void make_jobs(void)
 {
-    for (int ci = 0; ci < n_cases; ci++) {
-        const rcase *c = &cases[ci];
-        int most = 0;
-        for (int k = 0; k < T->n_knobs; k++)
-            if (T->knobs[k].n_values > most) most = T->knobs[k].n_values;
-        int first = n_jobs;
-        for (int jn = 0; jn < most + 2 && n_jobs < MAX_JOBS; jn++) {
-            job *j = &jobs[n_jobs];
-            memset(j, 0, sizeof *j);
-            j->c = ci;
-            spread(&c->sig, ci, jn, j->idx);
-            check_render(c, j->idx, &j->src, &j->l);
-            if (!j->src) continue;
-            int dup = 0; /* clamped knobs can render the same kernel twice */
-            for (int o = first; o < n_jobs && !dup; o++) dup = !strcmp(jobs[o].src, j->src);
-            if (dup) {
-                free(j->src);
-                j->src = NULL;
-                continue;
-            }
-            n_jobs++;
-        }
-    }
-}
-
-/* Warnings from our own code are bugs; the shared CUDA prologue's unused helpers
- * (templates_cuda.c) draw #177 "declared but never referenced", which is not ours. */
-static int log_is_clean(const char *log)
-{
-    for (const char *p = log ? strstr(log, "warning #") : NULL; p;
-         p = strstr(p + 1, "warning #")) {
-        const char *eol = strchr(p, '\n');
-        size_t n = eol ? (size_t)(eol - p) : strlen(p);
-        if (!memmem(p, n, "#177-D", 6)) return 0;
-        if (!eol) return 0;
-        const char *q = eol + 1, *qe = strchr(q, '\n');
-        size_t qn = qe ? (size_t)(qe - q) : strlen(q);
-        if (!memmem(q, qn, "kf_to_f", 7) && !memmem(q, qn, "kf_from_f", 9)) return 0;
-    }
-    return 1;
-}
-
-static void *compile_worker(void *arg)
-{
-    (void)arg;
-    for (;;) {
-        int i = atomic_fetch_add(&next_job, 1);
-        if (i >= n_jobs) return NULL;
-        job *j = &jobs[i];
-        char *log = NULL, name[400];
-        job_name(j, name, sizeof name);
-        kf_status st = nv.compile(nv.self, j->src, &j->l, "sm_90", &j->blob, &j->len, &log);
-        if (!CHECK_EQ_INT(st, KF_OK)) {
-            printf("     %s: compile log:\n%s\n", name, log ? log : "(none)");
-        } else if (!CHECK(log_is_clean(log))) {
-            printf("     %s: warnings:\n%s\n", name, log);
-        }
-        free(log);
-    }
-}
-
-static void compile_jobs(void)
-{
-    long nth = sysconf(_SC_NPROCESSORS_ONLN);
-    int n_threads = nth < 1 ? 1 : nth > 4 ? 4 : (int)nth;
-    pthread_t th[4];
-    atomic_store(&next_job, 0);
-    for (int i = 0; i < n_threads; i++)
-        CHECK(pthread_create(&th[i], NULL, compile_worker, NULL) == 0);
-    for (int i = 0; i < n_threads; i++) pthread_join(th[i], NULL);
-    int ok = 0;
-    for (int i = 0; i < n_jobs; i++) ok += jobs[i].blob != NULL;
-    printf("compiled %d of %d distinct kernels for sm_90 (%d threads)\n", ok, n_jobs, n_threads);
-}
-
-/* ---- running them: host-side dtype conversions ---- */
-
-static float bf16_to_f(uint16_t h)
-{
-    uint32_t u = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
-
-static uint16_t f_to_bf16(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40);
-    u += 0x7fffu + ((u >> 16) & 1u);
-    return (uint16_t)(u >> 16);
-}
-
-static float f16_to_f(uint16_t h)
-{
-    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu, u;
-    if (e == 0) {
-        float f = ldexpf((float)m, -24);
-        return sign ? -f : f;
-    }
-    u = e == 31 ? sign | 0x7f800000u | (m << 13) : sign | ((e + 112u) << 23) | (m << 13);
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
-
-static uint16_t f_to_f16(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    uint32_t sign = (u >> 16) & 0x8000u, a = u & 0x7fffffffu;
-    if (a > 0x7f800000u) return (uint16_t)(sign | 0x7e00u);
-    if (a >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u); /* rounds to infinity */
-    if (a < 0x38800000u) {                                     /* subnormal or zero */
-        float v;
-        memcpy(&v, &a, 4);
-        return (uint16_t)(sign | (uint32_t)nearbyintf(v * 16777216.0f));
-    }
-    uint32_t mant = a & 0x7fffffu, h = (((a >> 23) - 112u) << 10) | (mant >> 13);
-    uint32_t rem = mant & 0x1fffu;
-    if (rem > 0x1000u || (rem == 0x1000u && (h & 1u))) h++;
-    return (uint16_t)(sign | h);
-}
-
-static double get(const void *p, int dt, int64_t i)
-{
-    if (dt == KF_F32) return ((const float *)p)[i];
-    uint16_t h = ((const uint16_t *)p)[i];
-    return dt == KF_F16 ? f16_to_f(h) : bf16_to_f(h);
-}
-
-static void put(void *p, int dt, int64_t i, double v)
-{
-    if (dt == KF_F32) ((float *)p)[i] = (float)v;
-    else ((uint16_t *)p)[i] = dt == KF_F16 ? f_to_f16((float)v) : f_to_bf16((float)v);
-}
-
-static double round_to(int dt, double v)
-{
-    uint32_t buf = 0;
-    put(&buf, dt, 0, v);
-    return get(&buf, dt, 0);
-}
-
-static double tol_of(int dt) { return dt == KF_F32 ? 1e-4 : dt == KF_F16 ? 1e-3 : 1e-2; }
-
-static uint64_t rng_state;
-static double urand(void) /* [0, 1) */
-{
-    rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
-    return (double)(rng_state >> 11) * (1.0 / 9007199254740992.0);
+    for (int ci = 0; ci < n_cases; ci++)
+        add_spread_jobs(jobs, &n_jobs, MAX_JOBS, ci, T, &cases[ci].sig, cases[ci].label,
+                        render_job);
 }
 
 /* ---- the reference: the mean in double, indexed by output memory offset ---- */
@@ -637,12 +376,6 @@ static void ref_mean(const kf_job_sig *s, gcase *g)
 
 /* ---- with a GPU ---- */
 
-typedef struct gpu {
-    kf_cuda_driver d;
-    kf_cu_device dev;
-    kf_cu_context ctx;
-} gpu;
-
 static void gcase_free(gpu *G, gcase *g)
 {
     for (int i = 0; i < 2; i++)
@@ -660,8 +393,8 @@ static void gcase_make(gpu *G, const rcase *c, gcase *g)
     const kf_job_tensor *x = &s->in[0], *y = &s->out[0];
     memset(g, 0, sizeof *g);
     int64_t n = kf_job_tensor_numel(x), m = kf_job_tensor_numel(y);
-    g->in_bytes = (size_t)n * (size_t)esize(x->dtype);
-    g->out_bytes = (size_t)m * (size_t)esize(y->dtype);
+    g->in_bytes = tensor_bytes(x);
+    g->out_bytes = tensor_bytes(y);
     size_t bytes[2] = {g->in_bytes, g->out_bytes};
     for (int i = 0; i < 2; i++) {
         if (!CHECK_EQ_INT(G->d.mem_alloc(&g->base[i], bytes[i] + 16), 0)) return;
@@ -681,12 +414,12 @@ static void gcase_make(gpu *G, const rcase *c, gcase *g)
     g->ok = 1;
 }
 
-static int gpu_run(gpu *G, job *j, gcase *g)
+static int gpu_run(gpu *G, kernel_job *j, gcase *g)
 {
     const kf_job_sig *s = &cases[j->c].sig;
     const kf_job_tensor *y = &s->out[0];
     char name[400], err[512];
-    job_name(j, name, sizeof name);
+    kernel_job_name(j, name, sizeof name);
     kf_compiled *k = NULL;
     if (!CHECK_EQ_INT(nv.load(nv.self, j->blob, j->len, &j->l, 0, &k, err, sizeof err), KF_OK)) {
         printf("     %s: load: %s\n", name, err);
@@ -720,16 +453,7 @@ static int gpu_run(gpu *G, job *j, gcase *g)
 static void test_gpu(void)
 {
     gpu G;
-    char err[512];
-    memset(&G, 0, sizeof G);
-    if (!CHECK_EQ_INT(kf_cuda_driver_open(&G.d, NULL, err, sizeof err), KF_OK)) {
-        printf("     %s\n", err);
-        return;
-    }
-    if (!CHECK_EQ_INT(G.d.init(0), 0) || !CHECK_EQ_INT(G.d.device_get(&G.dev, 0), 0) ||
-        !CHECK_EQ_INT(G.d.primary_ctx_retain(&G.ctx, G.dev), 0))
-        return;
-    CHECK_EQ_INT(G.d.ctx_push_current(G.ctx), 0);
+    if (!gpu_open(&G)) return;
     int ran = 0, passed = 0;
     for (int ci = 0; ci < n_cases; ci++) {
         if (!cases[ci].run) continue;
@@ -744,33 +468,12 @@ static void test_gpu(void)
     }
     printf("ran %d kernels on the GPU, %d correct\n", ran, passed);
     CHECK_EQ_INT(passed, ran);
-    kf_cu_context dummy;
-    G.d.ctx_pop_current(&dummy);
-    G.d.primary_ctx_release(G.dev);
-    kf_cuda_driver_close(&G.d);
-}
-
-/* ---- NVRTC (tests/c/nvrtc_find.h) ---- */
-
-static int open_nvrtc(void)
-{
-    char err[512], path[4096];
-    const char *inc = nvrtc_find_include();
-    if (!inc) {
-        printf("SKIP compiling: no CUDA headers (set KFORGE_CUDA_INCLUDE)\n");
-        return 0;
-    }
-    if (kf_compiler_nvrtc_create(&nv, NULL, inc, err, sizeof err) == KF_OK) return 1;
-    if (nvrtc_find_wheel(path, sizeof path) &&
-        kf_compiler_nvrtc_create(&nv, path, inc, err, sizeof err) == KF_OK)
-        return 1;
-    printf("SKIP compiling: no NVRTC (%s)\n", err);
-    return 0;
+    gpu_close(&G);
 }
 
 int main(void)
 {
-    struct timespec t0, t1;
+    struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     rng_state = 0x6d65616eu;
     test_table();
@@ -778,23 +481,7 @@ int main(void)
     make_cases();
     test_start();
     test_render_all();
-    if (T && open_nvrtc()) {
-        make_jobs();
-        compile_jobs();
-        char arch[256];
-        if (nv.arch(nv.self, 0, arch, sizeof arch) == KF_OK) {
-            printf("GPU: %s\n", arch);
-            test_gpu();
-        } else {
-            printf("SKIP running: %s\n", arch);
-        }
-        nv.destroy(nv.self);
-    }
-    for (int i = 0; i < n_jobs; i++) {
-        free(jobs[i].src);
-        free(jobs[i].blob);
-    }
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    printf("run time %.1f s\n", (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9);
-    return check_done("templates_cuda_reduce");
+    if (T) nvrtc_levels(&nv, make_jobs, jobs, &n_jobs, test_gpu);
+    free_jobs(jobs, n_jobs);
+    return test_done(&t0, "templates_cuda_reduce");
 }

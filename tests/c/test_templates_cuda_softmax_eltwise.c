@@ -21,64 +21,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "check.h"
+#include "cuda_template_test.h"
 #include "job_sig_build.h"
 #include "common/cuda_driver.h"
 #include "forge/compiler.h"
 #include "forge/template.h"
-#include "nvrtc_find.h"
 
-/* ---- fp16 / bf16 on the host (round to nearest even, as the device does) ---- */
-
-static uint16_t f32_to_bf16(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40);
-    u += 0x7fffu + ((u >> 16) & 1);
-    return (uint16_t)(u >> 16);
-}
-
-static float bf16_to_f32(uint16_t h)
-{
-    uint32_t u = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
-
-static uint16_t f32_to_f16(float f)
-{
-    uint32_t x;
-    memcpy(&x, &f, 4);
-    uint16_t sign = (uint16_t)((x >> 16) & 0x8000);
-    uint32_t ax = x & 0x7fffffffu;
-    if (ax > 0x7f800000u) return sign | 0x7e00;
-    if (ax >= 0x477ff000u) return sign | 0x7c00; /* 65520 and up round to inf */
-    if (ax < 0x38800000u) {                      /* below 2^-14: a subnormal (exact scaling) */
-        float a;
-        memcpy(&a, &ax, 4);
-        return sign | (uint16_t)nearbyintf(a * 16777216.0f);
-    }
-    uint32_t r = ax - 0x38000000u;
-    r += 0xfffu + ((r >> 13) & 1);
-    return sign | (uint16_t)(r >> 13);
-}
-
-static float f16_to_f32(uint16_t h)
-{
-    int e = (h >> 10) & 0x1f, m = h & 0x3ff;
-    float v = e == 0 ? ldexpf((float)m, -24)
-              : e == 31 ? (m ? NAN : INFINITY)
-                        : ldexpf((float)(m | 0x400), e - 25);
-    return (h & 0x8000) ? -v : v;
-}
-
-static int esize(int dt) { return dt == KF_F32 ? 4 : 2; }
+/* ---- fp16 / bf16 on the host (cuda_template_test.h) ---- */
 
 /* Round v to dtype dt: the stored bits in *bits (2 or 4 bytes), the value returned. */
 static double to_dtype(int dt, float v, void *bits)
@@ -87,18 +40,9 @@ static double to_dtype(int dt, float v, void *bits)
         memcpy(bits, &v, 4);
         return v;
     }
-    uint16_t h = dt == KF_F16 ? f32_to_f16(v) : f32_to_bf16(v);
+    uint16_t h = dt == KF_F16 ? f_to_f16(v) : f_to_bf16(v);
     memcpy(bits, &h, 2);
-    return dt == KF_F16 ? f16_to_f32(h) : bf16_to_f32(h);
-}
-
-/* A reference value as eager would store it: to float (the fp32 result), then to dtype dt. */
-static double round_to(int dt, double r)
-{
-    char bits[4];
-    if (isnan(r)) return r;
-    if (fabs(r) >= 3.4028235677973366e38) return copysign(INFINITY, r); /* beyond float */
-    return to_dtype(dt, (float)r, bits);
+    return dt == KF_F16 ? f16_to_f(h) : bf16_to_f(h);
 }
 
 static double from_bits(int dt, const void *bits)
@@ -110,7 +54,7 @@ static double from_bits(int dt, const void *bits)
     }
     uint16_t h;
     memcpy(&h, bits, 2);
-    return dt == KF_F16 ? f16_to_f32(h) : bf16_to_f32(h);
+    return dt == KF_F16 ? f16_to_f(h) : bf16_to_f(h);
 }
 
 /* ---- signatures ---- */
@@ -150,23 +94,6 @@ static kf_job_sig pow_sig(kf_job_tensor x, int kind, double e)
     return s;
 }
 /* ---- the templates under test ---- */
-
-static const kf_template *find_template(const char *name)
-{
-    for (int i = 0; kf_builtin_templates[i]; i++)
-        if (!strcmp(kf_builtin_templates[i]->name, name)) return kf_builtin_templates[i];
-    return NULL;
-}
-
-/* How many nvrtc templates of the table serve s. */
-static int nvrtc_applies(const kf_job_sig *s)
-{
-    int n = 0;
-    for (int i = 0; kf_builtin_templates[i]; i++)
-        if (!strcmp(kf_builtin_templates[i]->backend, "nvrtc"))
-            n += kf_builtin_templates[i]->applies(s);
-    return n;
-}
 
 static const char *const my_templates[] = {"cuda_row_softmax", "cuda_eltwise_unary",
                                            "cuda_eltwise_binary"};
@@ -375,13 +302,6 @@ static void test_refusals(void)
 
 /* ---- cases: a signature, its data, its reference ---- */
 
-static uint64_t rng_state;
-static double urand(void) /* [0, 1) */
-{
-    rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
-    return (double)(rng_state >> 11) * (1.0 / 9007199254740992.0);
-}
-
 enum { DATA_SOFTMAX, DATA_ELT };
 
 typedef struct tbuf { /* a tensor's strided span on the host */
@@ -546,14 +466,11 @@ static void make_case(const char *tmpl_name, kf_job_sig sig, int mode)
     /* exactly the intended template serves it */
     CHECK(c->tmpl->applies(&sig));
     CHECK_EQ_INT(nvrtc_applies(&sig), 1);
-    static const char *const dn[] = {[KF_F32] = "f32", [KF_F16] = "f16", [KF_BF16] = "bf16"};
     int pos = snprintf(c->label, sizeof c->label, "%s", sig.op);
     for (int i = 0; i < sig.n_in && pos < (int)sizeof c->label; i++) {
         const kf_job_tensor *t = &sig.in[i];
-        pos += snprintf(c->label + pos, sizeof c->label - (size_t)pos, " %s[", dn[t->dtype]);
-        for (int d = 0; d < t->ndim && pos < (int)sizeof c->label; d++)
-            pos += snprintf(c->label + pos, sizeof c->label - (size_t)pos, "%s%lld", d ? "," : "",
-                            (long long)t->sizes[d]);
+        pos += snprintf(c->label + pos, sizeof c->label - (size_t)pos, " %s[", dname(t->dtype));
+        pos = label_sizes(c->label, sizeof c->label, pos, t);
         if (pos < (int)sizeof c->label)
             pos += snprintf(c->label + pos, sizeof c->label - (size_t)pos, "]a%d", t->align);
     }
@@ -637,8 +554,9 @@ static uint64_t kernel_hash(const kf_template *t, const char *src)
     return h;
 }
 
-/* The integer after "#define NAME " in src, or -1. */
-static long long src_define(const char *src, const char *name)
+/* The integer after the first "#define NAME " in src, or -1 (src_define in
+ * cuda_template_test.h takes the last). */
+static long long first_define(const char *src, const char *name)
 {
     char pat[64];
     snprintf(pat, sizeof pat, "#define %s ", name);
@@ -687,7 +605,7 @@ static int render_checked(const tcase *c, const int *idx, char **src, char **lj,
         up[j] = 0;
         char def[40];
         snprintf(def, sizeof def, "KF_%s", up);
-        ok &= CHECK_EQ_INT(src_define(*src, def), t->knobs[k].values[idx[k]]);
+        ok &= CHECK_EQ_INT(first_define(*src, def), t->knobs[k].values[idx[k]]);
         if (!strcmp(t->knobs[k].name, "threads"))
             ok &= CHECK_EQ_INT(l->block[0], t->knobs[k].values[idx[k]]);
     }
@@ -695,7 +613,7 @@ static int render_checked(const tcase *c, const int *idx, char **src, char **lj,
     /* the loader opts in to more shared memory only above 48 KiB: up to that, the statics must
      * fit beside the dynamic part */
     ok &= CHECK(l->smem > 48 * 1024 || l->smem + 1024 <= 48 * 1024);
-    long long cl = src_define(*src, "KF_CL");
+    long long cl = first_define(*src, "KF_CL");
     if (cl > 1) ok &= CHECK_EQ_INT(l->grid[0] % cl, 0); /* whole clusters */
     if (!ok) printf("     %s: %s\n", c->label, *lj);
     return ok;
@@ -707,14 +625,10 @@ static void render_case(int ci)
 {
     const tcase *c = &cases[ci];
     const kf_template *t = c->tmpl;
-    int total = 1;
-    for (int k = 0; k < t->n_knobs; k++) total *= t->knobs[k].n_values;
+    int total = knob_combinations(t);
     for (int v = 0; v < total; v++) {
         int idx[8];
-        for (int k = 0, r = v; k < t->n_knobs; k++) {
-            idx[k] = r % t->knobs[k].n_values;
-            r /= t->knobs[k].n_values;
-        }
+        knob_combination(t, v, idx);
         char *src, *lj;
         kf_launch l;
         render_checked(c, idx, &src, &lj, &l);
@@ -824,14 +738,10 @@ static void test_target_renders(void)
         snprintf(c.label, sizeof c.label, "%s (target %d)", sigs[i].op, i);
         if (!CHECK(c.tmpl && c.tmpl->applies(&c.sig))) continue;
         CHECK_EQ_INT(nvrtc_applies(&c.sig), 1);
-        int total = 1;
-        for (int k = 0; k < c.tmpl->n_knobs; k++) total *= c.tmpl->knobs[k].n_values;
+        int total = knob_combinations(c.tmpl);
         for (int v = 0; v < total; v++) {
             int idx[8];
-            for (int k = 0, r = v; k < c.tmpl->n_knobs; k++) {
-                idx[k] = r % c.tmpl->knobs[k].n_values;
-                r /= c.tmpl->knobs[k].n_values;
-            }
+            knob_combination(c.tmpl, v, idx);
             char *src, *lj;
             kf_launch l;
             render_checked(&c, idx, &src, &lj, &l);
@@ -843,11 +753,7 @@ static void test_target_renders(void)
 
 static void job_name(const job *j, char *out, size_t cap)
 {
-    const tcase *c = &cases[j->c];
-    int pos = snprintf(out, cap, "%s %s", c->tmpl->name, c->label);
-    for (int i = 0; i < c->tmpl->n_knobs && pos > 0 && (size_t)pos < cap; i++)
-        pos += snprintf(out + pos, cap - (size_t)pos, " %s=%d", c->tmpl->knobs[i].name,
-                        c->tmpl->knobs[i].values[j->idx[i]]);
+    job_label(out, cap, cases[j->c].tmpl, cases[j->c].label, j->idx);
 }
 
 /* ---- compiling ---- */
@@ -1021,26 +927,6 @@ static int run_job(const job *j)
     return ok;
 }
 
-/* ---- NVRTC, found like test_compiler_nvrtc does (nvrtc_find.h) ---- */
-
-static int open_nvrtc(void)
-{
-    char err[512], path[4096];
-    const char *inc = nvrtc_find_include();
-    if (!inc) {
-        printf("SKIP compiling: no CUDA headers for <cuda_bf16.h> (set KFORGE_CUDA_INCLUDE)\n");
-        return 0;
-    }
-    kf_status st = kf_compiler_nvrtc_create(&cc, NULL, inc, err, sizeof err);
-    if (st != KF_OK && nvrtc_find_wheel(path, sizeof path))
-        st = kf_compiler_nvrtc_create(&cc, path, inc, err, sizeof err);
-    if (st != KF_OK) {
-        printf("SKIP compiling: no NVRTC here (%s; set KFORGE_NVRTC)\n", err);
-        return 0;
-    }
-    return 1;
-}
-
 /* ---- the cases ---- */
 
 static void make_cases(void)
@@ -1139,7 +1025,7 @@ static void make_cases(void)
 
 int main(void)
 {
-    struct timespec t0, t1;
+    struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     rng_state = 0x5eed4321u;
     test_table();
@@ -1149,9 +1035,8 @@ int main(void)
 
     jobs = calloc(MAX_JOBS, sizeof *jobs);
     for (int ci = 0; ci < n_cases; ci++) render_case(ci);
-    clock_gettime(CLOCK_MONOTONIC, &t1);
     printf("%d renders over %d cases in %.1f s; %d distinct kernels to compile\n", n_rendered,
-           n_cases, (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9, n_jobs);
+           n_cases, seconds_since(&t0), n_jobs);
 
     /* the spread must reach every code path of the softmax template: per mode (rows, rows in a
      * cluster, columns) each strategy, and staging in registers only, with shared memory, and
@@ -1161,9 +1046,9 @@ int main(void)
     int paths[3][5] = {{0}};
     for (int i = 0; i < n_jobs; i++) {
         const char *src = jobs[i].src;
-        long long mode = src_define(src, "KF_MODE"), strat = src_define(src, "KF_STRAT");
-        long long cl = src_define(src, "KF_CL"), npt = src_define(src, "KF_NPT");
-        long long nreg = src_define(src, "KF_NREG"), svec = src_define(src, "KF_SVEC");
+        long long mode = first_define(src, "KF_MODE"), strat = first_define(src, "KF_STRAT");
+        long long cl = first_define(src, "KF_CL"), npt = first_define(src, "KF_NPT");
+        long long nreg = first_define(src, "KF_NREG"), svec = first_define(src, "KF_SVEC");
         if (mode < 0 || strat < 0) continue;
         int m = mode ? 2 : cl > 1;
         int p = strat < 2 ? (int)strat : nreg + svec < npt ? 4 : svec > 0 ? 3 : 2;
@@ -1175,7 +1060,7 @@ int main(void)
         for (int m = 0; m < 3; m++) CHECK(paths[m][p] > 0);
     }
 
-    if (open_nvrtc()) {
+    if (open_nvrtc(&cc)) {
         int have_gpu = 0;
         char a[64], err[512];
         if (cc.arch(cc.self, 0, a, sizeof a) == KF_OK) {
@@ -1225,7 +1110,5 @@ int main(void)
     }
     free(jobs);
     free_cases();
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    printf("run time %.1f s\n", (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9);
-    return check_done("templates_cuda_softmax_eltwise");
+    return test_done(&t0, "templates_cuda_softmax_eltwise");
 }

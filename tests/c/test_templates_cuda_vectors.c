@@ -30,12 +30,12 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "cuda_template_test.h"
 #include "job_sig_build.h"
 #include "forge/template.h"
 #include "nvrtc_find.h"
 
 #define MAX_CASES 64
-#define MAX_KNOBS 8
 
 /* ---- signatures ---- */
 
@@ -113,31 +113,6 @@ typedef struct job {
 static job jobs[MAX_JOBS];
 static int n_jobs;
 
-static const kf_template *tmpl(const char *name)
-{
-    for (int i = 0; kf_builtin_templates[i]; i++)
-        if (!strcmp(kf_builtin_templates[i]->name, name)) return kf_builtin_templates[i];
-    return NULL;
-}
-
-static const char *dname(int dt)
-{
-    return dt == KF_F32 ? "f32" : dt == KF_F16 ? "f16" : dt == KF_BF16 ? "bf16" : "?";
-}
-
-static int esize(int dt) { return dt == KF_F32 ? 4 : 2; }
-
-/* The effective value the source gives a #define: its last definition (the norms #undef and
- * redefine the knobs they clamp); -1 when absent. */
-static long long src_define(const char *src, const char *name)
-{
-    char pat[64];
-    snprintf(pat, sizeof pat, "#define %s ", name);
-    const char *p = NULL;
-    for (const char *q = strstr(src, pat); q; q = strstr(q + 1, pat)) p = q;
-    return p ? strtoll(p + strlen(pat), NULL, 10) : -1;
-}
-
 static void knob_text(const kf_template *t, const int *idx, char *out, size_t cap)
 {
     int p = 0;
@@ -149,8 +124,9 @@ static void knob_text(const kf_template *t, const int *idx, char *out, size_t ca
 
 static int src_vw(const char *src)
 {
-    long long vw = src_define(src, "KF_VW"); /* eltwise, softmax */
-    return (int)(vw >= 0 ? vw : src_define(src, "KF_VEC")); /* the norms */
+    /* the effective value: the norms #undef and redefine the knobs they clamp */
+    long long vw = src_define(src, "KF_VW", -1); /* eltwise, softmax */
+    return (int)(vw >= 0 ? vw : src_define(src, "KF_VEC", -1)); /* the norms */
 }
 
 /* Add a case of template `tname`: knobs "name=value ..." (the others at the template's start,
@@ -161,7 +137,7 @@ static void add_case(const char *tname, kf_job_sig sig, const char *knobs, int e
     if (!CHECK(n_cases < MAX_CASES)) return;
     vcase *c = &cases[n_cases];
     memset(c, 0, sizeof *c);
-    c->t = tmpl(tname);
+    c->t = find_template(tname);
     c->sig = sig;
     c->expect = expect;
     int p = snprintf(c->label, sizeof c->label, "%s", sig.op + 6);
@@ -188,9 +164,11 @@ static void add_case(const char *tname, kf_job_sig sig, const char *knobs, int e
     }
     c->min_bits = 32;
     for (int i = 0; i < sig.n_in; i++)
-        if (esize(sig.in[i].dtype) * 8 < c->min_bits) c->min_bits = esize(sig.in[i].dtype) * 8;
+        if (esize(sig.in[i].dtype) * 8 < c->min_bits)
+            c->min_bits = esize(sig.in[i].dtype) * 8;
     for (int j = 0; j < sig.n_out; j++)
-        if (esize(sig.out[j].dtype) * 8 < c->min_bits) c->min_bits = esize(sig.out[j].dtype) * 8;
+        if (esize(sig.out[j].dtype) * 8 < c->min_bits)
+            c->min_bits = esize(sig.out[j].dtype) * 8;
 
     if (c->t->start) c->t->start(&c->sig, c->idx);
     char buf[160];
@@ -821,7 +799,7 @@ static void check_case(int ci)
 
 int main(void)
 {
-    struct timespec t0, t1;
+    struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     test_scanner();
     make_cases();
@@ -850,7 +828,5 @@ int main(void)
         free(jobs[i].ptx);
         free(jobs[i].log);
     }
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    printf("run time %.1f s\n", (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9);
-    return check_done("templates_cuda_vectors");
+    return test_done(&t0, "templates_cuda_vectors");
 }
