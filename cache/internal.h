@@ -9,6 +9,7 @@
 #include <sys/types.h>
 
 #include "cache.h"
+#include "../common/status.h"
 
 #define KF_CACHE_ERR_MAX 1024
 #define KF_CACHE_TMP_PREFIX ".tmp-"  /* temp files: never an entry name, removed by clear */
@@ -50,7 +51,6 @@ static inline int kf_cache_usable(const kf_cache *c)
 
 /* ---- helpers (key.c) ---- */
 void kf_cache_set_err(kf_cache *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void kf_errf(char *err, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 void kf_hex_encode(const uint8_t *p, size_t n, char *out); /* out: 2n + 1 */
 /* Lowercase hex only; n = number of hex digits (even). 0 on success. */
 int kf_hex_decode(const char *hex, size_t n, uint8_t *out);

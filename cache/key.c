@@ -146,15 +146,6 @@ void kf_printable(const char *s, size_t n, char *out, size_t cap)
     out[j] = '\0';
 }
 
-void kf_errf(char *err, size_t cap, const char *fmt, ...)
-{
-    if (!err || !cap) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, cap, fmt, ap);
-    va_end(ap);
-}
-
 void kf_cache_set_err(kf_cache *c, const char *fmt, ...)
 {
     va_list ap;

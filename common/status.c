@@ -1,4 +1,7 @@
-#include "kforge.h"
+#include "status.h"
+
+#include <stdarg.h>
+#include <stdio.h>
 
 const char *kf_status_str(kf_status s)
 {
@@ -19,4 +22,24 @@ const char *kf_status_str(kf_status s)
 const char *kf_version(void)
 {
     return KF_VERSION_STRING;
+}
+
+void kf_errf(char *err, size_t cap, const char *fmt, ...)
+{
+    if (!err || !cap) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, cap, fmt, ap);
+    va_end(ap);
+}
+
+kf_status kf_fail(char *err, size_t cap, kf_status st, const char *fmt, ...)
+{
+    if (err && cap) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, cap, fmt, ap);
+        va_end(ap);
+    }
+    return st;
 }

@@ -2,11 +2,11 @@
  * anything but exactly one code block and one launch record is refused with a reason the model
  * can act on (it goes back into the next prompt as feedback). */
 #include <cjson/cJSON.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/status.h"
 #include "compiler.h"
 #include "llm.h"
 
@@ -17,15 +17,8 @@ typedef struct block {
     size_t info_len, body_len;
 } block;
 
-static kf_status bad(char *err, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static kf_status bad(char *err, size_t cap, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    if (err && cap) vsnprintf(err, cap, fmt, ap);
-    va_end(ap);
-    return KF_ERR_INVALID;
-}
+/* every refusal here is an invalid input */
+#define bad(err, cap, ...) kf_fail(err, cap, KF_ERR_INVALID, __VA_ARGS__)
 
 /* The fence at the start of line `p` (up to 3 spaces of indent): its length (>= 3), else 0. */
 static size_t fence_at(const char *p)

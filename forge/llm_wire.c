@@ -1,21 +1,14 @@
 /* The two wire formats (llm.h): request bodies built and response bodies read with cJSON. */
 #include <cjson/cJSON.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/status.h"
 #include "llm.h"
 
-static kf_status bad(char *err, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static kf_status bad(char *err, size_t cap, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    if (err && cap) vsnprintf(err, cap, fmt, ap);
-    va_end(ap);
-    return KF_ERR_INVALID;
-}
+/* every refusal here is an invalid input */
+#define bad(err, cap, ...) kf_fail(err, cap, KF_ERR_INVALID, __VA_ARGS__)
 
 static cJSON *message(const char *role, const char *text)
 {

@@ -20,6 +20,7 @@
 #include "../cache/cache.h"
 #include "../cache/internal.h"
 #include "../common/log.h"
+#include "../common/status.h"
 #include "compiler.h"
 #include "eval.h"
 #include "evaluator.h"
@@ -77,17 +78,6 @@ static double now_s(void)
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-static kf_status fail(char *err, size_t cap, kf_status st, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static kf_status fail(char *err, size_t cap, kf_status st, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    if (err && cap) vsnprintf(err, cap, fmt, ap);
-    va_end(ap);
-    return st;
-}
-
 static char *path_in(const char *dir, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static char *path_in(const char *dir, const char *fmt, ...)
 {
@@ -143,7 +133,7 @@ static kf_status replay_load(replay *r, const char *dir, char *err, size_t cap)
     char *p = path_in(dir, "tree.json");
     FILE *f = p ? fopen(p, "rb") : NULL;
     free(p);
-    if (!f) return fail(err, cap, KF_ERR_IO, "--timings-from %s: no tree.json there", dir);
+    if (!f) return kf_fail(err, cap, KF_ERR_IO, "--timings-from %s: no tree.json there", dir);
     char *text = NULL;
     size_t len = 0, capb = 0;
     for (;;) {
@@ -164,7 +154,7 @@ static kf_status replay_load(replay *r, const char *dir, char *err, size_t cap)
     const cJSON *nodes = cJSON_GetObjectItemCaseSensitive(doc, "nodes");
     if (!cJSON_IsArray(nodes)) {
         cJSON_Delete(doc);
-        return fail(err, cap, KF_ERR_INVALID, "--timings-from %s: tree.json has no nodes", dir);
+        return kf_fail(err, cap, KF_ERR_INVALID, "--timings-from %s: tree.json has no nodes", dir);
     }
     const cJSON *eager = cJSON_GetObjectItemCaseSensitive(doc, "eager_us");
     r->eager_us = cJSON_IsNumber(eager) && eager->valuedouble > 0 ? eager->valuedouble : 0;
@@ -177,7 +167,7 @@ static kf_status replay_load(replay *r, const char *dir, char *err, size_t cap)
     if (!r->hash || !r->latency || !r->correct) {
         cJSON_Delete(doc);
         replay_free(r);
-        return fail(err, cap, KF_ERR_NOMEM, "out of memory");
+        return kf_fail(err, cap, KF_ERR_NOMEM, "out of memory");
     }
     const cJSON *it;
     cJSON_ArrayForEach(it, nodes)
@@ -428,7 +418,7 @@ static kf_status insert_winner(worker *w, char key_hex[KF_KEY_HEX], char *err, s
     e.sig = malloc(e.sig_len ? e.sig_len : 1);
     if (!e.sig) goto out;
     if (hexlen % 2 || kf_hex_decode(j->sig_hex, hexlen, e.sig)) {
-        st = fail(err, cap, KF_ERR_INVALID, "job.json: sig_hex is not hex");
+        st = kf_fail(err, cap, KF_ERR_INVALID, "job.json: sig_hex is not hex");
         goto out;
     }
     e.op = j->op, e.signature = j->signature, e.backend = j->backend, e.arch = w->arch;
@@ -443,7 +433,8 @@ static kf_status insert_winner(worker *w, char key_hex[KF_KEY_HEX], char *err, s
     st = kf_cache_open(&c, j->search.cache_dir, 0);
     if (st == KF_OK) st = kf_cache_insert(c, &e, w->best_blob, w->best_blob_len);
     if (st != KF_OK) {
-        fail(err, cap, st, "cache %s: %s", j->search.cache_dir, c ? kf_cache_errmsg(c) : "out of memory");
+        kf_fail(err, cap, st, "cache %s: %s", j->search.cache_dir,
+                c ? kf_cache_errmsg(c) : "out of memory");
         goto out;
     }
     /* the key is computed by the insert; list to learn it */
@@ -593,24 +584,25 @@ static kf_status setup(worker *w, char *err, size_t cap)
     if (o->candidate_timeout_s > 0) s->candidate_timeout_s = o->candidate_timeout_s;
     if (o->cache_dir) {
         char *d = strdup(o->cache_dir);
-        if (!d) return fail(err, cap, KF_ERR_NOMEM, "out of memory");
+        if (!d) return kf_fail(err, cap, KF_ERR_NOMEM, "out of memory");
         free(s->cache_dir);
         s->cache_dir = d;
     }
     if (o->proposer && o->proposer[0]) {
         char *p = strdup(o->proposer);
-        if (!p) return fail(err, cap, KF_ERR_NOMEM, "out of memory");
+        if (!p) return kf_fail(err, cap, KF_ERR_NOMEM, "out of memory");
         free(s->proposer);
         s->proposer = p;
     }
     if (strcmp(s->proposer, "builtin") && strcmp(s->proposer, "llm") && strcmp(s->proposer, "mixed"))
-        return fail(err, cap, KF_ERR_INVALID, "proposer \"%s\": builtin, llm or mixed",
-                    s->proposer);
+        return kf_fail(err, cap, KF_ERR_INVALID, "proposer \"%s\": builtin, llm or mixed",
+                       s->proposer);
 
     char *cdir = path_in(w->job->dir, "candidates");
     if (!cdir || (mkdir(cdir, 0700) != 0 && errno != EEXIST)) {
         free(cdir);
-        return fail(err, cap, KF_ERR_IO, "cannot create %s/candidates: %s", w->job->dir, strerror(errno));
+        return kf_fail(err, cap, KF_ERR_IO,
+                       "cannot create %s/candidates: %s", w->job->dir, strerror(errno));
     }
     free(cdir);
     char *prog = path_in(w->job->dir, "progress.jsonl");
@@ -619,7 +611,7 @@ static kf_status setup(worker *w, char *err, size_t cap)
 
     if (!strcmp(w->job->backend, "host")) {
         st = kf_compiler_host_create(&w->cc, getenv("CC"));
-        if (st != KF_OK) return fail(err, cap, st, "host compiler: %s", kf_status_str(st));
+        if (st != KF_OK) return kf_fail(err, cap, st, "host compiler: %s", kf_status_str(st));
     } else {
         st = kf_compiler_nvrtc_create(&w->cc, getenv("KFORGE_NVRTC"), getenv("KFORGE_CUDA_INCLUDE"),
                                       err, cap);
@@ -627,9 +619,10 @@ static kf_status setup(worker *w, char *err, size_t cap)
     }
     w->have_cc = 1;
     st = w->cc.arch(w->cc.self, w->job->device_index, w->arch, sizeof w->arch);
-    if (st != KF_OK) return fail(err, cap, st, "%s: target architecture: %s", w->cc.name, w->arch);
+    if (st != KF_OK)
+        return kf_fail(err, cap, st, "%s: target architecture: %s", w->cc.name, w->arch);
     st = w->cc.toolchain(w->cc.self, w->toolchain, sizeof w->toolchain);
-    if (st != KF_OK) return fail(err, cap, st, "%s: toolchain: %s", w->cc.name, w->toolchain);
+    if (st != KF_OK) return kf_fail(err, cap, st, "%s: toolchain: %s", w->cc.name, w->toolchain);
 
     st = make_proposer(w, err, cap);
     if (st != KF_OK) return st;
@@ -651,7 +644,7 @@ static kf_status setup(worker *w, char *err, size_t cap)
     }
     kf_mcts_params p = kf_mcts_default_params(s->iterations, s->seed);
     st = kf_mcts_create(&p, &w->tree);
-    if (st != KF_OK) return fail(err, cap, st, "out of memory");
+    if (st != KF_OK) return kf_fail(err, cap, st, "out of memory");
     return kf_evaluator_create(w->job, o->exe, &w->ev, err, cap);
 }
 
