@@ -8,6 +8,14 @@
 
 #include "llm.h"
 
+/* one result type for both HTTP backends (llm_http.c, llm_http_stub.c) */
+void kf_http_result_clear(kf_http_result *r)
+{
+    if (!r) return;
+    free(r->body);
+    memset(r, 0, sizeof *r);
+}
+
 static void sleep_s(double s)
 {
     if (s <= 0) return;

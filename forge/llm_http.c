@@ -55,13 +55,6 @@ static size_t on_header(char *data, size_t size, size_t n, void *user)
 
 int kf_http_available(void) { return 1; }
 
-void kf_http_result_clear(kf_http_result *r)
-{
-    if (!r) return;
-    free(r->body);
-    memset(r, 0, sizeof *r);
-}
-
 kf_status kf_http_post(const char *url, const char *const *headers, int n_headers, const char *body,
                        double connect_timeout_s, double timeout_s, size_t max_response,
                        kf_http_result *out, char *err, size_t cap)

@@ -1,19 +1,11 @@
 /* kf_http_post when kernel_forge was built without libcurl headers (llm.h): every request fails
  * with a clear message, and everything else builds and runs. */
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "llm.h"
 
 int kf_http_available(void) { return 0; }
-
-void kf_http_result_clear(kf_http_result *r)
-{
-    if (!r) return;
-    free(r->body);
-    memset(r, 0, sizeof *r);
-}
 
 kf_status kf_http_post(const char *url, const char *const *headers, int n_headers, const char *body,
                        double connect_timeout_s, double timeout_s, size_t max_response,
