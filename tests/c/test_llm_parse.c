@@ -10,6 +10,7 @@
 #include "forge/compiler.h"
 #include "forge/llm.h"
 #include "tests/c/check.h"
+#include "tests/fuzz/llm_parse_one.h"
 
 #define REC "```json\n{\"entry\": \"kf_kernel\", \"grid\": [1,1,1], \"block\": [1,1,1], \"smem\": 0, " \
             "\"args\": [\"const float*\", \"float*\"]}\n```\n"
@@ -136,22 +137,6 @@ static uint64_t rng(uint64_t *s)
     return *s;
 }
 
-static void fuzz_one(const char *data, size_t len)
-{
-    char *t = malloc(len + 1);
-    if (!t) return;
-    memcpy(t, data, len);
-    t[len] = 0;
-    char *s, *l, err[256];
-    if (kf_llm_parse_answer(t, &s, &l, err, sizeof err) == KF_OK) free(s), free(l);
-    kf_launch la;
-    (void)kf_launch_parse(t, &la, err, sizeof err);
-    kf_llm_reply r;
-    for (int api = 0; api < 2; api++)
-        if (kf_llm_parse_body(api, t, len, &r, err, sizeof err) == KF_OK) kf_llm_reply_clear(&r);
-    free(t);
-}
-
 static char *read_all(const char *path, size_t *len)
 {
     FILE *f = fopen(path, "rb");
@@ -210,7 +195,7 @@ static void test_fuzz(void)
             }
             }
         }
-        fuzz_one(buf, n);
+        llm_parse_one(buf, n);
         runs++;
     }
     printf("fuzz: %ld runs\n", runs);

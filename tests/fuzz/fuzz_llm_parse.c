@@ -3,27 +3,13 @@
  * formats' response bodies. Built with clang (-DKF_FUZZ=ON); scripts/test.sh runs it for a
  * bounded time over the corpus in tests/fuzz/llm_answer when clang is installed. */
 #include <stdint.h>
-#include <stdlib.h>
-#include <string.h>
 
-#include "forge/compiler.h"
-#include "forge/llm.h"
+#include "tests/fuzz/llm_parse_one.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 {
-    char *t = malloc(len + 1);
-    if (!t) return 0;
-    memcpy(t, data, len);
-    t[len] = 0;
-    char *s, *l, err[256];
-    if (kf_llm_parse_answer(t, &s, &l, err, sizeof err) == KF_OK) free(s), free(l);
-    kf_launch la;
-    (void)kf_launch_parse(t, &la, err, sizeof err);
-    kf_llm_reply r;
-    for (int api = 0; api < 2; api++)
-        if (kf_llm_parse_body(api, t, len, &r, err, sizeof err) == KF_OK) kf_llm_reply_clear(&r);
-    free(t);
+    llm_parse_one((const char *)data, len);
     return 0;
 }
