@@ -98,9 +98,17 @@ static const char tile_body[] =
     "kf_from_f<kf_t>(sh[tx][r]);\n"
     "}\n";
 
+/* Tiles along dims 0 and k (t[0], t[1]); the grid is one block per tile of every batch index. */
+static int64_t tile_grid(const ew_plan *p, int k, int T, int64_t t[2])
+{
+    t[0] = (p->dd.size[0] + T - 1) / T;
+    t[1] = (p->dd.size[k] + T - 1) / T;
+    return t[0] * t[1] * (p->n / (p->dd.size[0] * p->dd.size[k]));
+}
+
 /* The tiled transposition: dims 0 (self's contiguous) and k (src's) are tiled, every other
  * collapsed dim is a batch index b, decoded by kf_bases into both base offsets. */
-static void emit_tiles(kf_strbuf *b, ew_plan *p, int k, int T)
+static void emit_tiles(kf_strbuf *b, const ew_plan *p, int k, int T, const int64_t t[2])
 {
     const ew_dims *dd = &p->dd;
     int64_t pk = 1, ys[KF_MAX_DIMS]; /* self's stride of each collapsed dim: it is dense */
@@ -108,8 +116,6 @@ static void emit_tiles(kf_strbuf *b, ew_plan *p, int k, int T)
         ys[d] = pk;
         pk *= dd->size[d];
     }
-    int64_t t0 = (dd->size[0] + T - 1) / T, tk = (dd->size[k] + T - 1) / T;
-    int64_t batch = p->n / (dd->size[0] * dd->size[k]);
     kf_strbuf_printf(b,
                      "#define KF_VW 1 /* element accesses, coalesced by the tiles */\n"
                      "#define KF_TYPE %s\n#define KF_TYPE_A %s\n#define KF_NT %d\n#define KF_T %d\n"
@@ -117,7 +123,7 @@ static void emit_tiles(kf_strbuf *b, ew_plan *p, int k, int T)
                      "#define KF_PK %lldLL\n#define KF_T0 %lldLL\n#define KF_TK %lldLL\n",
                      kf_template_cuda_type(p->dtype), kf_template_cuda_type(p->dtype_a), p->nt, T,
                      (long long)dd->size[0], (long long)dd->size[k], (long long)dd->st[0][0],
-                     (long long)ys[k], (long long)t0, (long long)tk);
+                     (long long)ys[k], (long long)t[0], (long long)t[1]);
     kf_strbuf_printf(b, "typedef %s kf_idx;\n\n", p->wide ? "unsigned long long" : "unsigned");
     kf_strbuf_printf(b, "/* batch dims (size: self stride, src stride):");
     for (int d = 1; d < dd->nd; d++)
@@ -135,8 +141,6 @@ static void emit_tiles(kf_strbuf *b, ew_plan *p, int k, int T)
                          (long long)dd->st[0][d]);
     }
     kf_strbuf_printf(b, "    (void)b;\n}\n\n%s", tile_body);
-    int64_t tiles = t0 * tk * batch;
-    p->grid = (unsigned)tiles;
 }
 
 static kf_status copy_render(const kf_job_sig *sig, const int *knob_idx, char **source,
@@ -149,19 +153,21 @@ static kf_status copy_render(const kf_job_sig *sig, const int *knob_idx, char **
     if (st != KF_OK) return st;
     ew_plan p;
     kf_ew_make_plan(sig, &sig->in[1], 1, 1, 1, vals, &p);
-    int k = transposed_dim(&p.dd), T = vals[K_TILE];
-    if (k > 0 && T > 0) { /* whole tiles must fit the grid */
-        int64_t t0 = (p.dd.size[0] + T - 1) / T, tk = (p.dd.size[k] + T - 1) / T;
-        if (t0 * tk * (p.n / (p.dd.size[0] * p.dd.size[k])) > INT32_MAX) T = 0;
+    int k = transposed_dim(&p.dd), T = k > 0 ? vals[K_TILE] : 0;
+    int64_t nt[2] = {0, 0};
+    if (T > 0) { /* whole tiles must fit the grid */
+        int64_t tiles = tile_grid(&p, k, T, nt);
+        if (tiles > INT32_MAX) T = 0;
+        else p.grid = (unsigned)tiles;
     }
 
     kf_strbuf b = {0};
     kf_template_cuda_prologue(&b, t, sig, vals);
     kf_strbuf_printf(&b, "/* inputs: self, src; outputs: self (in place) */\n");
-    if (k > 0 && T > 0) {
+    if (T > 0) {
         kf_strbuf_printf(&b, "/* tiles of %d x %d: src is contiguous along collapsed dim %d */\n",
                          T, T, k);
-        emit_tiles(&b, &p, k, T);
+        emit_tiles(&b, &p, k, T, nt);
     } else {
         if (vals[K_TILE])
             kf_strbuf_printf(&b, "/* transpose_tile = %d: src does not transpose self here */\n",
