@@ -22,10 +22,7 @@
 enum { K_TILE = K_COUNT, K_COPY_COUNT };
 
 static const kf_knob_def copy_knobs[K_COPY_COUNT] = {
-    {"vec", 4, {1, 2, 4, 8}},
-    {"unroll", 4, {1, 2, 4, 8}},
-    {"threads", 4, {128, 256, 512, 1024}},
-    {"grid", 4, {0, 1, 2, 4}},
+    KF_EW_KNOB_DEFS,
     {"transpose_tile", 3, {0, 32, 64}},
 };
 

@@ -36,12 +36,7 @@
 
 #include "templates_cuda_eltwise.h"
 
-const kf_knob_def kf_ew_knobs[] = {
-    {"vec", 4, {1, 2, 4, 8}},
-    {"unroll", 4, {1, 2, 4, 8}},
-    {"threads", 4, {128, 256, 512, 1024}},
-    {"grid", 4, {0, 1, 2, 4}},
-};
+static const kf_knob_def eltwise_knobs[K_COUNT] = {KF_EW_KNOB_DEFS};
 
 int kf_ew_esize(int dtype) { return dtype == KF_F32 ? 4 : 2; }
 
@@ -466,7 +461,7 @@ const kf_template kf_tmpl_cuda_eltwise_unary = {
     .name = "cuda_eltwise_unary",
     .backend = "nvrtc",
     .n_knobs = K_COUNT,
-    .knobs = kf_ew_knobs,
+    .knobs = eltwise_knobs,
     .applies = unary_applies,
     .render = unary_render,
     .start = kf_ew_start,
@@ -609,7 +604,7 @@ const kf_template kf_tmpl_cuda_eltwise_binary = {
     .name = "cuda_eltwise_binary",
     .backend = "nvrtc",
     .n_knobs = K_COUNT,
-    .knobs = kf_ew_knobs,
+    .knobs = eltwise_knobs,
     .applies = binary_applies,
     .render = binary_render,
     .start = kf_ew_start,

@@ -6,7 +6,11 @@
 #include "template.h"
 
 enum { K_VEC, K_UNROLL, K_THREADS, K_GRID, K_COUNT };
-extern const kf_knob_def kf_ew_knobs[K_COUNT];
+/* The knobs of the loop, in K_* order: the elementwise templates' table, and the first K_COUNT
+ * entries of copy_'s. */
+#define KF_EW_KNOB_DEFS                                                                          \
+    {"vec", 4, {1, 2, 4, 8}}, {"unroll", 4, {1, 2, 4, 8}},                                       \
+        {"threads", 4, {128, 256, 512, 1024}}, {"grid", 4, {0, 1, 2, 4}}
 
 #define EW_SMS 132 /* multiprocessors the grid-stride grid is sized for (H100/H200 SXM) */
 
