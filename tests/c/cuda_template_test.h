@@ -51,8 +51,9 @@ static inline int nvrtc_applies(const kf_job_sig *s)
     return n;
 }
 
-/* Template `name` is in the table: nvrtc, lo..hi knobs of 1..KF_KNOB_MAX_VALUES values, applies
- * and render (and start when need_start), applies(NULL) refused. NULL when absent. */
+/* Template `name` is in the table exactly once: nvrtc, lo..hi knobs with distinct names of
+ * 1..KF_KNOB_MAX_VALUES values, applies and render (and start when need_start), applies(NULL)
+ * refused. NULL when absent. */
 static inline const kf_template *check_template(const char *name, int lo, int hi, int need_start)
 {
     const kf_template *t = find_template(name);
@@ -63,9 +64,15 @@ static inline const kf_template *check_template(const char *name, int lo, int hi
     CHECK_STR(t->backend, "nvrtc");
     CHECK(t->n_knobs >= lo && t->n_knobs <= hi && t->applies && t->render &&
           (!need_start || t->start));
-    for (int k = 0; k < t->n_knobs; k++)
+    for (int k = 0; k < t->n_knobs; k++) {
         CHECK(t->knobs[k].name && t->knobs[k].n_values >= 1 &&
               t->knobs[k].n_values <= KF_KNOB_MAX_VALUES);
+        for (int j = 0; j < k; j++) CHECK(strcmp(t->knobs[k].name, t->knobs[j].name) != 0);
+    }
+    int count = 0;
+    for (int i = 0; kf_builtin_templates[i]; i++)
+        count += !strcmp(kf_builtin_templates[i]->name, name);
+    CHECK_EQ_INT(count, 1);
     CHECK(!t->applies(NULL));
     return t;
 }

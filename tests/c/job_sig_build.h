@@ -79,6 +79,16 @@ static inline kf_job_sig sig_unary(const char *op, kf_job_tensor x)
     return s;
 }
 
+/* pow.Tensor_Scalar(self, exponent): exponent of kind 'i' (int) or else 'd' (float) */
+static inline kf_job_sig sig_pow(kf_job_tensor x, int kind, double e)
+{
+    kf_job_sig s = sig_unary("aten::pow.Tensor_Scalar", x);
+    kf_job_scalar *m = sig_add_scalar(&s, "exponent", kind);
+    if (kind == 'i') m->i = (int64_t)e;
+    else m->d = e;
+    return s;
+}
+
 /* copy_(self, src, non_blocking=False): written in place into self */
 static inline kf_job_sig sig_copy(kf_job_tensor self, kf_job_tensor src)
 {

@@ -53,12 +53,6 @@ static kf_job_sig unary_sig(const char *op, kf_job_tensor x)
     if (!strncmp(op, "aten::clamp_min", 15)) sig_add_scalar(&s, "min", 'd')->d = -0.25;
     return s;
 }
-static kf_job_sig pow_sig(kf_job_tensor x)
-{
-    kf_job_sig s = sig_unary("aten::pow.Tensor_Scalar", x);
-    sig_add_scalar(&s, "exponent", 'i')->i = 2;
-    return s;
-}
 static kf_job_sig binary_sig(const char *op, kf_job_tensor a, kf_job_tensor b, kf_job_tensor out,
                              double alpha)
 {
@@ -249,7 +243,7 @@ static void make_cases(void)
     add_case("cuda_eltwise_unary", unary_sig("aten::gelu", T(KF_BF16, 0, 2, 64, 96)),
              "vec=8 unroll=2 threads=256 grid=0", VEC_NONE, "align 2: no vectors by design");
 
-    add_case("cuda_eltwise_unary", pow_sig(T(KF_F32, 0, 16, 4, 1024, 2304)),
+    add_case("cuda_eltwise_unary", sig_pow(T(KF_F32, 0, 16, 4, 1024, 2304), 'i', 2),
              "vec=4 unroll=2 threads=256 grid=0", VEC_BOTH, "pow 2");
 
     /* copy_: same dtype, a cast (16-byte stores of f32, 8-byte loads of bf16), a transposed
