@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "compiler.h" /* KF_LAUNCH_MAX_ARGS */
 #include "job.h"
 
 #define JOB_JSON_MAX (4u << 20) /* job.json is a few KB; refuse to parse megabytes of junk */
@@ -275,7 +276,9 @@ static kf_status parse_tensors(loader *L, const cJSON *root, const char *name, i
     if (!arr) return bad(L, "\"%s\" is missing", name);
     if (!cJSON_IsArray(arr)) return bad(L, "\"%s\" must be an array", name);
     int cnt = cJSON_GetArraySize(arr);
-    if (cnt > max) return bad(L, "\"%s\" has %d entries, at most %d", name, cnt, max);
+    if (cnt > max)
+        return bad(L, "\"%s\" has %d entries, at most %d (a tensor list counts each element)",
+                   name, cnt, max);
     for (int i = 0; i < cnt; i++) {
         char what[32];
         snprintf(what, sizeof what, "%s[%d]", name, i);
@@ -606,6 +609,13 @@ static kf_status parse_job(loader *L, const cJSON *root, kf_job *job)
         return s;
     if (job->sig.n_out < 1) return bad(L, "\"outputs\" must have at least one entry");
     if ((s = parse_aliases(L, root, &job->sig))) return s;
+    /* a kernel takes every input (a tensor list's elements each) and every fresh output as a
+     * pointer argument: refuse here what no launch record could take */
+    int n_fresh = 0;
+    for (int j = 0; j < job->sig.n_out; j++) n_fresh += !job->sig.out_alias[j];
+    if (job->sig.n_in + n_fresh > KF_LAUNCH_MAX_ARGS)
+        return bad(L, "%d inputs and %d fresh output%s: a kernel takes at most %d tensors",
+                   job->sig.n_in, n_fresh, n_fresh == 1 ? "" : "s", KF_LAUNCH_MAX_ARGS);
     if ((s = parse_scalars(L, root, &job->sig))) return s;
     if ((s = parse_cases(L, root, job))) return s;
 

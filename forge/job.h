@@ -24,7 +24,12 @@
  *   "outputs_layout": […],     eager's output layout as the cache stores it (plugin/layout.h JSON)
  *   "backend": "host" | "nvrtc",
  *   "device_index": 0,
- *   "inputs":  [{"dtype": "f32", "sizes": [64,1024], "strides": [1024,1], "align": 16}, …],
+ *   "inputs":  [{"dtype": "f32", "sizes": [64,1024], "strides": [1024,1], "align": 16,
+ *                "name": "self"}, …],   one per tensor the kernel takes, in schema order: a
+ *                              tensor list's elements each in its place ("tensors.0", …; name
+ *                              is for people: the templates go by position); at most
+ *                              KF_JOB_MAX_TENSORS, and inputs + fresh outputs at most
+ *                              KF_LAUNCH_MAX_ARGS (forge/compiler.h)
  *   "outputs": [{"dtype": "f32", "sizes": […], "strides": […], "alias": -1}, …],
  *                              alias: index into inputs of an output written in place, or -1
  *   "scalars": [{"name": "dim", "kind": "i", "value": -1},

@@ -1,5 +1,6 @@
 /* Shared by the CUDA normalization templates (templates_cuda_norm_row.c: layer_norm and
- * rms_norm; templates_cuda_norm_group.c: group_norm; templates_cuda_norm_batch.c: eval
+ * rms_norm over rows; templates_cuda_norm_cols.c: the same over a strided normalized dim;
+ * templates_cuda_norm_group.c: group_norm; templates_cuda_norm_batch.c: eval
  * batch_norm): device helpers every one of their kernels includes, and the checks their
  * applies() and render() have in common (templates_cuda_norm.h, private to these files).
  *
@@ -8,6 +9,7 @@
  * bytes (32 for 8 floats: two) and only where the signature's alignment allows it. Outputs are
  * fresh tensors (out_alias 0) that torch allocated, so their data pointers are at least 16-byte
  * aligned unless out[].align says otherwise. */
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -15,9 +17,10 @@
 #include "templates_cuda_norm.h"
 
 /* Device code: reductions over a team of threads (kf_team_reduce), which the including kernel
- * parametrizes with KF_BLOCK (threads per block), KF_TEAM (threads per team, a power of two
- * >= 32) and KF_REDUCE (0: warp shuffles then one shared-memory step, 1: shared-memory tree).
- * Raw vector access (kf_vec) comes with every CUDA template's prologue (templates_cuda.c). */
+ * parametrizes with KF_BLOCK (threads per block, whole warps), KF_TEAM (threads per team, a
+ * power of two) and KF_REDUCE (0: warp shuffles then one shared-memory step, 1: a tree in
+ * shared memory). Raw vector access (kf_vec) comes with every CUDA template's prologue
+ * (templates_cuda.c). */
 const char kf_cuda_norm_device[] =
     "/* ---- reductions: sums, and Welford triples merged with Chan's formula ---- */\n"
     "struct kf_s1 { float a; };\n"
@@ -94,7 +97,7 @@ const char kf_cuda_norm_device[] =
     "#if KF_REDUCE == 0\n"
     "    const int lane = threadIdx.x & 31;\n"
     "#pragma unroll\n"
-    "    for (int o = 1; o < 32; o <<= 1) {\n"
+    "    for (int o = 1; o < (KF_TEAM < 32 ? KF_TEAM : 32); o <<= 1) { /* within the team */\n"
     "        const A u = kf_shfl(v, o);\n"
     "        v = (lane & o) ? kf_comb(u, v) : kf_comb(v, u); /* the lower lanes' part first */\n"
     "    }\n"
@@ -224,4 +227,138 @@ int kf_cuda_norm_fresh_outputs(const kf_job_sig *sig)
     for (int j = 0; j < sig->n_out; j++)
         if (sig->out_alias[j] != 0 || !kf_cuda_norm_float(sig->out[j].dtype)) return 0;
     return sig->n_in + sig->n_out <= 16;
+}
+
+/* ---- strided tensors ---- */
+
+#define NORM_OFFSET_MAX ((int64_t)1 << 62)
+
+int64_t kf_cuda_norm_extent(const kf_job_tensor *t)
+{
+    if (t->ndim < 0 || t->ndim > KF_MAX_DIMS) return -1;
+    int64_t last = 0;
+    for (int d = 0; d < t->ndim; d++) {
+        if (t->sizes[d] < 0) return -1;
+        if (t->sizes[d] == 0) return 0;
+    }
+    for (int d = 0; d < t->ndim; d++) {
+        if (t->sizes[d] == 1) continue;
+        if (t->strides[d] < 0) return -1;
+        if (t->strides[d] > 0 && t->sizes[d] - 1 > (NORM_OFFSET_MAX - last) / t->strides[d])
+            return -1;
+        last += (t->sizes[d] - 1) * t->strides[d];
+    }
+    return last + 1;
+}
+
+int kf_cuda_norm_no_overlap(const kf_job_tensor *t)
+{
+    if (kf_cuda_norm_extent(t) < 0) return 0;
+    int dims[KF_MAX_DIMS], nd = 0;
+    for (int d = 0; d < t->ndim; d++) {
+        if (t->sizes[d] <= 1) continue;
+        int k = nd++; /* insertion sort by stride */
+        while (k > 0 && t->strides[dims[k - 1]] > t->strides[d]) dims[k] = dims[k - 1], k--;
+        dims[k] = d;
+    }
+    int64_t reach = 0; /* largest offset the smaller dims reach */
+    for (int k = 0; k < nd; k++) {
+        const int d = dims[k];
+        if (t->strides[d] <= reach) return 0;
+        reach += (t->sizes[d] - 1) * t->strides[d]; /* no overflow: bounded by the extent */
+    }
+    return 1;
+}
+
+int kf_cuda_norm_block_dense(const kf_job_tensor *t, int from)
+{
+    if (from < 0 || from > t->ndim || t->ndim > KF_MAX_DIMS) return 0;
+    int64_t expect = 1;
+    for (int d = t->ndim - 1; d >= from; d--) {
+        if (t->sizes[d] != 1 && t->strides[d] != expect) return 0;
+        expect *= t->sizes[d];
+    }
+    return 1;
+}
+
+int kf_cuda_norm_lead_strides_div(const kf_job_tensor *t, int nlead, int64_t v)
+{
+    for (int d = 0; d < nlead && d < t->ndim; d++)
+        if (t->sizes[d] > 1 && t->strides[d] % v) return 0;
+    return 1;
+}
+
+void kf_cuda_norm_emit_row_offset(kf_strbuf *b, const char *name, const kf_job_tensor *t,
+                                  int nlead)
+{
+    int64_t size[KF_MAX_DIMS], stride[KF_MAX_DIMS];
+    int nd = 0; /* merged dims, innermost first */
+    for (int d = nlead - 1; d >= 0; d--) {
+        if (t->sizes[d] == 1) continue;
+        if (nd > 0 && t->strides[d] == stride[nd - 1] * size[nd - 1]) {
+            size[nd - 1] *= t->sizes[d];
+            continue;
+        }
+        size[nd] = t->sizes[d], stride[nd] = t->strides[d], nd++;
+    }
+    kf_strbuf_printf(b,
+                     "/* element offset of logical row r (the leading dims, row-major) */\n"
+                     "__device__ __forceinline__ long long %s(unsigned r)\n{\n"
+                     "    long long o = 0;\n",
+                     name);
+    for (int k = 0; k + 1 < nd; k++)
+        kf_strbuf_printf(b, "    o += (long long)(r %% %lluu) * %lldLL;\n    r /= %lluu;\n",
+                         (unsigned long long)size[k], (long long)stride[k],
+                         (unsigned long long)size[k]);
+    if (nd > 0) kf_strbuf_printf(b, "    o += (long long)r * %lldLL;\n", (long long)stride[nd - 1]);
+    else kf_strbuf_printf(b, "    (void)r;\n");
+    kf_strbuf_printf(b, "    return o;\n}\n");
+}
+
+int kf_cuda_norm_rows_parse(const kf_job_sig *sig, int rms, kf_norm_rows *r)
+{
+    static const char *const names[] = {"input", "weight", "bias"};
+    static const int opt[] = {0, 1, 1};
+    int idx[3] = {-1, -1, -1};
+    memset(r, 0, sizeof *r);
+    r->rms = rms;
+    if (!sig || strcmp(sig->op, rms ? "aten::_fused_rms_norm" : "aten::native_layer_norm"))
+        return 0;
+    if (sig->n_out != (rms ? 2 : 3) || !kf_cuda_norm_fresh_outputs(sig)) return 0;
+    if (kf_cuda_norm_tensor_args(sig, names, opt, rms ? 2 : 3, idx) < 0) return 0;
+    r->w = idx[1];
+    r->b = rms ? -1 : idx[2];
+    const kf_job_tensor *x = &sig->in[0];
+    if (!kf_cuda_norm_float(x->dtype) || x->ndim < 1 || kf_cuda_norm_extent(x) <= 0) return 0;
+    int64_t total = kf_job_tensor_numel(x);
+    if (total <= 0) return 0;
+    const kf_job_scalar *ns = kf_job_scalar_find(sig, "normalized_shape");
+    if (!ns || ns->kind != 'l' || ns->n < 1 || ns->n > x->ndim) return 0;
+    r->nn = ns->n;
+    r->n = 1;
+    for (int k = 0; k < ns->n; k++) {
+        if (ns->v[k] != x->sizes[x->ndim - ns->n + k]) return 0;
+        r->n *= ns->v[k];
+    }
+    if (r->n > INT_MAX / 2) return 0; /* vector indices are ints */
+    r->rows = total / r->n;
+    if (r->rows > INT_MAX) return 0; /* blocks; row offsets are computed from 32-bit indices */
+    for (int i = 1; i < sig->n_in; i++) { /* weight, bias: exactly normalized_shape */
+        const kf_job_tensor *p = &sig->in[i];
+        if (!kf_cuda_norm_float(p->dtype) || !kf_job_tensor_contiguous(p) || p->ndim != ns->n)
+            return 0;
+        for (int k = 0; k < ns->n; k++)
+            if (p->sizes[k] != ns->v[k]) return 0;
+    }
+    if (kf_cuda_norm_eps(sig, rms ? 1.1920928955078125e-07 /* FLT_EPSILON */ : -1.0, &r->eps) <
+        0)
+        return 0;
+    const kf_job_tensor *y = &sig->out[0];
+    if (y->dtype != x->dtype || !kf_job_tensor_same_shape(x, y) || !kf_cuda_norm_no_overlap(y))
+        return 0;
+    for (int j = 1; j < sig->n_out; j++) /* mean, rstd: one per row, any contiguous shape */
+        if (!kf_job_tensor_contiguous(&sig->out[j]) ||
+            kf_job_tensor_numel(&sig->out[j]) != r->rows)
+            return 0;
+    return 1;
 }

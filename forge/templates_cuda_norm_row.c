@@ -1,7 +1,14 @@
 /* cuda_layer_norm and cuda_rms_norm: aten::native_layer_norm and aten::_fused_rms_norm over
- * the trailing dims named by normalized_shape, for a contiguous f32/f16/bf16 input, optional
- * weight (and bias, layer_norm) of any of those dtypes, outputs as the signature gives them
- * (y like the input; mean and rstd one element per row, f32 in torch, any float dtype here).
+ * the trailing dims named by normalized_shape, for an f32/f16/bf16 input, optional weight (and
+ * bias, layer_norm) of any of those dtypes, outputs as the signature gives them (y of the
+ * input's shape; mean and rstd one element per row, f32 in torch, any float dtype here).
+ *
+ * Layouts: in x and in y the normalized dims are one block of n adjacent elements (a row);
+ * rows sit where the leading dims' strides put them, each tensor its own (q/k heads seen as
+ * [B, H, S, D] of a [B, S, H, D] tensor, a slice, eager's contiguous y of a strided x). A
+ * contiguous tensor's row r starts at r * n; another's offset is computed from r by division
+ * by the leading sizes, compile-time constants. y's elements must not overlap; x's rows may
+ * (they are only read). A normalized dim that is strided is templates_cuda_norm_cols.c's.
  *
  * Like torch: fp32 statistics, population variance, rstd = rsqrt(var + eps) with eps as a
  * float, y = w * (rstd * (x - mean)) + b; rms_norm: rstd = rsqrt(mean(x^2) + eps) with
@@ -9,15 +16,16 @@
  * f16/bf16 inputs too), y = w * (rstd * x).
  *
  * Kernel: a team of `tpr` threads per row, `rpb` rows per block. Knobs:
- *   tpr     threads per row (32: one warp, no block barrier needed)
- *   rpb     rows per block (clamped to 1024 threads per block)
+ *   tpr     threads per row (32: one warp, no block barrier needed; 16, 8: several short rows
+ *           per warp, so a warp has more than one row's bytes in flight)
+ *   rpb     rows per block (clamped to 1024 threads per block; with tpr < 32, warps' worth of
+ *           rows, so a block is whole warps)
  *   vec     elements per vector access (clamped to what alignment and the row length allow)
  *   cache   where the row waits between passes: 1 registers (rows of up to 16 vectors per
  *           thread, else 0), 2 shared memory (up to 200 KiB per block, else 0), 0 re-read
  *           from global memory (an L1/L2 hit)
  *   stats   (layer_norm) 0 two passes (exact), 1 Welford, 2 sum and sum of squares
  *   reduce  0 warp shuffles + one shared-memory step, 1 shared-memory tree */
-#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -26,10 +34,9 @@
 
 #define ROW_SMEM_MAX (200 * 1024) /* dynamic shared memory for staged rows */
 #define ROW_REG_MAX 16            /* vectors per thread kept in registers */
-#define FLT_EPSILON_F 1.1920928955078125e-07
 
 static const kf_knob_def ln_knobs[] = {
-    {"tpr", 6, {256, 512, 1024, 128, 64, 32}},
+    {"tpr", 8, {256, 512, 1024, 128, 64, 32, 16, 8}},
     {"rpb", 4, {1, 2, 4, 8}},
     {"vec", 4, {8, 4, 2, 1}},
     {"cache", 3, {1, 2, 0}},
@@ -38,75 +45,31 @@ static const kf_knob_def ln_knobs[] = {
 };
 /* the same minus stats (a sum of squares is all rms_norm needs) */
 static const kf_knob_def rms_knobs[] = {
-    {"tpr", 6, {256, 512, 1024, 128, 64, 32}},
+    {"tpr", 8, {256, 512, 1024, 128, 64, 32, 16, 8}},
     {"rpb", 4, {1, 2, 4, 8}},
     {"vec", 4, {8, 4, 2, 1}},
     {"cache", 3, {1, 2, 0}},
     {"reduce", 2, {0, 1}},
 };
 
-/* What a row norm signature is, once checked. */
-typedef struct row_shape {
-    int rms;
-    int w, b;         /* index into in[] of weight / bias, -1 when None */
-    int64_t rows, n;  /* rows of n elements */
-    double eps;
-} row_shape;
-
-static int row_check(const kf_job_sig *sig, int rms, row_shape *r)
+/* The signature, checked: rows of n adjacent elements in x and in y. */
+static int row_check(const kf_job_sig *sig, int rms, kf_norm_rows *r)
 {
-    static const char *const ln_names[] = {"input", "weight", "bias"};
-    static const int ln_opt[] = {0, 1, 1};
-    int idx[3] = {-1, -1, -1};
-    memset(r, 0, sizeof *r);
-    r->rms = rms;
-    if (!sig || strcmp(sig->op, rms ? "aten::_fused_rms_norm" : "aten::native_layer_norm"))
-        return 0;
-    if (sig->n_out != (rms ? 2 : 3) || !kf_cuda_norm_fresh_outputs(sig)) return 0;
-    if (kf_cuda_norm_tensor_args(sig, ln_names, ln_opt, rms ? 2 : 3, idx) < 0) return 0;
-    r->w = idx[1];
-    r->b = rms ? -1 : idx[2];
-    const kf_job_tensor *x = &sig->in[0];
-    if (!kf_cuda_norm_float(x->dtype) || x->ndim < 1 || !kf_job_tensor_contiguous(x)) return 0;
-    int64_t total = kf_job_tensor_numel(x);
-    if (total <= 0) return 0;
-    const kf_job_scalar *ns = kf_job_scalar_find(sig, "normalized_shape");
-    if (!ns || ns->kind != 'l' || ns->n < 1 || ns->n > x->ndim) return 0;
-    r->n = 1;
-    for (int k = 0; k < ns->n; k++) {
-        if (ns->v[k] != x->sizes[x->ndim - ns->n + k]) return 0;
-        r->n *= ns->v[k];
-    }
-    if (r->n > INT_MAX / 2) return 0; /* vector indices are ints */
-    r->rows = total / r->n;
-    if (r->rows > INT_MAX) return 0; /* blocks */
-    for (int i = 1; i < sig->n_in; i++) { /* weight, bias: exactly normalized_shape */
-        const kf_job_tensor *p = &sig->in[i];
-        if (!kf_cuda_norm_float(p->dtype) || !kf_job_tensor_contiguous(p) || p->ndim != ns->n)
-            return 0;
-        for (int k = 0; k < ns->n; k++)
-            if (p->sizes[k] != ns->v[k]) return 0;
-    }
-    if (kf_cuda_norm_eps(sig, rms ? FLT_EPSILON_F : -1.0, &r->eps) < 0) return 0;
-    const kf_job_tensor *y = &sig->out[0];
-    if (y->dtype != x->dtype || !kf_job_tensor_same_shape(x, y) || !kf_job_tensor_contiguous(y))
-        return 0;
-    for (int j = 1; j < sig->n_out; j++) /* mean, rstd: one per row, any contiguous shape */
-        if (!kf_job_tensor_contiguous(&sig->out[j]) ||
-            kf_job_tensor_numel(&sig->out[j]) != r->rows)
-            return 0;
-    return 1;
+    if (!kf_cuda_norm_rows_parse(sig, rms, r)) return 0;
+    const int lead = sig->in[0].ndim - r->nn;
+    return kf_cuda_norm_block_dense(&sig->in[0], lead) &&
+           kf_cuda_norm_block_dense(&sig->out[0], lead);
 }
 
 static int ln_applies(const kf_job_sig *sig)
 {
-    row_shape r;
+    kf_norm_rows r;
     return row_check(sig, 0, &r);
 }
 
 static int rms_applies(const kf_job_sig *sig)
 {
-    row_shape r;
+    kf_norm_rows r;
     return row_check(sig, 1, &r);
 }
 
@@ -167,7 +130,7 @@ static const char row_kernel[] =
     "    const int lt = threadIdx.x % KF_TPR;\n"
     "    const long long row = (long long)blockIdx.x * KF_RPB + threadIdx.x / KF_TPR;\n"
     "    const bool active = row < KF_M; /* spare teams of the last block join the barriers */\n"
-    "    const kf_x_t *const xr = x + (active ? row : 0LL) * KF_NORM;\n"
+    "    const kf_x_t *const xr = x + (active ? KF_XROW(row) : 0LL);\n"
     "\n"
     "    /* pass 1: read the row once, keep it where KF_CACHE says, accumulate */\n"
     "    kf_acc_t acc = {};\n"
@@ -230,7 +193,7 @@ static const char row_kernel[] =
     "    }\n"
     "\n"
     "    /* last pass: y = w * (rstd * (x - mean)) + b, in torch's order */\n"
-    "    kf_y_t *const yr = y + (active ? row : 0LL) * KF_NORM;\n"
+    "    kf_y_t *const yr = y + (active ? KF_YROW(row) : 0LL);\n"
     "#if KF_CACHE == 1\n"
     "#pragma unroll\n"
     "#else\n"
@@ -278,17 +241,21 @@ static kf_status row_render(const kf_template *t, int rms, const kf_job_sig *sig
     kf_status st =
         kf_template_render_begin(t, sig, knob_idx, vals, source, launch_json, err, errcap);
     if (st != KF_OK) return st;
-    row_shape r;
+    kf_norm_rows r;
     row_check(sig, rms, &r);
     int tpr = vals[0], rpb = vals[1], vec = vals[2], cache = vals[3];
     int stats = rms ? 0 : vals[4], reduce = vals[rms ? 4 : 5];
-    const kf_job_tensor *x = &sig->in[0];
+    const kf_job_tensor *x = &sig->in[0], *y = &sig->out[0];
+    const int lead = x->ndim - r.nn;
 
     /* effective values: every combination renders a kernel that is right for this signature */
     if (rpb * tpr > 1024) rpb = 1024 / tpr;
-    for (;; vec /= 2) {
+    if (tpr < 32) rpb *= 32 / tpr; /* whole warps: the team shuffles take all 32 lanes */
+    for (;; vec /= 2) { /* every row of x and y starts on a vector boundary */
         int ok = vec == 1 || (r.n % vec == 0 && kf_cuda_norm_vec_fits(x, 0, vec) &&
-                              kf_cuda_norm_vec_fits(&sig->out[0], 1, vec));
+                              kf_cuda_norm_vec_fits(y, 1, vec) &&
+                              kf_cuda_norm_lead_strides_div(x, lead, vec) &&
+                              kf_cuda_norm_lead_strides_div(y, lead, vec));
         for (int i = 1; ok && vec > 1 && i < sig->n_in; i++)
             ok = kf_cuda_norm_vec_fits(&sig->in[i], 0, vec);
         if (ok) break;
@@ -332,16 +299,44 @@ static kf_status row_render(const kf_template *t, int rms, const kf_job_sig *sig
                      kf_template_cuda_type(rms ? KF_F32 : sig->out[1].dtype),
                      kf_template_cuda_type(sig->out[rms ? 1 : 2].dtype));
     kf_strbuf_printf(&b, "#define KF_PARAMS const kf_x_t *__restrict__ x, %s%s"
-                         "kf_y_t *__restrict__ y, %skf_r_t *__restrict__ rstd_out\n\n%s\n%s",
+                         "kf_y_t *__restrict__ y, %skf_r_t *__restrict__ rstd_out\n\n%s\n",
                      r.w >= 0 ? "const kf_w_t *__restrict__ w, " : "",
                      r.b >= 0 ? "const kf_b_t *__restrict__ b, " : "",
-                     rms ? "" : "kf_m_t *__restrict__ mean_out, ", kf_cuda_norm_device,
-                     row_kernel);
+                     rms ? "" : "kf_m_t *__restrict__ mean_out, ", kf_cuda_norm_device);
+    /* where row `row` starts: r * n in a contiguous tensor (the kernel as it always was) */
+    for (int k = 0; k < 2; k++) {
+        const kf_job_tensor *t = k ? y : x;
+        const char *fn = k ? "kf_yrow" : "kf_xrow", *mac = k ? "KF_YROW" : "KF_XROW";
+        if (kf_job_tensor_contiguous(t)) {
+            kf_strbuf_printf(&b, "#define %s(r) ((r) * KF_NORM)\n", mac);
+        } else {
+            kf_cuda_norm_emit_row_offset(&b, fn, t, lead);
+            kf_strbuf_printf(&b, "#define %s(r) %s((unsigned)(r))\n", mac, fn);
+        }
+    }
+    kf_strbuf_printf(&b, "%s", row_kernel);
     unsigned grid[3] = {(unsigned)((r.rows + rpb - 1) / rpb), 1, 1};
     unsigned block[3] = {(unsigned)(tpr * rpb), 1, 1};
     unsigned smem = cache == 2 ? (unsigned)stage_bytes : 0;
     return kf_template_cuda_finish(t, &b, args, na, grid, block, smem, source, launch_json, err,
                                    errcap);
+}
+
+/* Short rows (fewer than 256 vectors of 8): the search starts with the smallest team that
+ * still covers a row in one vector each, and the most rows per block, rather than a 256-thread
+ * team that would sit mostly idle (MMDiT's 64-element q/k heads). Longer rows start at 0s. */
+static void row_start(const kf_job_sig *sig, int *knob_idx)
+{
+    kf_norm_rows r;
+    int rms = sig && !strcmp(sig->op, "aten::_fused_rms_norm");
+    const kf_knob_def *tpr = &ln_knobs[0], *rpb = &ln_knobs[1];
+    memset(knob_idx, 0, sizeof(int) * (rms ? 5 : 6));
+    if (!row_check(sig, rms, &r) || r.n / 8 >= tpr->values[0]) return;
+    int best = 0;
+    for (int k = 0; k < tpr->n_values; k++)
+        if (tpr->values[k] >= r.n / 8 && tpr->values[k] < tpr->values[best]) best = k;
+    knob_idx[0] = best;
+    knob_idx[1] = rpb->n_values - 1;
 }
 
 static kf_status ln_render(const kf_job_sig *sig, const int *knob_idx, char **source,
@@ -356,6 +351,7 @@ const kf_template kf_tmpl_cuda_layer_norm = {
     .knobs = ln_knobs,
     .applies = ln_applies,
     .render = ln_render,
+    .start = row_start,
 };
 
 const kf_template kf_tmpl_cuda_rms_norm = {
@@ -365,6 +361,7 @@ const kf_template kf_tmpl_cuda_rms_norm = {
     .knobs = rms_knobs,
     .applies = rms_applies,
     .render = rms_render,
+    .start = row_start,
 };
 
 static kf_status ln_render(const kf_job_sig *sig, const int *knob_idx, char **source,

@@ -1,7 +1,8 @@
 /* The builtin template table and the helpers the templates share (template.h). The host
- * templates themselves live in templates_host_softmax.c, templates_host_norm.c and
- * templates_host_eltwise.c; the inline math their `math` knob selects is kf_host_math_src
- * below (declared in each user: it is private to the host templates and their test). */
+ * templates themselves live in templates_host_softmax.c, templates_host_norm.c,
+ * templates_host_eltwise.c and templates_host_cat.c; the inline math their `math` knob selects
+ * is kf_host_math_src below (declared in each user: it is private to the host templates and
+ * their test). */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,8 +14,11 @@ extern const kf_template kf_tmpl_host_row_softmax;
 extern const kf_template kf_tmpl_host_layer_norm;
 extern const kf_template kf_tmpl_host_eltwise_unary;
 extern const kf_template kf_tmpl_host_eltwise_binary;
+extern const kf_template kf_tmpl_host_cat;
 extern const kf_template kf_tmpl_cuda_layer_norm;
 extern const kf_template kf_tmpl_cuda_rms_norm;
+extern const kf_template kf_tmpl_cuda_layer_norm_cols;
+extern const kf_template kf_tmpl_cuda_rms_norm_cols;
 extern const kf_template kf_tmpl_cuda_group_norm;
 extern const kf_template kf_tmpl_cuda_batch_norm_eval;
 extern const kf_template kf_tmpl_cuda_row_softmax;
@@ -23,14 +27,18 @@ extern const kf_template kf_tmpl_cuda_eltwise_binary;
 extern const kf_template kf_tmpl_cuda_reduce_mean;
 extern const kf_template kf_tmpl_cuda_eltwise_copy;
 extern const kf_template kf_tmpl_cuda_max_pool2d;
+extern const kf_template kf_tmpl_cuda_cat;
 
 const kf_template *const kf_builtin_templates[] = {
     &kf_tmpl_host_row_softmax,
     &kf_tmpl_host_layer_norm,
     &kf_tmpl_host_eltwise_unary,
     &kf_tmpl_host_eltwise_binary,
+    &kf_tmpl_host_cat,
     &kf_tmpl_cuda_layer_norm,
     &kf_tmpl_cuda_rms_norm,
+    &kf_tmpl_cuda_layer_norm_cols,
+    &kf_tmpl_cuda_rms_norm_cols,
     &kf_tmpl_cuda_group_norm,
     &kf_tmpl_cuda_batch_norm_eval,
     &kf_tmpl_cuda_row_softmax,
@@ -39,6 +47,7 @@ const kf_template *const kf_builtin_templates[] = {
     &kf_tmpl_cuda_reduce_mean,
     &kf_tmpl_cuda_eltwise_copy,
     &kf_tmpl_cuda_max_pool2d,
+    &kf_tmpl_cuda_cat,
     NULL,
 };
 

@@ -135,8 +135,11 @@ KF_API char *kf_cache_entries_json(kf_runtime *rt);
 /* The arguments of a seen signature, decoded, in schema order, as JSON:
  * {"op": ..., "args": [{"name": "self", "kind": "tensor", "dtype": "f32", "sizes": [...],
  *  "strides": [...], "align": 16, "device": "cpu", "device_index": 0}, {"name": "dim", "kind": "i",
- *  "value": -1}, ...]}; kinds: tensor, i, d, b, s, n (None), l (int list), and the ones a kernel
- * cannot take: tensor_list, wrapped (a Python number as a 0-dim tensor), device, opaque. */
+ *  "value": -1}, ...]}; kinds: tensor, i, d, b, s, n (None), l (int list), tensor_list (its
+ * elements under "tensors", each described like a tensor argument; a kernel takes them as tensor
+ * arguments of their own, in list order), and the ones a kernel cannot take: wrapped (a Python
+ * number as a 0-dim tensor), device, opaque (also a tensor list with an element that cannot be
+ * described exactly). */
 KF_API char *kf_signature_args_json(kf_runtime *rt, uint64_t key);
 /* Copy the arguments and results of the next `n` eager calls of a seen signature (outside CUDA
  * graph capture) for a tuning job; torch_ext keeps them for `torch.ops.kforge.take_captures`. */

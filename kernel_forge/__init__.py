@@ -171,10 +171,12 @@ def add_kernel(op: str, example_args, source: str, launch, backend: str | None =
 
     import torch
 
+    from . import _jobs
+
     name = op if "::" in op else f"aten::{op}"
     _resolve_op(name)
     args = tuple(example_args)
-    devices = {a.device.type for a in args if isinstance(a, torch.Tensor)}
+    devices = {t.device.type for t in _jobs.tensors_of(list(args))}  # a tensor list's too
     if not devices:
         raise KernelForgeError(f"add_kernel({name}): example_args hold no tensor")
     if backend is None:

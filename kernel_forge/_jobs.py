@@ -32,8 +32,9 @@ _TORCH_DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloa
 _REDUCTIONS = ("_softmax", "_log_softmax", "native_layer_norm", "native_group_norm",
                "_fused_rms_norm", "native_batch_norm", "cudnn_batch_norm",
                "_native_batch_norm_legit_no_training", "mean")
-_KINDS_OK = {"tensor", "i", "d", "b", "s", "n", "l"}
+_KINDS_OK = {"tensor", "tensor_list", "i", "d", "b", "s", "n", "l"}
 FLUSH_BYTES = 256 << 20  # larger than any GPU's L2, as the worker's evaluator uses
+MAX_KERNEL_TENSORS = 16  # a kernel's pointer arguments: inputs + fresh outputs (KF_LAUNCH_MAX_ARGS)
 
 
 class NotTunable(KernelForgeError):
@@ -73,23 +74,82 @@ def describe(key: str) -> tuple[dict, dict]:
     return info, _native.take_json(ptr)
 
 
+def tensor_args(args: dict) -> list[tuple[str, dict]]:
+    """(name, description) of every tensor a kernel takes, in schema order: the tensor arguments,
+    and a tensor list's elements in its place, named "tensors.0", "tensors.1", ..."""
+    out = []
+    for a in args["args"]:
+        if a["kind"] == "tensor":
+            out.append((a["name"], a))
+        elif a["kind"] == "tensor_list":
+            out += [(f"{a['name']}.{i}", t) for i, t in enumerate(a["tensors"])]
+    return out
+
+
+# Ops that overwrite their first argument without reading it: its old contents are not input.
+_OVERWRITE_SELF = {"copy_", "fill_", "zero_"}
+_DTYPE_BYTES = {"f32": 4, "f16": 2, "bf16": 2, "f64": 8, "i8": 1, "u8": 1, "i16": 2, "i32": 4,
+                "i64": 8, "bool": 1}
+
+
+def bytes_moved(info: dict, args: dict) -> int:
+    """Bytes a call of this signature must read and write, at least (the roofline's bytes): each
+    tensor it reads (a tensor list's elements too), the smaller of its span and its elements (an
+    expanded tensor repeats addresses, a slice skips part of its span: a roofline asking for more
+    than the op moves would call a copy-speed kernel too fast to trust), and each output (one
+    written in place counts again), except the destination of copy_/fill_/zero_: written only."""
+    skip = None
+    if info["op"].split("::")[-1].split(".")[0] in _OVERWRITE_SELF:
+        skip = next((o["alias_arg"] for o in info["outputs"] or [] if o["alias_arg"] >= 0), None)
+    total = 0
+    for i, a in enumerate(args["args"]):
+        if i == skip:
+            continue
+        ts = [a] if a["kind"] == "tensor" else a.get("tensors", []) if a["kind"] == "tensor_list" \
+            else []
+        for t in ts:
+            if all(n > 0 for n in t["sizes"]):
+                span = 1 + sum((n - 1) * st for n, st in zip(t["sizes"], t["strides"]))
+                total += min(span, _prod(t["sizes"])) * _DTYPE_BYTES.get(t["dtype"], 0)
+    for o in info["outputs"] or []:
+        if o["alias_arg"] >= 0:
+            a = args["args"][o["alias_arg"]]
+            n, es = _prod(a["sizes"]), _DTYPE_BYTES.get(a["dtype"], 0)
+        else:
+            n, es = _prod(o["sizes"]), _DTYPE_BYTES.get(_DTYPE_NAMES[o["dtype"]], 0)
+        total += n * es
+    return total
+
+
 def check_tunable(info: dict, args: dict) -> None:
-    if not info["servable"] or info["outputs"] is None or args.get("truncated"):
-        raise NotTunable(f"{info['signature']}: arguments or outputs a kernel cannot take exactly")
+    sig = info["signature"]
     for a in args["args"]:
         if a["kind"] not in _KINDS_OK:
-            raise NotTunable(f"{info['signature']}: argument '{a['name']}' is a "
-                             f"{a['kind'].replace('_', ' ')}, which a kernel cannot take")
-        if a["kind"] == "tensor" and a["dtype"] not in _TORCH_DTYPES:
-            raise NotTunable(f"{info['signature']}: argument '{a['name']}' has dtype {a['dtype']}")
+            what = ("an opaque value (a type, or a tensor list element, that a signature cannot "
+                    "describe exactly)" if a["kind"] == "opaque"
+                    else f"a {a['kind'].replace('_', ' ')}")
+            raise NotTunable(f"{sig}: argument '{a['name']}' is {what}, which a kernel cannot take")
         if a["kind"] == "d" and "text" in a:
-            raise NotTunable(f"{info['signature']}: argument '{a['name']}' is {a['text']}")
-        if a["kind"] == "tensor" and a["device"] != info["device"]:
-            raise NotTunable(f"{info['signature']}: argument '{a['name']}' is on {a['device']}, "
-                             f"the call on {info['device']}")
+            raise NotTunable(f"{sig}: argument '{a['name']}' is {a['text']}")
+    tensors = tensor_args(args)
+    for name, t in tensors:
+        if t["dtype"] not in _TORCH_DTYPES:
+            raise NotTunable(f"{sig}: argument '{name}' has dtype {t['dtype']}")
+        if t["device"] != info["device"]:
+            raise NotTunable(f"{sig}: argument '{name}' is on {t['device']}, the call on "
+                             f"{info['device']}")
+    if args.get("truncated"):
+        raise NotTunable(f"{sig}: more arguments than a signature describes exactly (truncated)")
+    fresh = sum(1 for o in info["outputs"] or [] if o["alias_arg"] < 0)
+    if len(tensors) + fresh > MAX_KERNEL_TENSORS:
+        raise NotTunable(f"{sig}: {len(tensors)} input tensors and {fresh} output"
+                         f"{'' if fresh == 1 else 's'}; a kernel takes at most "
+                         f"{MAX_KERNEL_TENSORS} tensors")
+    if not info["servable"] or info["outputs"] is None:
+        raise NotTunable(f"{sig}: arguments or outputs a kernel cannot take exactly")
     for o in info["outputs"]:
         if o["alias_arg"] < 0 and _DTYPE_NAMES[o["dtype"]] not in _TORCH_DTYPES:
-            raise NotTunable(f"{info['signature']}: an output has dtype {_DTYPE_NAMES[o['dtype']]}")
+            raise NotTunable(f"{sig}: an output has dtype {_DTYPE_NAMES[o['dtype']]}")
 
 
 def resolve(op: str):
@@ -103,7 +163,8 @@ def resolve(op: str):
 
 
 def call_from_args(fn, args: dict, tensors: list) -> tuple[list, dict]:
-    """Positional and keyword arguments for `fn` from decoded arguments, tensors in order."""
+    """Positional and keyword arguments for `fn` from decoded arguments and the flat tensors of a
+    call (tensor_args order: a tensor list takes as many as the signature's list holds)."""
     it = iter(tensors)
     pos, kw = [], {}
     schema_args = fn._schema.arguments
@@ -111,6 +172,8 @@ def call_from_args(fn, args: dict, tensors: list) -> tuple[list, dict]:
         k = a["kind"]
         if k == "tensor":
             v = next(it)
+        elif k == "tensor_list":
+            v = [next(it) for _ in a["tensors"]]
         elif k == "d":
             v = float(a["value"])
         elif k == "i":
@@ -148,7 +211,10 @@ def span_bytes(t: torch.Tensor) -> bytes:
 
 
 def clone_exact(t):
-    """A copy with the same sizes, strides, storage offset (so the same alignment) and bytes."""
+    """A copy with the same sizes, strides, storage offset (so the same alignment) and bytes; a
+    list or tuple of tensors element by element; anything else as it is."""
+    if isinstance(t, (list, tuple)):
+        return type(t)(clone_exact(x) for x in t)
     if not isinstance(t, torch.Tensor):
         return t
     out = torch.empty(0, dtype=t.dtype, device=t.device)
@@ -245,12 +311,15 @@ def write_job(job_dir: str, key: str, calls: list[tuple[list, dict]], *, recorde
     fn = resolve(op)
     device = torch.device(info["device"], info["device_index"]) if info["device"] == "cuda" \
         else torch.device("cpu")
-    arg_tensor_index = {}  # schema argument index -> index among tensor arguments
-    inputs = []
+    arg_tensor_index = {}  # schema argument index -> index among the kernel's input tensors
+    inputs = []  # one per tensor, a tensor list's elements in its place (tensor_args)
     for i, a in enumerate(args["args"]):
         if a["kind"] == "tensor":
             arg_tensor_index[i] = len(inputs)
-            inputs.append(_tensor_desc(a))
+            inputs.append(dict(_tensor_desc(a), name=a["name"]))
+        elif a["kind"] == "tensor_list":
+            inputs += [dict(_tensor_desc(t), name=f"{a['name']}.{j}")
+                       for j, t in enumerate(a["tensors"])]
     outputs = []
     for o in info["outputs"]:
         alias = o["alias_arg"]
@@ -263,7 +332,7 @@ def write_job(job_dir: str, key: str, calls: list[tuple[list, dict]], *, recorde
                             "strides": [int(x) for x in o["strides"]], "alias": -1})
     scalars = []
     for a in args["args"]:
-        if a["kind"] == "tensor":
+        if a["kind"] in ("tensor", "tensor_list"):
             continue
         s = {"name": a["name"], "kind": a["kind"]}
         if "value" in a:
@@ -272,12 +341,15 @@ def write_job(job_dir: str, key: str, calls: list[tuple[list, dict]], *, recorde
 
     os.makedirs(os.path.join(job_dir, "cases"), exist_ok=True)
     gen = torch.Generator().manual_seed(seed)
-    names = [a["name"] for a in args["args"] if a["kind"] == "tensor"]
+    names = [n for n, _ in tensor_args(args)]
     cases = []
 
     def add_case(kind: str, pos: list, kw: dict):
         c = len(cases)
-        ins = [a for a in pos + list(kw.values()) if isinstance(a, torch.Tensor)]
+        ins = tensors_of(list(pos) + list(kw.values()))  # a tensor list's elements in its place
+        if len(ins) != len(inputs):
+            raise NotTunable(f"{info['signature']}: a call holds {len(ins)} tensors, the "
+                             f"signature {len(inputs)}")
         work = [clone_exact(a) for a in pos]
         kwork = {k: clone_exact(v) for k, v in kw.items()}
         with bypass():
@@ -302,7 +374,7 @@ def write_job(job_dir: str, key: str, calls: list[tuple[list, dict]], *, recorde
         add_case("recorded" if rec else "example", pos, kw)
     first_pos, first_kw = calls[0]
     for v in range(random_inputs):
-        ts = [a for a in first_pos + list(first_kw.values()) if isinstance(a, torch.Tensor)]
+        ts = tensors_of(list(first_pos) + list(first_kw.values()))
         rnd = [random_like(t, v, op, n, gen) for t, n in zip(ts, names)]
         pos, kw = call_from_args(fn, args, rnd)
         add_case("random", pos, kw)
@@ -312,10 +384,8 @@ def write_job(job_dir: str, key: str, calls: list[tuple[list, dict]], *, recorde
     with bypass():
         eager_us = bench_us(lambda: fn(*work, **kwork), device, reps=bench_reps)
         out_dtype = tensors_of(fn(*work, **kwork))[0].dtype
-        in_bytes = sum(span_numel(t) * t.element_size() for t in work if isinstance(t, torch.Tensor))
-        out_bytes = sum(_prod(o["sizes"]) * _TORCH_DTYPES[o["dtype"]].itemsize for o in outputs)
-        bytes_moved = in_bytes + out_bytes
-        bw = copy_bandwidth_gbs(device, bytes_moved)
+        moved = bytes_moved(info, args)
+        bw = copy_bandwidth_gbs(device, moved)
     atol, rtol = tolerance(op, out_dtype)
     search = dict(search or {})
     if not search.get("candidate_timeout_s"):
@@ -328,7 +398,7 @@ def write_job(job_dir: str, key: str, calls: list[tuple[list, dict]], *, recorde
         "torch_version": info["torch_version"], "outputs_layout": info["outputs"],
         "backend": "nvrtc" if device.type == "cuda" else "host",
         "device_index": info["device_index"], "inputs": inputs, "outputs": outputs,
-        "scalars": scalars, "cases": cases, "eager_us": eager_us, "bytes_moved": bytes_moved,
+        "scalars": scalars, "cases": cases, "eager_us": eager_us, "bytes_moved": moved,
         "bandwidth_gbs": bw, "atol": atol, "rtol": rtol, "search": search,
         "key": key,
     }

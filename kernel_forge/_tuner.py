@@ -86,29 +86,14 @@ def write_job_from_captures(key: str, captures: list[list[torch.Tensor]], search
 
 
 def n_tensor_args(key: str) -> int:
+    """Tensors per captured call: tensor arguments and tensor list elements (_jobs.tensor_args)."""
     _, args = _jobs.describe(key)
-    return sum(1 for a in args["args"] if a["kind"] == "tensor")
+    return len(_jobs.tensor_args(args))
 
 
 def bytes_moved(key: str) -> int:
-    """Bytes a call of this signature must read and write: every tensor argument's span and every
-    output (an output written in place counts again: it is written)."""
-    info, args = _jobs.describe(key)
-    size = {"f32": 4, "f16": 2, "bf16": 2, "f64": 8, "i8": 1, "u8": 1, "i16": 2, "i32": 4,
-            "i64": 8, "bool": 1}
-    total = 0
-    for a in args["args"]:
-        if a["kind"] == "tensor" and all(n > 0 for n in a["sizes"]):
-            span = 1 + sum((n - 1) * st for n, st in zip(a["sizes"], a["strides"]))
-            total += span * size.get(a["dtype"], 0)
-    for o in info["outputs"] or []:
-        if o["alias_arg"] >= 0:
-            a = args["args"][o["alias_arg"]]
-            n, es = _jobs._prod(a["sizes"]), size.get(a["dtype"], 0)
-        else:
-            n, es = _jobs._prod(o["sizes"]), size.get(_jobs._DTYPE_NAMES[o["dtype"]], 0)
-        total += n * es
-    return total
+    """Bytes a call of this signature must read and write (_jobs.bytes_moved)."""
+    return _jobs.bytes_moved(*_jobs.describe(key))
 
 
 def priority(row: dict, bandwidth_gbs: float | None) -> float:

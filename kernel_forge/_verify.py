@@ -115,7 +115,7 @@ def run(job: dict) -> dict:
     if not info["servable"] or info["outputs"] is None:
         raise Refused(f"{info['signature']} cannot be served by a kernel (arguments or outputs "
                       "a kernel cannot take exactly)")
-    device = next((a.device for a in args if isinstance(a, torch.Tensor)), torch.device("cpu"))
+    device = next((t.device for t in tensors_of(list(args))), torch.device("cpu"))
     out_dtype = next(t.dtype for t in tensors_of(fn(*[clone_exact(a) for a in args], **kwargs)))
     atol, rtol = tolerance(op, out_dtype)
     if job.get("atol") is not None:
@@ -124,8 +124,13 @@ def run(job: dict) -> dict:
         rtol = float(job["rtol"])
 
     gen = torch.Generator().manual_seed(job.get("seed", 0))
-    inputs = [args] + [tuple(random_like(a, v, op, "", gen) if isinstance(a, torch.Tensor) else a
-                             for a in args)
+
+    def randomized(a, v):  # tensors and a tensor list's elements; anything else as it is
+        if isinstance(a, (list, tuple)) and any(isinstance(x, torch.Tensor) for x in a):
+            return type(a)(randomized(x, v) for x in a)
+        return random_like(a, v, op, "", gen) if isinstance(a, torch.Tensor) else a
+
+    inputs = [args] + [tuple(randomized(a, v) for a in args)
                        for v in range(int(job["random_inputs"]))]
     # eager references, computed with the plugin switched off
     kf.disable()
@@ -164,8 +169,8 @@ def run(job: dict) -> dict:
             for j, (k, e) in enumerate(zip(out, ref)):
                 a, r = compare(k, e, atol, rtol, f"{what}, output {j}")
                 max_abs, max_rel = max(max_abs, a), max(max_rel, r)
-            for j, (a, b) in enumerate(zip(work, before)):
-                if isinstance(a, torch.Tensor) and a.untyped_storage().data_ptr() not in written and \
+            for j, (a, b) in enumerate(zip(tensors_of(work), tensors_of(before))):
+                if a.untyped_storage().data_ptr() not in written and \
                         not torch.equal(storage_bytes(a), storage_bytes(b)):
                     raise Refused(f"{what}: input {j} was modified by the kernel")
             outs_seen.append([t.clone() for t in out])

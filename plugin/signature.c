@@ -519,11 +519,12 @@ static int args_item(reader *r, uint8_t tag, cJSON *o)
         uint16_t cnt;
         if (take(r, &cnt, 2)) return -1;
         cJSON_AddStringToObject(o, "kind", "tensor_list");
+        /* a kernel takes the elements as tensor arguments of their own, in list order */
+        cJSON *ts = cJSON_AddArrayToObject(o, "tensors");
         for (int i = 0; i < cnt && r->pos < r->len && r->b[r->pos] != TAG_TRUNC; i++) {
             cJSON *t = cJSON_CreateObject();
-            int rc = args_tensor(r, t);
-            cJSON_Delete(t); /* a kernel cannot take lists: only the kind matters */
-            if (rc) return -1;
+            cJSON_AddItemToArray(ts, t);
+            if (args_tensor(r, t)) return -1;
         }
         return 0;
     }

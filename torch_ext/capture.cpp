@@ -38,11 +38,18 @@ std::vector<at::Tensor> take_captures(int64_t key) {
 
 }  // namespace
 
+// The tensors a kernel takes, in schema order: tensor arguments, and the elements of a tensor
+// list flattened in list order (aten::cat), as Interceptor::serve passes them.
 std::vector<at::Tensor> capture_args(const OpSchemaInfo& info, const torch::jit::Stack& stack) {
   std::vector<at::Tensor> out;
   const c10::IValue* args = stack.data() + (stack.size() - info.n_args);
-  for (size_t i = 0; i < info.n_args; i++)
-    if (args[i].isTensor() && args[i].toTensor().defined()) out.push_back(copy_exact(args[i].toTensor()));
+  for (size_t i = 0; i < info.n_args; i++) {
+    if (args[i].isTensor() && args[i].toTensor().defined()) {
+      out.push_back(copy_exact(args[i].toTensor()));
+    } else if (args[i].isTensorList()) {
+      for (const at::Tensor& t : args[i].toTensorList().vec()) out.push_back(copy_exact(t));
+    }
+  }
   return out;
 }
 
@@ -58,7 +65,7 @@ void register_kforge_ops(kf_runtime* rt) {
   st.kforge_lib = std::make_unique<torch::Library>(torch::Library::DEF, "kforge", std::nullopt,
                                                    __FILE__, __LINE__);
   // The calls kf_capture_request asked for, flattened: per call, its tensor arguments in schema
-  // order. Taking them releases them.
+  // order (a tensor list's elements in its place). Taking them releases them.
   st.kforge_lib->def("take_captures(int key) -> Tensor[]", &take_captures);
 }
 

@@ -1,5 +1,5 @@
 /* Building kf_job_sig values in the template tests: tensors (contiguous or channels last), ops
- * and their scalars, the softmax, elementwise and normalization signatures. */
+ * and their scalars, the softmax, elementwise, normalization and cat signatures. */
 #ifndef KF_TESTS_JOB_SIG_BUILD_H
 #define KF_TESTS_JOB_SIG_BUILD_H
 
@@ -278,6 +278,41 @@ static inline kf_job_sig sig_max_pool2d(kf_job_tensor x, int64_t kh, int64_t kw,
     s.out[0] = sig_tensor(x.dtype, nd, sizes, out_cl, 0);
     s.out[1] = sig_tensor(KF_I64, nd, sizes, out_cl, 0);
     return s;
+}
+
+/* cat(tensors, dim) of the n inputs xs (any strides; a legacy empty input is a [0] tensor), the
+ * output as eager allocates it for inputs of one memory format: contiguous, fresh, of the first
+ * input's dtype and the sizes of the first input that is not legacy empty, the cat dim summed */
+static inline kf_job_sig sig_cat(int n, const kf_job_tensor *xs, int64_t dim)
+{
+    kf_job_sig s = sig_of("aten::cat");
+    const kf_job_tensor *ref = NULL;
+    int64_t len = 0;
+    for (int i = 0; i < n; i++) {
+        s.in[s.n_in++] = xs[i];
+        if (xs[i].ndim == 1 && xs[i].sizes[0] == 0) continue;
+        if (!ref) ref = &xs[i];
+    }
+    int nd = ref ? ref->ndim : 1, d = (int)(dim < 0 ? dim + nd : dim);
+    int64_t sizes[KF_MAX_DIMS] = {0};
+    for (int k = 0; ref && k < nd; k++) sizes[k] = ref->sizes[k];
+    for (int i = 0; i < n; i++)
+        if (!(xs[i].ndim == 1 && xs[i].sizes[0] == 0) && d >= 0 && d < xs[i].ndim)
+            len += xs[i].sizes[d];
+    if (d >= 0 && d < nd) sizes[d] = len;
+    s.n_out = 1;
+    s.out[0] = sig_tensor(n ? xs[0].dtype : KF_F32, nd, sizes, 0, 0);
+    sig_add_scalar(&s, "dim", 'i')->i = dim;
+    return s;
+}
+
+/* a tensor with explicit strides (in elements): a view such as a transpose or a slice */
+static inline kf_job_tensor sig_tensor_strided(int dtype, int ndim, const int64_t *sizes,
+                                               const int64_t *strides, int align)
+{
+    kf_job_tensor t = sig_tensor(dtype, ndim, sizes, 0, align);
+    for (int d = 0; d < ndim; d++) t.strides[d] = strides[d];
+    return t;
 }
 
 #endif

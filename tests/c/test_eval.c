@@ -277,6 +277,29 @@ static void test_job_load(void)
         expect_bad(neg, j, KF_ERR_INVALID, bads[i].msg);
         free(j);
     }
+    /* a tensor list's elements are inputs each: more than KF_JOB_MAX_TENSORS are refused, and
+     * so are more inputs and fresh outputs than a launch record takes; 15 + 1 pass the count */
+    static const char one[] =
+        "{\"dtype\":\"f32\",\"sizes\":[4,1000],\"strides\":[1000,1],\"align\":16}";
+    char from[128], to[2048];
+    snprintf(from, sizeof from, "\"inputs\":[%s]", one);
+    static const struct {
+        int n;
+        const char *msg;
+    } many[] = {
+        {17, "\"inputs\" has 17 entries, at most 16 (a tensor list counts each element)"},
+        {16, "16 inputs and 1 fresh output: a kernel takes at most 16 tensors"},
+        {15, "cases[0].inputs has 1 file names, the signature has 15 inputs"},
+    };
+    for (size_t m = 0; m < sizeof many / sizeof many[0]; m++) {
+        int p = snprintf(to, sizeof to, "\"inputs\":[");
+        for (int i = 0; i < many[m].n; i++)
+            p += snprintf(to + p, sizeof to - (size_t)p, "%s%s", i ? "," : "", one);
+        snprintf(to + p, sizeof to - (size_t)p, "]");
+        char *j = replace(good, from, to);
+        expect_bad(neg, j, KF_ERR_INVALID, many[m].msg);
+        free(j);
+    }
     char *nocases = strdup(good);
     char *c = strstr(nocases, "\"cases\":[");
     if (CHECK(c != NULL)) {

@@ -1,5 +1,6 @@
 /* The CUDA normalization templates (forge/templates_cuda_norm*.c): cuda_layer_norm,
- * cuda_rms_norm, cuda_group_norm and cuda_batch_norm_eval.
+ * cuda_rms_norm, cuda_layer_norm_cols, cuda_rms_norm_cols, cuda_group_norm and
+ * cuda_batch_norm_eval.
  *
  * Without NVRTC: applies() on signatures it must accept and on ones it must refuse, and every
  * knob combination of every template rendered on every case, its launch record parsed and
@@ -10,10 +11,14 @@
  * With a GPU (the compiler's arch() answers): each of those kernels run on random inputs with
  * outputs poisoned to 0xff bytes (NaN in every float dtype), compared with a double-precision
  * reference in torch's semantics (fp32 1e-4, fp16 1e-3, bf16 1e-2, atol and rtol), inputs
- * checked unchanged.
+ * checked unchanged, and the memory between a strided output's elements left as poisoned.
  *
  * Cases cover every op, dtype, layout (NCHW, channels last) and weight/bias presence, odd sizes
- * (rows of 1000 and 37, HxW of 35 and 25, 2 channels per group) and 2-byte alignment. */
+ * (rows of 1000 and 37, HxW of 35 and 25, 2 channels per group) and 2-byte alignment; for
+ * layer_norm / rms_norm also strided rows (q/k heads as a transposed view, slices, permuted
+ * leading dims, broadcast rows; y strided like x or contiguous) and a strided normalized dim
+ * (the column templates: y with x's strides or contiguous, odd runs that force vec 1), the SD3.5
+ * MMDiT signatures among them. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -29,13 +34,25 @@
 #include "forge/template.h"
 
 #define NONE SIG_NONE
-#define MAX_CASES 32
+#define MAX_CASES 48
 
 /* ---- building signatures ---- */
 
 static void add_double(kf_job_sig *s, const char *name, double v)
 {
     sig_add_scalar(s, name, 'd')->d = v;
+}
+
+/* strides as an argument of sig_tensor_strided */
+#define ST(...) (int64_t[]){__VA_ARGS__}
+
+/* layer_norm / rms_norm (sig_norm_row) with y contiguous, as eager allocates it for any x */
+static kf_job_sig norm_y_contiguous(int rms, kf_job_tensor x, int nn, int wdt, int bdt,
+                                    int statdt, double eps)
+{
+    kf_job_sig s = sig_norm_row(rms, x, nn, wdt, bdt, statdt, eps);
+    s.out[0] = sig_tensor(x.dtype, x.ndim, x.sizes, 0, 0);
+    return s;
 }
 
 /* ---- the cases ---- */
@@ -87,6 +104,59 @@ static void make_cases(void)
                                       KF_F32, -1), "eps None");
     x = sig_tensor(KF_F16, SZ(5, 3, 96), 0, 2);
     add_case("cuda_rms_norm", sig_norm_row(1, x, 2, KF_F16, NONE, KF_F32, -1), "w, align 2, eps None");
+    /* strided rows: q/k heads ([B, S, H, D] seen as [B, H, S, D], the SD3.5 MMDiT shapes), y
+     * strided like x or contiguous; slices; permuted leading dims; broadcast rows */
+    x = sig_tensor_strided(KF_BF16, SZ(2, 24, 4096, 64), ST(6291456, 64, 1536, 1), 16);
+    add_case("cuda_rms_norm", sig_norm_row(1, x, 1, KF_BF16, NONE, KF_F32, 1e-6),
+             "MMDiT q/k heads, y like x");
+    x = sig_tensor_strided(KF_BF16, SZ(2, 24, 333, 64), ST(511488, 64, 1536, 1), 16);
+    add_case("cuda_rms_norm", norm_y_contiguous(1, x, 1, KF_BF16, NONE, KF_F32, 1e-6),
+             "MMDiT q/k heads, y contiguous");
+    x = sig_tensor_strided(KF_F16, SZ(2, 3, 5, 64), ST(960, 64, 192, 1), 16);
+    add_case("cuda_rms_norm", sig_norm_row(1, x, 1, NONE, NONE, KF_F32, -1),
+             "small q/k heads, y like x, eps None");
+    x = sig_tensor_strided(KF_F32, SZ(3, 7, 40), ST(336, 48, 1), 16);
+    add_case("cuda_layer_norm", norm_y_contiguous(0, x, 1, KF_F32, KF_F32, KF_F32, 1e-5),
+             "slice [..., :40] of 48, w b, y contiguous");
+    x = sig_tensor_strided(KF_BF16, SZ(5, 9, 37), ST(369, 41, 1), 4);
+    add_case("cuda_layer_norm", sig_norm_row(0, x, 1, KF_BF16, NONE, KF_F32, 1e-5),
+             "slice, rows of 37, align 4: vec 1, y like x (gaps)");
+    x = sig_tensor_strided(KF_F16, SZ(4, 6, 8, 16), ST(128, 512, 16, 1), 16);
+    add_case("cuda_layer_norm", sig_norm_row(0, x, 2, KF_F16, KF_F16, KF_F16, 1e-5),
+             "permuted leading dims, 2-D shape, y like x");
+    x = sig_tensor_strided(KF_BF16, SZ(4, 3, 64), ST(0, 64, 1), 16);
+    add_case("cuda_layer_norm", norm_y_contiguous(0, x, 1, KF_BF16, KF_BF16, KF_F32, 1e-5),
+             "broadcast rows (stride 0), y contiguous");
+    /* a strided normalized dim (the column templates): [B, C, S] seen as [B, S, C], the MMDiT
+     * shape among them; y contiguous (eager) or like x; runs of 100, 37 and 33 (vec 4, 1) */
+    x = sig_tensor_strided(KF_BF16, SZ(2, 4096, 1536), ST(6291456, 1, 4096), 16);
+    add_case("cuda_layer_norm_cols", norm_y_contiguous(0, x, 1, NONE, NONE, KF_F32, 1e-6),
+             "MMDiT, y contiguous");
+    x = sig_tensor_strided(KF_BF16, SZ(2, 512, 384), ST(196608, 1, 512), 16);
+    add_case("cuda_layer_norm_cols", norm_y_contiguous(0, x, 1, KF_BF16, KF_BF16, KF_F32, 1e-6),
+             "w b, y contiguous");
+    add_case("cuda_layer_norm_cols", sig_norm_row(0, x, 1, NONE, NONE, KF_F32, 1e-6),
+             "y like x");
+    x = sig_tensor_strided(KF_F32, SZ(3, 100, 48), ST(4800, 1, 100), 16);
+    add_case("cuda_layer_norm_cols", norm_y_contiguous(0, x, 1, KF_F32, KF_F32, KF_F32, 1e-5),
+             "runs of 100, w b, y contiguous");
+    x = sig_tensor_strided(KF_F16, SZ(2, 37, 30), ST(1110, 1, 37), 16);
+    add_case("cuda_layer_norm_cols", norm_y_contiguous(0, x, 1, KF_F32, NONE, KF_F16, 1e-5),
+             "runs of 37, f32 w, f16 stats, y contiguous");
+    add_case("cuda_layer_norm_cols", sig_norm_row(0, x, 1, NONE, KF_F16, KF_F32, 1e-5),
+             "runs of 37, b only, y like x");
+    x = sig_tensor_strided(KF_BF16, SZ(2, 3, 64, 96), ST(18432, 6144, 1, 64), 16);
+    add_case("cuda_layer_norm_cols", norm_y_contiguous(0, x, 1, KF_BF16, KF_BF16, KF_F32, 1e-5),
+             "4-D, w b, y contiguous");
+    x = sig_tensor_strided(KF_BF16, SZ(2, 256, 64), ST(16384, 1, 256), 16);
+    add_case("cuda_rms_norm_cols", sig_norm_row(1, x, 1, KF_BF16, NONE, KF_F32, -1),
+             "w, y like x, eps None");
+    x = sig_tensor_strided(KF_F32, SZ(5, 33, 20), ST(660, 1, 33), 16);
+    add_case("cuda_rms_norm_cols", norm_y_contiguous(1, x, 1, NONE, NONE, KF_F32, 1e-5),
+             "runs of 33, y contiguous");
+    x = sig_tensor_strided(KF_F16, SZ(2, 40, 1, 24), ST(960, 1, 7, 40), 2);
+    add_case("cuda_rms_norm_cols", sig_norm_row(1, x, 1, KF_F16, NONE, KF_F32, 1e-6),
+             "a size-1 dim, align 2, y like x");
     /* group_norm: NCHW and channels last, odd HxW, 1 and 2 channels per group, big groups */
     add_case("cuda_group_norm", sig_group_norm(sig_tensor(KF_BF16, SZ(2, 64, 8, 8), 0, 16), 8, KF_BF16,
                                        KF_BF16, KF_BF16, 1e-5), "w b");
@@ -119,10 +189,60 @@ static void make_cases(void)
 
 static void test_table(void)
 {
-    static const char *const names[] = {"cuda_layer_norm", "cuda_rms_norm", "cuda_group_norm",
-                                        "cuda_batch_norm_eval"};
+    static const char *const names[] = {"cuda_layer_norm",      "cuda_rms_norm",
+                                        "cuda_layer_norm_cols", "cuda_rms_norm_cols",
+                                        "cuda_group_norm",      "cuda_batch_norm_eval"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-        check_template(names[i], 1, MAX_KNOBS, 0);
+        check_template(names[i], 1, MAX_KNOBS, strstr(names[i], "_cols") != NULL);
+}
+
+/* The column templates start with enough blocks (512) to fill a GPU: the most rows per block
+ * that still give them, else the fewest (16). */
+static void test_cols_start(void)
+{
+    const kf_template *t = find_template("cuda_layer_norm_cols");
+    const kf_template *tr = find_template("cuda_rms_norm_cols");
+    if (!CHECK(t && tr && t->start && tr->start)) return;
+    int idx[MAX_KNOBS];
+    kf_job_tensor x = sig_tensor_strided(KF_BF16, SZ(2, 4096, 1536), ST(6291456, 1, 4096), 16);
+    kf_job_sig s = norm_y_contiguous(0, x, 1, NONE, NONE, KF_F32, 1e-6);
+    t->start(&s, idx);
+    CHECK_EQ_INT(t->knobs[1].values[idx[1]], 16); /* 8192 rows: 512 blocks of 16 */
+    CHECK(idx[0] == 0 && idx[2] == 0 && idx[3] == 0 && idx[4] == 0 && idx[5] == 0);
+    x = sig_tensor_strided(KF_BF16, SZ(16, 4096, 96), ST(393216, 1, 4096), 16);
+    s = sig_norm_row(1, x, 1, KF_BF16, NONE, KF_F32, 1e-6);
+    tr->start(&s, idx);
+    CHECK_EQ_INT(tr->knobs[1].values[idx[1]], 128); /* 65536 rows: 512 blocks of 128 */
+    x = sig_tensor_strided(KF_F16, SZ(2, 37, 30), ST(1110, 1, 37), 16);
+    s = norm_y_contiguous(0, x, 1, NONE, NONE, KF_F32, 1e-6);
+    t->start(&s, idx);
+    CHECK_EQ_INT(t->knobs[1].values[idx[1]], 16);
+    idx[1] = 3; /* a signature it does not serve: the first values */
+    s = sig_norm_row(0, sig_tensor(KF_F16, SZ(8, 64), 0, 16), 1, NONE, NONE, KF_F32, 1e-6);
+    t->start(&s, idx);
+    CHECK_EQ_INT(idx[1], 0);
+}
+
+/* The row templates start short rows (MMDiT's q/k heads, 64 elements) on the smallest team
+ * that covers a row with vectors of 8 and the most rows per block; long rows at the 0s. */
+static void test_row_start(void)
+{
+    const kf_template *t = find_template("cuda_layer_norm");
+    const kf_template *tr = find_template("cuda_rms_norm");
+    if (!CHECK(t && tr && t->start && tr->start)) return;
+    int idx[MAX_KNOBS];
+    kf_job_tensor x = sig_tensor_strided(KF_BF16, SZ(2, 24, 4096, 64), ST(6291456, 64, 1536, 1), 16);
+    kf_job_sig s = sig_norm_row(1, x, 1, KF_BF16, NONE, KF_F32, 1e-6);
+    tr->start(&s, idx);
+    CHECK_EQ_INT(tr->knobs[0].values[idx[0]], 8);
+    CHECK_EQ_INT(tr->knobs[1].values[idx[1]], 8);
+    CHECK(idx[2] == 0 && idx[3] == 0 && idx[4] == 0);
+    s = sig_norm_row(0, sig_tensor(KF_F16, SZ(8, 1000), 0, 16), 1, NONE, NONE, KF_F32, 1e-6);
+    t->start(&s, idx);
+    CHECK_EQ_INT(t->knobs[0].values[idx[0]], 128); /* 125 vectors of 8 */
+    s = sig_norm_row(0, sig_tensor(KF_F16, SZ(8, 2304), 0, 16), 1, NONE, NONE, KF_F32, 1e-6);
+    t->start(&s, idx);
+    for (int k = 0; k < 6; k++) CHECK_EQ_INT(idx[k], 0);
 }
 
 static void test_refusals(void)
@@ -137,8 +257,10 @@ static void test_refusals(void)
     r.out[0].dtype = KF_F32; /* y must have the input's dtype */
     CHECK_EQ_INT(nvrtc_applies(&r), 0);
     r = s;
-    r.in[0].strides[0] = 1, r.in[0].strides[1] = 8; /* transposed */
-    CHECK_EQ_INT(nvrtc_applies(&r), 0);
+    r.in[0].strides[0] = 1, r.in[0].strides[1] = 8; /* transposed: the column template's */
+    CHECK_EQ_INT(nvrtc_applies(&r), 1);
+    CHECK(find_template("cuda_layer_norm_cols") &&
+          find_template("cuda_layer_norm_cols")->applies(&r));
     r = s;
     scalar_mut(&r, "normalized_shape")->v[0] = 63; /* not the trailing dims */
     CHECK_EQ_INT(nvrtc_applies(&r), 0);
@@ -241,9 +363,159 @@ static void test_refusals(void)
     CHECK(src == NULL && lj == NULL);
 }
 
+/* Strided layer_norm / rms_norm: what the row and column templates take and what they leave to
+ * eager. */
+static void test_refusals_strided(void)
+{
+    const kf_template *ln = find_template("cuda_layer_norm"), *rms = find_template("cuda_rms_norm");
+    const kf_template *lnc = find_template("cuda_layer_norm_cols");
+    const kf_template *rmsc = find_template("cuda_rms_norm_cols");
+    if (!CHECK(ln && rms && lnc && rmsc)) return;
+
+    /* rows: q/k heads [2, 4, 8, 64] of a [2, 8, 4, 64] tensor */
+    kf_job_tensor q = sig_tensor_strided(KF_BF16, SZ(2, 4, 8, 64), ST(2048, 64, 256, 1), 16);
+    kf_job_sig s = sig_norm_row(1, q, 1, KF_BF16, NONE, KF_F32, 1e-6), r;
+    CHECK(rms->applies(&s));
+    CHECK_EQ_INT(nvrtc_applies(&s), 1);
+    r = norm_y_contiguous(1, q, 1, KF_BF16, NONE, KF_F32, 1e-6);
+    CHECK(rms->applies(&r));
+    CHECK_EQ_INT(nvrtc_applies(&r), 1);
+    r = sig_norm_row(0, q, 1, KF_F32, KF_F32, KF_F32, 1e-5);
+    CHECK(ln->applies(&r));
+    CHECK_EQ_INT(nvrtc_applies(&r), 1);
+    r = s;
+    r.in[0].strides[2] = 32; /* x's rows overlap: they are only read */
+    CHECK(rms->applies(&r));
+    r = s;
+    r.out[0].strides[1] = 0; /* y's rows overlap (broadcast) */
+    CHECK_EQ_INT(nvrtc_applies(&r), 0);
+    r = s;
+    r.out[0].strides[2] = 32; /* y's rows overlap in part */
+    CHECK_EQ_INT(nvrtc_applies(&r), 0);
+    r = s;
+    r.in[0].strides[3] = 2; /* a row is not one block, and no leading dim has stride 1 */
+    CHECK_EQ_INT(nvrtc_applies(&r), 0);
+    r = s; /* y's rows are not blocks: out[] in another layout */
+    r.out[0] = sig_tensor_strided(KF_BF16, SZ(2, 4, 8, 64), ST(8192, 2048, 256, 2), 0);
+    CHECK_EQ_INT(nvrtc_applies(&r), 0);
+    r = s;
+    r.in[0].strides[0] = -2048; /* a negative stride */
+    CHECK_EQ_INT(nvrtc_applies(&r), 0);
+    r = s;
+    r.in[0].strides[0] = (int64_t)1 << 62; /* offsets past 2^62 */
+    CHECK_EQ_INT(nvrtc_applies(&r), 0);
+    r = s; /* rstd not in logical row order */
+    r.out[1] = sig_tensor_strided(KF_F32, SZ(2, 4, 8, 1), ST(32, 1, 4, 1), 0);
+    CHECK_EQ_INT(nvrtc_applies(&r), 0);
+
+    /* columns: [2, 64, 96] of a [2, 96, 64] tensor, normalized over the strided dim */
+    kf_job_tensor c = sig_tensor_strided(KF_BF16, SZ(2, 64, 96), ST(6144, 1, 64), 16);
+    s = norm_y_contiguous(0, c, 1, KF_BF16, KF_BF16, KF_F32, 1e-5);
+    CHECK(lnc->applies(&s));
+    CHECK_EQ_INT(nvrtc_applies(&s), 1);
+    r = sig_norm_row(0, c, 1, NONE, NONE, KF_F32, 1e-5); /* y like x */
+    CHECK(lnc->applies(&r));
+    CHECK_EQ_INT(nvrtc_applies(&r), 1);
+    r = sig_norm_row(1, c, 1, KF_BF16, NONE, KF_F32, -1);
+    CHECK(rmsc->applies(&r));
+    CHECK_EQ_INT(nvrtc_applies(&r), 1);
+    r = s; /* y in a third layout */
+    r.out[0] = sig_tensor_strided(KF_BF16, SZ(2, 64, 96), ST(12288, 1, 128), 0);
+    CHECK_EQ_INT(nvrtc_applies(&r), 0);
+    r = sig_norm_row(0, c, 1, NONE, NONE, KF_F32, 1e-5);
+    r.out[0].strides[0] = 0; /* y like x but overlapping */
+    r.in[0].strides[0] = 0;
+    CHECK_EQ_INT(nvrtc_applies(&r), 0);
+    r = s;
+    r.in[0].strides[2] = 0; /* broadcast along the normalized dim */
+    CHECK_EQ_INT(nvrtc_applies(&r), 0);
+    r = s; /* mean not in logical row order */
+    r.out[1] = sig_tensor_strided(KF_F32, SZ(2, 64, 1), ST(1, 2, 1), 0);
+    CHECK_EQ_INT(nvrtc_applies(&r), 0);
+    r = s;
+    r.in[1] = sig_tensor_strided(KF_BF16, SZ(96), ST(2), 16); /* a strided weight */
+    CHECK_EQ_INT(nvrtc_applies(&r), 0);
+    /* two normalized dims, neither one a block */
+    kf_job_tensor t = sig_tensor_strided(KF_F32, SZ(4, 8, 16), ST(1, 64, 4), 16);
+    r = norm_y_contiguous(0, t, 2, NONE, NONE, KF_F32, 1e-5);
+    CHECK_EQ_INT(nvrtc_applies(&r), 0);
+    /* the stride-1 dim is not the innermost leading one */
+    t = sig_tensor_strided(KF_F32, SZ(64, 8, 32), ST(1, 2048, 64), 16);
+    r = norm_y_contiguous(0, t, 1, NONE, NONE, KF_F32, 1e-5);
+    CHECK_EQ_INT(nvrtc_applies(&r), 0);
+    /* a single strided row */
+    t = sig_tensor_strided(KF_F32, SZ(1, 64), ST(128, 2), 16);
+    r = norm_y_contiguous(0, t, 1, NONE, NONE, KF_F32, 1e-5);
+    CHECK_EQ_INT(nvrtc_applies(&r), 0);
+
+    /* render refuses what applies() refuses */
+    char *src = (char *)1, *lj = (char *)1, err[256];
+    int idx[MAX_KNOBS] = {0};
+    s = sig_norm_row(1, q, 1, KF_BF16, NONE, KF_F32, 1e-6);
+    CHECK_EQ_INT(rmsc->render(&s, idx, &src, &lj, err, sizeof err), KF_ERR_UNSUPPORTED);
+    CHECK(src == NULL && lj == NULL);
+    s = sig_norm_row(1, c, 1, KF_BF16, NONE, KF_F32, -1);
+    CHECK_EQ_INT(rms->render(&s, idx, &src, &lj, err, sizeof err), KF_ERR_UNSUPPORTED);
+    CHECK(src == NULL && lj == NULL);
+}
+
+/* The rows' offsets as the sources state them: r * KF_NORM for a contiguous tensor (the kernel
+ * as before), divisions by the leading sizes for a strided one, merged where the layout allows. */
+static void test_row_offsets(void)
+{
+    const kf_template *rms = find_template("cuda_rms_norm");
+    if (!CHECK(rms != NULL)) return;
+    int idx[MAX_KNOBS] = {0};
+    char *src = NULL, *lj = NULL, err[256];
+    kf_job_tensor q =
+        sig_tensor_strided(KF_BF16, SZ(2, 24, 4096, 64), ST(6291456, 64, 1536, 1), 16);
+    kf_job_sig s = norm_y_contiguous(1, q, 1, KF_BF16, NONE, KF_F32, 1e-6);
+    if (CHECK_EQ_INT(rms->render(&s, idx, &src, &lj, err, sizeof err), KF_OK)) {
+        CHECK_CONTAINS(src, "o += (long long)(r % 4096u) * 1536LL;\n    r /= 4096u;\n"
+                            "    o += (long long)(r % 24u) * 64LL;\n    r /= 24u;\n"
+                            "    o += (long long)r * 6291456LL;\n");
+        CHECK_CONTAINS(src, "#define KF_XROW(r) kf_xrow((unsigned)(r))");
+        CHECK_CONTAINS(src, "#define KF_YROW(r) ((r) * KF_NORM)");
+        CHECK(!strstr(src, "kf_yrow"));
+    }
+    free(src), free(lj);
+    s = sig_norm_row(1, sig_tensor(KF_BF16, SZ(16, 64), 0, 16), 1, KF_BF16, NONE, KF_F32, 1e-6);
+    if (CHECK_EQ_INT(rms->render(&s, idx, &src, &lj, err, sizeof err), KF_OK)) {
+        CHECK_CONTAINS(src, "#define KF_XROW(r) ((r) * KF_NORM)");
+        CHECK_CONTAINS(src, "#define KF_YROW(r) ((r) * KF_NORM)");
+        CHECK(!strstr(src, "kf_xrow") && !strstr(src, "kf_yrow"));
+    }
+    free(src), free(lj);
+    /* a slice of rows 128 apart: the leading dims merge into one, no division */
+    q = sig_tensor_strided(KF_BF16, SZ(2, 3, 5, 64), ST(1920, 640, 128, 1), 16);
+    s = sig_norm_row(1, q, 1, KF_BF16, NONE, KF_F32, 1e-6);
+    if (CHECK_EQ_INT(rms->render(&s, idx, &src, &lj, err, sizeof err), KF_OK)) {
+        CHECK_CONTAINS(src, "    long long o = 0;\n    o += (long long)r * 128LL;\n    return o;");
+        CHECK(!strstr(src, "r %"));
+    }
+    free(src), free(lj);
+}
+
 /* ---- every knob combination renders a consistent candidate ---- */
 
 static long n_rendered;
+
+/* every dim d in [0, to) but `skip`, of size > 1, has a stride that is a multiple of v */
+static int strides_div(const kf_job_tensor *t, int to, int skip, long long v)
+{
+    for (int d = 0; d < to; d++)
+        if (d != skip && t->sizes[d] > 1 && t->strides[d] % v) return 0;
+    return 1;
+}
+
+static int is_cols(const kf_template *t) { return strstr(t->name, "_cols") != NULL; }
+
+/* how many dims normalized_shape has */
+static int scal_n(const kf_job_sig *s)
+{
+    const kf_job_scalar *ns = kf_job_scalar_find(s, "normalized_shape");
+    return ns ? ns->n : 0;
+}
 
 static void check_render(const ncase *c, const int *idx, char **src_out, kf_launch *l_out)
 {
@@ -275,13 +547,38 @@ static void check_render(const ncase *c, const int *idx, char **src_out, kf_laun
     int x_es = esize(s->in[0].dtype), align = s->in[0].align ? s->in[0].align : x_es;
     ok = ok && vec >= 1 && (vec == 1 || (vec * x_es > 16 ? 16 : vec * x_es) <= align);
     const char *tn = c->t->name;
+    const kf_job_tensor *x = &s->in[0], *y = &s->out[0];
     if (ok && (!strcmp(tn, "cuda_layer_norm") || !strcmp(tn, "cuda_rms_norm"))) {
         long long tpr = src_define(src, "KF_TPR", 0), rpb = src_define(src, "KF_RPB", 0);
         long long rows = src_define(src, "KF_M", 0), n = src_define(src, "KF_NORM", 0);
         long long cache = src_define(src, "KF_CACHE", -1);
+        int lead = x->ndim - scal_n(s);
         ok = threads == tpr * rpb && l.grid[0] == (rows + rpb - 1) / rpb && n % vec == 0 &&
-             rows * n == kf_job_tensor_numel(&s->in[0]) &&
-             l.smem == (cache == 2 ? (unsigned)(rpb * n * x_es) : 0u);
+             rows * n == kf_job_tensor_numel(x) &&
+             l.smem == (cache == 2 ? (unsigned)(rpb * n * x_es) : 0u) &&
+             strides_div(x, lead, -1, vec) && strides_div(y, lead, -1, vec);
+        /* a contiguous tensor's rows at r * n, as the kernel always had them */
+        ok = ok && (!kf_job_tensor_contiguous(x) ||
+                    strstr(src, "#define KF_XROW(r) ((r) * KF_NORM)\n"));
+    } else if (ok && is_cols(c->t)) {
+        long long nt = src_define(src, "KF_THREADS", 0), rows = src_define(src, "KF_ROWS", 0);
+        long long m = src_define(src, "KF_M", 0), n = src_define(src, "KF_NORM", 0);
+        long long tile = src_define(src, "KF_TILE", -1), vy = src_define(src, "KF_VY", 0);
+        long long yt = src_define(src, "KF_YT", -1), rv = src_define(src, "KF_RV", 0);
+        long long xn = src_define(src, "KF_XN", 0);
+        int run = x->ndim - 2;
+        while (run > 0 && x->sizes[run] == 1) run--;
+        long long cg = rows / vec;
+        ok = threads == nt && nt % 32 == 0 && rows % vec == 0 && cg >= 1 && cg <= nt &&
+             nt % cg == 0 && l.grid[0] == (m + rows - 1) / rows && l.smem == 0 &&
+             m * n == kf_job_tensor_numel(x) && xn == x->strides[x->ndim - 1] && rv >= 1 &&
+             vec % rv == 0 && x->strides[run] == 1 && x->sizes[run] % vec == 0 &&
+             strides_div(x, x->ndim, run, vec);
+        /* y transposed: vectors of vy along its rows; else y has x's strides */
+        int eo = esize(y->dtype), yal = y->align ? y->align : 16;
+        ok = ok && (yt == 1 ? tile >= vy && tile % vy == 0 && n % vy == 0 && vy * eo <= 16 &&
+                                  vy * eo <= yal && strides_div(y, y->ndim - 1, -1, vy)
+                            : yt == 0 && tile == 0);
     } else if (ok && !strcmp(tn, "cuda_group_norm")) {
         long long tpg = src_define(src, "KF_TPG", 0), gpb = src_define(src, "KF_GPB", 0);
         long long split = src_define(src, "KF_SPLIT", 0), staged = src_define(src, "KF_STAGED", -1);
@@ -335,7 +632,7 @@ static void test_render_all(void)
 
 /* ---- compile a spread of combinations with NVRTC (cuda_template_test.h) ---- */
 
-#define MAX_JOBS 512
+#define MAX_JOBS 768
 static kernel_job jobs[MAX_JOBS];
 static int n_jobs;
 static kf_compiler_i nv;
@@ -385,10 +682,32 @@ static double eps_of(const kf_job_sig *s, double none_value)
     return e && e->kind == 'd' ? e->d : none_value;
 }
 
+/* the memory offset of logical element i (row-major over the sizes) of t */
+static int64_t elem_off(const kf_job_tensor *t, int64_t i)
+{
+    int64_t o = 0;
+    for (int d = t->ndim - 1; d >= 0; d--) {
+        o += (i % t->sizes[d]) * t->strides[d];
+        i /= t->sizes[d];
+    }
+    return o;
+}
+
+/* 1 + the largest offset of t (strides >= 0): the elements a buffer for it holds */
+static int64_t extent(const kf_job_tensor *t)
+{
+    int64_t e = 1;
+    for (int d = 0; d < t->ndim; d++) {
+        if (t->sizes[d] == 0) return 0;
+        e += (t->sizes[d] - 1) * t->strides[d];
+    }
+    return e;
+}
+
 static void ref_row(const kf_job_sig *s, gcase *g, int rms)
 {
     static const char *const names[] = {"weight", "bias"};
-    const kf_job_tensor *x = &s->in[0];
+    const kf_job_tensor *x = &s->in[0], *y = &s->out[0];
     const kf_job_scalar *ns = scal(s, "normalized_shape");
     int64_t n = 1;
     for (int k = 0; k < ns->n; k++) n *= ns->v[k];
@@ -398,20 +717,20 @@ static void ref_row(const kf_job_sig *s, gcase *g, int rms)
     double eps = (float)eps_of(s, 1.1920928955078125e-07);
     for (int64_t r = 0; r < rows; r++) {
         double m = 0, v = 0;
-        for (int64_t j = 0; j < n; j++) m += get(g->host[0], x->dtype, r * n + j);
+        for (int64_t j = 0; j < n; j++) m += get(g->host[0], x->dtype, elem_off(x, r * n + j));
         m /= (double)n;
         for (int64_t j = 0; j < n; j++) {
-            double xv = get(g->host[0], x->dtype, r * n + j);
+            double xv = get(g->host[0], x->dtype, elem_off(x, r * n + j));
             v += rms ? xv * xv : (xv - m) * (xv - m);
         }
         v /= (double)n;
         double rs = 1.0 / sqrt(v + eps);
         for (int64_t j = 0; j < n; j++) {
-            double xv = get(g->host[0], x->dtype, r * n + j);
-            double y = rms ? xv * rs : (xv - m) * rs;
-            if (wi > 0) y *= get(g->host[wi], s->in[wi].dtype, j);
-            if (bi > 0) y += get(g->host[bi], s->in[bi].dtype, j);
-            g->ref[0][r * n + j] = y;
+            double xv = get(g->host[0], x->dtype, elem_off(x, r * n + j));
+            double yv = rms ? xv * rs : (xv - m) * rs;
+            if (wi > 0) yv *= get(g->host[wi], s->in[wi].dtype, j);
+            if (bi > 0) yv += get(g->host[bi], s->in[bi].dtype, j);
+            g->ref[0][elem_off(y, r * n + j)] = yv;
         }
         if (!rms) g->ref[1][r] = m;
         g->ref[rms ? 1 : 2][r] = rs;
@@ -516,20 +835,20 @@ static void gcase_make(gpu *G, const ncase *c, gcase *g)
     int is_bn = !strcmp(c->t->name, "cuda_batch_norm_eval");
     for (int i = 0; i < g->nt; i++) {
         const kf_job_tensor *t = i < s->n_in ? &s->in[i] : &s->out[i - s->n_in];
-        g->bytes[i] = tensor_bytes(t);
+        g->bytes[i] = (size_t)extent(t) * (size_t)esize(t->dtype); /* strided: with the gaps */
         size_t alloc = g->bytes[i] + 16; /* +16: a misaligned view for align < 16 */
         if (!CHECK_EQ_INT(G->d.mem_alloc(&g->base[i], alloc), 0)) return;
         g->dev[i] = g->base[i];
         if (i < s->n_in && t->align > 0 && t->align < 16) g->dev[i] += (unsigned)t->align;
         if (i >= s->n_in) {
             int j = i - s->n_in;
-            int64_t n = kf_job_tensor_numel(t);
+            int64_t n = extent(t);
             g->ref[j] = calloc((size_t)(n > 0 ? n : 1), sizeof(double));
             g->got[j] = calloc(1, g->bytes[i] + 4);
             continue;
         }
         g->host[i] = calloc(1, g->bytes[i] + 4);
-        int64_t n = kf_job_tensor_numel(t);
+        int64_t n = extent(t);
         for (int64_t e = 0; e < n; e++) {
             double v = urand() * 6.0 - 3.0;
             if (i == 0 && urand() < 0.01) v *= 40.0; /* a few large magnitudes */
@@ -539,28 +858,42 @@ static void gcase_make(gpu *G, const ncase *c, gcase *g)
         }
         CHECK_EQ_INT(G->d.memcpy_htod(g->dev[i], g->host[i], g->bytes[i]), 0);
     }
-    if (!strcmp(c->t->name, "cuda_layer_norm")) ref_row(s, g, 0);
-    else if (!strcmp(c->t->name, "cuda_rms_norm")) ref_row(s, g, 1);
+    if (!strncmp(c->t->name, "cuda_layer_norm", 15)) ref_row(s, g, 0);
+    else if (!strncmp(c->t->name, "cuda_rms_norm", 13)) ref_row(s, g, 1);
     else if (is_bn) ref_batch(s, g);
     g->ok = 1;
 }
 
-/* bad elements of output j (prints the first) */
+/* bad elements of output j (prints the first), references and results both at the elements'
+ * memory offsets; the memory between a strided output's elements must still hold the poison */
 static long compare(const char *name, const gcase *g, const kf_job_sig *s, int j)
 {
     const kf_job_tensor *t = &s->out[j];
-    int64_t n = kf_job_tensor_numel(t);
+    int64_t n = kf_job_tensor_numel(t), ext = extent(t);
     double tol = tol_of(t->dtype);
     long bad = 0;
+    unsigned char *mine = ext > n ? calloc((size_t)ext, 1) : NULL;
     for (int64_t i = 0; i < n; i++) {
-        double r = round_to(t->dtype, g->ref[j][i]), v = get(g->got[j], t->dtype, i);
+        int64_t o = elem_off(t, i);
+        if (mine) mine[o] = 1;
+        double r = round_to(t->dtype, g->ref[j][o]), v = get(g->got[j], t->dtype, o);
         int ok = isnan(r)   ? isnan(v)
                  : isinf(r) ? v == r
                             : isfinite(v) && fabs(v - r) <= tol + tol * fabs(r);
         if (!ok && bad++ == 0)
-            printf("     %s: out[%d][%lld] = %.8g, reference %.8g\n", name, j, (long long)i, v,
-                   g->ref[j][i]);
+            printf("     %s: out[%d] element %lld (offset %lld) = %.8g, reference %.8g\n", name,
+                   j, (long long)i, (long long)o, v, g->ref[j][o]);
     }
+    const unsigned char *bytes = g->got[j];
+    int es = esize(t->dtype);
+    for (int64_t o = 0; mine && o < ext; o++) {
+        int poisoned = 1;
+        for (int k = 0; k < es; k++) poisoned &= bytes[o * es + k] == 0xff;
+        if (!mine[o] && !poisoned && bad++ == 0)
+            printf("     %s: out[%d] offset %lld is no element but was written\n", name, j,
+                   (long long)o);
+    }
+    free(mine);
     return bad;
 }
 
@@ -635,6 +968,10 @@ int main(void)
     rng_state = 0x6e6f726du;
     test_table();
     test_refusals();
+    test_refusals_strided();
+    test_row_offsets();
+    test_cols_start();
+    test_row_start();
     make_cases();
     test_render_all();
     nvrtc_levels(&nv, make_jobs, jobs, &n_jobs, test_gpu);

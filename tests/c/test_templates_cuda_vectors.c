@@ -35,7 +35,7 @@
 #include "forge/template.h"
 #include "nvrtc_find.h"
 
-#define MAX_CASES 64
+#define MAX_CASES 80
 
 /* ---- signatures ---- */
 
@@ -65,6 +65,14 @@ static kf_job_sig row_sig(int rms, kf_job_tensor x, int wdt, int bdt, int statdt
 {
     return sig_norm_row(rms, x, 1, wdt, bdt, statdt, 1e-5);
 }
+/* the same with y contiguous (eager's y for any x) */
+static kf_job_sig row_sig_yc(int rms, kf_job_tensor x, int wdt, int bdt, int statdt)
+{
+    kf_job_sig s = row_sig(rms, x, wdt, bdt, statdt);
+    s.out[0] = sig_tensor(x.dtype, x.ndim, x.sizes, 0, 0);
+    return s;
+}
+#define ST(...) (int64_t[]){__VA_ARGS__}
 static kf_job_sig gn_sig(kf_job_tensor x, int64_t groups, int wdt, int bdt)
 {
     return sig_group_norm(x, groups, wdt, bdt, x.dtype, 1e-5);
@@ -337,6 +345,30 @@ static void make_cases(void)
              "tpr=256 rpb=2 vec=4 cache=0 reduce=1", VEC_BOTH, "no w");
     add_case("cuda_rms_norm", row_sig(1, T(KF_F16, 0, 16, 8, 1024), KF_F16, NONE, KF_F32),
              "tpr=128 rpb=8 vec=8 cache=2 reduce=0", VEC_BOTH, "w, shared memory");
+    /* strided rows: q/k heads ([B, S, H, D] seen as [B, H, S, D]), a slice with y contiguous */
+    a = sig_tensor_strided(KF_BF16, 4, (int64_t[]){2, 8, 64, 64}, ST(32768, 64, 512, 1), 16);
+    add_case("cuda_rms_norm", row_sig(1, a, KF_BF16, NONE, KF_F32),
+             "tpr=32 rpb=8 vec=8 cache=1 reduce=0", VEC_BOTH, "q/k heads, y like x");
+    a = sig_tensor_strided(KF_F32, 3, (int64_t[]){4, 16, 256}, ST(4608, 288, 1), 16);
+    add_case("cuda_layer_norm", row_sig_yc(0, a, KF_F32, KF_F32, KF_F32),
+             "tpr=64 rpb=4 vec=4 cache=0 stats=1 reduce=1", VEC_BOTH, "slice, y contiguous");
+
+    /* a strided normalized dim ([B, C, S] seen as [B, S, C]): vectors of adjacent rows; y like
+     * x, or contiguous (16-byte stores along its rows from the shared-memory tile) */
+    a = sig_tensor_strided(KF_BF16, 3, (int64_t[]){2, 512, 384}, ST(196608, 1, 512), 16);
+    add_case("cuda_layer_norm_cols", row_sig_yc(0, a, KF_BF16, KF_BF16, KF_F32),
+             "threads=256 rows=64 vec=8 unroll=4 tile=64 stats=0", VEC_BOTH, "y contiguous");
+    add_case("cuda_layer_norm_cols", row_sig(0, a, NONE, NONE, KF_F32),
+             "threads=128 rows=128 vec=8 unroll=2 tile=64 stats=2", VEC_BOTH, "y like x");
+    a = sig_tensor_strided(KF_F32, 3, (int64_t[]){2, 256, 64}, ST(16384, 1, 256), 16);
+    add_case("cuda_rms_norm_cols", row_sig(1, a, KF_F32, NONE, KF_F32),
+             "threads=256 rows=64 vec=4 unroll=4 tile=64", VEC_BOTH, "y like x");
+    add_case("cuda_rms_norm_cols", row_sig_yc(1, a, KF_F32, NONE, KF_F32),
+             "threads=512 rows=32 vec=4 unroll=8 tile=32", VEC_BOTH, "y contiguous");
+    a = sig_tensor_strided(KF_F16, 3, (int64_t[]){2, 37, 30}, ST(1110, 1, 37), 16);
+    add_case("cuda_layer_norm_cols", row_sig_yc(0, a, KF_F16, KF_F16, KF_F32),
+             "threads=256 rows=64 vec=8 unroll=4 tile=64 stats=1", VEC_NONE,
+             "runs of 37: no vectors by design");
 
     /* group_norm: NCHW and channels last, clusters, registers / staging / re-reads */
     add_case("cuda_group_norm", gn_sig(T(KF_BF16, 0, 16, 2, 64, 16, 16), 8, KF_BF16, KF_BF16),
@@ -370,6 +402,29 @@ static void make_cases(void)
     add_case("cuda_batch_norm_eval",
              bn_sig(0, T(KF_BF16, 0, 2, 2, 24, 9), NONE, KF_BF16, KF_F32, 0),
              "threads=256 vec=8 per=4 table=1 form=0", VEC_NONE, "align 2: no vectors by design");
+
+    /* cat: MMDiT's joint attention along dim 2 through head views, RoPE's halves along the
+     * last dim (one a slice), transposed inputs (gathered: only the stores are vectors), odd
+     * lengths along the innermost dim (no vectors by design) */
+    kf_job_tensor xs[2];
+    xs[0] = sig_tensor_strided(KF_BF16, 4, (int64_t[]){2, 24, 256, 64}, ST(393216, 64, 1536, 1),
+                               16);
+    xs[1] = sig_tensor_strided(KF_BF16, 4, (int64_t[]){2, 24, 77, 64}, ST(118272, 64, 1536, 1),
+                               16);
+    add_case("cuda_cat", sig_cat(2, xs, 2), "vec=8 unroll=2 threads=256 by_part=1", VEC_BOTH,
+             "joint attention, blocks per input");
+    xs[0] = T(KF_F32, 0, 16, 4, 64, 8, 64);
+    xs[1] = sig_tensor_strided(KF_F32, 4, (int64_t[]){4, 64, 8, 64}, ST(65536, 1024, 128, 1), 16);
+    add_case("cuda_cat", sig_cat(2, xs, -1), "vec=4 unroll=4 threads=128 by_part=0", VEC_BOTH,
+             "rotate_half, inputs by coordinate");
+    xs[0] = sig_tensor_strided(KF_F16, 2, (int64_t[]){64, 32}, ST(1, 64), 16);
+    xs[1] = sig_tensor_strided(KF_F16, 2, (int64_t[]){64, 16}, ST(1, 64), 16);
+    add_case("cuda_cat", sig_cat(2, xs, 1), "vec=8 unroll=2 threads=256 by_part=1", VEC_ST,
+             "transposed inputs (gather)");
+    xs[0] = T(KF_BF16, 0, 16, 24, 5);
+    xs[1] = T(KF_BF16, 0, 16, 24, 7);
+    add_case("cuda_cat", sig_cat(2, xs, 1), "vec=8 unroll=2 threads=256 by_part=1", VEC_NONE,
+             "lengths 5 and 7: no vectors by design");
 }
 
 /* Every nvrtc template of the table has cases, and at least one that vectorizes. */

@@ -1,5 +1,6 @@
 /* The builtin host templates (forge/template.h): every template renders, compiles with the host
- * backend and computes its op against a double-precision reference, for every knob combination:
+ * backend and computes its op against a double-precision reference (host_cat: torch.cat's rules
+ * written out, tests/c/cat_ref.h, bit for bit), for every knob combination:
  * each template has small "full" signatures that run its whole knob grid, and the other
  * signatures (row lengths like 37 that the unroll does not divide, single rows, several OpenMP
  * chunks, huge values) split the grid between them. applies() refuses what a template cannot
@@ -19,10 +20,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cat_ref.h"
 #include "check.h"
 #include "job_sig_build.h"
 #include "forge/compiler.h"
 #include "forge/eval.h"
+#include "forge/job.h"
 #include "forge/template.h"
 
 extern const char kf_host_math_src[]; /* forge/templates_host.c */
@@ -437,8 +440,9 @@ static void *worker(void *arg)
 static void test_table(void)
 {
     static const char *const host_names[] = {"host_row_softmax", "host_layer_norm",
-                                              "host_eltwise_unary", "host_eltwise_binary"};
-    int n = 0, seen[4] = {0};
+                                              "host_eltwise_unary", "host_eltwise_binary",
+                                              "host_cat"};
+    int n = 0, seen[5] = {0};
     for (int i = 0; kf_builtin_templates[i]; i++) {
         const kf_template *t = kf_builtin_templates[i];
         CHECK(t->name && t->backend && t->applies && t->render);
@@ -449,10 +453,10 @@ static void test_table(void)
         for (int j = 0; j < i; j++) CHECK(strcmp(t->name, kf_builtin_templates[j]->name) != 0);
         if (!is_host(t)) continue;
         n++;
-        for (int h = 0; h < 4; h++) seen[h] += !strcmp(t->name, host_names[h]);
+        for (int h = 0; h < 5; h++) seen[h] += !strcmp(t->name, host_names[h]);
     }
-    CHECK_EQ_INT(n, 4);
-    for (int h = 0; h < 4; h++) CHECK_EQ_INT(seen[h], 1);
+    CHECK_EQ_INT(n, 5);
+    for (int h = 0; h < 5; h++) CHECK_EQ_INT(seen[h], 1);
 }
 
 static const kf_template *find_template(const char *name)
@@ -641,6 +645,227 @@ static void test_variants(void)
     free_cases();
 }
 
+/* ---- host_cat: raw bytes against torch.cat's rules (cat_ref.h) ---- */
+
+typedef struct cat_case {
+    char label[96];
+    kf_job_sig sig;
+    int stride, offset; /* the knob combinations v with v % stride == offset */
+    int es;
+    unsigned char *in[KF_JOB_MAX_TENSORS]; /* each input's span */
+    size_t in_bytes[KF_JOB_MAX_TENSORS];
+    unsigned char *ref;
+    size_t out_bytes;
+} cat_case;
+
+#define MAX_CAT_CASES 24
+static cat_case cat_cases[MAX_CAT_CASES];
+static int n_cat_cases;
+static const kf_template *cat_t;
+
+/* an input: contiguous (strides NULL) or a view with the given strides */
+#define CI(dt, sizes, strides) cat_in(dt, (int)(sizeof(int64_t[])sizes / sizeof(int64_t)), \
+                                      (int64_t[])sizes, strides)
+static kf_job_tensor cat_in(int dtype, int nd, const int64_t *sizes, const int64_t *strides)
+{
+    return strides ? sig_tensor_strided(dtype, nd, sizes, strides, 16)
+                   : sig_tensor(dtype, nd, sizes, 0, 16);
+}
+#define L(...) {__VA_ARGS__}
+#define S(...) ((int64_t[]){__VA_ARGS__})
+
+/* Inputs of random bytes other than 0xff (so an element the kernel leaves poisoned shows), the
+ * reference output. */
+static void make_cat_case(const char *label, kf_job_sig sig, int stride, int offset)
+{
+    if (!CHECK(n_cat_cases < MAX_CAT_CASES) || !cat_t) return;
+    cat_case *c = &cat_cases[n_cat_cases++];
+    memset(c, 0, sizeof *c);
+    snprintf(c->label, sizeof c->label, "%s", label);
+    c->sig = sig;
+    c->stride = stride;
+    c->offset = offset;
+    c->es = kf_job_dtype_size(sig.out[0].dtype);
+    if (!CHECK(cat_t->applies(&sig)) || !CHECK_EQ_INT(applies_any(&sig), 1))
+        printf("     cat case %s\n", label);
+    for (int i = 0; i < sig.n_in; i++) {
+        c->in_bytes[i] = (size_t)cat_ref_span(&sig.in[i]) * (size_t)c->es;
+        c->in[i] = malloc(c->in_bytes[i] + 1);
+        for (size_t b = 0; b < c->in_bytes[i]; b++) c->in[i][b] = (unsigned char)(urand() * 255.0);
+    }
+    c->out_bytes = (size_t)kf_job_tensor_numel(&sig.out[0]) * (size_t)c->es;
+    c->ref = malloc(c->out_bytes);
+    cat_ref(&sig, c->es, (const unsigned char *const *)c->in, c->ref);
+}
+
+static void run_cat_job(const job *j)
+{
+    const cat_case *c = &cat_cases[j->c];
+    const kf_job_sig *s = &c->sig;
+    char name[256], err[512];
+    int pos = snprintf(name, sizeof name, "host_cat %s", c->label);
+    for (int i = 0; i < cat_t->n_knobs && pos > 0 && (size_t)pos < sizeof name; i++)
+        pos += snprintf(name + pos, sizeof name - (size_t)pos, " %s=%d", cat_t->knobs[i].name,
+                        cat_t->knobs[i].values[j->idx[i]]);
+    char *src = NULL, *lj = NULL, *log = NULL;
+    void *blob = NULL;
+    size_t len = 0;
+    kf_compiled *k = NULL;
+    kf_launch l;
+    if (!CHECK_EQ_INT(cat_t->render(s, j->idx, &src, &lj, err, sizeof err), KF_OK)) {
+        printf("     %s: %s\n", name, err);
+        goto out;
+    }
+    if (!CHECK(kf_source_check_backend(src, "host", err, sizeof err)))
+        printf("     %s: %s\n", name, err);
+    if (!CHECK_EQ_INT(kf_launch_parse(lj, &l, err, sizeof err), KF_OK) ||
+        !CHECK_EQ_INT(l.n_args, s->n_in + 1))
+        goto out;
+    if (!CHECK_EQ_INT(cc.compile(cc.self, src, &l, NULL, &blob, &len, &log), KF_OK)) {
+        printf("     %s: compile log:\n%s\n--- source ---\n%s\n", name, log ? log : "", src);
+        goto out;
+    }
+    if (log && strstr(log, "warning")) {
+        CHECK(!strstr(log, "warning"));
+        printf("     %s: %s\n", name, log);
+    }
+    if (!CHECK_EQ_INT(cc.load(cc.self, blob, len, &l, 0, &k, err, sizeof err), KF_OK)) goto out;
+    void *ptrs[KF_JOB_MAX_TENSORS + 1];
+    unsigned char *ins[KF_JOB_MAX_TENSORS] = {0}, *y = malloc(c->out_bytes + 1);
+    for (int i = 0; i < s->n_in; i++) {
+        ins[i] = malloc(c->in_bytes[i] + 1);
+        memcpy(ins[i], c->in[i], c->in_bytes[i]);
+        ptrs[i] = ins[i];
+    }
+    memset(y, 0xff, c->out_bytes); /* poison */
+    ptrs[s->n_in] = y;
+    if (CHECK_EQ_INT(cc.launch(cc.self, k, ptrs, s->n_in + 1, NULL), 0)) {
+        long bad = 0;
+        for (size_t b = 0; b < c->out_bytes; b += (size_t)c->es)
+            if (memcmp(y + b, c->ref + b, (size_t)c->es) && bad++ == 0)
+                printf("     %s: element %zu differs\n", name, b / (size_t)c->es);
+        for (int i = 0; i < s->n_in; i++) bad += memcmp(ins[i], c->in[i], c->in_bytes[i]) != 0;
+        if (CHECK_EQ_INT(bad, 0)) atomic_fetch_add(&n_variants_ok, 1);
+    }
+    for (int i = 0; i < s->n_in; i++) free(ins[i]);
+    free(y);
+    cc.unload(cc.self, k);
+out:
+    free(blob);
+    free(log);
+    free(src);
+    free(lj);
+}
+
+static void *cat_worker(void *arg)
+{
+    (void)arg;
+    for (;;) {
+        int i = atomic_fetch_add(&next_job, 1);
+        if (i >= n_jobs) return NULL;
+        run_cat_job(&jobs[i]);
+    }
+}
+
+static void test_cat(void)
+{
+    cat_t = find_template("host_cat");
+    if (!CHECK(cat_t != NULL)) return;
+    kf_job_tensor x[4];
+    kf_job_sig s;
+    /* refusals (the analysis is shared with cuda_cat: test_templates_cuda_cat.c has more) */
+    x[0] = CI(KF_F32, L(3, 5), NULL);
+    x[1] = CI(KF_F32, L(3, 7), NULL);
+    s = sig_cat(2, x, 1);
+    CHECK_EQ_INT(applies_any(&s), 1);
+    s.in[1].dtype = KF_F64; /* type promotion */
+    CHECK_EQ_INT(applies_any(&s), 0);
+    s = sig_cat(2, x, 2);
+    CHECK_EQ_INT(applies_any(&s), 0);
+    s = sig_cat(2, x, 0); /* sizes off the cat dim differ */
+    CHECK_EQ_INT(applies_any(&s), 0);
+
+    /* full grids on a few, the others split the grid (stride 4: three combinations each) */
+    make_cat_case("f32 [3,5] + [3,7] dim 1", sig_cat(2, x, 1), 1, 0);
+    x[0] = CI(KF_BF16, L(0), NULL); /* Gemma's KV cache, small: legacy empty + transposed */
+    x[1] = CI(KF_BF16, L(2, 3, 5, 8), S(120, 8, 24, 1));
+    make_cat_case("bf16 [0] + [2,3,5,8] transposed, dim -2", sig_cat(2, x, -2), 1, 0);
+    x[0] = CI(KF_F32, L(300, 70), NULL); /* several chunks per part */
+    x[1] = CI(KF_F32, L(300, 30), NULL);
+    make_cat_case("f32 [300,70] + [300,30] dim 1", sig_cat(2, x, 1), 1, 0);
+    x[0] = CI(KF_BF16, L(2, 3, 40, 8), S(960, 8, 24, 1)); /* MMDiT, small */
+    x[1] = CI(KF_BF16, L(2, 3, 7, 8), S(168, 8, 24, 1));
+    make_cat_case("bf16 mmdit-like dim 2", sig_cat(2, x, 2), 4, 0);
+    x[0] = CI(KF_BF16, L(2, 16, 4, 8), NULL); /* RoPE, small: one input a slice */
+    x[1] = CI(KF_BF16, L(2, 16, 4, 8), S(1024, 64, 16, 1));
+    make_cat_case("bf16 rope-like dim -1", sig_cat(2, x, -1), 4, 1);
+    x[0] = CI(KF_F32, L(2, 3), S(1, 2)); /* transposed: strided rows */
+    x[1] = CI(KF_F32, L(4, 3), S(1, 4));
+    make_cat_case("f32 transposed dim 0", sig_cat(2, x, 0), 4, 2);
+    x[0] = CI(KF_F16, L(2, 3, 8), NULL); /* a zero-length input */
+    x[1] = CI(KF_F16, L(2, 0, 8), NULL);
+    x[2] = CI(KF_F16, L(2, 5, 8), NULL);
+    make_cat_case("f16 zero length dim 1", sig_cat(3, x, 1), 4, 3);
+    x[0] = sig_tensor(KF_BF16, 4, S(2, 3, 4, 5), 1, 16); /* channels_last along C */
+    x[1] = sig_tensor(KF_BF16, 4, S(2, 2, 4, 5), 1, 16);
+    s = sig_cat(2, x, 1);
+    s.out[0] = sig_tensor(KF_BF16, 4, S(2, 5, 4, 5), 1, 0);
+    make_cat_case("bf16 channels_last dim 1", s, 4, 0);
+    x[0] = CI(KF_F32, L(3, 4), S(0, 1)); /* expanded */
+    x[1] = CI(KF_F32, L(2, 4), NULL);
+    make_cat_case("f32 expanded dim 0", sig_cat(2, x, 0), 4, 1);
+    x[0] = CI(KF_I64, L(5, 3), NULL);
+    x[1] = CI(KF_I64, L(4, 3), NULL);
+    make_cat_case("i64 dim 0", sig_cat(2, x, 0), 4, 2);
+    x[0] = CI(KF_U8, L(37), NULL);
+    x[1] = CI(KF_U8, L(11), NULL);
+    make_cat_case("u8 1-D", sig_cat(2, x, 0), 4, 3);
+    x[0] = CI(KF_BOOL, L(4, 32), NULL);
+    x[1] = CI(KF_BOOL, L(4, 48), NULL);
+    x[2] = CI(KF_BOOL, L(4, 1), NULL);
+    make_cat_case("bool dim -1", sig_cat(3, x, -1), 4, 0);
+    x[0] = CI(KF_F64, L(6, 10), NULL);
+    x[1] = CI(KF_F64, L(6, 6), NULL);
+    make_cat_case("f64 dim 1", sig_cat(2, x, 1), 4, 1);
+    x[0] = CI(KF_F32, L(0), NULL); /* one part: a strided copy */
+    x[1] = CI(KF_F32, L(7, 9), S(1, 7));
+    make_cat_case("f32 one part transposed", sig_cat(2, x, 0), 4, 2);
+    x[0] = CI(KF_F16, L(1, 1), NULL);
+    x[1] = CI(KF_F16, L(1, 0), NULL);
+    make_cat_case("f16 one element", sig_cat(2, x, 1), 4, 3);
+
+    jobs = calloc(MAX_JOBS, sizeof *jobs);
+    n_jobs = 0;
+    atomic_store(&next_job, 0);
+    atomic_store(&n_variants_ok, 0);
+    int total = 1;
+    for (int i = 0; i < cat_t->n_knobs; i++) total *= cat_t->knobs[i].n_values;
+    for (int k = 0; k < n_cat_cases; k++)
+        for (int v = cat_cases[k].offset; v < total && n_jobs < MAX_JOBS;
+             v += cat_cases[k].stride) {
+            job *j = &jobs[n_jobs++];
+            j->c = k;
+            for (int i = 0, rest = v; i < cat_t->n_knobs; i++) {
+                j->idx[i] = rest % cat_t->knobs[i].n_values;
+                rest /= cat_t->knobs[i].n_values;
+            }
+        }
+    long nth = sysconf(_SC_NPROCESSORS_ONLN);
+    int n_threads = nth < 1 ? 1 : nth > 4 ? 4 : (int)nth;
+    pthread_t th[4];
+    for (int i = 0; i < n_threads; i++) CHECK(pthread_create(&th[i], NULL, cat_worker, NULL) == 0);
+    for (int i = 0; i < n_threads; i++) pthread_join(th[i], NULL);
+    printf("host_cat: %d variants over %d cases, %d correct\n", n_jobs, n_cat_cases,
+           atomic_load(&n_variants_ok));
+    CHECK_EQ_INT(atomic_load(&n_variants_ok), n_jobs);
+    free(jobs);
+    jobs = NULL;
+    for (int k = 0; k < n_cat_cases; k++) {
+        for (int i = 0; i < KF_JOB_MAX_TENSORS; i++) free(cat_cases[k].in[i]);
+        free(cat_cases[k].ref);
+    }
+}
+
 /* ---- the inline math (kf_host_math_src) against libm in double ---- */
 
 static float f_of_bits(uint32_t u)
@@ -781,6 +1006,7 @@ int main(void)
     test_refusals();
     test_math();
     test_variants();
+    test_cat();
     cc.destroy(cc.self);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     printf("run time %.1f s\n", (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9);

@@ -110,8 +110,22 @@ def test_tune_refuses_what_it_cannot_tune():
         kf.tune("aten::_softmax", (1, -1, False))
     with pytest.raises(kf.KernelForgeError, match="backend"):
         kf.tune("aten::_softmax", (x, -1, False), backend="nvrtc")
-    with pytest.raises(kf.KernelForgeError, match="tensor list"):
-        kf.tune("aten::cat", ([x, x], 0), iterations=2, insert=False)
+    # a tensor list with an element no signature describes exactly (test_tune_cat.py: more)
+    nine = [torch.randn([1] * 8 + [2]), torch.randn([1] * 8 + [3])]
+    with pytest.raises(kf.KernelForgeError, match="opaque"):
+        kf.tune("aten::cat", (nine, -1), iterations=2, insert=False)
+
+
+def test_roofline_bytes_are_what_the_op_must_move():
+    x, y = torch.randn(64, 48), torch.randn(64, 48)
+    b16 = torch.randn(64, 48, dtype=torch.bfloat16)
+    n = x.numel()
+    moved = lambda op, *a: _jobs.bytes_moved(*_jobs.describe(kf.signature_key(op, *a)))  # noqa: E731
+    assert moved("aten::add.Tensor", x, y) == 3 * 4 * n
+    assert moved("aten::add_.Tensor", x, y) == 3 * 4 * n  # x read, y read, x written
+    assert moved("aten::copy_", x, b16) == 2 * n + 4 * n  # x is written only
+    assert moved("aten::add.Tensor", x[:, :24], y[:, :24]) == 3 * 4 * n // 2  # not the span
+    assert moved("aten::add.Tensor", x, y[:1].expand(64, 48)) == 4 * (n + 48 + n)
 
 
 def test_tune_without_template_says_so():
