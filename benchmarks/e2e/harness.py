@@ -107,24 +107,30 @@ class Setup:
 
     def time_ms(self, iters: int, model=None) -> list[float]:
         """Per forward: CUDA-event time on CUDA, wall time on the host. Each forward starts on
-        an idle device, so host-side costs (the plugin's dispatch included) are in the time."""
+        an idle device, so host-side costs (the plugin's dispatch included) are in the time.
+        self.host_ms: per forward, the host's time to issue it (on CUDA, until its last launch
+        returns): close to the CUDA-event time, the forward is bound by the host, not the GPU."""
         model = self.model if model is None else model
         out = []
+        self.host_ms = []
         with torch.inference_mode():
             for _ in range(iters):
                 inputs = self.call_inputs()
                 self.sync()
                 if self.device.type == "cuda":
                     s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                    t0 = time.perf_counter()
                     s.record()
                     self.wl.forward(model, inputs)
                     e.record()
+                    self.host_ms.append(1e3 * (time.perf_counter() - t0))
                     e.synchronize()
                     out.append(s.elapsed_time(e))
                 else:
                     t0 = time.perf_counter()
                     self.wl.forward(model, inputs)
                     out.append(1e3 * (time.perf_counter() - t0))
+                    self.host_ms.append(out[-1])
         return out
 
 

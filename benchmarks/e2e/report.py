@@ -123,8 +123,10 @@ def amdahl_ms(rows: list[dict], eager_fwd_ms: float | None) -> float | None:
     return eager_fwd_ms - saved_us / 1e3
 
 
-def e2e_row(times: dict[str, list[float]], rounds: dict[str, list[float]] | None = None) -> dict:
-    """Medians over every timed forward of each variant, and speedups against eager."""
+def e2e_row(times: dict[str, list[float]], rounds: dict[str, list[float]] | None = None,
+            host: dict[str, list[float]] | None = None) -> dict:
+    """Medians over every timed forward of each variant, and speedups against eager; `host`:
+    each forward's time to issue it on the host (harness.Setup.time_ms)."""
     med = {k: _med(v) for k, v in times.items()}
     e = med.get("eager")
     row = {"eager_ms": e, "plugin_ms": med.get("plugin"), "compile_ms": med.get("compile"),
@@ -133,6 +135,8 @@ def e2e_row(times: dict[str, list[float]], rounds: dict[str, list[float]] | None
            "forwards": {k: len(v) for k, v in times.items()}}
     if rounds:
         row["round_medians_ms"] = {k: [round(x, 4) for x in v] for k, v in rounds.items()}
+    if host:
+        row["host_ms"] = {k: _med(v) for k, v in host.items() if v}
     return row
 
 
@@ -216,6 +220,10 @@ def markdown(res: dict, top: int = 30) -> str:
                      f"in the plugin's timed forwards")
     if res.get("amdahl_plugin_ms"):
         notes.append(f"predicted from the per-op times: {res['amdahl_plugin_ms']:.3f} ms")
+    hm = e2e.get("host_ms") or {}
+    if hm.get("eager") and hm.get("plugin"):
+        notes.append("host time to issue a forward (median ms; near the forward's own time, the "
+                     "host bounds it): " + ", ".join(f"{k} {v:.3f}" for k, v in hm.items()))
     if e2e.get("eager_before_warmup_ms"):
         notes.append(f"eager before the warm-up: {e2e['eager_before_warmup_ms']:.3f} ms")
     notes += res.get("notes", [])

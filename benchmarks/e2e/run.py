@@ -176,6 +176,7 @@ def rounds(run, s, compiled):
         kf.reset_stats()  # from here the stats count the plugin's timed forwards only
         names = list(variants)
         times = {k: [] for k in names}
+        host = {k: [] for k in names}
         meds = {k: [] for k in names}
         for i in range(run.a.rounds):
             for name in names[i % len(names):] + names[:i % len(names)]:
@@ -183,10 +184,11 @@ def rounds(run, s, compiled):
                 switch()
                 ts = s.time_ms(run.a.iters, model)
                 times[name] += ts
+                host[name] += s.host_ms
                 meds[name].append(harness.median(ts))
         kf.enable()
         final = [r for r in kf.stats() if r["intercepted"]]
-        e = run.res["e2e"] = report.e2e_row(times, meds)
+        e = run.res["e2e"] = report.e2e_row(times, meds, host)
         run.log(f"eager {e['eager_ms']:.3f} ms, plugin {e['plugin_ms']:.3f} ms "
                 f"({e['plugin_speedup']:.3f}x)" + (
                     f", torch.compile {e['compile_ms']:.3f} ms ({e['compile_speedup']:.3f}x)"

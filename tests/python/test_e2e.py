@@ -48,6 +48,7 @@ def test_workload_builds_and_runs_tiny(name):
     assert torch.isfinite(out).all()
     assert wl.summary and 0 < wl.tolerance < 1
     assert all(t > 0 for t in s.time_ms(2))
+    assert len(s.host_ms) == 2 and all(t > 0 for t in s.host_ms)
 
 
 def test_mmdit_and_vae_shapes():
@@ -154,6 +155,12 @@ def test_e2e_row_medians_and_speedups():
     assert row["plugin_speedup"] == pytest.approx(11 / 9)
     assert row["compile_ms"] is None and row["compile_speedup"] is None
     assert row["forwards"] == {"eager": 3, "plugin": 3, "compile": 0}
+    assert "host_ms" not in row
+    row = report.e2e_row({"eager": [10.0], "plugin": [8.0]}, None,
+                         {"eager": [9.0, 9.5, 9.9], "plugin": [7.0, 6.0, 6.5], "compile": []})
+    assert row["host_ms"] == {"eager": 9.5, "plugin": 6.5}
+    md = report.markdown({"model": "m", "e2e": row})
+    assert "host time to issue a forward (median ms" in md and "eager 9.500, plugin 6.500" in md
 
 
 def test_compare_is_normwise_and_checks_nonfinite():
