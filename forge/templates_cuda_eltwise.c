@@ -16,6 +16,8 @@
  *                        through its broadcast strides (0 for a broadcast dim), after collapsing
  *                        dims that stay contiguous for every tensor. When everything collapses to
  *                        one stride-1 dim (same dense layout everywhere) it is the flat loop.
+ *                        When an input transposes the output (MMDiT's residual add of a [B,C,S]
+ *                        tensor seen as [B,S,C]), transpose_tile renders tiles instead.
  *
  * The layouts, the plan and the loop are shared with cuda_eltwise_copy (templates_cuda_copy.c,
  * through templates_cuda_eltwise.h).
@@ -27,7 +29,13 @@
  *   unroll   vectors per thread per step (loads in flight);
  *   threads  threads per block;
  *   grid     0: one tile (threads * unroll vectors) per block; k > 0: a grid-stride loop over
- *            k * (resident blocks of a 132-SM H100/H200) blocks. */
+ *            k * (resident blocks of a 132-SM H100/H200) blocks;
+ *   transpose_tile (binary and copy_ only) 0: the loop; 32 or 64: when an operand is contiguous
+ *            along a dim that is not the output's innermost (the loop would read it elements a
+ *            stride apart), T x T tiles, one per block: such operands are read along their
+ *            contiguous dim into shared memory, the others and the output go along the output's,
+ *            so every access is coalesced (vec/unroll/grid unused). Without such an operand, or
+ *            with more tiles than grid.x holds, it is the loop. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -37,6 +45,8 @@
 #include "templates_cuda_eltwise.h"
 
 static const kf_knob_def eltwise_knobs[K_COUNT] = {KF_EW_KNOB_DEFS};
+/* the loop's knobs, then transpose_tile (appended: the loop's indices keep their meaning) */
+static const kf_knob_def binary_knobs[K_TILE_COUNT] = {KF_EW_KNOB_DEFS, KF_EW_TILE_KNOB_DEF};
 
 int kf_ew_esize(int dtype) { return dtype == KF_F32 ? 4 : 2; }
 
@@ -200,6 +210,22 @@ void kf_ew_make_plan(const kf_job_sig *sig, const kf_job_tensor *ops, int nin, i
     p->wide = reach >= INT32_MAX;
 }
 
+/* KF_PARAMS: the kernel's arguments (the launch record's order, kf_ew_finish) */
+static void ew_emit_params(kf_strbuf *b, const ew_plan *p)
+{
+    if (p->copy) /* copy_(self, src): src may be self itself */
+        kf_strbuf_printf(b, "#define KF_PARAMS kf_t *y, const kf_ta *a\n");
+    else if (p->nin == 1)
+        kf_strbuf_printf(b, "#define KF_PARAMS %s\n",
+                         p->inplace ? "kf_t *y"
+                                    : "const kf_t *__restrict__ a, kf_t *__restrict__ y");
+    else
+        kf_strbuf_printf(b, "#define KF_PARAMS %s\n",
+                         p->inplace ? "kf_t *y, const kf_t *b"
+                                    : "const kf_t *__restrict__ a, const kf_t *__restrict__ b, "
+                                      "kf_t *__restrict__ y");
+}
+
 /* kf_off_<name>(i): operand k's element offset for output element i (memory order) */
 static void ew_emit_offset(kf_strbuf *b, const ew_plan *p, int k, const char *name)
 {
@@ -327,17 +353,7 @@ void kf_ew_emit(kf_strbuf *b, const ew_plan *p, const char *op_src)
         kf_strbuf_printf(b, "#define KF_%cMODE %d\n#define KF_%cIS0 %lldLL\n", "AB"[k], p->mode[k],
                          "AB"[k], (long long)(p->flat ? 1 : p->dd.st[k][0]));
     if (p->nin == 1) kf_strbuf_printf(b, "#define KF_BMODE 0\n#define KF_BIS0 0LL\n");
-    if (p->copy) /* copy_(self, src): src may be self itself */
-        kf_strbuf_printf(b, "#define KF_PARAMS kf_t *y, const kf_ta *a\n");
-    else if (p->nin == 1)
-        kf_strbuf_printf(b, "#define KF_PARAMS %s\n",
-                         p->inplace ? "kf_t *y"
-                                    : "const kf_t *__restrict__ a, kf_t *__restrict__ y");
-    else
-        kf_strbuf_printf(b, "#define KF_PARAMS %s\n",
-                         p->inplace ? "kf_t *y, const kf_t *b"
-                                    : "const kf_t *__restrict__ a, const kf_t *__restrict__ b, "
-                                      "kf_t *__restrict__ y");
+    ew_emit_params(b, p);
     if (!p->flat) {
         kf_strbuf_printf(b, "/* collapsed dims, innermost first:");
         for (int d = 0; d < p->dd.nd; d++) {
@@ -353,6 +369,158 @@ void kf_ew_emit(kf_strbuf *b, const ew_plan *p, const char *op_src)
     ew_emit_offset(b, p, 0, "a");
     if (p->nin == 2) ew_emit_offset(b, p, 1, "b");
     kf_strbuf_printf(b, "\n%s", eltwise_body);
+}
+
+/* ---- tiles: an operand that transposes the output ---- */
+
+int kf_ew_tile_dim(const ew_dims *dd, int nin)
+{
+    for (int k = 0; k < nin; k++) {
+        if (dd->st[k][0] <= 1) continue; /* read along dim 0, or broadcast: one value a vector */
+        for (int d = 1; d < dd->nd; d++)
+            if (dd->st[k][d] == 1) return d;
+    }
+    return -1;
+}
+
+void kf_ew_plan_tiles(ew_plan *p, int T)
+{
+    int k = kf_ew_tile_dim(&p->dd, p->nin);
+    if (T <= 0 || k < 0) return;
+    int64_t t0 = (p->dd.size[0] + T - 1) / T, tk = (p->dd.size[k] + T - 1) / T;
+    int64_t tiles = t0 * tk * (p->n / (p->dd.size[0] * p->dd.size[k]));
+    if (tiles > INT32_MAX) return; /* one block per tile must fit grid.x: the loop instead */
+    p->tile = T;
+    p->tk = k;
+    p->ntile[0] = t0;
+    p->ntile[1] = tk;
+    p->grid = (unsigned)tiles;
+}
+
+void kf_ew_tile_start(const kf_job_sig *sig, const kf_job_tensor *ops, int nin, int *idx)
+{
+    ew_dims dd;
+    idx[K_TILE] = 0;
+    if (kf_ew_collapse(&sig->out[0], ops, nin, &dd) && kf_ew_tile_dim(&dd, nin) > 0)
+        idx[K_TILE] = kf_ew_esize(sig->out[0].dtype) == 2 ? 2 : 1;
+}
+
+/* One block per tile: operands contiguous along dim k (KF_xSH >= 0) are staged through shared
+ * memory, read along k; the output and the other operands go along dim 0, the output's
+ * contiguous dim. Every warp access is a run of consecutive elements. */
+static const char ew_tile_body[] =
+    "typedef KF_TYPE kf_t;\n"
+    "typedef KF_TYPE_A kf_ta; /* operand a: the output's type except for a cast */\n"
+    "#define KF_ROWS (KF_NT / KF_T) /* tile rows a pass covers */\n"
+    "\n"
+    "extern \"C\" __global__ void __launch_bounds__(KF_NT) kf_kernel(KF_PARAMS)\n"
+    "{\n"
+    "#if KF_INPLACE && !KF_COPY\n"
+    "    const kf_t *a = y; /* in place: the output is the first argument */\n"
+    "#endif\n"
+    "    __shared__ float sh[KF_NSH][KF_T][KF_T + 1]; /* +1: columns fall in distinct banks */\n"
+    "    long long t = blockIdx.x;\n"
+    "    const long long i0 = (t % KF_T0) * KF_T; /* along the output's contiguous dim */\n"
+    "    t /= KF_T0;\n"
+    "    const long long k0 = (t % KF_TK) * KF_T; /* along the staged operands' */\n"
+    "    t /= KF_TK;\n"
+    "    kf_idx yo = 0, ao = 0;\n"
+    "#if KF_NIN == 2\n"
+    "    kf_idx bo = 0;\n"
+    "    kf_bases(t, yo, ao, bo);\n"
+    "#else\n"
+    "    kf_bases(t, yo, ao);\n"
+    "#endif\n"
+    "    const int tx = threadIdx.x % KF_T, ty = threadIdx.x / KF_T;\n"
+    "#if KF_ASH >= 0\n"
+    "    for (int r = ty; r < KF_T; r += KF_ROWS)\n"
+    "        if (k0 + tx < KF_DK && i0 + r < KF_D0)\n"
+    "            sh[KF_ASH][r][tx] =\n"
+    "                kf_to_f(a[ao + (kf_idx)(k0 + tx) * KF_AK + (kf_idx)(i0 + r) * KF_A0]);\n"
+    "#endif\n"
+    "#if KF_BSH >= 0\n"
+    "    for (int r = ty; r < KF_T; r += KF_ROWS)\n"
+    "        if (k0 + tx < KF_DK && i0 + r < KF_D0)\n"
+    "            sh[KF_BSH][r][tx] =\n"
+    "                kf_to_f(b[bo + (kf_idx)(k0 + tx) * KF_BK + (kf_idx)(i0 + r) * KF_B0]);\n"
+    "#endif\n"
+    "    __syncthreads();\n"
+    "    for (int r = ty; r < KF_T; r += KF_ROWS) {\n"
+    "        const long long i = i0 + tx, k = k0 + r;\n"
+    "        if (i >= KF_D0 || k >= KF_DK) continue;\n"
+    "#if KF_ASH >= 0\n"
+    "        const float va = sh[KF_ASH][tx][r];\n"
+    "#else\n"
+    "        const float va = kf_to_f(a[ao + (kf_idx)i * KF_A0 + (kf_idx)k * KF_AK]);\n"
+    "#endif\n"
+    "#if KF_NIN == 2\n"
+    "#if KF_BSH >= 0\n"
+    "        const float vb = sh[KF_BSH][tx][r];\n"
+    "#else\n"
+    "        const float vb = kf_to_f(b[bo + (kf_idx)i * KF_B0 + (kf_idx)k * KF_BK]);\n"
+    "#endif\n"
+    "        y[yo + (kf_idx)i + (kf_idx)k * KF_PK] = kf_from_f<kf_t>(kf_op(va, vb));\n"
+    "#else\n"
+    "        y[yo + (kf_idx)i + (kf_idx)k * KF_PK] = kf_from_f<kf_t>(kf_op(va));\n"
+    "#endif\n"
+    "    }\n"
+    "}\n";
+
+void kf_ew_emit_tiles(kf_strbuf *b, const ew_plan *p, const char *op_src)
+{
+    const ew_dims *dd = &p->dd;
+    const int k = p->tk, T = p->tile;
+    int64_t pk = 1, ys[KF_MAX_DIMS]; /* the output's stride of each collapsed dim: it is dense */
+    for (int d = 0; d < dd->nd; d++) {
+        ys[d] = pk;
+        pk *= dd->size[d];
+    }
+    int sh[2] = {-1, -1}, nsh = 0; /* staged: contiguous along k, strided along dim 0 */
+    for (int q = 0; q < p->nin; q++)
+        if (dd->st[q][k] == 1 && dd->st[q][0] > 1) sh[q] = nsh++;
+    kf_strbuf_printf(b, "/* tiles of %d x %d over collapsed dims 0 and %d; staged:%s%s */\n", T, T,
+                     k, sh[0] >= 0 ? " a" : "", sh[1] >= 0 ? " b" : "");
+    kf_strbuf_printf(b,
+                     "#define KF_VW 1 /* element accesses, coalesced by the tiles */\n"
+                     "#define KF_TYPE %s\n#define KF_TYPE_A %s\n#define KF_COPY %d\n"
+                     "#define KF_NIN %d\n#define KF_INPLACE %d\n#define KF_NT %d\n#define KF_T %d\n"
+                     "#define KF_D0 %lldLL\n#define KF_DK %lldLL\n#define KF_PK ((kf_idx)%lldLL)\n"
+                     "#define KF_T0 %lldLL\n#define KF_TK %lldLL\n#define KF_NSH %d\n",
+                     kf_template_cuda_type(p->dtype), kf_template_cuda_type(p->dtype_a), p->copy,
+                     p->nin, p->inplace, p->nt, T, (long long)dd->size[0], (long long)dd->size[k],
+                     (long long)ys[k], (long long)p->ntile[0], (long long)p->ntile[1], nsh);
+    for (int q = 0; q < 2; q++) {
+        kf_strbuf_printf(b, "#define KF_%cSH %d\n", "AB"[q], sh[q]);
+        if (q < p->nin)
+            kf_strbuf_printf(b,
+                             "#define KF_%c0 ((kf_idx)%lldLL)\n#define KF_%cK ((kf_idx)%lldLL)\n",
+                             "AB"[q], (long long)dd->st[q][0], "AB"[q], (long long)dd->st[q][k]);
+    }
+    ew_emit_params(b, p);
+    kf_strbuf_printf(b, "typedef %s kf_idx;\n\n%s\n", p->wide ? "unsigned long long" : "unsigned",
+                     op_src);
+    kf_strbuf_printf(b, "/* batch dims (size: output stride, a stride%s):",
+                     p->nin == 2 ? ", b stride" : "");
+    for (int d = 1; d < dd->nd; d++) {
+        if (d == k) continue;
+        kf_strbuf_printf(b, " [%lld: %lld, %lld", (long long)dd->size[d], (long long)ys[d],
+                         (long long)dd->st[0][d]);
+        if (p->nin == 2) kf_strbuf_printf(b, ", %lld", (long long)dd->st[1][d]);
+        kf_strbuf_printf(b, "]");
+    }
+    kf_strbuf_printf(b, " */\n__device__ __forceinline__ void kf_bases(long long q, kf_idx &yo, "
+                        "kf_idx &ao%s)\n{\n", p->nin == 2 ? ", kf_idx &bo" : "");
+    for (int d = 1; d < dd->nd; d++) {
+        if (d == k) continue;
+        kf_strbuf_printf(b,
+                         "    { const kf_idx c = (kf_idx)(q %% %lldLL); q /= %lldLL; "
+                         "yo += c * %lldu; ao += c * %lldu;",
+                         (long long)dd->size[d], (long long)dd->size[d], (long long)ys[d],
+                         (long long)dd->st[0][d]);
+        if (p->nin == 2) kf_strbuf_printf(b, " bo += c * %lldu;", (long long)dd->st[1][d]);
+        kf_strbuf_printf(b, " }\n");
+    }
+    kf_strbuf_printf(b, "    (void)q;\n}\n\n%s", ew_tile_body);
 }
 
 kf_status kf_ew_finish(const kf_template *t, kf_strbuf *b, const ew_plan *p, char **source,
@@ -600,27 +768,34 @@ static int binary_applies(const kf_job_sig *sig)
 static kf_status binary_render(const kf_job_sig *sig, const int *knob_idx, char **source,
                                char **launch_json, char *err, size_t errcap);
 
+static void binary_start(const kf_job_sig *sig, int *idx)
+{
+    kf_ew_start(sig, idx);
+    kf_ew_tile_start(sig, sig->in, 2, idx);
+}
+
 const kf_template kf_tmpl_cuda_eltwise_binary = {
     .name = "cuda_eltwise_binary",
     .backend = "nvrtc",
-    .n_knobs = K_COUNT,
-    .knobs = eltwise_knobs,
+    .n_knobs = K_TILE_COUNT,
+    .knobs = binary_knobs,
     .applies = binary_applies,
     .render = binary_render,
-    .start = kf_ew_start,
+    .start = binary_start,
 };
 
 static kf_status binary_render(const kf_job_sig *sig, const int *knob_idx, char **source,
                                char **launch_json, char *err, size_t errcap)
 {
     const kf_template *t = &kf_tmpl_cuda_eltwise_binary;
-    int vals[K_COUNT], inplace = 0;
+    int vals[K_TILE_COUNT], inplace = 0;
     kf_status st =
         kf_template_render_begin(t, sig, knob_idx, vals, source, launch_json, err, errcap);
     if (st != KF_OK) return st;
     int kind = binary_kind(sig, &inplace);
     ew_plan p;
     kf_ew_make_plan(sig, sig->in, 2, inplace, 0, vals, &p);
+    kf_ew_plan_tiles(&p, vals[K_TILE]);
 
     kf_strbuf b = {0};
     kf_template_cuda_prologue(&b, t, sig, vals);
@@ -645,6 +820,14 @@ static kf_status binary_render(const kf_job_sig *sig, const int *knob_idx, char 
                      "    return a + __uint_as_float(0x%08xu) * b;\n}\n",
                      (double)alpha, kf_ew_fbits(alpha));
     }
-    kf_ew_emit(&b, &p, op);
+    if (p.tile) {
+        kf_ew_emit_tiles(&b, &p, op);
+    } else {
+        /* no operand transposes the output (or the tiles overflow the grid): the loop */
+        if (vals[K_TILE])
+            kf_strbuf_printf(&b, "/* transpose_tile = %d: no operand transposes the output */\n",
+                             vals[K_TILE]);
+        kf_ew_emit(&b, &p, op);
+    }
     return kf_ew_finish(t, &b, &p, source, launch_json, err, errcap);
 }

@@ -12,6 +12,11 @@ enum { K_VEC, K_UNROLL, K_THREADS, K_GRID, K_COUNT };
     {"vec", 4, {1, 2, 4, 8}}, {"unroll", 4, {1, 2, 4, 8}},                                       \
         {"threads", 4, {128, 256, 512, 1024}}, {"grid", 4, {0, 1, 2, 4}}
 
+/* The knob the tiled templates (copy_, binary) append after the loop's: 0 the elementwise loop;
+ * 32 or 64: T x T tiles through shared memory when an operand transposes the output. */
+enum { K_TILE = K_COUNT, K_TILE_COUNT };
+#define KF_EW_TILE_KNOB_DEF {"transpose_tile", 3, {0, 32, 64}}
+
 #define EW_SMS 132 /* multiprocessors the grid-stride grid is sized for (H100/H200 SXM) */
 
 /* The output's dims (size > 1) in memory order, innermost first, collapsed where every tensor
@@ -32,6 +37,10 @@ typedef struct ew_plan {
     int wide; /* 64-bit element offsets */
     unsigned grid;
     ew_dims dd;
+    /* tiles (kf_ew_plan_tiles): side (0: the loop), the collapsed dim tiled beside dim 0, and
+     * the tiles along dims 0 and tk */
+    int tile, tk;
+    int64_t ntile[2];
 } ew_plan;
 
 int kf_ew_esize(int dtype);
@@ -48,6 +57,17 @@ void kf_ew_make_plan(const kf_job_sig *sig, const kf_job_tensor *ops, int nin, i
                      int copy, const int *v, ew_plan *p);
 /* The source after the prologue: the plan's constants, kf_op (given), offsets, the loop. */
 void kf_ew_emit(kf_strbuf *b, const ew_plan *p, const char *op_src);
+/* The collapsed dim k > 0 along which some operand is contiguous while it is strided (not
+ * contiguous, not broadcast) along the output's innermost dim: a transposition; or -1. */
+int kf_ew_tile_dim(const ew_dims *dd, int nin);
+/* Switch the plan to T x T tiles over dims 0 and kf_ew_tile_dim when T > 0, an operand
+ * transposes the output and the grid holds one block per tile; else it stays the loop. */
+void kf_ew_plan_tiles(ew_plan *p, int T);
+/* The source after the prologue for a tiled plan (p->tile > 0), around kf_op (given). */
+void kf_ew_emit_tiles(kf_strbuf *b, const ew_plan *p, const char *op_src);
+/* The start of knob K_TILE: tiles where an operand of `ops` transposes sig->out[0] (64 for
+ * 2-byte types, 32 for f32), else 0. */
+void kf_ew_tile_start(const kf_job_sig *sig, const kf_job_tensor *ops, int nin, int *idx);
 /* Hand over the source and the launch record of the plan's kernel. */
 kf_status kf_ew_finish(const kf_template *t, kf_strbuf *b, const ew_plan *p, char **source,
                        char **launch_json, char *err, size_t errcap);

@@ -70,6 +70,12 @@ static kf_job_tensor nhwc(kf_job_tensor t)
     return t;
 }
 
+/* [B,S,C] seen from a contiguous [B,C,S] (MMDiT's residual stream): strides (C*S, 1, S) */
+static kf_job_tensor bsc_t(int dt, int al, int64_t b, int64_t sq, int64_t c)
+{
+    return sig_tensor_strided(dt, 3, (int64_t[]){b, sq, c}, (int64_t[]){c * sq, 1, sq}, al);
+}
+
 static kf_job_sig gelu_sig(kf_job_tensor x, const char *approximate)
 {
     kf_job_sig s = sig_unary("aten::gelu", x);
@@ -274,6 +280,73 @@ static void test_refusals(void)
     CHECK_EQ_INT(sm->render(&s, NULL, &src, &lj, err, sizeof err), KF_ERR_INVALID);
 }
 
+/* ---- transpose_tile: which operands the binary template stages ---- */
+
+/* The source of `tname` for sig with every knob at its first value but transpose_tile (index
+ * ti) contains `needle` (want 1) or not (want 0). */
+static void check_tile_src(const char *tname, const kf_job_sig *sig, int ti, const char *needle,
+                           int want, const char *label)
+{
+    const kf_template *t = find_template(tname);
+    if (!CHECK(t && t->applies(sig))) return;
+    int idx[8] = {0}, kt = -1;
+    for (int k = 0; k < t->n_knobs; k++)
+        if (!strcmp(t->knobs[k].name, "transpose_tile")) kt = k;
+    if (!CHECK(kt >= 0)) return;
+    idx[kt] = ti;
+    char *src = NULL, *lj = NULL, err[256];
+    if (CHECK_EQ_INT(t->render(sig, idx, &src, &lj, err, sizeof err), KF_OK) &&
+        !CHECK_EQ_INT(strstr(src, needle) != NULL, want))
+        printf("     %s, transpose_tile index %d: \"%s\" %s\n", label, ti, needle,
+               want ? "missing" : "present");
+    free(src);
+    free(lj);
+}
+
+static void test_tiles(void)
+{
+    const char *bin = "cuda_eltwise_binary";
+    kf_job_tensor at = bsc_t(KF_BF16, 16, 2, 37, 45), c = T(KF_BF16, 16, 2, 37, 45);
+    kf_job_sig s = sig_binary("aten::add.Tensor", at, c, at, 'i', 1);
+    for (int ti = 1; ti <= 2; ti++) {
+        check_tile_src(bin, &s, ti, "staged: b */", 1, "MMDiT add, out like self");
+        check_tile_src(bin, &s, ti, "#define KF_NSH 1\n", 1, "MMDiT add, out like self");
+    }
+    check_tile_src(bin, &s, 0, "KF_NSH", 0, "MMDiT add, transpose_tile 0");
+    int idx[8] = {0};
+    const kf_template *t = find_template(bin);
+    if (CHECK(t && t->start)) {
+        t->start(&s, idx);
+        CHECK_EQ_INT(idx[4], 2); /* 64 for 2-byte types */
+    }
+    s = sig_binary("aten::add.Tensor", at, c, c, 'i', 1);
+    check_tile_src(bin, &s, 1, "staged: a */", 1, "out contiguous");
+    s = sig_binary("aten::add.Tensor", at, T(KF_BF16, 16, 1, 37, 45), at, 'i', 1);
+    check_tile_src(bin, &s, 2, "staged: b */", 1, "other broadcast over the batch");
+    s = sig_binary("aten::mul.Tensor", at, at, c, 0, 0);
+    check_tile_src(bin, &s, 2, "staged: a b */", 1, "both transposed, out contiguous");
+    s = sig_binary("aten::add_.Tensor", at, c, at, 'i', 1);
+    check_tile_src(bin, &s, 1, "staged: b */", 1, "in place into a transposed self");
+    s = sig_binary("aten::add.Tensor", at, sig_tensor_strided(KF_BF16, 3, (int64_t[]){2, 37, 45},
+                                                              (int64_t[]){0, 1, 0}, 16),
+                   c, 'i', 1);
+    check_tile_src(bin, &s, 1, "staged: a */", 1, "other broadcast along out's inner dim");
+    /* no operand transposes the output: the loop, whatever the knob */
+    s = sig_binary("aten::add.Tensor", at, at, at, 'i', 1);
+    for (int ti = 0; ti <= 2; ti++) check_tile_src(bin, &s, ti, "KF_NSH", 0, "inputs agree");
+    if (t) {
+        t->start(&s, idx);
+        CHECK_EQ_INT(idx[4], 0);
+    }
+    kf_job_tensor x = T(KF_F32, 16, 4, 64, 16, 16);
+    s = sig_binary("aten::add.Tensor", x, T(KF_F32, 16, 64, 1, 1), x, 0, 0);
+    for (int ti = 0; ti <= 2; ti++)
+        check_tile_src(bin, &s, ti, "KF_NSH", 0, "[N,C,H,W] + [C,1,1]: a broadcast");
+    /* copy_ renders its tiles through the same code */
+    s = sig_copy(c, at);
+    check_tile_src("cuda_eltwise_copy", &s, 2, "staged: a */", 1, "copy_ of a transposed src");
+}
+
 /* ---- cases: a signature, its data, its reference ---- */
 
 enum { DATA_SOFTMAX, DATA_ELT };
@@ -295,7 +368,7 @@ typedef struct tcase {
     int64_t out_span;
 } tcase;
 
-#define MAX_CASES 48
+#define MAX_CASES 64
 static tcase cases[MAX_CASES];
 static int n_cases;
 
@@ -674,8 +747,8 @@ static void render_case(int ci)
  * launch record the loader can launch (no data, no compile: too big for a unit test). */
 static void test_target_renders(void)
 {
-    kf_job_sig sigs[12];
-    const char *tmpl[12];
+    kf_job_sig sigs[16];
+    const char *tmpl[16];
     int n = 0;
     kf_job_tensor t;
     tmpl[n] = "cuda_row_softmax";
@@ -704,6 +777,13 @@ static void test_target_renders(void)
     t.strides[1] = 1, t.strides[2] = 8192;
     tmpl[n] = "cuda_eltwise_copy";
     sigs[n++] = sig_copy(T(KF_BF16, 16, 4, 8192, 1024), t);
+    /* SD3.5 MMDiT's residual adds: self a transposed view, the output like self (TensorIterator
+     * follows the first input's layout), other contiguous or broadcast over the batch */
+    t = bsc_t(KF_BF16, 16, 2, 4096, 1536);
+    tmpl[n] = "cuda_eltwise_binary";
+    sigs[n++] = sig_binary("aten::add.Tensor", t, T(KF_BF16, 16, 2, 4096, 1536), t, 'i', 1);
+    tmpl[n] = "cuda_eltwise_binary";
+    sigs[n++] = sig_binary("aten::add.Tensor", t, T(KF_BF16, 16, 1, 4096, 1536), t, 'i', 1);
     for (int i = 0; i < n; i++) {
         tcase c;
         memset(&c, 0, sizeof c);
@@ -995,6 +1075,45 @@ static void make_cases(void)
     a = nhwc(T(KF_F16, 16, 2, 16, 3, 3));
     make_case("cuda_eltwise_binary",
               sig_binary("aten::mul.Tensor", a, T(KF_F16, 16, 16, 1, 1), a, 0, 0), DATA_ELT);
+
+    /* binary with an operand that transposes the output (transpose_tile): sizes no tile side
+     * divides. MMDiT's add (self [B,S,C] over a [B,C,S] buffer, out like self, other
+     * contiguous: other is staged); out contiguous instead (self staged); other broadcast over
+     * the batch; both inputs transposed against a contiguous out (both staged); in place into
+     * the transposed self; and inputs that agree (no tiles, the loop) */
+    a = bsc_t(KF_BF16, 16, 2, 37, 45);
+    make_case("cuda_eltwise_binary",
+              sig_binary("aten::add.Tensor", a, T(KF_BF16, 16, 2, 37, 45), a, 'i', 1), DATA_ELT);
+    a = bsc_t(KF_F32, 16, 3, 70, 33);
+    make_case("cuda_eltwise_binary",
+              sig_binary("aten::add.Tensor", a, T(KF_F32, 16, 3, 70, 33), T(KF_F32, 16, 3, 70, 33),
+                         'd', 0.5),
+              DATA_ELT);
+    a = bsc_t(KF_F16, 16, 2, 65, 40);
+    make_case("cuda_eltwise_binary",
+              sig_binary("aten::add.Tensor", a, T(KF_F16, 16, 1, 65, 40), a, 'd', -2.0), DATA_ELT);
+    a = bsc_t(KF_BF16, 16, 2, 33, 70);
+    make_case("cuda_eltwise_binary",
+              sig_binary("aten::mul.Tensor", a, bsc_t(KF_BF16, 16, 2, 33, 70),
+                         T(KF_BF16, 16, 2, 33, 70), 0, 0),
+              DATA_ELT);
+    a = bsc_t(KF_F32, 16, 2, 45, 67);
+    make_case("cuda_eltwise_binary",
+              sig_binary("aten::add_.Tensor", a, T(KF_F32, 16, 2, 45, 67), a, 'd', 1.5), DATA_ELT);
+    a = bsc_t(KF_F16, 16, 3, 100, 7);
+    make_case("cuda_eltwise_binary",
+              sig_binary("aten::mul_.Tensor", a, T(KF_F16, 16, 1, 100, 7), a, 0, 0), DATA_ELT);
+    /* other [S] along self's strided dim: broadcast along out's innermost, contiguous along S */
+    a = T(KF_BF16, 16, 3, 37, 45);
+    make_case("cuda_eltwise_binary",
+              sig_binary("aten::add.Tensor", bsc_t(KF_BF16, 16, 3, 37, 45),
+                         sig_tensor_strided(KF_BF16, 3, (int64_t[]){3, 37, 45},
+                                            (int64_t[]){0, 1, 0}, 16),
+                         a, 'i', 3),
+              DATA_ELT);
+    a = bsc_t(KF_F16, 16, 2, 37, 45);
+    make_case("cuda_eltwise_binary",
+              sig_binary("aten::add.Tensor", a, bsc_t(KF_F16, 16, 2, 37, 45), a, 'i', 1), DATA_ELT);
 }
 
 int main(void)
@@ -1004,6 +1123,7 @@ int main(void)
     rng_state = 0x5eed4321u;
     test_table();
     test_refusals();
+    test_tiles();
     test_target_renders();
     make_cases();
 

@@ -8,9 +8,10 @@
  * Cases: representative signatures of EVERY nvrtc template of kf_builtin_templates (f32, f16,
  * bf16; in place; broadcasting; half_to_float; channels last; clusters; tails) with 16-byte
  * vectors (vec 4 for f32, 8 for f16/bf16), each with its knobs as given and with each knob that
- * moves data (not vec, not the team sizes) set to each of its other values. Every kernel is
- * compiled to PTX with NVRTC (opened with dlopen; the backend's options, forge/compiler_nvrtc.c,
- * with compute_90 for its sm_90, which yields no PTX) and its PTX must have:
+ * moves data (not vec, not the team sizes, not transpose_tile) set to each of its other values.
+ * Every kernel is compiled to PTX with NVRTC (opened with dlopen; the backend's options,
+ * forge/compiler_nvrtc.c, with compute_90 for its sm_90, which yields no PTX) and its PTX must
+ * have:
  *  (1) no global (or generic) load or store narrower than the smallest element type of the
  *      signature: no u8/s8/b8 ever, no 16-bit access in an all-f32 signature;
  *  (2) where the case vectorizes (the effective vector width in the source is the knob's), at
@@ -315,7 +316,17 @@ static void make_cases(void)
         kf_job_tensor bt = a;
         bt.strides[0] = 1, bt.strides[1] = 64; /* a transposed view: gathered */
         add_case("cuda_eltwise_binary", binary_sig("aten::add.Tensor", a, bt, a, 0),
-                 "vec=8 unroll=2 threads=256 grid=0", VEC_BOTH, "other transposed (gather)");
+                 "vec=8 unroll=2 threads=256 grid=0 transpose_tile=0", VEC_BOTH,
+                 "other transposed (gather)");
+        add_case("cuda_eltwise_binary", binary_sig("aten::add.Tensor", a, bt, a, 0),
+                 "threads=256 transpose_tile=64", VEC_NONE,
+                 "other transposed, tiles through shared memory");
+    }
+    {   /* MMDiT's residual add: self a transposed view, out like self, other contiguous */
+        kf_job_tensor at = T(KF_BF16, 0, 16, 2, 256, 192), bc = at;
+        at.strides[1] = 1, at.strides[2] = 256;
+        add_case("cuda_eltwise_binary", binary_sig("aten::add.Tensor", at, bc, at, 0),
+                 "threads=256 transpose_tile=32", VEC_NONE, "self transposed, tiles");
     }
     a = T(KF_F16, 0, 16, 64, 1024);
     add_case("cuda_eltwise_binary", binary_sig("aten::add_.Tensor", a, a, a, 0),
@@ -462,7 +473,8 @@ static void add_job(int ci, const int *idx, int variant, char *src)
 
 /* Knobs swept around each case: not vec (the width under test), not the team sizes, which
  * change the reductions, not how data moves (the cases themselves use several of them), and not
- * copy's transpose_tile, a strategy with element accesses by design (a case of its own). */
+ * transpose_tile (copy_, binary), a strategy with element accesses by design (cases of its
+ * own). */
 static int moves_data(const char *knob)
 {
     static const char *const fixed[] = {"vec", "threads", "rows", "tpr", "rpb", "tpg", "gpb",
