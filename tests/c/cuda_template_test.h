@@ -493,6 +493,32 @@ static inline void gpu_close(gpu *G)
     kf_cuda_driver_close(&G->d);
 }
 
+/* The GPU pass of a test whose cases each get device buffers and a reference: for every case
+ * where `wanted` holds (an expression of ci), gcase_make, run and check each of its compiled
+ * jobs (gpu_run), gcase_free. The test defines cases, n_cases, jobs, n_jobs, gcase and those
+ * three functions. */
+#define KF_DEFINE_TEST_GPU(wanted)                                                              \
+    static void test_gpu(void)                                                                  \
+    {                                                                                           \
+        gpu G;                                                                                  \
+        if (!gpu_open(&G)) return;                                                              \
+        int ran = 0, passed = 0;                                                                \
+        for (int ci = 0; ci < n_cases; ci++) {                                                  \
+            if (!(wanted)) continue;                                                            \
+            gcase g;                                                                            \
+            gcase_make(&G, &cases[ci], &g);                                                     \
+            for (int i = 0; g.ok && i < n_jobs; i++) {                                          \
+                if (jobs[i].c != ci || !jobs[i].blob) continue;                                 \
+                ran++;                                                                          \
+                passed += gpu_run(&G, &jobs[i], &g);                                            \
+            }                                                                                   \
+            gcase_free(&G, &g);                                                                 \
+        }                                                                                       \
+        printf("ran %d kernels on the GPU, %d correct\n", ran, passed);                         \
+        CHECK_EQ_INT(passed, ran);                                                              \
+        gpu_close(&G);                                                                          \
+    }
+
 /* ---- the end ---- */
 
 static inline double seconds_since(const struct timespec *t0)

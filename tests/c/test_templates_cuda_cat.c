@@ -507,26 +507,7 @@ static int gpu_run(gpu *G, kernel_job *j, gcase *g)
     return good;
 }
 
-static void test_gpu(void)
-{
-    gpu G;
-    if (!gpu_open(&G)) return;
-    int ran = 0, passed = 0;
-    for (int ci = 0; ci < n_cases; ci++) {
-        if (!cases[ci].run) continue;
-        gcase g;
-        gcase_make(&G, &cases[ci], &g);
-        for (int i = 0; g.ok && i < n_jobs; i++) {
-            if (jobs[i].c != ci || !jobs[i].blob) continue;
-            ran++;
-            passed += gpu_run(&G, &jobs[i], &g);
-        }
-        gcase_free(&G, &g);
-    }
-    printf("ran %d kernels on the GPU, %d correct\n", ran, passed);
-    CHECK_EQ_INT(passed, ran);
-    gpu_close(&G);
-}
+KF_DEFINE_TEST_GPU(cases[ci].run)
 
 int main(void)
 {
