@@ -31,6 +31,7 @@ static int legacy_empty(const kf_job_tensor *t)
     return t->ndim == 1 && t->sizes[0] == 0;
 }
 
+/* (kf_job_dtype_size is job.c's, in the worker library: the templates, in kf_core, cannot call it) */
 static int esize_of(int dtype)
 {
     switch (dtype) {
