@@ -493,6 +493,22 @@ static inline void gpu_close(gpu *G)
     kf_cuda_driver_close(&G->d);
 }
 
+/* Every knob combination of every case rendered and checked (the test's check_render over
+ * cases, n_cases, with template T; it counts n_rendered), and one signature rendered twice
+ * alike. */
+#define KF_DEFINE_TEST_RENDER_ALL()                                                             \
+    static void render_job(int ci, const int *idx, char **src, kf_launch *l)                    \
+    {                                                                                           \
+        check_render(&cases[ci], idx, src, l);                                                  \
+    }                                                                                           \
+    static void test_render_all(void)                                                           \
+    {                                                                                           \
+        if (!T) return;                                                                         \
+        render_every_combination(T, n_cases, render_job);                                       \
+        if (n_cases > 0) check_render_deterministic(T, &cases[0].sig);                          \
+        printf("rendered %ld knob combinations over %d cases\n", n_rendered, n_cases);          \
+    }
+
 /* The GPU pass of a test whose cases each get device buffers and a reference: for every case
  * where `wanted` holds (an expression of ci), gcase_make, run and check each of its compiled
  * jobs (gpu_run), gcase_free. The test defines cases, n_cases, jobs, n_jobs, gcase and those

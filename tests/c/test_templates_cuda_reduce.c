@@ -280,18 +280,7 @@ static void check_render(const rcase *c, const int *idx, char **src_out, kf_laun
     keep_render(ok, src, lj, &l, src_out, l_out);
 }
 
-static void render_job(int ci, const int *idx, char **src, kf_launch *l)
-{
-    check_render(&cases[ci], idx, src, l);
-}
-
-static void test_render_all(void)
-{
-    if (!T) return;
-    render_every_combination(T, n_cases, render_job);
-    if (n_cases > 0) check_render_deterministic(T, &cases[0].sig);
-    printf("rendered %ld knob combinations over %d cases\n", n_rendered, n_cases);
-}
+KF_DEFINE_TEST_RENDER_ALL()
 
 /* The start hook: indices in range, and the guesses the models' shapes should get. */
 static void test_start(void)
