@@ -170,11 +170,14 @@ def test_anthropic_format_price_table_and_request_limit(stub, tmp_path):
     prices.write_text(json.dumps({"stub-": {"input": 3.0, "output": 15.0}}))
     log = stub([{"text": answer(relu_body(x.numel())), "usage": [2000, 1000]},
                 {"text": "nothing"}], api="anthropic", KFORGE_LLM_PRICES=str(prices))
-    res = kf.tune("aten::relu", (x,), iterations=10, proposer="llm", insert=False,
+    # gelu, as in test_mixed_tree_holds_both_proposers: a correct host relu can land within 10%
+    # of the host's copy roofline and end the search before the request limit (seen in CI); the
+    # model's relu is a wrong gelu, a node all the same
+    res = kf.tune("aten::gelu", (x,), iterations=10, proposer="llm", insert=False,
                   llm_max_requests=2, margin=-1.0)
     assert "llm request limit" in res["stop_reason"], res
     nodes = tree_of(res["job_dir"])["nodes"]
-    assert len(nodes) == 2 and nodes[0]["status"] in ("verified", "flagged")
+    assert len(nodes) == 2 and nodes[0]["status"] == "wrong", nodes
     assert res["llm"]["cost_usd"] == pytest.approx((2000 * 3.0 + 1000 * 15.0 + 100 * 3 + 50 * 15) / 1e6)
     with open(log) as f:
         req = json.loads(f.readline())
