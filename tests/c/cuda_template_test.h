@@ -158,6 +158,26 @@ static inline void print_knobs(const kf_template *t, const char *label, const in
     printf("\n");
 }
 
+/* The start of a checked render: `s` rendered with knob indices idx through t, then whether the
+ * source declares the CUDA kernel and holds `entry` (e.g. "kf_kernel(KF_PARAMS)") and the
+ * launch record parses into *l. -1 (reported under `label`) when the render itself failed;
+ * else *src and *lj are the caller's, to hand to keep_render. */
+static inline int begin_render(const kf_template *t, const kf_job_sig *s, const int *idx,
+                               const char *label, const char *entry, char **src, char **lj,
+                               kf_launch *l)
+{
+    char err[512];
+    *src = *lj = NULL;
+    kf_status st = t->render(s, idx, src, lj, err, sizeof err);
+    if (!CHECK_EQ_INT(st, KF_OK)) {
+        printf("     %s: %s\n", label, err);
+        return -1;
+    }
+    memset(l, 0, sizeof *l);
+    return strstr(*src, "extern \"C\" __global__ void") && strstr(*src, entry) &&
+           kf_launch_parse(*lj, l, err, sizeof err) == KF_OK;
+}
+
 /* The end of a checked render: the source and record go to *src_out and *l_out when it passed
  * and the caller wants them (src_out not NULL), else the source is freed; lj is freed. */
 static inline void keep_render(int ok, char *src, char *lj, const kf_launch *l, char **src_out,

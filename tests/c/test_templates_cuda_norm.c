@@ -519,18 +519,12 @@ static int scal_n(const kf_job_sig *s)
 
 static void check_render(const ncase *c, const int *idx, char **src_out, kf_launch *l_out)
 {
-    char *src = NULL, *lj = NULL, err[512];
+    char *src, *lj;
     const kf_job_sig *s = &c->sig;
-    kf_status st = c->t->render(s, idx, &src, &lj, err, sizeof err);
-    if (!CHECK_EQ_INT(st, KF_OK)) {
-        printf("     %s: %s\n", c->label, err);
-        return;
-    }
-    n_rendered++;
     kf_launch l;
-    memset(&l, 0, sizeof l);
-    int ok = strstr(src, "extern \"C\" __global__ void") && strstr(src, "kf_kernel(KF_PARAMS)");
-    ok = ok && kf_launch_parse(lj, &l, err, sizeof err) == KF_OK;
+    int ok = begin_render(c->t, s, idx, c->label, "kf_kernel(KF_PARAMS)", &src, &lj, &l);
+    if (ok < 0) return;
+    n_rendered++;
     ok = ok && !strcmp(l.entry, "kf_kernel") && l.n_args == s->n_in + s->n_out;
     for (int i = 0; ok && i < l.n_args; i++) {
         int is_in = i < s->n_in;

@@ -287,21 +287,15 @@ static long n_rendered;
 
 static void check_render(const pcase *c, const int *idx, char **src_out, kf_launch *l_out)
 {
-    char *src = NULL, *lj = NULL, err[512];
+    char *src, *lj;
     const kf_job_sig *s = &c->sig;
-    kf_status st = T->render(s, idx, &src, &lj, err, sizeof err);
-    if (!CHECK_EQ_INT(st, KF_OK)) {
-        printf("     %s: %s\n", c->label, err);
-        return;
-    }
-    n_rendered++;
     kf_launch l;
-    memset(&l, 0, sizeof l);
+    int ok = begin_render(T, s, idx, c->label, "kf_kernel(KF_PARAMS)", &src, &lj, &l);
+    if (ok < 0) return;
+    n_rendered++;
     char cty[40], mty[40];
     snprintf(cty, sizeof cty, "const %s*", cuda_type(s->in[0].dtype));
     snprintf(mty, sizeof mty, "%s", cty + 6);
-    int ok = strstr(src, "extern \"C\" __global__ void") && strstr(src, "kf_kernel(KF_PARAMS)");
-    ok = ok && kf_launch_parse(lj, &l, err, sizeof err) == KF_OK;
     ok = ok && !strcmp(l.entry, "kf_kernel") && l.n_args == 3 && !strcmp(l.arg_types[0], cty) &&
          !strcmp(l.arg_types[1], mty) && !strcmp(l.arg_types[2], "int64_t*");
     /* effective values against the knobs, the signature and the record */

@@ -227,18 +227,12 @@ static long n_rendered;
 
 static void check_render(const rcase *c, const int *idx, char **src_out, kf_launch *l_out)
 {
-    char *src = NULL, *lj = NULL, err[512];
+    char *src, *lj;
     const kf_job_sig *s = &c->sig;
-    kf_status st = T->render(s, idx, &src, &lj, err, sizeof err);
-    if (!CHECK_EQ_INT(st, KF_OK)) {
-        printf("     %s: %s\n", c->label, err);
-        return;
-    }
-    n_rendered++;
     kf_launch l;
-    memset(&l, 0, sizeof l);
-    int ok = strstr(src, "extern \"C\" __global__ void") && strstr(src, "kf_kernel(");
-    ok = ok && kf_launch_parse(lj, &l, err, sizeof err) == KF_OK;
+    int ok = begin_render(T, s, idx, c->label, "kf_kernel(", &src, &lj, &l);
+    if (ok < 0) return;
+    n_rendered++;
     const char *ty = cuda_type(s->in[0].dtype);
     char want_in[40], want_out[40];
     snprintf(want_in, sizeof want_in, "const %s*", ty);
