@@ -88,8 +88,11 @@ def tensor_args(args: dict) -> list[tuple[str, dict]]:
 
 # Ops that overwrite their first argument without reading it: its old contents are not input.
 _OVERWRITE_SELF = {"copy_", "fill_", "zero_"}
-_DTYPE_BYTES = {"f32": 4, "f16": 2, "bf16": 2, "f64": 8, "i8": 1, "u8": 1, "i16": 2, "i32": 4,
-                "i64": 8, "bool": 1}
+
+
+def _itemsize(dtype: str) -> int:
+    t = _TORCH_DTYPES.get(dtype)
+    return t.itemsize if t is not None else 0
 
 
 def bytes_moved(info: dict, args: dict) -> int:
@@ -110,13 +113,13 @@ def bytes_moved(info: dict, args: dict) -> int:
         for t in ts:
             if all(n > 0 for n in t["sizes"]):
                 span = 1 + sum((n - 1) * st for n, st in zip(t["sizes"], t["strides"]))
-                total += min(span, _prod(t["sizes"])) * _DTYPE_BYTES.get(t["dtype"], 0)
+                total += min(span, _prod(t["sizes"])) * _itemsize(t["dtype"])
     for o in info["outputs"] or []:
         if o["alias_arg"] >= 0:
             a = args["args"][o["alias_arg"]]
-            n, es = _prod(a["sizes"]), _DTYPE_BYTES.get(a["dtype"], 0)
+            n, es = _prod(a["sizes"]), _itemsize(a["dtype"])
         else:
-            n, es = _prod(o["sizes"]), _DTYPE_BYTES.get(_DTYPE_NAMES[o["dtype"]], 0)
+            n, es = _prod(o["sizes"]), _itemsize(_DTYPE_NAMES[o["dtype"]])
         total += n * es
     return total
 
