@@ -68,6 +68,8 @@ kf_status kf_cuda_driver_open(kf_cuda_driver *d, const char *path, char *err, si
         {(void **)&d->stream_create, "cuStreamCreate", NULL},
         {(void **)&d->stream_destroy, "cuStreamDestroy_v2", NULL},
         {(void **)&d->stream_synchronize, "cuStreamSynchronize", NULL},
+        {(void **)&d->mem_host_register, "cuMemHostRegister_v2", "cuMemHostRegister"},
+        {(void **)&d->mem_host_unregister, "cuMemHostUnregister", NULL},
     };
     for (size_t i = 0; i < sizeof tab / sizeof tab[0]; i++) {
         *tab[i].slot = sym2(lib, tab[i].name, tab[i].old);

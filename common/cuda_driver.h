@@ -96,6 +96,9 @@ typedef struct kf_cuda_driver {
     kf_cu_result (*stream_create)(kf_cu_stream *stream, unsigned flags);
     kf_cu_result (*stream_destroy)(kf_cu_stream stream);
     kf_cu_result (*stream_synchronize)(kf_cu_stream stream);
+    /* page-locking host memory in place, so copies to and from it run at full bus speed */
+    kf_cu_result (*mem_host_register)(void *p, size_t bytes, unsigned flags);
+    kf_cu_result (*mem_host_unregister)(void *p);
 } kf_cuda_driver;
 
 /* dlopen libcuda.so.1 (`path` NULL) or `path`, and resolve every entry point above. Does not call

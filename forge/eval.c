@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "eval_impl.h"
 
@@ -60,16 +61,29 @@ void kf_eval_free(kf_eval *ev)
     free(ev);
 }
 
-/* Read one case file into a fresh malloc'ed buffer (at least 1 byte, so empty spans are fine). */
+size_t kf_ev_page(void)
+{
+    long pg = sysconf(_SC_PAGESIZE);
+    return pg > 0 ? (size_t)pg : 4096;
+}
+
+size_t kf_ev_case_len(uint64_t span)
+{
+    size_t pg = kf_ev_page();
+    return ((size_t)(span ? span : 1) + pg - 1) / pg * pg;
+}
+
+/* Read one case file into a fresh buffer: whole pages (at least one, so empty spans are fine),
+ * which the CUDA backend pins in place for fast copies. */
 static kf_status load_case(const char *path, const kf_job_tensor *t, unsigned char **out,
                            char *err, size_t errcap)
 {
     uint64_t span = kf_job_span_bytes(t, NULL);
-    if (span > SIZE_MAX - 1) {
+    if (span > SIZE_MAX - 2 * kf_ev_page()) {
         snprintf(err, errcap, "case file %s: too large for this machine", path);
         return KF_ERR_NOMEM;
     }
-    *out = malloc(span ? (size_t)span : 1);
+    *out = aligned_alloc(kf_ev_page(), kf_ev_case_len(span));
     if (!*out) {
         snprintf(err, errcap, "out of memory for case file %s (%llu bytes)", path,
                  (unsigned long long)span);

@@ -6,7 +6,12 @@
  * (not more), so a kernel that assumes wider alignment than the real calls guarantee faults here
  * rather than in the user's process. Kernels run on one blocking stream (ordered after the
  * synchronous copies and memsets on the legacy stream); a timed run is bracketed by CUDA events,
- * after an L2 flush (a 256 MB memset) outside the bracket when the job asks for it. */
+ * after an L2 flush (a 256 MB memset) outside the bracket when the job asks for it.
+ *
+ * The case data and the host copy that reads buffers back are pinned (page-locked in place):
+ * every verified run copies its inputs in and its inputs and outputs back, which from pageable
+ * memory took most of a candidate's evaluation for tensors of tens of MB. Pinning is only
+ * speed: where it fails, or past PIN_MAX bytes, the copies go through pageable memory. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +21,8 @@
 #include "eval_impl.h"
 
 #define FLUSH_BYTES ((size_t)256 << 20)
+#define PIN_MAX ((size_t)8 << 30)
+#define PIN_SLOTS (KF_JOB_MAX_CASES * (KF_JOB_MAX_TENSORS + KF_JOB_MAX_OUTPUTS))
 
 typedef struct cuda_state {
     kf_cuda_driver cu;
@@ -24,8 +31,12 @@ typedef struct cuda_state {
     kf_cu_stream stream;
     kf_cu_event e0, e1;
     unsigned long long flush; /* scratch for flushing L2, 0 when none */
-    unsigned char *scratch;   /* host copy of one buffer's span (view) */
+    unsigned char *scratch;   /* host copy of one buffer's span (view), whole pages */
     size_t scratch_len;
+    int scratch_pinned;
+    void *pinned[PIN_SLOTS]; /* case buffers registered with the driver */
+    int n_pinned;
+    size_t pinned_bytes;
     unsigned char guard[EV_DEVICE_GUARD + 256]; /* host copy of one guard region */
 } cuda_state;
 
@@ -61,12 +72,37 @@ static int driver_fail(cuda_state *s, kf_cu_result r, const char *what, char *er
     return EV_STICKY;
 }
 
+/* Pin `len` bytes at p if the budget allows; 1 when pinned. */
+static int pin(cuda_state *s, void *p, size_t len)
+{
+    if (len > PIN_MAX - s->pinned_bytes) return 0;
+    if (s->cu.mem_host_register(p, len, 0) != KF_CU_SUCCESS) return 0;
+    s->pinned_bytes += len;
+    return 1;
+}
+
+static void pin_cases(kf_eval *ev)
+{
+    cuda_state *s = ev->state;
+    const kf_job *job = ev->job;
+    for (int c = 0; c < job->n_cases; c++)
+        for (int b = 0; b < job->sig.n_in + job->sig.n_out; b++) {
+            int is_in = b < job->sig.n_in;
+            const kf_job_tensor *t = is_in ? &job->sig.in[b] : &job->sig.out[b - job->sig.n_in];
+            void *p = is_in ? ev->case_in[c][b] : ev->case_out[c][b - job->sig.n_in];
+            if (p && s->n_pinned < PIN_SLOTS && pin(s, p, kf_ev_case_len(kf_job_span_bytes(t, NULL))))
+                s->pinned[s->n_pinned++] = p;
+        }
+}
+
 static void cuda_close(kf_eval *ev)
 {
     cuda_state *s = ev->state;
     if (!s) return;
     if (s->cu.lib) {
         if (s->ctx) s->cu.ctx_set_current(s->ctx);
+        for (int i = 0; i < s->n_pinned; i++) s->cu.mem_host_unregister(s->pinned[i]);
+        if (s->scratch_pinned) s->cu.mem_host_unregister(s->scratch);
         if (s->flush) s->cu.mem_free(s->flush);
         if (s->e0) s->cu.event_destroy(s->e0);
         if (s->e1) s->cu.event_destroy(s->e1);
@@ -121,6 +157,7 @@ static kf_status cuda_open(kf_eval *ev, char *err, size_t errcap)
         st = KF_ERR_CUDA;
         goto fail;
     }
+    pin_cases(ev);
     return KF_OK;
 fail:
     cuda_close(ev);
@@ -155,7 +192,8 @@ static kf_status cuda_alloc(kf_eval *ev, ev_buf *b, char *err, size_t errcap)
     }
     b->arg = (void *)(uintptr_t)(b->dbase + b->doff);
     if (b->span > s->scratch_len) {
-        unsigned char *p = realloc(s->scratch, (size_t)b->span);
+        size_t len = kf_ev_case_len(b->span);
+        unsigned char *p = aligned_alloc(kf_ev_page(), len);
         if (!p) {
             snprintf(err, errcap, "out of memory for a %llu-byte host copy",
                      (unsigned long long)b->span);
@@ -163,8 +201,14 @@ static kf_status cuda_alloc(kf_eval *ev, ev_buf *b, char *err, size_t errcap)
             b->dbase = 0;
             return KF_ERR_NOMEM;
         }
+        if (s->scratch_pinned) {
+            s->cu.mem_host_unregister(s->scratch);
+            s->pinned_bytes -= kf_ev_case_len(s->scratch_len);
+        }
+        free(s->scratch);
         s->scratch = p;
         s->scratch_len = (size_t)b->span;
+        s->scratch_pinned = pin(s, p, len);
     }
     return KF_OK;
 }

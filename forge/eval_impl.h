@@ -69,6 +69,11 @@ struct kf_eval {
     unsigned char *case_out[KF_JOB_MAX_CASES][KF_JOB_MAX_OUTPUTS];
 };
 
+/* The host's page size, and the bytes a case buffer of `span` bytes takes: whole pages, at least
+ * one (eval.c allocates case data page-aligned, so that a backend can pin it in place). */
+size_t kf_ev_page(void);
+size_t kf_ev_case_len(uint64_t span);
+
 /* ---- eval_compare.c ---- */
 
 typedef struct ev_cmp {

@@ -202,15 +202,23 @@ def span_numel(t: torch.Tensor) -> int:
     return 1 + sum((s - 1) * st for s, st in zip(t.shape, t.stride()))
 
 
-def span_bytes(t: torch.Tensor) -> bytes:
-    """The tensor's strided span, element 0 to its last addressed element (forge/job.h)."""
+def write_span(f, t: torch.Tensor) -> int:
+    """Write the tensor's strided span, element 0 to its last addressed element (forge/job.h);
+    returns its bytes. Written from the host tensor's own memory: a CUDA tensor's span is copied
+    to the host once, nothing is copied again into a bytes object."""
     n = span_numel(t)
     if n == 0:
-        return b""
-    flat = t.detach().as_strided((n,), (1,)).to("cpu").contiguous()
-    if flat.dtype == torch.bool:
-        flat = flat.view(torch.uint8)
-    return ctypes.string_at(flat.data_ptr(), n * t.element_size())
+        return 0
+    flat = t.detach().as_strided((n,), (1,)).cpu()
+    nbytes = n * t.element_size()
+    f.write(memoryview((ctypes.c_char * nbytes).from_address(flat.data_ptr())))
+    return nbytes
+
+
+def _on_storage(t: torch.Tensor, storage) -> torch.Tensor:
+    """A tensor with t's sizes, strides and storage offset over `storage`."""
+    out = torch.empty(0, dtype=t.dtype, device=t.device)
+    return out.set_(storage, t.storage_offset(), t.size(), t.stride())
 
 
 def clone_exact(t):
@@ -220,29 +228,44 @@ def clone_exact(t):
         return type(t)(clone_exact(x) for x in t)
     if not isinstance(t, torch.Tensor):
         return t
-    out = torch.empty(0, dtype=t.dtype, device=t.device)
-    out.set_(t.untyped_storage().clone(), t.storage_offset(), t.size(), t.stride())
-    return out
+    return _on_storage(t, t.untyped_storage().clone())
+
+
+def clone_written(fn, pos: list, kw: dict) -> tuple[list, dict]:
+    """The call's arguments with a copy (clone_exact) of each one the op's schema says it writes,
+    the others as they are: calling `fn` leaves the caller's tensors as they were, without
+    copying inputs that it only reads."""
+    spec = fn._schema.arguments
+    written = {a.name for a in spec if a.alias_info is not None and a.alias_info.is_write}
+    pos = [clone_exact(v) if a.name in written else v for a, v in zip(spec, pos)]
+    return pos, {k: clone_exact(v) if k in written else v for k, v in kw.items()}
 
 
 def random_like(t: torch.Tensor, variant: int, op: str, name: str, gen: torch.Generator):
-    """Random values laid out exactly like `t`: scale 1, 100 and 0.01 in turn; -inf masks for
-    softmax; variances kept positive (a negative running_var only tests NaN propagation)."""
-    out = clone_exact(t)
+    """Random values laid out exactly like `t`, drawn by `gen` on its own device (a CUDA
+    generator for a CUDA tensor: no host randn and copy of the whole storage): scale 1, 100 and
+    0.01 in turn; -inf masks for softmax; variances kept positive (a negative running_var only
+    tests NaN propagation)."""
+    nbytes = t.untyped_storage().nbytes()
+    # every element of the storage is overwritten below: no need to copy t's bytes first
+    storage = torch.empty(nbytes, dtype=torch.uint8, device=t.device).untyped_storage()
+    out = _on_storage(t, storage)
     flat = torch.empty(0, dtype=t.dtype, device=t.device)
-    flat.set_(out.untyped_storage(), 0, (out.untyped_storage().nbytes() // t.element_size(),), (1,))
+    flat.set_(storage, 0, (nbytes // t.element_size(),), (1,))
+    dev = gen.device
     if t.dtype.is_floating_point:
         scale = [1.0, 100.0, 0.01][variant % 3]
-        vals = torch.randn(flat.shape, generator=gen, dtype=torch.float32) * scale
+        # in place: on a GPU, one float32 temporary of the storage's size at most
+        vals = torch.randn(flat.shape, generator=gen, dtype=torch.float32, device=dev).mul_(scale)
         if "var" in name:
-            vals = vals.abs() + 0.1 * scale
+            vals.abs_().add_(0.1 * scale)
         if variant % 3 == 2 and "softmax" in op and flat.numel() > 4:
             vals[:: max(3, flat.numel() // 7)] = float("-inf")
-        flat.copy_(vals.to(t.dtype))
+        flat.copy_(vals)
     elif t.dtype == torch.bool:
-        flat.copy_(torch.rand(flat.shape, generator=gen) > 0.5)
+        flat.copy_(torch.rand(flat.shape, generator=gen, device=dev) > 0.5)
     else:
-        flat.copy_(torch.randint(-5, 6, flat.shape, generator=gen).to(t.dtype))
+        flat.copy_(torch.randint(-5, 6, flat.shape, generator=gen, device=dev).to(t.dtype))
     return out
 
 
@@ -343,9 +366,20 @@ def write_job(job_dir: str, key: str, calls: list[tuple[list, dict]], *, recorde
         scalars.append(s)
 
     os.makedirs(os.path.join(job_dir, "cases"), exist_ok=True)
-    gen = torch.Generator().manual_seed(seed)
+    # random values are drawn where the tensors are (check_tunable: all on the call's device)
+    gen = torch.Generator(device=device).manual_seed(seed)
     names = [n for n, _ in tensor_args(args)]
     cases = []
+    case_bytes = 0
+
+    def write_files(c: int, what: str, tensors: list) -> list[str]:
+        nonlocal case_bytes
+        files = []
+        for j, t in enumerate(tensors):
+            files.append(f"c{c}_{what}{j}.bin")
+            with open(os.path.join(job_dir, "cases", files[-1]), "wb") as f:
+                case_bytes += write_span(f, t)
+        return files
 
     def add_case(kind: str, pos: list, kw: dict):
         c = len(cases)
@@ -353,25 +387,14 @@ def write_job(job_dir: str, key: str, calls: list[tuple[list, dict]], *, recorde
         if len(ins) != len(inputs):
             raise NotTunable(f"{info['signature']}: a call holds {len(ins)} tensors, the "
                              f"signature {len(inputs)}")
-        work = [clone_exact(a) for a in pos]
-        kwork = {k: clone_exact(v) for k, v in kw.items()}
+        work, kwork = clone_written(fn, pos, kw)  # ins keep the values from before the call
         with bypass():
             outs = tensors_of(fn(*work, **kwork))
         if len(outs) != len(outputs):
             raise NotTunable(f"{info['signature']}: eager returned {len(outs)} tensors, the "
                              f"signature records {len(outputs)}")
-        entry = {"kind": kind, "inputs": [], "outputs": []}
-        for j, t in enumerate(ins):
-            name = f"c{c}_in{j}.bin"
-            with open(os.path.join(job_dir, "cases", name), "wb") as f:
-                f.write(span_bytes(t))
-            entry["inputs"].append(name)
-        for j, t in enumerate(outs):
-            name = f"c{c}_out{j}.bin"
-            with open(os.path.join(job_dir, "cases", name), "wb") as f:
-                f.write(span_bytes(t))
-            entry["outputs"].append(name)
-        cases.append(entry)
+        cases.append({"kind": kind, "inputs": write_files(c, "in", ins),
+                      "outputs": write_files(c, "out", outs)})
 
     for (pos, kw), rec in zip(calls, recorded):
         add_case("recorded" if rec else "example", pos, kw)
@@ -382,8 +405,7 @@ def write_job(job_dir: str, key: str, calls: list[tuple[list, dict]], *, recorde
         pos, kw = call_from_args(fn, args, rnd)
         add_case("random", pos, kw)
 
-    work = [clone_exact(a) for a in first_pos]
-    kwork = {k: clone_exact(v) for k, v in first_kw.items()}
+    work, kwork = clone_written(fn, first_pos, first_kw)
     with bypass():
         eager_us = bench_us(lambda: fn(*work, **kwork), device, reps=bench_reps)
         out_dtype = tensors_of(fn(*work, **kwork))[0].dtype
@@ -393,8 +415,6 @@ def write_job(job_dir: str, key: str, calls: list[tuple[list, dict]], *, recorde
     search = dict(search or {})
     if not search.get("candidate_timeout_s"):
         # verifying a candidate reads back and compares every case: scale with the data
-        case_bytes = sum(os.path.getsize(os.path.join(job_dir, "cases", f))
-                         for c in cases for f in c["inputs"] + c["outputs"])
         search["candidate_timeout_s"] = round(10 + 10 * case_bytes / 1e9, 1)
     job = {
         "format": 1, "op": op, "signature": info["signature"], "sig_hex": info["sig_hex"],

@@ -4,6 +4,7 @@ import ctypes
 import os
 import shutil
 import subprocess
+import time
 
 import pytest
 import torch
@@ -11,7 +12,7 @@ import torch
 import kernel_forge as kf
 from kernel_forge import _jobs
 
-from conftest import ROOT
+from conftest import ROOT, check_job_cases, span_of
 
 pytestmark = pytest.mark.gpu
 
@@ -176,3 +177,43 @@ def test_tune_on_cuda_finds_verified_kernels(case):
     got = call()
     tol = 1e-2 if expect.dtype == torch.bfloat16 else 1e-3 if expect.dtype == torch.float16 else 1e-4
     torch.testing.assert_close(got, expect, atol=tol, rtol=tol)
+
+
+CUDA_JOB_CALLS = {
+    "f32_strided": lambda: ("aten::mul.Tensor",  # 32 MiB, a slice of each row
+                            (torch.randn(64, 1024, 130, device="cuda")[..., :128],
+                             torch.randn(64, 1024, 1, device="cuda"))),
+    "bool": lambda: ("aten::mul.Tensor", (torch.rand(96, 64, device="cuda") > 0.5,
+                                          (torch.rand(64, 96, device="cuda") > 0.5).t())),
+    "softmax_masked": lambda: ("aten::_softmax", (torch.randn(64, 300, device="cuda"), -1, False)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CUDA_JOB_CALLS))
+def test_cuda_job_draws_random_inputs_on_the_device(case, tmp_path):
+    """write_job on CUDA tensors: the case files are the tensors' spans and eager's outputs; the
+    random inputs come from a CUDA generator seeded by the job's seed (the same files again for
+    the same seed), not from host randn copied over."""
+    torch.manual_seed(0)
+    op, args = CUDA_JOB_CALLS[case]()
+    key = kf.signature_key(op, *args)
+
+    def write(d):
+        t0 = time.perf_counter()
+        with _jobs.bypass():
+            job = _jobs.write_job(str(d), key, [(list(args), {})], recorded=[False], seed=4)
+        print(f"{case}: write_job {time.perf_counter() - t0:.2f} s")
+        return job
+
+    job = write(tmp_path / "a")
+    check_job_cases(str(tmp_path / "a"), args, device="cuda")
+    g = torch.Generator(device="cuda").manual_seed(4)  # variant 0's first tensor draws first
+    want = _jobs.random_like(args[0], 0, op, job["inputs"][0]["name"], g)
+    assert (tmp_path / "a" / "cases" / "c1_in0.bin").read_bytes() == span_of(want)
+    write(tmp_path / "b")
+    a, b = ({f.name: f.read_bytes() for f in (tmp_path / d / "cases").iterdir()} for d in "ab")
+    assert a == b
+    ins = [a[f] for c in job["cases"] for f in c["inputs"]]
+    assert len(set(ins)) == len(ins)  # variants differ, and so do a case's tensors
+    if "softmax" in op:  # the third variant masks with -inf
+        assert torch.isinf(torch.frombuffer(bytearray(a["c3_in0.bin"]), dtype=torch.float32)).any()

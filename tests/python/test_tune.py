@@ -12,7 +12,7 @@ import torch.nn.functional as F
 import kernel_forge as kf
 from kernel_forge import _jobs
 
-from conftest import ROOT, run_python
+from conftest import ROOT, check_job_cases, run_python
 
 # Shapes no other test uses (a served kernel must not leak into other tests), big enough that the
 # eager call's own dispatch cost (a few us, which the worker's direct kernel timing does not pay)
@@ -102,6 +102,58 @@ def test_same_seed_same_tree():
                          n["status"]) for n in ns]
     assert shape(ta) == shape(tb)
     assert all(n["latency_replayed"] for n in tb if n["status"] in ("verified", "slower"))
+
+
+# Job inputs: a strided slice with a storage offset and a broadcast, bool and int tensors, and an
+# op that writes its first argument (whose case file holds the values from before the call).
+JOB_CALLS = {
+    "strided_f32": lambda: ("aten::mul.Tensor", (torch.randn(100, 64)[10:50, ::2],
+                                                 torch.randn(32))),
+    "bool": lambda: ("aten::mul.Tensor", (torch.rand(24, 40) > 0.5,
+                                          (torch.rand(40, 24) > 0.5).t())),
+    "int32": lambda: ("aten::add.Tensor", (torch.randint(-9, 9, (40, 24), dtype=torch.int32).t(),
+                                           torch.randint(-9, 9, (24, 40), dtype=torch.int32))),
+    "in_place": lambda: ("aten::add_.Tensor", (torch.randn(24, 40), torch.randn(40))),
+}
+
+
+def write_example_job(job_dir, op, args, seed=0):
+    key = kf.signature_key(op, *[_jobs.clone_exact(a) for a in args])  # add_ writes its first
+    with _jobs.bypass():
+        return _jobs.write_job(str(job_dir), key, [(list(args), {})], recorded=[False], seed=seed,
+                               bench_reps=2)
+
+
+@pytest.mark.parametrize("case", sorted(JOB_CALLS))
+def test_job_cases_are_spans_of_the_inputs_and_eager_outputs(case, tmp_path):
+    torch.manual_seed(0)
+    op, args = JOB_CALLS[case]()
+    before = [t.clone() for t in args]
+    job = write_example_job(tmp_path, op, args, seed=3)
+    assert all(torch.equal(a, b) for a, b in zip(args, before))  # the caller's tensors as they were
+    check_job_cases(str(tmp_path), args)
+    assert [c["kind"] for c in job["cases"]] == ["example"] + ["random"] * 3
+    # random inputs differ between variants, from the example, and between a case's tensors
+    files = [(tmp_path / "cases" / f).read_bytes() for c in job["cases"] for f in c["inputs"]]
+    assert len(set(files)) == len(files)
+    if args[0].dtype.is_floating_point:  # scales 1, 100 and 0.01 in turn
+        peak = [torch.frombuffer(bytearray((tmp_path / "cases" / c["inputs"][0]).read_bytes()),
+                                 dtype=args[0].dtype).abs().max().item() for c in job["cases"][1:]]
+        assert 0.5 < peak[0] < 10 and peak[1] > 50 and peak[2] < 0.1, peak
+
+
+def test_same_seed_same_job_files(tmp_path):
+    x, y = torch.randn(48, 40)[:, 3:35], torch.randn(32)
+
+    def files(d, seed):
+        job = write_example_job(d, "aten::mul.Tensor", (x, y), seed)
+        return job, {f: (d / "cases" / f).read_bytes() for c in job["cases"]
+                     for f in c["inputs"] + c["outputs"]}
+
+    (ja, a), (jb, b), (_, c) = (files(tmp_path / d, s) for d, s in [("a", 5), ("b", 5), ("c", 6)])
+    assert a == b and ja["cases"] == jb["cases"] and ja["search"] == jb["search"]
+    # another seed: the same example case, other random ones
+    assert all((a[f] == c[f]) == f.startswith("c0_") for f in a)
 
 
 def test_tune_refuses_what_it_cannot_tune():
