@@ -128,7 +128,7 @@ def _step(step: list[str], script_cmd: list[str], log) -> int:
 
 
 WRITE_SHARE = 0.5  # of the time budget, at most, from the start until the last job is written
-MIN_JOB_S = 5.0  # a search's own floor: worker start, eager timing, a few candidates
+MIN_JOB_S = 2.5  # a search's own floor: worker start and a few candidates (most bests are the first)
 
 
 def job_time_budget(left: float, share: float, rest: list[float]) -> float:

@@ -58,7 +58,7 @@ def run_warmup(run, a, ops: list[str], proposer: str) -> tuple[dict, list[dict]]
     import kernel_forge as kf
     from kernel_forge import _warmup
 
-    budget = max(10.0, min(a.warmup_budget, 0.45 * run.left()))
+    budget = max(10.0, min(a.warmup_budget, 0.6 * run.left()))  # the rest: rounds, cold start
     script = [os.path.join(HERE, "forward.py"), *harness.workload_argv(a),
               "--iters", str(a.script_iters)]
     t = time.monotonic()
