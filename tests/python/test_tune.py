@@ -228,7 +228,7 @@ def test_warmup_gives_hot_signatures_the_longest_searches():
     assert job_time_budget(100, 0.5, [0.5, 0.3, 0.2]) == 50  # in proportion to the share
     assert job_time_budget(50, 0.3, [0.3, 0.2]) == 30  # what an earlier job left unused
     assert job_time_budget(100, 0.001, [0.5, 0.001]) == MIN_JOB_S  # a floor to do anything
-    assert job_time_budget(3, 0.001, [0.5, 0.001]) == 3  # never more than what is left
+    assert job_time_budget(2, 0.001, [0.5, 0.001]) == 2  # never more than what is left
     assert job_time_budget(60, 0, [0, 0]) == 30  # no shares: an even split
 
 
