@@ -44,13 +44,6 @@ lane() {  # lane INDEX MODEL...
   shift
   local log="$WORK/e2e-lane$i.log"
   export CUDA_VISIBLE_DEVICES=$i
-  # each lane on its own CPU cores: one lane's warm-up (compiles, job writing, thread pools)
-  # otherwise delays the other's host thread, and a host-bound forward measures that
-  if [ "$NLANES" -gt 1 ] && command -v taskset >/dev/null; then
-    local per=$(( $(nproc) / NLANES ))
-    taskset -cp "$(( i * per ))-$(( i * per + per - 1 ))" $BASHPID >/dev/null
-    export OMP_NUM_THREADS=$per
-  fi
   if [ "$i" = 0 ] && [ -n "${LANE0_FIRST:-}" ]; then
     echo "######## $(date +%T) lane 0 first: $LANE0_FIRST" | tee -a "$log"
     bash -c "$LANE0_FIRST" > "$DIR/lane0-first.log" 2>&1
@@ -80,7 +73,6 @@ lane() {  # lane INDEX MODEL...
 }
 
 LANES=${LANES:-$(echo $MODELS | tr ' ' ',')}
-NLANES=$(echo $LANES | wc -w)
 i=0
 for l in $LANES; do
   lane "$i" $(echo "$l" | tr ',' ' ') &
