@@ -1,14 +1,18 @@
 /* CUDA template for aten::copy_ (backend "nvrtc"): self[...] = src, between f32/f16/bf16 (a
  * cast: src widened to float exactly, rounded once to self's dtype as eager does) and/or
- * layouts. self is dense (any dim order); src broadcasts to it with any strides.
+ * layouts. self is non-overlapping (any dim order), with gaps or not (a slice of a larger buffer,
+ * a KV cache: the gaps are never written); src broadcasts to it with any strides.
  *
  * Two ways to walk it:
- *   the elementwise loop (templates_cuda_eltwise.c): self in memory order, src read through its
- *     strides (vectors where its innermost dim is contiguous, else element by element);
+ *   the elementwise loop (templates_cuda_eltwise.c): self in memory order (through its strides
+ *     when it has gaps), src read through its strides (vectors where its innermost dim is
+ *     contiguous, else element by element);
  *   transpose_tile T > 0, when src is a transposition of self (its contiguous dim is not
  *     self's): T x T tiles through shared memory, read along src's contiguous dim and written
  *     along self's, so both sides are coalesced (the elementwise loop would read src elements
- *     a stride apart); shared with cuda_eltwise_binary (kf_ew_plan_tiles, kf_ew_emit_tiles).
+ *     a stride apart; self must be contiguous along its innermost dim, the other dims are a
+ *     batch with any strides); shared with cuda_eltwise_binary (kf_ew_plan_tiles,
+ *     kf_ew_emit_tiles).
  *
  * Knobs: vec, unroll, threads, grid as the elementwise templates (vec/unroll/grid unused by
  * tiles), transpose_tile (0: the elementwise loop; 32 or 64: tiles of that side, when src

@@ -5,16 +5,20 @@
  *                        aten::clamp_min (Scalar min), and in place aten::relu_ / aten::clamp_min_
  *                        (NaN stays NaN, as eager's clamp), aten::pow.Tensor_Scalar (eager's
  *                        special exponents 0, 1, 2, 3, 0.5, -0.5, -1, -2 as it computes them,
- *                        else powf). Input and output dense and non-overlapping with identical
- *                        strides (contiguous, channels_last, any permutation): one flat loop over
- *                        memory order.
+ *                        else powf). The output non-overlapping, in any dim order, with gaps
+ *                        or not (a slice of a larger buffer; in place, self is the output); the
+ *                        input with any strides. The same dense layout on both sides is one
+ *                        flat loop over memory order; else the input is read through its
+ *                        strides as binary's are.
  *   cuda_eltwise_binary: aten::add.Tensor (y = a + alpha * b, alpha int or float, taken as float
  *                        as eager does), aten::mul.Tensor, and in place aten::add_.Tensor /
  *                        aten::mul_.Tensor. Inputs broadcast to the output (fewer dims, size-1
- *                        dims); all three tensors of one dtype. The output (dense) is walked in
- *                        its memory order; an input's element offset comes from the output index
- *                        through its broadcast strides (0 for a broadcast dim), after collapsing
- *                        dims that stay contiguous for every tensor. When everything collapses to
+ *                        dims); all three tensors of one dtype. The output (non-overlapping,
+ *                        gaps allowed) is walked in its memory order; an input's element offset
+ *                        comes from the output index through its broadcast strides (0 for a
+ *                        broadcast dim), after collapsing dims that stay contiguous for every
+ *                        tensor; the output's offset the same way through its own strides when
+ *                        it has gaps (else it is the index). When everything collapses to
  *                        one stride-1 dim (same dense layout everywhere) it is the flat loop.
  *                        When an input transposes the output (MMDiT's residual add of a [B,C,S]
  *                        tensor seen as [B,S,C]), transpose_tile renders tiles instead.
@@ -24,8 +28,10 @@
  *
  * Knobs (every combination renders a valid kernel; values that do not fit are clamped):
  *   vec      elements per vector access (1/2/4/8, at most 16 bytes; bounded by the recorded
- *            alignment and numel; with broadcasting also by the innermost collapsed dim, an input
- *            that cannot take vectors is read as a broadcast value or element by element);
+ *            alignment and numel; with broadcasting, strides or gaps also by the innermost
+ *            collapsed dim, which the output must be contiguous along and whose other dims'
+ *            strides must keep its vectors aligned; an input that cannot take vectors is read as
+ *            a broadcast value or element by element);
  *   unroll   vectors per thread per step (loads in flight);
  *   threads  threads per block;
  *   grid     0: one tile (threads * unroll vectors) per block; k > 0: a grid-stride loop over
@@ -34,8 +40,9 @@
  *            along a dim that is not the output's innermost (the loop would read it elements a
  *            stride apart), T x T tiles, one per block: such operands are read along their
  *            contiguous dim into shared memory, the others and the output go along the output's,
- *            so every access is coalesced (vec/unroll/grid unused). Without such an operand, or
- *            with more tiles than grid.x holds, it is the loop. */
+ *            so every access is coalesced (vec/unroll/grid unused). Without such an operand,
+ *            with an output not contiguous along its innermost dim, or with more tiles than
+ *            grid.x holds, it is the loop. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -63,7 +70,8 @@ static int64_t ew_bstride(const kf_job_tensor *t, const kf_job_tensor *out, int 
     return t->strides[k];
 }
 
-/* 1 when `out` is dense and non-overlapping (any dim order) and every input broadcasts to it. */
+/* 1 when `out` is non-overlapping (any dim order; gaps allowed) and every input broadcasts to
+ * it. */
 int kf_ew_collapse(const kf_job_tensor *out, const kf_job_tensor *in, int n_in, ew_dims *dd)
 {
     if (out->ndim < 0 || out->ndim > KF_MAX_DIMS || kf_job_tensor_numel(out) <= 0) return 0;
@@ -83,35 +91,39 @@ int kf_ew_collapse(const kf_job_tensor *out, const kf_job_tensor *in, int n_in, 
             dims[j] = dims[j - 1];
             dims[j - 1] = tmp;
         }
-    int64_t expect = 1;
+    /* non-overlapping: each dim's stride steps past the farthest offset of the dims inside it
+     * (sufficient: interleaved strides that never meet are refused too) */
+    int64_t reach = 0;
     for (int i = 0; i < n; i++) {
-        if (out->strides[dims[i]] != expect) return 0;
-        expect *= out->sizes[dims[i]];
+        int64_t s = out->strides[dims[i]], m = out->sizes[dims[i]] - 1;
+        if (s <= reach || s > (INT64_MAX - reach) / m) return 0;
+        reach += m * s;
     }
     memset(dd, 0, sizeof *dd);
     if (n == 0) { /* one element: any stride addresses it */
         dd->nd = 1;
         dd->size[0] = 1;
+        dd->yst[0] = 1;
         for (int k = 0; k < n_in; k++) dd->st[k][0] = 1;
         return 1;
     }
     for (int i = 0; i < n; i++) {
-        int d = dims[i];
+        int d = dims[i], c = dd->nd - 1;
         int64_t s[2] = {0, 0};
         for (int k = 0; k < n_in; k++) s[k] = ew_bstride(&in[k], out, d);
-        int merge = dd->nd > 0;
-        for (int k = 0; k < n_in && merge; k++) {
-            int c = dd->nd - 1;
-            merge = s[k] == dd->st[k][c] * dd->size[c];
-        }
+        int merge = dd->nd > 0 && out->strides[d] == dd->yst[c] * dd->size[c];
+        for (int k = 0; k < n_in && merge; k++) merge = s[k] == dd->st[k][c] * dd->size[c];
         if (merge) {
-            dd->size[dd->nd - 1] *= out->sizes[d];
+            dd->size[c] *= out->sizes[d];
         } else {
             dd->size[dd->nd] = out->sizes[d];
+            dd->yst[dd->nd] = out->strides[d];
             for (int k = 0; k < n_in; k++) dd->st[k][dd->nd] = s[k];
             dd->nd++;
         }
     }
+    int64_t pk = 1;
+    for (int d = 0; d < dd->nd; pk *= dd->size[d++]) dd->gaps |= dd->yst[d] != pk;
     return 1;
 }
 
@@ -147,6 +159,14 @@ static unsigned kf_ew_fbits(float f)
 
 /* ---- the shared render: flat or indexed loop around kf_op ---- */
 
+/* Vectors of vw elements along collapsed dim 0 stay contiguous under strides st: stride 1 there,
+ * and every other dim moves by whole vectors. */
+static int ew_vec_strides(const ew_dims *dd, const int64_t *st, int vw)
+{
+    int ok = st[0] == 1;
+    for (int d = 1; d < dd->nd && ok; d++) ok = st[d] % vw == 0;
+    return ok;
+}
 
 /* `ops` are the operands read (sig->in, or copy_'s src); `y` is written: sig->out[0], which is
  * sig->in[0] when in place. */
@@ -164,7 +184,7 @@ void kf_ew_make_plan(const kf_job_sig *sig, const kf_job_tensor *ops, int nin, i
     p->n = kf_job_tensor_numel(&sig->out[0]);
     kf_ew_collapse(&sig->out[0], ops, nin, &p->dd);
     const ew_dims *dd = &p->dd;
-    p->flat = dd->nd == 1;
+    p->flat = dd->nd == 1 && !dd->gaps;
     for (int k = 0; k < nin; k++) p->flat = p->flat && dd->st[k][0] == 1;
 
     int out_align = ew_align(inplace ? &sig->in[0] : &sig->out[0], !inplace);
@@ -172,15 +192,15 @@ void kf_ew_make_plan(const kf_job_sig *sig, const kf_job_tensor *ops, int nin, i
     for (; p->vw > 1; p->vw /= 2) {
         int bytes = p->vw * p->esize, bytes_a = p->vw * p->esize_a;
         if (bytes > 16 || bytes_a > 16 || p->vw > p->n || out_align < bytes) continue;
-        if (!p->flat && dd->size[0] % p->vw) continue;
+        if (!p->flat && (dd->size[0] % p->vw || !ew_vec_strides(dd, dd->yst, p->vw))) continue;
         int ok = 1;
         for (int k = 0; k < nin && p->flat; k++) ok = ok && ew_align(&ops[k], 0) >= bytes_a;
         if (ok) break;
     }
     for (int k = 0; k < nin; k++) {
         if (p->flat) continue; /* mode 0: flat vectors, alignment checked above */
-        int vec_ok = dd->st[k][0] == 1 && ew_align(&ops[k], 0) >= p->vw * p->esize_a;
-        for (int d = 1; d < dd->nd && vec_ok; d++) vec_ok = dd->st[k][d] % p->vw == 0;
+        int vec_ok =
+            ew_vec_strides(dd, dd->st[k], p->vw) && ew_align(&ops[k], 0) >= p->vw * p->esize_a;
         /* a one-element vector loads at its exact offset, whatever the stride */
         p->mode[k] = p->vw == 1 || vec_ok ? 0 : dd->st[k][0] == 0 ? 1 : 2;
     }
@@ -200,11 +220,12 @@ void kf_ew_make_plan(const kf_job_sig *sig, const kf_job_tensor *ops, int nin, i
         p->gs = 1;
     }
     p->grid = (unsigned)tiles;
-    /* largest element offset any operand reaches */
+    /* largest element offset any operand or the output (past n only with gaps) reaches */
     int64_t reach = p->n;
-    for (int k = 0; k < nin; k++) {
+    for (int k = 0; k < nin + (dd->gaps ? 1 : 0); k++) {
+        const int64_t *st = k < nin ? dd->st[k] : dd->yst;
         int64_t r = 0;
-        for (int d = 0; d < dd->nd; d++) r += (dd->size[d] - 1) * dd->st[k][d];
+        for (int d = 0; d < dd->nd; d++) r += (dd->size[d] - 1) * st[d];
         if (r + p->vw > reach) reach = r + p->vw;
     }
     p->wide = reach >= INT32_MAX;
@@ -226,15 +247,15 @@ static void ew_emit_params(kf_strbuf *b, const ew_plan *p)
                                       "kf_t *__restrict__ y");
 }
 
-/* kf_off_<name>(i): operand k's element offset for output element i (memory order) */
-static void ew_emit_offset(kf_strbuf *b, const ew_plan *p, int k, const char *name)
+/* kf_off_<name>(i): the element offset under strides st (an operand's, or the output's) of
+ * output element i (memory order) */
+static void ew_emit_offset(kf_strbuf *b, const ew_dims *dd, const int64_t *st, const char *name)
 {
-    const ew_dims *dd = &p->dd;
     kf_strbuf_printf(b, "__device__ __forceinline__ kf_idx kf_off_%s(kf_idx i)\n{\n", name);
-    int same = 1; /* the output's own layout: the offset is i */
+    int same = 1; /* a dense output's own layout: the offset is i */
     int64_t pk = 1;
     for (int d = 0; d < dd->nd; d++) {
-        same = same && dd->st[k][d] == pk;
+        same = same && st[d] == pk;
         pk *= dd->size[d];
     }
     if (same) {
@@ -244,18 +265,20 @@ static void ew_emit_offset(kf_strbuf *b, const ew_plan *p, int k, const char *na
     kf_strbuf_printf(b, "    return 0");
     pk = 1;
     for (int d = 0; d < dd->nd; d++) {
-        if (dd->st[k][d] != 0) {
+        if (st[d] != 0) {
             kf_strbuf_printf(b, " + ");
             if (pk > 1) kf_strbuf_printf(b, "i / %lld", (long long)pk);
             else kf_strbuf_printf(b, "i");
             if (d + 1 < dd->nd) kf_strbuf_printf(b, " %% %lld", (long long)dd->size[d]);
-            kf_strbuf_printf(b, " * %lld", (long long)dd->st[k][d]);
+            kf_strbuf_printf(b, " * %lld", (long long)st[d]);
         }
         pk *= dd->size[d];
     }
     kf_strbuf_printf(b, ";\n}\n");
 }
 
+/* The loop up to its store and, after the store (kf_ew_emit: the output may have gaps), the
+ * rest. */
 static const char eltwise_body[] =
     "typedef KF_TYPE kf_t;\n"
     "typedef KF_TYPE_A kf_ta; /* operand a: the output's type except for a cast */\n"
@@ -320,8 +343,8 @@ static const char eltwise_body[] =
     "                    r[e] = kf_op(va[u][e], vb[u][e]);\n"
     "#else\n"
     "                    r[e] = kf_op(va[u][e]);\n"
-    "#endif\n"
-    "                kf_v::stw(y + q * KF_VW, r);\n"
+    "#endif\n";
+static const char eltwise_body_tail[] =
     "            }\n"
     "        }\n"
     "    }\n"
@@ -357,8 +380,9 @@ void kf_ew_emit(kf_strbuf *b, const ew_plan *p, const char *op_src)
     if (!p->flat) {
         kf_strbuf_printf(b, "/* collapsed dims, innermost first:");
         for (int d = 0; d < p->dd.nd; d++) {
-            kf_strbuf_printf(b, " [%lld: a %lld", (long long)p->dd.size[d],
-                             (long long)p->dd.st[0][d]);
+            kf_strbuf_printf(b, " [%lld: ", (long long)p->dd.size[d]);
+            if (p->dd.gaps) kf_strbuf_printf(b, "y %lld, ", (long long)p->dd.yst[d]);
+            kf_strbuf_printf(b, "a %lld", (long long)p->dd.st[0][d]);
             if (p->nin == 2) kf_strbuf_printf(b, ", b %lld", (long long)p->dd.st[1][d]);
             kf_strbuf_printf(b, "]");
         }
@@ -366,15 +390,20 @@ void kf_ew_emit(kf_strbuf *b, const ew_plan *p, const char *op_src)
     }
     kf_strbuf_printf(b, "typedef %s kf_idx;\n\n%s\n", p->wide ? "unsigned long long" : "unsigned",
                      op_src);
-    ew_emit_offset(b, p, 0, "a");
-    if (p->nin == 2) ew_emit_offset(b, p, 1, "b");
-    kf_strbuf_printf(b, "\n%s", eltwise_body);
+    ew_emit_offset(b, &p->dd, p->dd.st[0], "a");
+    if (p->nin == 2) ew_emit_offset(b, &p->dd, p->dd.st[1], "b");
+    if (p->dd.gaps) ew_emit_offset(b, &p->dd, p->dd.yst, "y");
+    /* a dense output is stored at its memory-order index; one with gaps through its strides */
+    kf_strbuf_printf(b, "\n%s                kf_v::stw(y + %s, r);\n%s", eltwise_body,
+                     p->dd.gaps ? "kf_off_y((kf_idx)(q * KF_VW))" : "q * KF_VW",
+                     eltwise_body_tail);
 }
 
 /* ---- tiles: an operand that transposes the output ---- */
 
 int kf_ew_tile_dim(const ew_dims *dd, int nin)
 {
+    if (dd->yst[0] != 1) return -1;
     for (int k = 0; k < nin; k++) {
         if (dd->st[k][0] <= 1) continue; /* read along dim 0, or broadcast: one value a vector */
         for (int d = 1; d < dd->nd; d++)
@@ -470,11 +499,7 @@ void kf_ew_emit_tiles(kf_strbuf *b, const ew_plan *p, const char *op_src)
 {
     const ew_dims *dd = &p->dd;
     const int k = p->tk, T = p->tile;
-    int64_t pk = 1, ys[KF_MAX_DIMS]; /* the output's stride of each collapsed dim: it is dense */
-    for (int d = 0; d < dd->nd; d++) {
-        ys[d] = pk;
-        pk *= dd->size[d];
-    }
+    const int64_t *ys = dd->yst; /* contiguous along dim 0 (kf_ew_tile_dim), any gaps beyond */
     int sh[2] = {-1, -1}, nsh = 0; /* staged: contiguous along k, strided along dim 0 */
     for (int q = 0; q < p->nin; q++)
         if (dd->st[q][k] == 1 && dd->st[q][0] > 1) sh[q] = nsh++;
@@ -610,7 +635,7 @@ static int unary_applies(const kf_job_sig *sig)
     if (kind == UN_POW && !pow_exponent(sig, &e)) return 0;
     if (kf_job_tensor_numel(x) > ((int64_t)1 << 46)) return 0;
     ew_dims dd;
-    return kf_ew_collapse(y, x, 1, &dd) && dd.nd == 1 && dd.st[0][0] == 1;
+    return kf_ew_collapse(y, x, 1, &dd);
 }
 
 static kf_status unary_render(const kf_job_sig *sig, const int *knob_idx, char **source,

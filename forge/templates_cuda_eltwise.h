@@ -20,11 +20,13 @@ enum { K_TILE = K_COUNT, K_TILE_COUNT };
 #define EW_SMS 132 /* multiprocessors the grid-stride grid is sized for (H100/H200 SXM) */
 
 /* The output's dims (size > 1) in memory order, innermost first, collapsed where every tensor
- * stays contiguous; st[k][d] is operand k's stride (0 for broadcast). */
+ * stays contiguous; st[k][d] is operand k's stride (0 for broadcast), yst[d] the output's; gaps:
+ * the output is not dense (a slice of a larger buffer), so its offsets come from yst. */
 typedef struct ew_dims {
-    int nd;
+    int nd, gaps;
     int64_t size[KF_MAX_DIMS];
     int64_t st[2][KF_MAX_DIMS];
+    int64_t yst[KF_MAX_DIMS];
 } ew_dims;
 
 typedef struct ew_plan {
@@ -46,7 +48,8 @@ typedef struct ew_plan {
 int kf_ew_esize(int dtype);
 /* f32, f16 or bf16 */
 int kf_ew_float_dtype(int dtype);
-/* 1 when `out` is dense and non-overlapping (any dim order) and every input broadcasts to it. */
+/* 1 when `out` is non-overlapping (any dim order; gaps allowed) and every input broadcasts to
+ * it. */
 int kf_ew_collapse(const kf_job_tensor *out, const kf_job_tensor *in, int n_in, ew_dims *dd);
 /* The output must not be a written-in-place argument unless the op is the in-place variant, and
  * then it must be exactly in[0]. */
@@ -58,7 +61,8 @@ void kf_ew_make_plan(const kf_job_sig *sig, const kf_job_tensor *ops, int nin, i
 /* The source after the prologue: the plan's constants, kf_op (given), offsets, the loop. */
 void kf_ew_emit(kf_strbuf *b, const ew_plan *p, const char *op_src);
 /* The collapsed dim k > 0 along which some operand is contiguous while it is strided (not
- * contiguous, not broadcast) along the output's innermost dim: a transposition; or -1. */
+ * contiguous, not broadcast) along the output's innermost dim: a transposition; or -1, also
+ * when the output is not contiguous along its innermost dim (tiles write along it). */
 int kf_ew_tile_dim(const ew_dims *dd, int nin);
 /* Switch the plan to T x T tiles over dims 0 and kf_ew_tile_dim when T > 0, an operand
  * transposes the output and the grid holds one block per tile; else it stays the loop. */

@@ -2,16 +2,19 @@
  * forge/templates_cuda_eltwise.c).
  *
  * For signatures covering every op, dtype and layout they claim (odd sizes, one row, sizes the
- * vector width does not divide, 2-byte alignment, channels_last, broadcasting, in place):
+ * vector width does not divide, 2-byte alignment, channels_last, broadcasting, in place,
+ * outputs with gaps, strided unary inputs):
  *  - applies() accepts exactly the intended template, and refuses what it cannot serve (wrong
- *    dtype, non-dense, mismatched strides, unsupported dim, bad scalars, wrong aliasing);
+ *    dtype, non-dense softmax tensors, overlapping outputs, unsupported dim, bad scalars,
+ *    wrong aliasing);
  *  - EVERY knob combination renders, its launch record parses and matches the knobs;
  *  - a deterministic spread of combinations (every value of every knob, plus the all-first and
  *    all-last ones; identical sources once) compiles with NVRTC for sm_90 without warnings of
  *    its own; SKIP (exit 0) when NVRTC or the CUDA headers are missing;
  *  - with a CUDA device, each compiled kernel runs on random inputs (with -inf, NaN, huge
  *    values, an all -inf softmax row) against a double-precision reference, with outputs
- *    poisoned with 0xff bytes, canaries around every buffer, inputs checked unchanged.
+ *    poisoned with 0xff bytes, canaries around every buffer, inputs checked unchanged, and the
+ *    gaps of an output that has them (a slice of a larger buffer) left as they were.
  *
  * The builds here have no GPU; on one: ctest -R templates_cuda_softmax_eltwise. */
 #include <math.h>
@@ -62,12 +65,29 @@ static double from_bits(int dt, const void *bits)
 #define NARGS(...) ((int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)))
 #define T(dt, al, ...) sig_tensor(dt, NARGS(__VA_ARGS__), (int64_t[]){__VA_ARGS__}, 0, al)
 
+/* sizes or strides of sig_tensor_strided */
+#define IV(...) (int64_t[]){__VA_ARGS__}
+
+/* a fresh unary op's output contiguous, as eager allocates it for a strided input */
+static kf_job_sig unary_out(kf_job_sig s)
+{
+    s.out[0] = sig_tensor(s.in[0].dtype, s.in[0].ndim, s.in[0].sizes, 0, 0);
+    return s;
+}
+
 /* channels_last strides of an NCHW tensor */
 static kf_job_tensor nhwc(kf_job_tensor t)
 {
     int64_t c = t.sizes[1], h = t.sizes[2], w = t.sizes[3];
     t.strides[0] = c * h * w, t.strides[1] = 1, t.strides[2] = w * c, t.strides[3] = c;
     return t;
+}
+
+/* Qwen 3.5's copy_ destination: f32 [4,32,64,128], a slice of a larger buffer (dim 1 steps
+ * 131072 elements where dense would be 8192), each [64,128] block contiguous along dim 2 */
+static kf_job_tensor qwen_self(void)
+{
+    return sig_tensor_strided(KF_F32, 4, IV(4, 32, 64, 128), IV(4194304, 131072, 1, 64), 16);
 }
 
 /* [B,S,C] seen from a contiguous [B,C,S] (MMDiT's residual stream): strides (C*S, 1, S) */
@@ -109,7 +129,15 @@ static void test_refusals(void)
     x64.dtype = KF_F64;
     xt.strides[0] = 1, xt.strides[1] = 8; /* transposed */
     kf_job_tensor xs = x;
-    xs.strides[0] = 74; /* every other row: not dense */
+    xs.strides[0] = 74; /* every other row: not dense, gaps between rows */
+    /* outputs where two indices meet one address: rows overlapping, a broadcast (expanded)
+     * dim, a negative stride; and interleaved strides not provably apart (refused too) */
+    kf_job_tensor xo = x, xe = x, xn = x, xi = x;
+    xo.strides[0] = 36;
+    xe.strides[0] = 0;
+    xn.strides[1] = -1;
+    xi.strides[0] = 5, xi.strides[1] = 8; /* 5r + 8c: apart, but 8 does not clear 5 * 7 */
+    const kf_job_tensor overlapping[] = {xo, xe, xn, xi};
     kf_job_sig s;
 
     /* softmax */
@@ -159,11 +187,21 @@ static void test_refusals(void)
     CHECK_EQ_INT(nvrtc_applies(&s), 1);
     s = sig_unary("aten::silu", x64);
     CHECK_EQ_INT(nvrtc_applies(&s), 0);
-    s = sig_unary("aten::silu", xs); /* not dense */
-    CHECK_EQ_INT(nvrtc_applies(&s), 0);
+    s = sig_unary("aten::silu", xs);
+    s.out[0] = x; /* a strided input, read through its strides */
+    CHECK_EQ_INT(nvrtc_applies(&s), 1);
     s = sig_unary("aten::relu", T(KF_F16, 16, 2, 3, 4, 5));
-    s.out[0] = nhwc(s.in[0]); /* mismatched strides */
-    CHECK_EQ_INT(nvrtc_applies(&s), 0);
+    s.out[0] = nhwc(s.in[0]); /* the input in another dim order than the output */
+    CHECK_EQ_INT(nvrtc_applies(&s), 1);
+    s = sig_unary("aten::relu_", xs); /* in place into self with gaps */
+    CHECK_EQ_INT(nvrtc_applies(&s), 1);
+    for (int k = 0; k < 4; k++) {
+        s = sig_unary("aten::relu_", overlapping[k]);
+        CHECK_EQ_INT(nvrtc_applies(&s), 0);
+        s = sig_unary("aten::silu", x);
+        s.out[0] = overlapping[k];
+        CHECK_EQ_INT(nvrtc_applies(&s), 0);
+    }
     s = sig_unary("aten::silu", xt); /* transposed in and out: dense, same strides: fine */
     CHECK_EQ_INT(nvrtc_applies(&s), 1);
     s = gelu_sig(x, "fast");
@@ -213,8 +251,14 @@ static void test_refusals(void)
     CHECK_EQ_INT(nvrtc_applies(&s), 1);
     s = sig_copy(x, xs); /* a non-dense source is fine */
     CHECK_EQ_INT(nvrtc_applies(&s), 1);
-    s = sig_copy(xs, x); /* into a non-dense self */
-    CHECK_EQ_INT(nvrtc_applies(&s), 0);
+    s = sig_copy(xs, x); /* into self with gaps */
+    CHECK_EQ_INT(nvrtc_applies(&s), 1);
+    s = sig_copy(xs, xt); /* into self with gaps, transposed */
+    CHECK_EQ_INT(nvrtc_applies(&s), 1);
+    for (int k = 0; k < 4; k++) {
+        s = sig_copy(overlapping[k], x);
+        CHECK_EQ_INT(nvrtc_applies(&s), 0);
+    }
     s = sig_copy(x, x64);
     CHECK_EQ_INT(nvrtc_applies(&s), 0);
     s = sig_copy(x64, x);
@@ -240,8 +284,14 @@ static void test_refusals(void)
     CHECK_EQ_INT(nvrtc_applies(&s), 0);
     s = sig_binary("aten::add.Tensor", x, T(KF_F32, 16, 2, 1, 37), x, 'i', 1); /* more dims */
     CHECK_EQ_INT(nvrtc_applies(&s), 0);
-    s = sig_binary("aten::mul.Tensor", x, x, xs, 0, 0); /* output not dense */
-    CHECK_EQ_INT(nvrtc_applies(&s), 0);
+    s = sig_binary("aten::mul.Tensor", x, x, xs, 0, 0); /* an output with gaps */
+    CHECK_EQ_INT(nvrtc_applies(&s), 1);
+    for (int k = 0; k < 4; k++) {
+        s = sig_binary("aten::mul.Tensor", x, x, overlapping[k], 0, 0);
+        CHECK_EQ_INT(nvrtc_applies(&s), 0);
+        s = sig_binary("aten::add_.Tensor", overlapping[k], x, x, 0, 0);
+        CHECK_EQ_INT(nvrtc_applies(&s), 0);
+    }
     s = sig_binary("aten::add.Tensor", x, x, x, 'd', 1e300); /* alpha beyond float */
     CHECK_EQ_INT(nvrtc_applies(&s), 0);
     s = sig_binary("aten::add.Tensor", x, x, x, 'd', 0.5);
@@ -255,8 +305,8 @@ static void test_refusals(void)
     CHECK_EQ_INT(nvrtc_applies(&s), 0);
     s = sig_binary("aten::mul_.Tensor", xt, x, x, 0, 0); /* in place into a transposed self */
     CHECK_EQ_INT(nvrtc_applies(&s), 1);
-    s = sig_binary("aten::mul_.Tensor", xs, x, x, 0, 0); /* in place into a non-dense self */
-    CHECK_EQ_INT(nvrtc_applies(&s), 0);
+    s = sig_binary("aten::mul_.Tensor", xs, x, x, 0, 0); /* in place into self with gaps */
+    CHECK_EQ_INT(nvrtc_applies(&s), 1);
     s = sig_binary("aten::add.Tensor", x, x, x, 0, 0);
     s.out_alias[0] = 1; /* fresh op written in place */
     CHECK_EQ_INT(nvrtc_applies(&s), 0);
@@ -345,6 +395,26 @@ static void test_tiles(void)
     /* copy_ renders its tiles through the same code */
     s = sig_copy(c, at);
     check_tile_src("cuda_eltwise_copy", &s, 2, "staged: a */", 1, "copy_ of a transposed src");
+    /* into self with gaps (Qwen 3.5: a [64,128] block transposed into a slice): the tiles write
+     * through self's strides; the batch dim is the gapped one */
+    const kf_template *cp = find_template("cuda_eltwise_copy");
+    s = sig_copy(qwen_self(), T(KF_F32, 16, 4, 32, 64, 128));
+    check_tile_src("cuda_eltwise_copy", &s, 1, "staged: a */", 1, "copy_ into a gapped self");
+    check_tile_src("cuda_eltwise_copy", &s, 1, "[128: 131072, 8192]", 1,
+                   "copy_ into a gapped self");
+    if (CHECK(cp && cp->start)) {
+        cp->start(&s, idx);
+        CHECK_EQ_INT(idx[4], 1); /* 32 for f32 */
+    }
+    /* self strided along its innermost dim: no dim of it to write tiles along: the loop */
+    s = sig_copy(sig_tensor_strided(KF_F32, 2, IV(6, 50), IV(120, 2), 16),
+                 sig_tensor_strided(KF_F32, 2, IV(6, 50), IV(1, 6), 16));
+    for (int ti = 0; ti <= 2; ti++)
+        check_tile_src("cuda_eltwise_copy", &s, ti, "KF_NSH", 0, "self strided innermost");
+    if (cp) {
+        cp->start(&s, idx);
+        CHECK_EQ_INT(idx[4], 0);
+    }
 }
 
 /* ---- cases: a signature, its data, its reference ---- */
@@ -363,12 +433,13 @@ typedef struct tcase {
     const kf_template *tmpl;
     kf_job_sig sig;
     double tol;
+    int mode; /* DATA_*; the data and the reference exist only while its kernels run */
     tbuf in[2];
     double *ref; /* out[0], indexed like its span */
     int64_t out_span;
 } tcase;
 
-#define MAX_CASES 64
+#define MAX_CASES 80
 static tcase cases[MAX_CASES];
 static int n_cases;
 
@@ -521,10 +592,27 @@ static void make_case(const char *tmpl_name, kf_job_sig sig, int mode)
         if (pos < (int)sizeof c->label)
             pos += snprintf(c->label + pos, sizeof c->label - (size_t)pos, "]a%d", t->align);
     }
-    for (int i = 0; i < sig.n_in; i++) tbuf_fill(&c->in[i], &sig.in[i], mode);
-    if (mode == DATA_SOFTMAX) { /* line 1 all -inf (rows mode: row 1; columns: column 1) */
-        const kf_job_tensor *x = &sig.in[0];
-        int64_t dim = kf_job_scalar_find(&sig, "dim")->i, nd = x->ndim ? x->ndim : 1;
+    int dt = sig.out[0].dtype;
+    int red = mode == DATA_SOFTMAX;
+    c->tol = dt == KF_F32 ? (red ? 1e-4 : 1e-5) : dt == KF_F16 ? 1e-3 : 1e-2;
+    c->mode = mode;
+    n_cases++;
+}
+
+/* Case ci's inputs and reference, to run its kernels. Its data come from a stream of its own,
+ * the knob picks (render_case) from the main one: a case added changes neither the other
+ * cases' data nor their picks. */
+static void case_data(int ci)
+{
+    tcase *c = &cases[ci];
+    const kf_job_sig *sig = &c->sig;
+    uint64_t main_rng = rng_state;
+    rng_state = 0x9e3779b97f4a7c15ull * (uint64_t)(ci + 1);
+    for (int i = 0; i < sig->n_in; i++) tbuf_fill(&c->in[i], &sig->in[i], c->mode);
+    rng_state = main_rng;
+    if (c->mode == DATA_SOFTMAX) { /* line 1 all -inf (rows mode: row 1; columns: column 1) */
+        const kf_job_tensor *x = &sig->in[0];
+        int64_t dim = kf_job_scalar_find(sig, "dim")->i, nd = x->ndim ? x->ndim : 1;
         int d = (int)(dim < 0 ? dim + nd : dim);
         int64_t len = x->ndim ? x->sizes[d] : 1, inner = 1, n = kf_job_tensor_numel(x);
         for (int k = d + 1; k < x->ndim; k++) inner *= x->sizes[k];
@@ -536,22 +624,24 @@ static void make_case(const char *tmpl_name, kf_job_sig sig, int mode)
                                            (char *)c->in[0].bits + e * esize(x->dtype));
             }
     }
-    int dt = sig.out[0].dtype;
-    int red = mode == DATA_SOFTMAX;
-    c->tol = dt == KF_F32 ? (red ? 1e-4 : 1e-5) : dt == KF_F16 ? 1e-3 : 1e-2;
     make_reference(c);
-    n_cases++;
+}
+
+static void case_free(tcase *c)
+{
+    for (int i = 0; i < 2; i++) {
+        free(c->in[i].bits);
+        free(c->in[i].val);
+        c->in[i].bits = NULL;
+        c->in[i].val = NULL;
+    }
+    free(c->ref);
+    c->ref = NULL;
 }
 
 static void free_cases(void)
 {
-    for (int k = 0; k < n_cases; k++) {
-        for (int i = 0; i < 2; i++) {
-            free(cases[k].in[i].bits);
-            free(cases[k].in[i].val);
-        }
-        free(cases[k].ref);
-    }
+    for (int k = 0; k < n_cases; k++) case_free(&cases[k]);
     n_cases = 0;
 }
 
@@ -705,17 +795,18 @@ static void render_case(int ci)
             for (int k = 0; k < t->n_knobs; k++)
                 picks[n_picks][k] = perm[k][q % t->knobs[k].n_values];
     }
-    /* softmax: one more with the staged strategy over the widest cluster */
+    /* softmax: two more with the staged strategy, over the widest cluster and in one block (a
+     * row longer than a block stages is then read partly twice: a path the spread may miss) */
     int k_strat = -1, k_split = -1;
     for (int k = 0; k < t->n_knobs; k++) {
         if (!strcmp(t->knobs[k].name, "strategy")) k_strat = k;
         if (!strcmp(t->knobs[k].name, "split")) k_split = k;
     }
-    if (k_strat >= 0 && k_split >= 0 && n_picks < 64) {
+    for (int split = 1; split >= 0 && k_strat >= 0 && k_split >= 0 && n_picks < 64; split--) {
         for (int k = 0; k < t->n_knobs; k++)
             picks[n_picks][k] = (int)(urand() * t->knobs[k].n_values);
         picks[n_picks][k_strat] = t->knobs[k_strat].n_values - 1;
-        picks[n_picks][k_split] = t->knobs[k_split].n_values - 1;
+        picks[n_picks][k_split] = split ? t->knobs[k_split].n_values - 1 : 0;
         n_picks++;
     }
     uint64_t seen[64];
@@ -916,6 +1007,30 @@ static long compare_out(const char *name, const tcase *c, const unsigned char *g
     return bad;
 }
 
+/* The elements of out's span that it does not address (the gaps of a slice) must hold what
+ * they held before the launch: `before` (in place: self's data), else the 0xff poison. */
+static long compare_gaps(const char *name, const tcase *c, const unsigned char *got,
+                         const unsigned char *before)
+{
+    const kf_job_tensor *y = &c->sig.out[0];
+    int es = esize(y->dtype);
+    int64_t n = kf_job_tensor_numel(y);
+    if (n == c->out_span) return 0; /* dense: no gaps */
+    unsigned char *hit = calloc((size_t)c->out_span, 1);
+    for (int64_t lin = 0; lin < n; lin++) hit[offset_of(y, y->sizes, y->ndim, lin)] = 1;
+    long bad = 0;
+    for (int64_t o = 0; o < c->out_span; o++) {
+        if (hit[o]) continue;
+        int same = 1;
+        for (int b = 0; b < es; b++)
+            same &= got[o * es + b] == (before ? before[o * es + b] : 0xff);
+        if (!same && bad++ < 3)
+            printf("     %s: gap element at offset %lld written\n", name, (long long)o);
+    }
+    free(hit);
+    return bad;
+}
+
 static int run_job(const job *j)
 {
     const tcase *c = &cases[j->c];
@@ -927,7 +1042,7 @@ static int run_job(const job *j)
         return 0;
     }
     const kf_job_sig *s = &c->sig;
-    int inplace = s->out_alias[0] == 1;
+    int inplace = s->out_alias[0] == 1, copy = !strcmp(s->op, "aten::copy_");
     dbuf in[2], out;
     memset(&out, 0, sizeof out);
     int ok = 1;
@@ -937,7 +1052,7 @@ static int run_job(const job *j)
         size_t bytes = (size_t)c->in[i].span * (size_t)esize(s->in[i].dtype);
         ok &= CHECK(dbuf_alloc(&in[i], bytes, misalign_for(s->in[i].align)));
         ok &= CHECK_EQ_INT(drv.memcpy_htod(in[i].ptr, c->in[i].bits, bytes), KF_CU_SUCCESS);
-        if (i == 0 && !strcmp(s->op, "aten::copy_")) /* self is only written: poison it */
+        if (i == 0 && copy) /* self is only written: poison it */
             ok &= CHECK_EQ_INT(drv.memset_d8(in[i].ptr, 0xff, bytes), KF_CU_SUCCESS);
         ptrs[np++] = (void *)(uintptr_t)in[i].ptr;
     }
@@ -959,6 +1074,8 @@ static int run_job(const job *j)
         unsigned char *got = malloc(out_bytes);
         ok &= CHECK_EQ_INT(drv.memcpy_dtoh(got, ob->ptr, out_bytes), KF_CU_SUCCESS);
         long bad = compare_out(name, c, got);
+        ok &= CHECK_EQ_INT(bad, 0);
+        bad = compare_gaps(name, c, got, inplace && !copy ? c->in[0].bits : NULL);
         ok &= CHECK_EQ_INT(bad, 0);
         free(got);
         for (int i = inplace ? 1 : 0; i < s->n_in; i++) { /* inputs untouched */
@@ -1114,6 +1231,60 @@ static void make_cases(void)
     a = bsc_t(KF_F16, 16, 2, 37, 45);
     make_case("cuda_eltwise_binary",
               sig_binary("aten::add.Tensor", a, bsc_t(KF_F16, 16, 2, 37, 45), a, 'i', 1), DATA_ELT);
+
+    /* Outputs with gaps (slices of larger buffers: the gap bytes must stay as they were) and
+     * strided inputs of the unary ops. First as recorded in Qwen 3.5's prefill: copy_ into a gapped self transposed
+     * against src (tiles over the [64,128] blocks, the gapped dim a batch), the KV-cache copy_
+     * (a slice along dim 2: vectors along the last dim), silu of a slice with rows of 1027
+     * elements (no input vectors) */
+    make_case("cuda_eltwise_copy", sig_copy(qwen_self(), T(KF_F32, 16, 4, 32, 64, 128)),
+              DATA_ELT);
+    a = sig_tensor_strided(KF_BF16, 4, IV(4, 8, 1024, 256), IV(8388608, 1048576, 256, 1), 16);
+    make_case("cuda_eltwise_copy", sig_copy(a, T(KF_BF16, 16, 4, 8, 1024, 256)), DATA_ELT);
+    a = sig_tensor_strided(KF_BF16, 3, IV(4, 8192, 1024), IV(8413184, 1027, 1), 16);
+    make_case("cuda_eltwise_unary", unary_out(sig_unary("aten::silu", a)), DATA_ELT);
+    /* copy_: a broadcast src cast into rows with gaps; a cast into a gapped self transposed
+     * against src with a size-1 dim (partial tiles); self strided along its innermost dim (no
+     * vectors, no tiles) from a transposed src; a KV-cache slice with a widening cast; size-1
+     * dims and src broadcast along self's contiguous dim */
+    a = sig_tensor_strided(KF_F16, 3, IV(3, 5, 40), IV(400, 48, 1), 16);
+    make_case("cuda_eltwise_copy", sig_copy(a, T(KF_BF16, 16, 40)), DATA_ELT);
+    a = sig_tensor_strided(KF_BF16, 4, IV(2, 1, 37, 45), IV(5000, 777, 1, 40), 16);
+    make_case("cuda_eltwise_copy", sig_copy(a, T(KF_F32, 16, 2, 1, 37, 45)), DATA_ELT);
+    a = sig_tensor_strided(KF_F32, 2, IV(6, 50), IV(120, 2), 16);
+    make_case("cuda_eltwise_copy",
+              sig_copy(a, sig_tensor_strided(KF_F16, 2, IV(6, 50), IV(1, 6), 16)), DATA_ELT);
+    a = sig_tensor_strided(KF_F32, 4, IV(2, 3, 10, 16), IV(1152, 384, 16, 1), 16);
+    make_case("cuda_eltwise_copy", sig_copy(a, T(KF_F16, 16, 2, 3, 10, 16)), DATA_ELT);
+    a = sig_tensor_strided(KF_F16, 3, IV(3, 1, 8), IV(24, 5, 1), 4);
+    make_case("cuda_eltwise_copy", sig_copy(a, T(KF_F32, 16, 3, 1, 1)), DATA_ELT);
+    /* unary: an odd row stride (gelu), in place into gapped rows (vectors) and into a self
+     * strided along its innermost dim, a transposed input, an expanded input (stride 0),
+     * size-1 dims in a strided input */
+    a = sig_tensor_strided(KF_F16, 3, IV(5, 33, 70), IV(2409, 73, 1), 2);
+    make_case("cuda_eltwise_unary", unary_out(gelu_sig(a, "tanh")), DATA_ELT);
+    a = sig_tensor_strided(KF_BF16, 3, IV(4, 40, 64), IV(3840, 96, 1), 16);
+    make_case("cuda_eltwise_unary", sig_unary("aten::relu_", a), DATA_ELT);
+    a = sig_tensor_strided(KF_F32, 2, IV(7, 30), IV(70, 2), 8);
+    make_case("cuda_eltwise_unary", clamp_sig("aten::clamp_min_", a, 'd', 0.25), DATA_ELT);
+    a = sig_tensor_strided(KF_F32, 2, IV(37, 45), IV(1, 37), 16);
+    make_case("cuda_eltwise_unary", unary_out(sig_unary("aten::silu", a)), DATA_ELT);
+    a = sig_tensor_strided(KF_F32, 2, IV(6, 33), IV(0, 1), 16);
+    make_case("cuda_eltwise_unary", unary_out(sig_pow(a, 'i', 3)), DATA_ELT);
+    a = sig_tensor_strided(KF_BF16, 5, IV(2, 1, 3, 1, 20), IV(200, 7, 40, 3, 1), 16);
+    make_case("cuda_eltwise_unary", unary_out(gelu_sig(a, "none")), DATA_ELT);
+    /* binary: in place into gapped rows with a broadcast other; in place into a gapped self
+     * that a contiguous other transposes (tiles, other staged); a fresh output with gaps */
+    a = sig_tensor_strided(KF_BF16, 3, IV(4, 24, 64), IV(1920, 80, 1), 16);
+    make_case("cuda_eltwise_binary",
+              sig_binary("aten::add_.Tensor", a, T(KF_BF16, 16, 64), a, 'i', 2), DATA_ELT);
+    a = sig_tensor_strided(KF_F16, 3, IV(2, 37, 45), IV(2000, 1, 40), 16);
+    make_case("cuda_eltwise_binary",
+              sig_binary("aten::mul_.Tensor", a, T(KF_F16, 16, 2, 37, 45), a, 0, 0), DATA_ELT);
+    make_case("cuda_eltwise_binary",
+              sig_binary("aten::mul.Tensor", T(KF_F32, 16, 8, 37), T(KF_F32, 16, 37),
+                         sig_tensor_strided(KF_F32, 2, IV(8, 37), IV(74, 1), 16), 0, 0),
+              DATA_ELT);
 }
 
 int main(void)
@@ -1179,9 +1350,14 @@ int main(void)
                         CHECK_EQ_INT(drv.init(0), 0) && CHECK_EQ_INT(drv.device_get(&dev, 0), 0) &&
                         CHECK_EQ_INT(drv.primary_ctx_retain(&ctx, dev), 0) &&
                         CHECK_EQ_INT(drv.ctx_push_current(ctx), 0);
-            int n_run = 0, n_good = 0;
+            int n_run = 0, n_good = 0, cur = -1;
             for (int i = 0; ready && i < n_jobs; i++) {
                 if (!jobs[i].compiled) continue;
+                if (jobs[i].c != cur) { /* the jobs come case by case: one case's data at a time */
+                    if (cur >= 0) case_free(&cases[cur]);
+                    cur = jobs[i].c;
+                    case_data(cur);
+                }
                 n_run++;
                 n_good += run_job(&jobs[i]);
             }

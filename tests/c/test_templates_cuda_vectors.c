@@ -254,6 +254,18 @@ static void make_cases(void)
 
     add_case("cuda_eltwise_unary", sig_pow(T(KF_F32, 0, 16, 4, 1024, 2304), 'i', 2),
              "vec=4 unroll=2 threads=256 grid=0", VEC_BOTH, "pow 2");
+    /* a strided input: Qwen 3.5's silu of rows 1027 apart (element loads, vector stores); in
+     * place into rows with gaps (vectors both ways) */
+    a = sig_tensor_strided(KF_BF16, 3, (int64_t[]){4, 8192, 1024}, ST(8413184, 1027, 1), 16);
+    {
+        kf_job_sig s = unary_sig("aten::silu", a);
+        s.out[0] = T(KF_BF16, 0, 0, 4, 8192, 1024);
+        add_case("cuda_eltwise_unary", s, "vec=8 unroll=2 threads=256 grid=0", VEC_ST,
+                 "rows 1027 apart");
+    }
+    a = sig_tensor_strided(KF_F16, 3, (int64_t[]){4, 40, 64}, ST(3840, 96, 1), 16);
+    add_case("cuda_eltwise_unary", unary_sig("aten::relu_", a), "vec=8 unroll=2 threads=256 grid=0",
+             VEC_BOTH, "in place into rows with gaps");
 
     /* copy_: same dtype, a cast (16-byte stores of f32, 8-byte loads of bf16), a transposed
      * source (gathered: only the stores are vectors) */
@@ -271,6 +283,20 @@ static void make_cases(void)
         add_case("cuda_eltwise_copy", sig_copy(a, at), "threads=256 transpose_tile=64", VEC_NONE,
                  "src transposed, tiles through shared memory");
     }
+
+    /* into a self with gaps: Qwen 3.5's KV-cache slice (vectors both ways), its [64,128] blocks
+     * transposed into a gapped buffer (loop: vector stores along self's contiguous dim, src
+     * gathered; tiles: element accesses) */
+    a = sig_tensor_strided(KF_BF16, 4, (int64_t[]){4, 8, 1024, 256},
+                           ST(8388608, 1048576, 256, 1), 16);
+    add_case("cuda_eltwise_copy", sig_copy(a, T(KF_BF16, 0, 16, 4, 8, 1024, 256)),
+             "vec=8 unroll=2 threads=256 grid=0", VEC_BOTH, "KV-cache slice");
+    a = sig_tensor_strided(KF_F32, 4, (int64_t[]){4, 32, 64, 128}, ST(4194304, 131072, 1, 64), 16);
+    add_case("cuda_eltwise_copy", sig_copy(a, T(KF_F32, 0, 16, 4, 32, 64, 128)),
+             "vec=4 unroll=2 threads=256 grid=0 transpose_tile=0", VEC_ST,
+             "gapped self transposed (gather)");
+    add_case("cuda_eltwise_copy", sig_copy(a, T(KF_F32, 0, 16, 4, 32, 64, 128)),
+             "threads=256 transpose_tile=32", VEC_NONE, "gapped self transposed, tiles");
 
     /* mean.dim: rows (one scalar store a row), the channels_last avgpool (columns) */
     add_case("cuda_reduce_mean", sig_mean(T(KF_F32, 0, 16, 8, 2304), 1, (int64_t[]){-1}, 1),
