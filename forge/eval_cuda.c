@@ -90,8 +90,8 @@ static void pin_cases(kf_eval *ev)
             int is_in = b < job->sig.n_in;
             const kf_job_tensor *t = is_in ? &job->sig.in[b] : &job->sig.out[b - job->sig.n_in];
             void *p = is_in ? ev->case_in[c][b] : ev->case_out[c][b - job->sig.n_in];
-            if (p && s->n_pinned < PIN_SLOTS && pin(s, p, kf_ev_case_len(kf_job_span_bytes(t, NULL))))
-                s->pinned[s->n_pinned++] = p;
+            size_t len = kf_ev_case_len(kf_job_span_bytes(t, NULL));
+            if (p && s->n_pinned < PIN_SLOTS && pin(s, p, len)) s->pinned[s->n_pinned++] = p;
         }
 }
 
