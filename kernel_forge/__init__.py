@@ -224,7 +224,8 @@ def tune(op: str, example_args, iterations: int = 50, backend: str | None = None
 
     `op` is named as in stats() ("aten::_softmax"). The search runs in the forge worker process
     (kforge-worker): MCTS over the builtin templates, every candidate verified against eager on
-    the example and `random_inputs` random inputs of the same signature. Returns a dict with
+    the example and `random_inputs` random inputs of the same signature (the example's tensors
+    are left as they were, also for an in-place op). Returns a dict with
     status ("inserted", "found" (not inserted), "no_faster_kernel", "no_correct_kernel",
     "no_template"), eager_ms, best_ms, speedup, iterations, cache_key (None when nothing was
     inserted), job_dir (the tree and every candidate), and, when inserted, served_ms: this
@@ -263,7 +264,9 @@ def tune(op: str, example_args, iterations: int = 50, backend: str | None = None
         llm_args += ["--llm-budget-usd", repr(float(llm_budget_usd))]
     if llm_max_requests is not None:
         llm_args += ["--llm-max-requests", str(int(llm_max_requests))]
-    key = signature_key(name, *args, **kw)
+    # the probe runs the op: on copies of what it writes, so the example is left as it was
+    pargs, pkw = _jobs.clone_written(fn, args, kw)
+    key = signature_key(name, *pargs, **pkw)
     search = {"iterations": int(iterations), "seed": int(seed), "margin": float(margin),
               "time_budget_s": float(time_budget or 0),
               "candidate_timeout_s": float(candidate_timeout or 0),

@@ -156,6 +156,14 @@ def test_same_seed_same_job_files(tmp_path):
     assert all((a[f] == c[f]) == f.startswith("c0_") for f in a)
 
 
+def test_tune_leaves_an_in_place_example_as_it_was():
+    x, y = torch.randn(24, 40), torch.randn(40)
+    before = x.clone()
+    res = kf.tune("aten::add_.Tensor", (x, y), iterations=2, insert=False)
+    assert res["cache_key"] is None and res["job_dir"], res
+    assert torch.equal(x, before)  # the signature probe and the job ran on copies
+
+
 def test_tune_refuses_what_it_cannot_tune():
     x = torch.randn(4, 4)
     with pytest.raises(kf.KernelForgeError, match="no tensor"):
