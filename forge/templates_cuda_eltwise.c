@@ -13,7 +13,8 @@
  *   cuda_eltwise_binary: aten::add.Tensor (y = a + alpha * b, alpha int or float, taken as float
  *                        as eager does), aten::mul.Tensor, and in place aten::add_.Tensor /
  *                        aten::mul_.Tensor. Inputs broadcast to the output (fewer dims, size-1
- *                        dims); all three tensors of one dtype. The output (non-overlapping,
+ *                        dims); all three tensors of one dtype, or out of place f32/f16/bf16 inputs
+ *                        of two dtypes into f32 (eager widens both). The output (non-overlapping,
  *                        gaps allowed) is walked in its memory order; an input's element offset
  *                        comes from the output index through its broadcast strides (0 for a
  *                        broadcast dim), after collapsing dims that stay contiguous for every
@@ -181,6 +182,9 @@ void kf_ew_make_plan(const kf_job_sig *sig, const kf_job_tensor *ops, int nin, i
     p->esize = kf_ew_esize(p->dtype);
     p->dtype_a = ops[0].dtype;
     p->esize_a = kf_ew_esize(p->dtype_a);
+    p->dtype_b = nin == 2 ? ops[1].dtype : p->dtype_a;
+    p->esize_b = kf_ew_esize(p->dtype_b);
+    const int esz[2] = {p->esize_a, p->esize_b};
     p->n = kf_job_tensor_numel(&sig->out[0]);
     kf_ew_collapse(&sig->out[0], ops, nin, &p->dd);
     const ew_dims *dd = &p->dd;
@@ -190,17 +194,18 @@ void kf_ew_make_plan(const kf_job_sig *sig, const kf_job_tensor *ops, int nin, i
     int out_align = ew_align(inplace ? &sig->in[0] : &sig->out[0], !inplace);
     p->vw = v[K_VEC];
     for (; p->vw > 1; p->vw /= 2) {
-        int bytes = p->vw * p->esize, bytes_a = p->vw * p->esize_a;
-        if (bytes > 16 || bytes_a > 16 || p->vw > p->n || out_align < bytes) continue;
+        int bytes = p->vw * p->esize, bytes_a = p->vw * p->esize_a, bytes_b = p->vw * p->esize_b;
+        if (bytes > 16 || bytes_a > 16 || bytes_b > 16 || p->vw > p->n || out_align < bytes)
+            continue;
         if (!p->flat && (dd->size[0] % p->vw || !ew_vec_strides(dd, dd->yst, p->vw))) continue;
         int ok = 1;
-        for (int k = 0; k < nin && p->flat; k++) ok = ok && ew_align(&ops[k], 0) >= bytes_a;
+        for (int k = 0; k < nin && p->flat; k++) ok = ok && ew_align(&ops[k], 0) >= p->vw * esz[k];
         if (ok) break;
     }
     for (int k = 0; k < nin; k++) {
         if (p->flat) continue; /* mode 0: flat vectors, alignment checked above */
         int vec_ok =
-            ew_vec_strides(dd, dd->st[k], p->vw) && ew_align(&ops[k], 0) >= p->vw * p->esize_a;
+            ew_vec_strides(dd, dd->st[k], p->vw) && ew_align(&ops[k], 0) >= p->vw * esz[k];
         /* a one-element vector loads at its exact offset, whatever the stride */
         p->mode[k] = p->vw == 1 || vec_ok ? 0 : dd->st[k][0] == 0 ? 1 : 2;
     }
@@ -240,6 +245,11 @@ static void ew_emit_params(kf_strbuf *b, const ew_plan *p)
         kf_strbuf_printf(b, "#define KF_PARAMS %s\n",
                          p->inplace ? "kf_t *y"
                                     : "const kf_t *__restrict__ a, kf_t *__restrict__ y");
+    else if (p->dtype_a != p->dtype || p->dtype_b != p->dtype) /* mixed: out of place only */
+        kf_strbuf_printf(b,
+                         "#define KF_PARAMS const kf_ta *__restrict__ a, const %s *__restrict__ b, "
+                         "kf_t *__restrict__ y\n",
+                         kf_template_cuda_type(p->dtype_b));
     else
         kf_strbuf_printf(b, "#define KF_PARAMS %s\n",
                          p->inplace ? "kf_t *y, const kf_t *b"
@@ -552,15 +562,16 @@ kf_status kf_ew_finish(const kf_template *t, kf_strbuf *b, const ew_plan *p, cha
                            char **launch_json, char *err, size_t errcap)
 {
     const char *ty = kf_template_cuda_type(p->dtype);
-    char cty[40], mty[40], aty[40];
+    char cty[40], mty[40], aty[40], bty[40];
     snprintf(cty, sizeof cty, "const %s*", ty);
     snprintf(mty, sizeof mty, "%s*", ty);
     snprintf(aty, sizeof aty, "const %s*", kf_template_cuda_type(p->dtype_a));
+    snprintf(bty, sizeof bty, "const %s*", kf_template_cuda_type(p->dtype_b));
     const char *args[3];
     int n = 0;
-    args[n++] = p->inplace ? mty : cty;
+    args[n++] = p->inplace ? mty : p->copy ? cty : aty;
     if (p->copy) args[n++] = aty;
-    if (p->nin == 2) args[n++] = cty;
+    if (p->nin == 2) args[n++] = bty;
     if (!p->inplace) args[n++] = mty;
     const unsigned grid[3] = {p->grid, 1, 1}, block[3] = {(unsigned)p->nt, 1, 1};
     return kf_template_cuda_finish(t, b, args, n, grid, block, 0, source, launch_json, err,
@@ -783,8 +794,10 @@ static int binary_applies(const kf_job_sig *sig)
     float alpha;
     if (!kind || !kf_ew_alias_ok(sig, inplace)) return 0;
     if (kind == 'a' && !add_alpha(sig, &alpha)) return 0;
-    int dt = sig->out[0].dtype;
-    if (!kf_ew_float_dtype(dt) || sig->in[0].dtype != dt || sig->in[1].dtype != dt) return 0;
+    int dt = sig->out[0].dtype, da = sig->in[0].dtype, db = sig->in[1].dtype;
+    if (!kf_ew_float_dtype(dt) || !kf_ew_float_dtype(da) || !kf_ew_float_dtype(db)) return 0;
+    /* one dtype; or mixed f32/f16/bf16 into f32, out of place (eager: both widened to f32) */
+    if ((da != dt || db != dt) && (inplace || dt != KF_F32)) return 0;
     if (kf_job_tensor_numel(&sig->out[0]) > ((int64_t)1 << 46)) return 0;
     ew_dims dd;
     return kf_ew_collapse(&sig->out[0], sig->in, 2, &dd);

@@ -31,7 +31,8 @@ typedef struct ew_dims {
 
 typedef struct ew_plan {
     int nin, inplace, copy, dtype, esize;
-    int dtype_a, esize_a; /* operand a's type: the output's, except for copy_ (a cast) */
+    int dtype_a, esize_a; /* operand a's type: the output's, except for copy_ (a cast) and */
+    int dtype_b, esize_b; /* binary ops on mixed dtypes (b's: the output's except there) */
     int vw, un, nt, gs;
     int flat;
     int mode[2]; /* per input: 0 vector, 1 broadcast, 2 gather */

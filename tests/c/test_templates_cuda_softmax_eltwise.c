@@ -278,7 +278,15 @@ static void test_refusals(void)
     CHECK_EQ_INT(nvrtc_applies(&s), 1);
     s = sig_binary("aten::mul.Tensor", c, x, x, 0, 0); /* self broadcasts */
     CHECK_EQ_INT(nvrtc_applies(&s), 1);
-    s = sig_binary("aten::add.Tensor", x, xh, x, 'i', 1); /* mixed dtypes */
+    s = sig_binary("aten::add.Tensor", x, xh, x, 'i', 1); /* mixed dtypes into f32 */
+    CHECK_EQ_INT(nvrtc_applies(&s), 1);
+    s = sig_binary("aten::add.Tensor", xh, T(KF_BF16, 16, 37), x, 'i', 1);
+    CHECK_EQ_INT(nvrtc_applies(&s), 1);
+    s = sig_binary("aten::add.Tensor", xh, x, xh, 'i', 1); /* mixed into f16: not eager's */
+    CHECK_EQ_INT(nvrtc_applies(&s), 0);
+    s = sig_binary("aten::add_.Tensor", x, xh, x, 'i', 1); /* mixed in place */
+    CHECK_EQ_INT(nvrtc_applies(&s), 0);
+    s = sig_binary("aten::mul.Tensor", x, x64, x, 0, 0); /* f64 is not a template dtype */
     CHECK_EQ_INT(nvrtc_applies(&s), 0);
     s = sig_binary("aten::add.Tensor", x, T(KF_F32, 16, 36), x, 'i', 1); /* no broadcast */
     CHECK_EQ_INT(nvrtc_applies(&s), 0);
@@ -1192,6 +1200,18 @@ static void make_cases(void)
     a = nhwc(T(KF_F16, 16, 2, 16, 3, 3));
     make_case("cuda_eltwise_binary",
               sig_binary("aten::mul.Tensor", a, T(KF_F16, 16, 16, 1, 1), a, 0, 0), DATA_ELT);
+    /* mixed dtypes into f32 (Qwen 3.5's gated RMSNorm: bf16 weight x f32 rows): flat, odd
+     * sizes and a broadcast, and an operand transposed against the output (tiles) */
+    a = T(KF_F32, 16, 40, 128);
+    make_case("cuda_eltwise_binary",
+              sig_binary("aten::mul.Tensor", T(KF_BF16, 16, 40, 128), a, a, 0, 0), DATA_ELT);
+    a = T(KF_F32, 16, 5, 37);
+    make_case("cuda_eltwise_binary",
+              sig_binary("aten::add.Tensor", T(KF_F16, 2, 5, 37), T(KF_BF16, 16, 37), a, 'd', 0.5),
+              DATA_ELT);
+    a = T(KF_F32, 16, 2, 37, 45);
+    make_case("cuda_eltwise_binary",
+              sig_binary("aten::mul.Tensor", a, bsc_t(KF_BF16, 16, 2, 37, 45), a, 0, 0), DATA_ELT);
 
     /* binary with an operand that transposes the output (transpose_tile): sizes no tile side
      * divides. MMDiT's add (self [B,S,C] over a [B,C,S] buffer, out like self, other
