@@ -11,11 +11,12 @@
  * The case data and the host copy that reads buffers back are pinned (page-locked in place):
  * every verified run copies its inputs in and its inputs and outputs back, which from pageable
  * memory took most of a candidate's evaluation for tensors of tens of MB. Pinning is only
- * speed: where it fails, or past PIN_MAX bytes, the copies go through pageable memory. */
+ * speed: where it fails, or past pin_budget(), the copies go through pageable memory. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../common/cuda_driver.h"
 #include "eval_impl.h"
@@ -72,10 +73,19 @@ static int driver_fail(cuda_state *s, kf_cu_result r, const char *what, char *er
     return EV_STICKY;
 }
 
+/* At most PIN_MAX and a quarter of the machine's memory (the online tuner's worker runs beside
+ * the user's process). */
+static size_t pin_budget(void)
+{
+    long pages = sysconf(_SC_PHYS_PAGES);
+    size_t quarter = pages > 0 ? (size_t)pages / 4 * kf_ev_page() : 0;
+    return quarter < PIN_MAX ? quarter : PIN_MAX;
+}
+
 /* Pin `len` bytes at p if the budget allows; 1 when pinned. */
 static int pin(cuda_state *s, void *p, size_t len)
 {
-    if (len > PIN_MAX - s->pinned_bytes) return 0;
+    if (len > pin_budget() || s->pinned_bytes > pin_budget() - len) return 0;
     if (s->cu.mem_host_register(p, len, 0) != KF_CU_SUCCESS) return 0;
     s->pinned_bytes += len;
     return 1;
