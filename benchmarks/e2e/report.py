@@ -22,6 +22,9 @@ WARM_STATUS = {
     "found": "found, not inserted",
 }
 
+# eager's rounds vs its time before the warm-up: beyond this, the machine's load changed
+EAGER_DRIFT = 0.15
+
 
 def _med(xs):
     return statistics.median(xs) if xs else None
@@ -226,6 +229,11 @@ def markdown(res: dict, top: int = 30) -> str:
                      "host bounds it): " + ", ".join(f"{k} {v:.3f}" for k, v in hm.items()))
     if e2e.get("eager_before_warmup_ms"):
         notes.append(f"eager before the warm-up: {e2e['eager_before_warmup_ms']:.3f} ms")
+        drift = e2e["eager_ms"] / e2e["eager_before_warmup_ms"] - 1 if e2e.get("eager_ms") else 0
+        if abs(drift) > EAGER_DRIFT:
+            notes.append(f"**eager moved {100 * drift:+.0f}% between before the warm-up and the "
+                         "rounds: the machine's load changed (another process or lane on the "
+                         "host?); only the ratios within the rounds compare**")
     notes += res.get("notes", [])
     out += [f"- {n}" for n in notes] + ([""] if notes else [])
 

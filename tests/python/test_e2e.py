@@ -163,6 +163,14 @@ def test_e2e_row_medians_and_speedups():
     assert "host time to issue a forward (median ms" in md and "eager 9.500, plugin 6.500" in md
 
 
+def test_report_flags_eager_that_moved_during_the_run():
+    res = {"model": "resnet50", "e2e": report.e2e_row({"eager": [7.9], "plugin": [6.9]})}
+    res["e2e"]["eager_before_warmup_ms"] = 4.98  # run I: the other lane's warm-up began
+    assert "eager moved +59%" in report.markdown(res)
+    res["e2e"]["eager_before_warmup_ms"] = 7.5
+    assert "eager moved" not in report.markdown(res)
+
+
 def test_compare_is_normwise_and_checks_nonfinite():
     ref = torch.tensor([1.0, -4.0, 2.0])
     ok = report.compare(ref + torch.tensor([0.0, 0.1, 0.0]), ref, 0.05)
