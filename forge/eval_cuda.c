@@ -85,7 +85,8 @@ static size_t pin_budget(void)
 /* Pin `len` bytes at p if the budget allows; 1 when pinned. */
 static int pin(cuda_state *s, void *p, size_t len)
 {
-    if (len > pin_budget() || s->pinned_bytes > pin_budget() - len) return 0;
+    size_t budget = pin_budget();
+    if (len > budget || s->pinned_bytes > budget - len) return 0;
     if (s->cu.mem_host_register(p, len, 0) != KF_CU_SUCCESS) return 0;
     s->pinned_bytes += len;
     return 1;
