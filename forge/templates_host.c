@@ -28,6 +28,8 @@ extern const kf_template kf_tmpl_cuda_reduce_mean;
 extern const kf_template kf_tmpl_cuda_eltwise_copy;
 extern const kf_template kf_tmpl_cuda_max_pool2d;
 extern const kf_template kf_tmpl_cuda_cat;
+extern const kf_template kf_tmpl_cuda_depthwise_conv2d;
+extern const kf_template kf_tmpl_cuda_solve_triangular;
 
 const kf_template *const kf_builtin_templates[] = {
     &kf_tmpl_host_row_softmax,
@@ -48,6 +50,8 @@ const kf_template *const kf_builtin_templates[] = {
     &kf_tmpl_cuda_eltwise_copy,
     &kf_tmpl_cuda_max_pool2d,
     &kf_tmpl_cuda_cat,
+    &kf_tmpl_cuda_depthwise_conv2d,
+    &kf_tmpl_cuda_solve_triangular,
     NULL,
 };
 

@@ -31,7 +31,8 @@ _TORCH_DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloa
                  "i32": torch.int32, "i64": torch.int64, "bool": torch.bool}
 _REDUCTIONS = ("_softmax", "_log_softmax", "native_layer_norm", "native_group_norm",
                "_fused_rms_norm", "native_batch_norm", "cudnn_batch_norm",
-               "_native_batch_norm_legit_no_training", "mean")
+               "_native_batch_norm_legit_no_training", "mean", "linalg_solve_triangular",
+               "_conv_depthwise2d")
 _KINDS_OK = {"tensor", "tensor_list", "i", "d", "b", "s", "n", "l"}
 FLUSH_BYTES = 256 << 20  # larger than any GPU's L2, as the worker's evaluator uses
 MAX_KERNEL_TENSORS = 16  # a kernel's pointer arguments: inputs + fresh outputs (KF_LAUNCH_MAX_ARGS)
@@ -245,7 +246,7 @@ def random_like(t: torch.Tensor, variant: int, op: str, name: str, gen: torch.Ge
     """Random values laid out exactly like `t`, drawn by `gen` on its own device (a CUDA
     generator for a CUDA tensor: no host randn and copy of the whole storage): scale 1, 100 and
     0.01 in turn; -inf masks for softmax; variances kept positive (a negative running_var only
-    tests NaN propagation)."""
+    tests NaN propagation); a triangular solve's matrix well conditioned (see below)."""
     nbytes = t.untyped_storage().nbytes()
     # every element of the storage is overwritten below: no need to copy t's bytes first
     storage = torch.empty(nbytes, dtype=torch.uint8, device=t.device).untyped_storage()
@@ -262,11 +263,26 @@ def random_like(t: torch.Tensor, variant: int, op: str, name: str, gen: torch.Ge
         if variant % 3 == 2 and "softmax" in op and flat.numel() > 4:
             vals[:: max(3, flat.numel() // 7)] = float("-inf")
         flat.copy_(vals)
+        if "solve_triangular" in op and name == "self" and t.dim() >= 2:
+            _condition_triangular(out, scale)
     elif t.dtype == torch.bool:
         flat.copy_(torch.rand(flat.shape, generator=gen, device=dev) > 0.5)
     else:
         flat.copy_(torch.randint(-5, 6, flat.shape, generator=gen, device=dev).to(t.dtype))
     return out
+
+
+def _condition_triangular(a: torch.Tensor, scale: float):
+    """A random triangular matrix of order n with N(0, 1) entries has a solution that grows like
+    2^n: eager and any kernel disagree in the last bits, amplified past every tolerance. Off-
+    diagonal entries within about 1/n and a diagonal of magnitude 1 to 2 keep the systems as
+    well conditioned as a model's (Qwen 3.5's unit lower triangular ones)."""
+    n = a.shape[-1]
+    if a.shape[-2] != n or torch._debug_has_internal_overlap(a) != 0:
+        return  # eager refuses it, or a broadcast view: left as drawn
+    a.div_(scale * n)
+    d = a.diagonal(dim1=-2, dim2=-1)
+    d.copy_(torch.where(d < 0, d * n - 1, d * n + 1).clamp_(-2, 2))
 
 
 def tensors_of(out):

@@ -125,12 +125,13 @@ def run(job: dict) -> dict:
 
     gen = torch.Generator().manual_seed(job.get("seed", 0))
 
-    def randomized(a, v):  # tensors and a tensor list's elements; anything else as it is
+    def randomized(a, v, name=""):  # tensors and a list's elements; anything else as it is
         if isinstance(a, (list, tuple)) and any(isinstance(x, torch.Tensor) for x in a):
             return type(a)(randomized(x, v) for x in a)
-        return random_like(a, v, op, "", gen) if isinstance(a, torch.Tensor) else a
+        return random_like(a, v, op, name, gen) if isinstance(a, torch.Tensor) else a
 
-    inputs = [args] + [tuple(randomized(a, v) for a in args)
+    # the first positional argument is the schema's `self` (a triangular solve's matrix)
+    inputs = [args] + [tuple(randomized(a, v, "self" if i == 0 else "") for i, a in enumerate(args))
                        for v in range(int(job["random_inputs"]))]
     # eager references, computed with the plugin switched off
     kf.disable()

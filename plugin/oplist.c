@@ -32,5 +32,7 @@ const char *const kf_default_ops[] = {
     "aten::mean.dim",                          /* variance in HF RMSNorm */
     "aten::cat",                               /* rotary embeddings, KV caches */
     "aten::max_pool2d_with_indices",           /* F.max_pool2d: ResNet stem */
+    "aten::linalg_solve_triangular",           /* Gated DeltaNet's chunked UT transform (Qwen 3.5) */
+    "aten::_conv_depthwise2d",                 /* depthwise/causal conv1d on CUDA (Qwen 3.5) */
     NULL,
 };

@@ -462,6 +462,36 @@ static void make_cases(void)
     xs[1] = T(KF_BF16, 0, 16, 24, 7);
     add_case("cuda_cat", sig_cat(2, xs, 1), "vec=8 unroll=2 threads=256 by_part=1", VEC_NONE,
              "lengths 5 and 7: no vectors by design");
+
+    {   /* triangular solve: B and X column-major per matrix (eager's X), rows as float4 */
+        kf_job_sig s = sig_of("aten::linalg_solve_triangular");
+        s.in[s.n_in++] = T(KF_F32, 0, 16, 8, 64, 64);
+        s.in[s.n_in++] = sig_tensor_strided(KF_F32, 3, (int64_t[]){8, 64, 128},
+                                            ST(8192, 1, 64), 16);
+        s.out[s.n_out++] = s.in[1];
+        sig_add_scalar(&s, "upper", 'b')->i = 0;
+        sig_add_scalar(&s, "left", 'b')->i = 1;
+        sig_add_scalar(&s, "unitriangular", 'b')->i = 1;
+        add_case("cuda_solve_triangular", s, "threads=128 vec=4 pitch=4 minblocks=1", VEC_BOTH,
+                 "column-major B and X");
+    }
+    {   /* Qwen's causal conv1d: 16-byte loads along W, 16-byte output vectors */
+        kf_job_sig s = sig_of("aten::_conv_depthwise2d");
+        s.in[s.n_in++] = T(KF_BF16, 0, 16, 4, 8192, 1, 1024);
+        s.in[s.n_in++] = T(KF_BF16, 0, 16, 8192, 1, 1, 4);
+        kf_job_scalar *l = sig_add_scalar(&s, "kernel_size", 'l');
+        l->n = 2, l->v[0] = 1, l->v[1] = 4;
+        sig_add_scalar(&s, "bias", 'n');
+        l = sig_add_scalar(&s, "stride", 'l');
+        l->n = 2, l->v[0] = 1, l->v[1] = 1;
+        l = sig_add_scalar(&s, "padding", 'l');
+        l->n = 2, l->v[0] = 0, l->v[1] = 3;
+        l = sig_add_scalar(&s, "dilation", 'l');
+        l->n = 2, l->v[0] = 1, l->v[1] = 1;
+        s.out[s.n_out++] = T(KF_BF16, 0, 0, 4, 8192, 1, 1027);
+        add_case("cuda_depthwise_conv2d", s, "threads=256 vec=8 grid=0 store=0", VEC_BOTH,
+                 "Qwen causal conv1d");
+    }
 }
 
 /* Every nvrtc template of the table has cases, and at least one that vectorizes. */

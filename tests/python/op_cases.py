@@ -954,6 +954,38 @@ add_case("max_pool2d_module", MP, lambda: nn.MaxPool2d(3, 2, 1)(rn(1, 3, 9, 9)))
 add_case("max_pool2d_err_output_too_small", MP, lambda: F.max_pool2d(rn(2, 3, 4, 4), 8))
 add_case("max_pool2d_err_pad_too_large", MP, lambda: F.max_pool2d(rn(2, 3, 4, 4), 2, padding=2))
 
+# ---------------------------------------------------------------------------------------------
+# aten::linalg_solve_triangular
+
+ST = "aten::linalg_solve_triangular"
+
+
+def tri(*shape, upper=False, dtype=f32):
+    """A well-conditioned triangular matrix (entries of the other triangle left random: the
+    solve must not read them)."""
+    n = shape[-1]
+    a = rn(*shape, dtype=dtype) / n
+    a.diagonal(dim1=-2, dim2=-1).add_(2.0)
+    return a
+
+
+def solve(a, b, **kw):
+    return torch.linalg.solve_triangular(a, b, **kw)
+
+
+add_case("solve_triangular_lower_unit", ST,
+         lambda: solve(tri(2, 3, 16, 16), rn(2, 3, 16, 8), upper=False, unitriangular=True))
+add_case("solve_triangular_upper", ST, lambda: solve(tri(4, 9, 9), rn(4, 9, 5), upper=True))
+add_case("solve_triangular_broadcast", ST, lambda: solve(tri(7, 7), rn(3, 7, 2), upper=False))
+add_case("solve_triangular_right", ST, lambda: solve(tri(2, 6, 6), rn(2, 4, 6), upper=True, left=False))
+add_case("solve_triangular_transposed_b", ST,
+         lambda: solve(tri(2, 8, 8), rn(2, 5, 8).transpose(1, 2), upper=False))
+add_case("solve_triangular_f64", ST, lambda: solve(tri(5, 5, dtype=f64), rn(5, 3, dtype=f64), upper=True))
+add_case("solve_triangular_singular_gives_inf", ST,
+         lambda: solve(torch.zeros(3, 3), rn(3, 2), upper=False))
+add_case("solve_triangular_err_not_square", ST, lambda: solve(rn(4, 5), rn(4, 2), upper=False))
+add_case("solve_triangular_err_int", None, lambda: solve(ri(3, 3), ri(3, 2), upper=False))
+
 
 if DEVICE.startswith("cuda"):
     # F.rms_norm reaches the fused kernel only on CUDA (on CPU it is CompositeImplicitAutograd)
@@ -963,6 +995,29 @@ if DEVICE.startswith("cuda"):
                                                          rn(64, dtype=bf16), 1e-6)))
     add_case("rms_norm_functional_f32", RMS, lambda: F.rms_norm(rn(3, 7, 32), (32,), rn(32)))
     add_case("rms_norm_no_weight_2d_shape", RMS, lambda: F.rms_norm(rn(2, 5, 6, 8), (6, 8)))
+
+
+if DEVICE.startswith("cuda"):
+    # depthwise convolution: only a CUDA kernel (what F.conv1d/conv2d with groups == channels
+    # reach there when cuDNN does not take them, e.g. Qwen 3.5's causal conv1d in bf16)
+    DW = "aten::_conv_depthwise2d"
+
+    def dw(x, w, k, b, s, p, d):
+        return torch.ops.aten._conv_depthwise2d(x, w, k, b, s, p, d)
+
+    add_case("conv_depthwise_causal_bf16", DW,
+             lambda: dw(rn(2, 16, 1, 40, dtype=bf16), rn(16, 1, 1, 4, dtype=bf16), [1, 4], None,
+                        [1, 1], [0, 3], [1, 1]))
+    add_case("conv_depthwise_3x3_bias_f32", DW,
+             lambda: dw(rn(2, 6, 9, 11), rn(6, 1, 3, 3), [3, 3], rn(6), [2, 2], [1, 1], [1, 1]))
+    add_case("conv_depthwise_multiplier_f16", DW,
+             lambda: dw(rn(1, 4, 7, 7, dtype=f16), rn(8, 1, 3, 3, dtype=f16), [3, 3], None,
+                        [1, 1], [2, 2], [2, 2]))
+    add_case("conv_depthwise_channels_last", DW,
+             lambda: dw(cl(rn(2, 8, 6, 6)), rn(8, 1, 3, 3), [3, 3], None, [1, 1], [1, 1], [1, 1]))
+    add_case("conv_depthwise_functional_conv1d", (DW,),
+             lambda: F.conv1d(rn(2, 16, 40, dtype=bf16), rn(16, 1, 4, dtype=bf16), padding=3,
+                              groups=16))
 
 
 if DEVICE.startswith("cuda"):

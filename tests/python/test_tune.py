@@ -142,6 +142,33 @@ def test_job_cases_are_spans_of_the_inputs_and_eager_outputs(case, tmp_path):
         assert 0.5 < peak[0] < 10 and peak[1] > 50 and peak[2] < 0.1, peak
 
 
+def test_triangular_solve_jobs_draw_well_conditioned_systems(tmp_path):
+    """Random triangular systems of order 64 with N(0, 1) entries have solutions growing like
+    2^64, where eager and any kernel differ past every tolerance: a job's random cases keep them
+    as conditioned as a model's (off-diagonal within 1/n, diagonal magnitude 1 to 2)."""
+    torch.manual_seed(0)
+    a = torch.randn(3, 64, 64).tril(-1) / 64 + torch.eye(64)  # Qwen 3.5's: unit lower
+    b = torch.randn(3, 64, 32)
+    kw = {"upper": False, "unitriangular": True}
+    op = "aten::linalg_solve_triangular"
+    key = kf.signature_key(op, a, b, **kw)
+    with _jobs.bypass():
+        job = _jobs.write_job(str(tmp_path), key, [([a, b], kw)], recorded=[False], seed=1,
+                              bench_reps=2)
+    assert job["atol"] == job["rtol"] == 1e-4  # an accumulating op's fp32 tolerance
+    assert [c["kind"] for c in job["cases"]] == ["example"] + ["random"] * 3
+    read = lambda f: torch.frombuffer(bytearray((tmp_path / "cases" / f).read_bytes()),  # noqa: E731
+                                      dtype=torch.float32)
+    for c, scale in zip(job["cases"][1:], (1.0, 100.0, 0.01)):
+        m = read(c["inputs"][0]).view(3, 64, 64)
+        d = m.diagonal(dim1=-2, dim2=-1).abs()
+        assert d.min() >= 1 and d.max() <= 2
+        assert m.tril(-1).abs().max() < 5 / 64
+        x = read(c["outputs"][0])
+        assert torch.isfinite(x).all() and x.abs().max() < 20 * scale, (scale, x.abs().max())
+        assert read(c["inputs"][1]).abs().max() > scale  # B keeps its scale
+
+
 def test_same_seed_same_job_files(tmp_path):
     x, y = torch.randn(48, 40)[:, 3:35], torch.randn(32)
 
