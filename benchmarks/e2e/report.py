@@ -229,6 +229,10 @@ def markdown(res: dict, top: int = 30) -> str:
                      "host bounds it): " + ", ".join(f"{k} {v:.3f}" for k, v in hm.items()))
     if e2e.get("eager_before_warmup_ms"):
         notes.append(f"eager before the warm-up: {e2e['eager_before_warmup_ms']:.3f} ms")
+        st = res.get("settle")
+        if st and st.get("eager_medians_ms"):
+            notes.append(f"before the rounds, eager back to it in {st['s']:.1f} s ("
+                         + ", ".join(f"{m:.3f}" for m in st["eager_medians_ms"]) + " ms)")
         drift = e2e["eager_ms"] / e2e["eager_before_warmup_ms"] - 1 if e2e.get("eager_ms") else 0
         if abs(drift) > EAGER_DRIFT:
             notes.append(f"**eager moved {100 * drift:+.0f}% between before the warm-up and the "

@@ -291,10 +291,13 @@ def test_driver_end_to_end_on_a_tiny_mmdit(tmp_path):
                               "--iterations", "8", "--max-jobs", "3", "--min-share", "0",
                               "--ops", "gelu,native_layer_norm", "--warmup-budget", "120",
                               "--compile-backend", "eager")
-    for phase in ("build", "eager", "profile", "warmup", "plugin", "compile", "rounds",
-                  "cold start"):
+    for phase in ("build", "eager", "profile", "warmup", "plugin", "compile", "settle",
+                  "rounds", "cold start"):
         assert phase in res["phases"], phase
         assert f"{phase} done in" in log
+    # eager measured again before the rounds, until back near its time before the warm-up
+    st = res["settle"]
+    assert st["eager_medians_ms"] and st["s"] >= 0 and "back to it in" in md
     e = res["e2e"]
     for k in ("eager_ms", "plugin_ms", "compile_ms", "plugin_speedup", "compile_speedup"):
         assert e[k] > 0, k
