@@ -77,10 +77,15 @@ def child(argv):
     kf.enable()
     fresh = {k: harness.median(v) for k, v in rounds.items()}
     fresh.update(rounds=a.fresh_rounds, iters=a.fresh_iters)
+    # kernels this process did not serve every call of: refused by the first-use check, or by
+    # the speed guard (slower here than eager), or partly (a fallback)
+    unserved = [{"signature": r["signature"], "calls": r["calls"], "served": r["served"],
+                 "slower": bool(r.get("served_slower"))}
+                for r in kf.stats() if r["has_kernel"] and r["served"] < r["calls"]]
     print("COLDSTART " + json.dumps({
         "main": T_MAIN, "torch": t_torch, "kernel_forge": t_kf, "built": t_built,
         "validate": kf.ops_info()["validate"], "forwards": forwards, "fresh": fresh,
-        "cache_entries": len(kf.cache_entries())}), flush=True)
+        "cache_entries": len(kf.cache_entries()), "unserved": unserved}), flush=True)
 
 
 def summarize(rec: dict, t_spawn: float) -> dict:
@@ -102,6 +107,7 @@ def summarize(rec: dict, t_spawn: float) -> dict:
         "cache_entries": rec["cache_entries"],
         "fresh_eager_ms": rec["fresh"]["eager"],
         "fresh_plugin_ms": rec["fresh"]["plugin"],
+        "unserved": rec.get("unserved", []),
     }
 
 
@@ -169,6 +175,9 @@ def describe(m: dict) -> str:
     if m.get("fresh_eager_ms") and m.get("fresh_plugin_ms"):
         out += (f"; then eager {m['fresh_eager_ms']:.3f} ms vs plugin {m['fresh_plugin_ms']:.3f} ms "
                 f"({m['fresh_eager_ms'] / m['fresh_plugin_ms']:.3f}x)")
+    for u in m.get("unserved") or []:
+        out += (f"; not served {u['calls'] - u['served']} of {u['calls']} calls of "
+                f"{u['signature'][:60]}" + (" (slower here than eager)" if u["slower"] else ""))
     return out
 
 
