@@ -150,6 +150,13 @@ kf_status kf_template_host_finish(const kf_template *t, kf_strbuf *b, const char
  * The kernel itself must be `extern "C" __global__ void kf_kernel(...)`. */
 void kf_template_cuda_prologue(kf_strbuf *b, const kf_template *t, const kf_job_sig *sig,
                                const int *vals);
+/* "#define NAME v", followed by `why` as a comment when it is not NULL (why a knob's effective
+ * value differs from the knob's). */
+void kf_template_define(kf_strbuf *b, const char *name, long long v, const char *why);
+/* grid.x for `blocks` blocks of `threads` threads: with *gs > 0 (a grid-stride loop) at most
+ * *gs times the blocks a 132-SM H100/H200 holds resident; beyond what grid.x holds, that many
+ * and *gs = 1 (the kernel then loops). */
+unsigned kf_template_grid(int64_t blocks, int threads, int *gs);
 /* "float", "__half", "__nv_bfloat16" for KF_F32/KF_F16/KF_BF16; NULL for any other dtype. */
 const char *kf_template_cuda_type(int dtype);
 /* Launch record for a CUDA kernel: arg_types are launch-record types ("const __half*"). */

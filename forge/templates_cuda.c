@@ -189,6 +189,27 @@ void kf_template_cuda_prologue(kf_strbuf *b, const kf_template *t, const kf_job_
     }
 }
 
+void kf_template_define(kf_strbuf *b, const char *name, long long v, const char *why)
+{
+    kf_strbuf_printf(b, "#define %s %lld%s%s%s\n", name, v, why ? " /* " : "", why ? why : "",
+                     why ? " */" : "");
+}
+
+#define KF_TEMPLATE_SMS 132 /* multiprocessors a grid-stride grid is sized for (H100/H200 SXM) */
+
+unsigned kf_template_grid(int64_t blocks, int threads, int *gs)
+{
+    if (*gs) {
+        int64_t cap = (int64_t)*gs * KF_TEMPLATE_SMS * (2048 / threads);
+        if (blocks > cap) blocks = cap;
+    }
+    if (blocks > INT32_MAX) { /* more blocks than grid.x holds: loop */
+        blocks = INT32_MAX;
+        *gs = 1;
+    }
+    return (unsigned)blocks;
+}
+
 const char *kf_template_cuda_type(int dtype)
 {
     switch (dtype) {

@@ -50,7 +50,6 @@ static const kf_knob_def dw_knobs[] = {
 };
 enum { K_THREADS, K_VEC, K_GRID, K_STORE, K_COUNT };
 
-#define DW_SMS 132         /* multiprocessors the grid-stride grid is sized for */
 #define DW_MAX_PARAM 65536 /* kernel, stride, padding, dilation: beyond any real model */
 #define DW_MAX_SIZE ((int64_t)1 << 30)
 #define DW_MAX_SPAN 64 /* inputs of a register window (the KF_USED mask's bits) */
@@ -290,16 +289,7 @@ static void dw_make_plan(const kf_job_sig *sig, const dw_shape *s, const int *v,
     /* room for a grid-stride step past the end, and a window past a row, in 32 bits */
     p->wide = reach >= ((int64_t)1 << 30) || p->items >= ((int64_t)1 << 30);
     p->gs = v[K_GRID];
-    int64_t blocks = (p->items + p->threads - 1) / p->threads;
-    if (p->gs) {
-        int64_t cap = (int64_t)p->gs * DW_SMS * (2048 / p->threads);
-        if (blocks > cap) blocks = cap;
-    }
-    if (blocks > INT32_MAX) { /* more blocks than grid.x holds: loop */
-        blocks = INT32_MAX;
-        p->gs = 1;
-    }
-    p->grid = (unsigned)blocks;
+    p->grid = kf_template_grid((p->items + p->threads - 1) / p->threads, p->threads, &p->gs);
 }
 
 /* ---- the kernel ---- */
@@ -523,12 +513,6 @@ const kf_template kf_tmpl_cuda_depthwise_conv2d = {
     /* .start = */ dw_start,
 };
 
-static void dw_set(kf_strbuf *b, const char *name, long long v, const char *why)
-{
-    kf_strbuf_printf(b, "#define %s %lld%s%s%s\n", name, v, why ? " /* " : "", why ? why : "",
-                     why ? " */" : "");
-}
-
 /* the signature's shape, scalars and strides as #defines */
 static void dw_emit_shape(kf_strbuf *b, const dw_shape *s, const dw_plan *p)
 {
@@ -575,20 +559,20 @@ static kf_status dw_render(const kf_job_sig *sig, const int *knob_idx, char **so
     kf_strbuf_printf(&b,
                      "/* inputs: self, weight%s; outputs: out */\n/* effective knob values */\n",
                      s.bias ? ", bias" : " (bias None)");
-    dw_set(&b, "KF_NT", p.threads, NULL);
+    kf_template_define(&b, "KF_NT", p.threads, NULL);
     kf_strbuf_printf(&b, "#undef KF_VEC\n");
-    dw_set(&b, "KF_VEC", p.vec, p.vec_why);
-    dw_set(&b, "KF_LV", p.lv, p.lv_why);
-    dw_set(&b, "KF_VST", p.vst, p.vst_why);
+    kf_template_define(&b, "KF_VEC", p.vec, p.vec_why);
+    kf_template_define(&b, "KF_LV", p.lv, p.lv_why);
+    kf_template_define(&b, "KF_VST", p.vst, p.vst_why);
     int sv = p.vec * dw_esize(dt) > 16 ? 16 / dw_esize(dt) : p.vec;
-    dw_set(&b, "KF_SV", sv, "elements a store moves");
-    dw_set(&b, "KF_DIRECT", p.direct, p.direct ? "window wider than 64 inputs" : NULL);
-    dw_set(&b, "KF_GS", p.gs != 0, NULL);
-    dw_set(&b, "KF_FULL", p.full, NULL);
-    dw_set(&b, "KF_SPAN", p.span, "inputs of a window row");
-    dw_set(&b, "KF_NCH", p.nch > 0 ? p.nch : 1, NULL);
-    dw_set(&b, "KF_LW", p.lw > 0 ? p.lw : 1, NULL);
-    dw_set(&b, "KF_WWN", p.wwn > 0 ? p.wwn : 1, NULL);
+    kf_template_define(&b, "KF_SV", sv, "elements a store moves");
+    kf_template_define(&b, "KF_DIRECT", p.direct, p.direct ? "window wider than 64 inputs" : NULL);
+    kf_template_define(&b, "KF_GS", p.gs != 0, NULL);
+    kf_template_define(&b, "KF_FULL", p.full, NULL);
+    kf_template_define(&b, "KF_SPAN", p.span, "inputs of a window row");
+    kf_template_define(&b, "KF_NCH", p.nch > 0 ? p.nch : 1, NULL);
+    kf_template_define(&b, "KF_LW", p.lw > 0 ? p.lw : 1, NULL);
+    kf_template_define(&b, "KF_WWN", p.wwn > 0 ? p.wwn : 1, NULL);
     kf_strbuf_printf(&b, "#define KF_USED 0x%llxull /* window inputs a tap reads */\n", p.used);
     kf_strbuf_printf(&b, "#define KF_TYPE %s\n#define KF_ES %d\n", ty, dw_esize(dt));
     dw_emit_shape(&b, &s, &p);

@@ -216,15 +216,7 @@ void kf_ew_make_plan(const kf_job_sig *sig, const kf_job_tensor *ops, int nin, i
     p->gs = v[K_GRID];
     int64_t tile = (int64_t)p->nt * p->un, tiles = (p->nvec + tile - 1) / tile;
     if (tiles < 1) tiles = 1;
-    if (p->gs) {
-        int64_t cap = (int64_t)p->gs * EW_SMS * (2048 / p->nt);
-        if (tiles > cap) tiles = cap;
-    }
-    if (tiles > INT32_MAX) { /* more tiles than grid.x holds: loop */
-        tiles = INT32_MAX;
-        p->gs = 1;
-    }
-    p->grid = (unsigned)tiles;
+    p->grid = kf_template_grid(tiles, p->nt, &p->gs);
     /* largest element offset any operand or the output (past n only with gaps) reaches */
     int64_t reach = p->n;
     for (int k = 0; k < nin + (dd->gaps ? 1 : 0); k++) {

@@ -17,7 +17,6 @@ enum { K_VEC, K_UNROLL, K_THREADS, K_GRID, K_COUNT };
 enum { K_TILE = K_COUNT, K_TILE_COUNT };
 #define KF_EW_TILE_KNOB_DEF {"transpose_tile", 3, {0, 32, 64}}
 
-#define EW_SMS 132 /* multiprocessors the grid-stride grid is sized for (H100/H200 SXM) */
 
 /* The output's dims (size > 1) in memory order, innermost first, collapsed where every tensor
  * stays contiguous; st[k][d] is operand k's stride (0 for broadcast), yst[d] the output's; gaps:

@@ -199,8 +199,8 @@ int kf_cuda_norm_vec_fits(const kf_job_tensor *t, int fresh_out, int v)
 
 void kf_cuda_norm_set(kf_strbuf *b, const char *name, long long v, const char *why)
 {
-    kf_strbuf_printf(b, "#undef %s\n#define %s %lld%s%s%s\n", name, name, v, why ? " /* " : "",
-                     why ? why : "", why ? " */" : "");
+    kf_strbuf_printf(b, "#undef %s\n", name);
+    kf_template_define(b, name, v, why);
 }
 
 const char *kf_cuda_norm_ptr(int dtype, int is_const)

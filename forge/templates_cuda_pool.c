@@ -51,7 +51,6 @@ static const kf_knob_def pool_knobs[] = {
 };
 enum { K_THREADS, K_VEC, K_WOUT, K_GRID, K_STORE, K_COUNT };
 
-#define POOL_SMS 132          /* multiprocessors the grid-stride grid is sized for */
 #define POOL_MAX_PARAM 65536  /* kernel, stride, padding, dilation: beyond any real model */
 #define POOL_MAX_SIZE ((int64_t)1 << 30)
 
@@ -269,16 +268,7 @@ static void pool_make_plan(const kf_job_sig *sig, const pool_shape *s, const int
     /* room for a grid-stride step past the end in 32 bits */
     p->wide = reach >= ((int64_t)1 << 30) || p->items >= ((int64_t)1 << 30);
     p->gs = v[K_GRID];
-    int64_t blocks = (p->items + p->threads - 1) / p->threads;
-    if (p->gs) {
-        int64_t cap = (int64_t)p->gs * POOL_SMS * (2048 / p->threads);
-        if (blocks > cap) blocks = cap;
-    }
-    if (blocks > INT32_MAX) { /* more blocks than grid.x holds: loop */
-        blocks = INT32_MAX;
-        p->gs = 1;
-    }
-    p->grid = (unsigned)blocks;
+    p->grid = kf_template_grid((p->items + p->threads - 1) / p->threads, p->threads, &p->gs);
 }
 
 /* ---- the kernel ---- */
@@ -475,12 +465,6 @@ const kf_template kf_tmpl_cuda_max_pool2d = {
     .start = pool_start,
 };
 
-static void pool_set(kf_strbuf *b, const char *name, long long v, const char *why)
-{
-    kf_strbuf_printf(b, "#define %s %lld%s%s%s\n", name, v, why ? " /* " : "", why ? why : "",
-                     why ? " */" : "");
-}
-
 static kf_status pool_render(const kf_job_sig *sig, const int *knob_idx, char **source,
                              char **launch_json, char *err, size_t errcap)
 {
@@ -509,13 +493,13 @@ static kf_status pool_render(const kf_job_sig *sig, const int *knob_idx, char **
                          "kernel */\n/* effective knob values */\n",
                      s.ndim == 3 ? "[C, H, W]" : s.cl ? "channels last" : "NCHW",
                      s.cl ? "NHWC" : "NCHW");
-    pool_set(&b, "KF_NT", p.threads, NULL);
+    kf_template_define(&b, "KF_NT", p.threads, NULL);
     kf_strbuf_printf(&b, "#undef KF_VEC\n#undef KF_WOUT\n");
-    pool_set(&b, "KF_VEC", p.vec, p.vec_why);
-    pool_set(&b, "KF_WOUT", p.wout, p.wout_why);
-    pool_set(&b, "KF_GS", p.gs != 0, NULL);
-    pool_set(&b, "KF_IPAIR", p.ipair, p.ipair ? NULL : "8-byte index stores");
-    pool_set(&b, "KF_FULL", p.full, NULL);
+    kf_template_define(&b, "KF_VEC", p.vec, p.vec_why);
+    kf_template_define(&b, "KF_WOUT", p.wout, p.wout_why);
+    kf_template_define(&b, "KF_GS", p.gs != 0, NULL);
+    kf_template_define(&b, "KF_IPAIR", p.ipair, p.ipair ? NULL : "8-byte index stores");
+    kf_template_define(&b, "KF_FULL", p.full, NULL);
     kf_strbuf_printf(&b, "#define KF_USED 0x%llxull /* columns of a row span read */\n", used);
     kf_strbuf_printf(&b,
                      "/* the signature */\n#define KF_TYPE %s\n#define KF_ESIZE %d\n"

@@ -266,7 +266,8 @@ static const char solve_kernel[] =
     "    }\n"
     "    float *xp = x + ox + (long long)c * KF_XJ;\n"
     "#pragma unroll\n"
-    "    for (int i = 0; i < KF_N; i += KF_XVEC) kf_st<KF_XVEC>(xp + (long long)i * KF_XI, v + i);\n"
+    "    for (int i = 0; i < KF_N; i += KF_XVEC)\n"
+    "        kf_st<KF_XVEC>(xp + (long long)i * KF_XI, v + i);\n"
     "}\n";
 
 static kf_status solve_render(const kf_job_sig *sig, const int *knob_idx, char **source,
@@ -291,12 +292,6 @@ const kf_template kf_tmpl_cuda_solve_triangular = {
     .start = solve_start,
 };
 
-static void solve_set(kf_strbuf *b, const char *name, long long v, const char *why)
-{
-    kf_strbuf_printf(b, "#define %s %lld%s%s%s\n", name, v, why ? " /* " : "", why ? why : "",
-                     why ? " */" : "");
-}
-
 static kf_status solve_render(const kf_job_sig *sig, const int *knob_idx, char **source,
                               char **launch_json, char *err, size_t errcap)
 {
@@ -314,10 +309,10 @@ static kf_status solve_render(const kf_job_sig *sig, const int *knob_idx, char *
     kf_template_cuda_prologue(&b, t, sig, vals);
     kf_strbuf_printf(&b, "/* inputs: A, B; output: X; %s%s, left */\n/* effective knob values */\n",
                      s.upper ? "upper" : "lower", s.unit ? ", unitriangular" : "");
-    solve_set(&b, "KF_NT", p.threads, p.threads_why);
-    solve_set(&b, "KF_BVEC", p.bvec, p.vec_why);
-    solve_set(&b, "KF_XVEC", p.xvec, NULL);
-    solve_set(&b, "KF_MINB", p.minb, NULL);
+    kf_template_define(&b, "KF_NT", p.threads, p.threads_why);
+    kf_template_define(&b, "KF_BVEC", p.bvec, p.vec_why);
+    kf_template_define(&b, "KF_XVEC", p.xvec, NULL);
+    kf_template_define(&b, "KF_MINB", p.minb, NULL);
     kf_strbuf_printf(&b,
                      "/* the signature */\n#define KF_N %lld\n#define KF_K %lld\n"
                      "#define KF_UPPER %d\n#define KF_UNIT %d\n#define KF_TILES %lldLL\n"
@@ -342,7 +337,8 @@ static kf_status solve_render(const kf_job_sig *sig, const int *knob_idx, char *
     kf_strbuf_printf(&b, "    /* batch %lld */\n\n%s", (long long)s.batch, solve_kernel);
 
     const char *args[3] = {"const float*", "const float*", "float*"};
-    const unsigned grid[3] = {(unsigned)(p.tiles * s.batch), 1, 1}, block[3] = {(unsigned)p.threads, 1, 1};
+    const unsigned grid[3] = {(unsigned)(p.tiles * s.batch), 1, 1};
+    const unsigned block[3] = {(unsigned)p.threads, 1, 1};
     unsigned smem = (unsigned)(s.n * (((s.n + 3) / 4 * 4) + vals[K_PITCH]) * 4);
     return kf_template_cuda_finish(t, &b, args, 3, grid, block, smem, source, launch_json, err,
                                    errcap);

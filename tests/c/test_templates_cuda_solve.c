@@ -352,7 +352,8 @@ static void gcase_make(gpu *G, const scase *c, gcase *g)
     reference(c, g->a, g->b, g->xr);
     size_t sizes[3] = {g->ba + 16, g->bb + 16, g->bx};
     g->ok = 1;
-    for (int i = 0; i < 3; i++) g->ok = g->ok && CHECK_EQ_INT(G->d.mem_alloc(&g->base[i], sizes[i]), 0);
+    for (int i = 0; i < 3; i++)
+        g->ok = g->ok && CHECK_EQ_INT(G->d.mem_alloc(&g->base[i], sizes[i]), 0);
     if (!g->ok) return;
     int al = s->in[1].align; /* B at its recorded (mis)alignment */
     g->dev[0] = g->base[0], g->dev[1] = g->base[1] + (al > 0 && al < 16 ? (unsigned)al : 0u);
