@@ -1,4 +1,4 @@
-"""Where a workload's device time goes, by ATen op: what the plugin intercepts, and what it does not.
+"""Where a workload's device time goes, by ATen op: what the plugin intercepts and what not.
 
     python benchmarks/e2e/kernels.py MODEL [--iters N] [--top K] [--device cuda|cpu] [--tiny]
 

@@ -134,10 +134,11 @@ SETTLE_TOL = 0.05
 
 
 def settle(run, s, before_ms: float):
-    """Wait until eager is back within 5% of its time before the warm-up. The warm-up's end (its
-    worker processes exit, their pinned memory and the job files are released) slows this
-    process's host for a second or two, which the first rounds would measure: ResNet-50 alone
-    (run N) ran eager at 7.5-7.7 ms in its first three rounds, then 4.6 ms."""
+    """Wait until eager is back within 5% of its time before the warm-up. Right after the
+    warm-up this process's host runs slower for a second or two (its worker processes exiting,
+    their pinned memory and the job files being released, we think), which the first rounds
+    would measure: ResNet-50 alone (run N) ran eager at 7.5-7.7 ms in its first three rounds,
+    then 4.6 ms."""
     import kernel_forge as kf
 
     with run.phase("settle"):
