@@ -529,6 +529,20 @@ static inline void gpu_close(gpu *G)
         printf("rendered %ld knob combinations over %d cases\n", n_rendered, n_cases);          \
     }
 
+/* The NVRTC level of a test of one template T (cases, n_cases, render_job): its jobs, up to 512
+ * distinct kernels, each case's spread of knob combinations (add_spread_jobs), and the compiler. */
+#define KF_DEFINE_TEST_JOBS()                                                                   \
+    enum { MAX_JOBS = 512 };                                                                    \
+    static kernel_job jobs[MAX_JOBS];                                                           \
+    static int n_jobs;                                                                          \
+    static kf_compiler_i nv;                                                                    \
+    static void make_jobs(void)                                                                 \
+    {                                                                                           \
+        for (int ci = 0; ci < n_cases; ci++)                                                    \
+            add_spread_jobs(jobs, &n_jobs, MAX_JOBS, ci, T, &cases[ci].sig, cases[ci].label,    \
+                            render_job);                                                        \
+    }
+
 /* The GPU pass of a test whose cases each get device buffers and a reference: for every case
  * where `wanted` holds (an expression of ci), gcase_make, run and check each of its compiled
  * jobs (gpu_run), gcase_free. The test defines cases, n_cases, jobs, n_jobs, gcase and those

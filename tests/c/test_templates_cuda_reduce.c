@@ -312,17 +312,7 @@ static void test_start(void)
 
 /* ---- compile a spread of combinations with NVRTC (cuda_template_test.h) ---- */
 
-#define MAX_JOBS 512
-static kernel_job jobs[MAX_JOBS];
-static int n_jobs;
-static kf_compiler_i nv;
-
-static void make_jobs(void)
-{
-    for (int ci = 0; ci < n_cases; ci++)
-        add_spread_jobs(jobs, &n_jobs, MAX_JOBS, ci, T, &cases[ci].sig, cases[ci].label,
-                        render_job);
-}
+KF_DEFINE_TEST_JOBS()
 
 /* ---- the reference: the mean in double, indexed by output memory offset ---- */
 
