@@ -10,7 +10,7 @@
  *
  * A bundle is untrusted input: everything is checked (names, bounds, overlaps, checksums, every
  * manifest against its blob) before any of it is used, and any problem rejects the whole file. */
-#include "internal.h"
+#include "cache/internal.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -24,7 +24,7 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
-#include "../common/log.h"
+#include "common/log.h"
 
 #define MAGIC "KFBUNDLE"
 #define HEADER 32

@@ -8,8 +8,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "cache.h"
-#include "../common/status.h"
+#include "cache/cache.h"
+#include "common/status.h"
 
 #define KF_CACHE_ERR_MAX 1024
 #define KF_CACHE_TMP_PREFIX ".tmp-"  /* temp files: never an entry name, removed by clear */

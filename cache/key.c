@@ -1,5 +1,5 @@
 /* Cache keys (XXH3-128 over every input that can change a kernel) and small shared helpers. */
-#include "internal.h"
+#include "cache/internal.h"
 
 #include <stdio.h>
 #include <string.h>

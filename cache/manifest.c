@@ -1,7 +1,7 @@
 /* Manifests: kf_cache_entry <-> JSON. Parsing is the gate for everything read from disk or from
  * a bundle, so it checks every field's presence, type, length and range, and rejects unknown
  * formats before looking at anything else. */
-#include "internal.h"
+#include "cache/internal.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -11,7 +11,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "../plugin/signature.h"
+#include "common/signature.h"
 
 #define MAX_JSON_FIELD (64u << 10) /* launch record, output layout (as compact text) */
 #define MAX_SOURCE (1u << 20)

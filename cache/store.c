@@ -1,7 +1,7 @@
 /* The on-disk store: opening a cache folder, insert/list/get/read_blob/remove/clear/mark, and
  * the generation counter. Writers hold the exclusive flock for the whole change; readers take
  * it shared, so a list never sees an entry half replaced. */
-#include "internal.h"
+#include "cache/internal.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../common/log.h"
+#include "common/log.h"
 
 #define ERRCAP (KF_CACHE_ERR_MAX / 2)
 

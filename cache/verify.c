@@ -1,6 +1,6 @@
 /* kf_cache_verify: re-read and re-hash everything, one report line per problem. Unlike list,
  * it looks at every file, so unparseable manifests and orphan blobs are reported too. */
-#include "internal.h"
+#include "cache/internal.h"
 
 #include <dirent.h>
 #include <errno.h>

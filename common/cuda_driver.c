@@ -1,4 +1,4 @@
-#include "cuda_driver.h"
+#include "common/cuda_driver.h"
 
 #include <dlfcn.h>
 #include <stdio.h>

@@ -1,4 +1,4 @@
-#include "spawn.h"
+#include "common/spawn.h"
 
 #include <fcntl.h>
 #include <signal.h>

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../cache/cache.h"
+#include "cache/cache.h"
 
 static kf_status open_dir(kf_cache **c, const char *dir, int read_only, char *err, size_t cap)
 {

@@ -1,4 +1,4 @@
-#include "cachelink.h"
+#include "plugin/cachelink.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -7,8 +7,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "../common/log.h"
-#include "served.h"
+#include "common/log.h"
+#include "plugin/served.h"
 
 static int backend_index(const char *backend)
 {

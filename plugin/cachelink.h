@@ -4,7 +4,7 @@
 #ifndef KF_PLUGIN_CACHELINK_H
 #define KF_PLUGIN_CACHELINK_H
 
-#include "runtime.h"
+#include "plugin/runtime.h"
 
 void kf_cachelink_init(kf_runtime *rt);
 void kf_cachelink_free(kf_runtime *rt);

@@ -8,10 +8,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "../common/log.h"
-#include "cachelink.h"
-#include "runtime.h"
-#include "served.h"
+#include "common/log.h"
+#include "plugin/cachelink.h"
+#include "plugin/runtime.h"
+#include "plugin/served.h"
 
 kf_slot *kf_runtime_seen_slot(kf_runtime *rt, uint64_t key)
 {

@@ -1,11 +1,11 @@
-#include "cachelink.h"
-#include "runtime.h"
+#include "plugin/cachelink.h"
+#include "plugin/runtime.h"
 
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include "../common/log.h"
+#include "common/log.h"
 
 /* The signature probe is per thread by nature: it captures the next call made by the thread that
  * asked (kernel_forge.signature_key), whatever other threads are doing. */

@@ -1,12 +1,12 @@
-#include "gpu_timer.h"
+#include "plugin/gpu_timer.h"
 
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../common/cuda_driver.h"
-#include "../common/log.h"
+#include "common/cuda_driver.h"
+#include "common/log.h"
 
 #define KF_GPU_TIMER_PAIRS 64
 

@@ -1,4 +1,4 @@
-#include "config.h"
+#include "plugin/config.h"
 
 #include <stddef.h>
 

@@ -12,10 +12,10 @@
 
 #include <stdint.h>
 
-#include "config.h"
+#include "plugin/config.h"
 #include "kforge.h"
-#include "layout.h"
-#include "signature.h"
+#include "plugin/layout.h"
+#include "common/signature.h"
 
 #ifdef __cplusplus
 extern "C" {

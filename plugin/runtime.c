@@ -1,13 +1,13 @@
-#include "runtime.h"
+#include "plugin/runtime.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../common/log.h"
-#include "cachelink.h"
-#include "served.h"
+#include "common/log.h"
+#include "plugin/cachelink.h"
+#include "plugin/served.h"
 
 /* The only process-wide pointer of the plugin: the runtime torch_ext created at load. */
 static _Atomic(kf_runtime *) g_runtime;

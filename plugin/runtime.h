@@ -6,13 +6,13 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
-#include "../cache/cache.h"
-#include "../forge/compiler.h"
-#include "config.h"
-#include "gpu_timer.h"
+#include "cache/cache.h"
+#include "compile/compiler.h"
+#include "plugin/config.h"
+#include "plugin/gpu_timer.h"
 #include "kforge.h"
-#include "plugin.h"
-#include "sigtable.h"
+#include "plugin/plugin.h"
+#include "plugin/sigtable.h"
 
 #define KF_MAX_ARGNAMES 16
 #define KF_ARGNAME_MAX 24

@@ -1,12 +1,12 @@
-#include "served.h"
+#include "plugin/served.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../common/log.h"
-#include "runtime.h"
+#include "common/log.h"
+#include "plugin/runtime.h"
 
 struct kf_served {
     kf_runtime *rt;

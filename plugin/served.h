@@ -5,7 +5,7 @@
 
 #include <stddef.h>
 
-#include "../forge/compiler.h"
+#include "compile/compiler.h"
 #include "kforge.h"
 
 #define KF_MAX_DEVICES 16

@@ -1,4 +1,4 @@
-#include "sigtable.h"
+#include "plugin/sigtable.h"
 
 #include <sched.h>
 #include <stdlib.h>

@@ -9,7 +9,7 @@
 #include <stdint.h>
 
 #include "kforge.h"
-#include "layout.h"
+#include "plugin/layout.h"
 
 typedef struct kf_served kf_served;
 

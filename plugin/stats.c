@@ -4,8 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "runtime.h"
-#include "signature.h"
+#include "plugin/runtime.h"
+#include "common/signature.h"
 
 /* Mean sampled ns per call, without the first sample once there are others (sigtable.h);
  * -1 without samples. */

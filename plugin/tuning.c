@@ -2,7 +2,7 @@
  * copy its next real calls (torch_ext does the copying; kernel_forge writes the job folder). */
 #include <inttypes.h>
 
-#include "runtime.h"
+#include "plugin/runtime.h"
 
 char *kf_signature_args_json(kf_runtime *rt, uint64_t key)
 {

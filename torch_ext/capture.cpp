@@ -4,8 +4,8 @@
 // (running eager on them again for the reference outputs: the intercepted ops are deterministic).
 #include <ATen/Functions.h>
 
-#include "ext.h"
-#include "state.h"
+#include "torch_ext/ext.h"
+#include "torch_ext/state.h"
 
 namespace kforge {
 namespace {

@@ -1,5 +1,5 @@
 // IValue / Tensor -> plain C descriptors for plugin/.
-#include "ext.h"
+#include "torch_ext/ext.h"
 
 namespace kforge {
 

@@ -4,7 +4,7 @@
 #include <ATen/MemoryOverlap.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 
-#include "ext.h"
+#include "torch_ext/ext.h"
 #include "common/log.h"
 
 namespace kforge {

@@ -3,8 +3,8 @@
 // a failure leaves torch exactly as it was and is reported through the log.
 #include <torch/version.h>
 
-#include "ext.h"
-#include "state.h"
+#include "torch_ext/ext.h"
+#include "torch_ext/state.h"
 
 #include "common/log.h"
 

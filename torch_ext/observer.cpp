@@ -4,8 +4,8 @@
 // KFORGE_RECORD=1, KFORGE_TUNE=1): an active observer slows every op a little.
 #include <vector>
 
-#include "ext.h"
-#include "state.h"
+#include "torch_ext/ext.h"
+#include "torch_ext/state.h"
 
 namespace kforge {
 namespace {

@@ -3,8 +3,8 @@
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <c10/util/Exception.h>
 
-#include "ext.h"
-#include "state.h"
+#include "torch_ext/ext.h"
+#include "torch_ext/state.h"
 
 #include "common/log.h"
 

@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "forge/template.h"
+#include "forge/templates/template.h"
 
 static inline int cat_ref_skipped(const kf_job_tensor *t)
 {

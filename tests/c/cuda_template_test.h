@@ -21,11 +21,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "check.h"
-#include "nvrtc_find.h"
+#include "tests/c/check.h"
+#include "tests/c/nvrtc_find.h"
 #include "common/cuda_driver.h"
-#include "forge/compiler.h"
-#include "forge/template.h"
+#include "compile/compiler.h"
+#include "forge/templates/template.h"
 
 #define MAX_KNOBS 8 /* knob index vectors the tests hold */
 

@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "forge/template.h"
+#include "forge/templates/template.h"
 
 /* contiguous, or channels last (dim 1 innermost) when cl and ndim >= 3 */
 static inline kf_job_tensor sig_tensor(int dtype, int ndim, const int64_t *sizes, int cl,

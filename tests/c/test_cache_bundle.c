@@ -8,7 +8,7 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
-#include "test_cache_util.h"
+#include "tests/c/test_cache_util.h"
 
 #define N_SRC 5
 static const char *const SRC_OPS[N_SRC] = {"aten::_softmax", "aten::_softmax", "aten::gelu",

@@ -5,7 +5,7 @@
 #include <signal.h>
 #include <sys/wait.h>
 
-#include "test_cache_util.h"
+#include "tests/c/test_cache_util.h"
 
 #define N_CHILD 4
 #define N_OWN 50

@@ -10,7 +10,7 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
-#include "test_cache_util.h"
+#include "tests/c/test_cache_util.h"
 
 static uint64_t g_rng = 0x9e3779b97f4a7c15ULL;
 

@@ -7,7 +7,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "test_cache_util.h"
+#include "tests/c/test_cache_util.h"
 
 static kf_key_inputs base_inputs(const uint8_t *sig, uint32_t n)
 {

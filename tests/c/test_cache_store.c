@@ -6,7 +6,7 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
-#include "test_cache_util.h"
+#include "tests/c/test_cache_util.h"
 
 static kf_cache *open_rw(const char *dir)
 {

@@ -13,8 +13,8 @@
 #include <unistd.h>
 
 #include "cache/cache.h"
-#include "check.h"
-#include "plugin/signature.h"
+#include "tests/c/check.h"
+#include "common/signature.h"
 
 /* ---- temp folders ---- */
 

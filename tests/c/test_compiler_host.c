@@ -9,8 +9,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "check.h"
-#include "forge/compiler.h"
+#include "tests/c/check.h"
+#include "compile/compiler.h"
 
 static kf_compiler_i cc;
 static char tmpdir[256]; /* TMPDIR for the backend: must be empty again after every compile */

@@ -3,8 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "check.h"
-#include "forge/compiler.h"
+#include "tests/c/check.h"
+#include "compile/compiler.h"
 
 static kf_launch L;
 static char err[512];

@@ -15,9 +15,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "check.h"
-#include "nvrtc_find.h"
-#include "forge/compiler.h"
+#include "tests/c/check.h"
+#include "tests/c/nvrtc_find.h"
+#include "compile/compiler.h"
 
 static kf_launch make_launch(const char *entry, unsigned gx, unsigned bx, unsigned smem, int n,
                              const char *const *types)

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "check.h"
+#include "tests/c/check.h"
 #include "plugin/config.h"
 
 static kf_config cfg; /* large: keep it off the stack */

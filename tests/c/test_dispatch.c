@@ -10,10 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "check.h"
+#include "tests/c/check.h"
 #include "plugin/config.h"
 #include "plugin/plugin.h"
-#include "plugin/signature.h"
+#include "common/signature.h"
 #include "plugin/sigtable.h"
 
 /* ---- helpers ---- */

@@ -11,10 +11,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "check.h"
-#include "forge/eval_impl.h"
-#include "forge/template.h"
-#include "test_eval_util.h"
+#include "tests/c/check.h"
+#include "forge/eval/eval_impl.h"
+#include "forge/templates/template.h"
+#include "tests/c/test_eval_util.h"
 
 #define ROWS 4
 #define COLS 1000

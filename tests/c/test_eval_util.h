@@ -12,10 +12,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "check.h"
-#include "forge/compiler.h"
-#include "forge/eval.h"
-#include "forge/job.h"
+#include "tests/c/check.h"
+#include "compile/compiler.h"
+#include "forge/eval/eval.h"
+#include "forge/job/job.h"
 
 static inline int rm_one_(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
 {

@@ -12,9 +12,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "check.h"
-#include "forge/evaluator.h"
-#include "test_eval_util.h"
+#include "tests/c/check.h"
+#include "forge/eval/evaluator.h"
+#include "tests/c/test_eval_util.h"
 
 #define ROWS 4
 #define COLS 1000

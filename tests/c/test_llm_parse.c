@@ -7,8 +7,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "forge/compiler.h"
-#include "forge/llm.h"
+#include "compile/compiler.h"
+#include "forge/llm/llm.h"
 #include "tests/c/check.h"
 #include "tests/fuzz/llm_parse_one.h"
 

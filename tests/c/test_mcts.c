@@ -9,8 +9,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "check.h"
-#include "forge/mcts.h"
+#include "tests/c/check.h"
+#include "forge/search/mcts.h"
 
 /* ---- the landscape: 4 knobs with 6 values each ---- */
 

@@ -14,13 +14,13 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "check.h"
-#include "job_sig_build.h"
-#include "nvrtc_find.h"
-#include "forge/compiler.h"
-#include "forge/eval.h"
-#include "forge/mcts.h"
-#include "forge/proposer.h"
+#include "tests/c/check.h"
+#include "tests/c/job_sig_build.h"
+#include "tests/c/nvrtc_find.h"
+#include "compile/compiler.h"
+#include "forge/eval/eval.h"
+#include "forge/search/mcts.h"
+#include "forge/propose/proposer.h"
 
 /* ---- signatures (as tests/c/test_templates_host.c builds them) ---- */
 

@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "check.h"
-#include "plugin/signature.h"
+#include "tests/c/check.h"
+#include "common/signature.h"
 
 /* ---- helpers ---- */
 

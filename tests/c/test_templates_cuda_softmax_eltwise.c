@@ -27,12 +27,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "check.h"
-#include "cuda_template_test.h"
-#include "job_sig_build.h"
+#include "tests/c/check.h"
+#include "tests/c/cuda_template_test.h"
+#include "tests/c/job_sig_build.h"
 #include "common/cuda_driver.h"
-#include "forge/compiler.h"
-#include "forge/template.h"
+#include "compile/compiler.h"
+#include "forge/templates/template.h"
 
 /* ---- fp16 / bf16 on the host (cuda_template_test.h) ---- */
 

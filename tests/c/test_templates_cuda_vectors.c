@@ -30,11 +30,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "check.h"
-#include "cuda_template_test.h"
-#include "job_sig_build.h"
-#include "forge/template.h"
-#include "nvrtc_find.h"
+#include "tests/c/check.h"
+#include "tests/c/cuda_template_test.h"
+#include "tests/c/job_sig_build.h"
+#include "forge/templates/template.h"
+#include "tests/c/nvrtc_find.h"
 
 #define MAX_CASES 80
 

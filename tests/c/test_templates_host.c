@@ -20,13 +20,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cat_ref.h"
-#include "check.h"
-#include "job_sig_build.h"
-#include "forge/compiler.h"
-#include "forge/eval.h"
-#include "forge/job.h"
-#include "forge/template.h"
+#include "tests/c/cat_ref.h"
+#include "tests/c/check.h"
+#include "tests/c/job_sig_build.h"
+#include "compile/compiler.h"
+#include "forge/eval/eval.h"
+#include "forge/job/job.h"
+#include "forge/templates/template.h"
 
 extern const char kf_host_math_src[]; /* forge/templates_host.c */
 

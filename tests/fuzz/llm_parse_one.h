@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "forge/compiler.h"
-#include "forge/llm.h"
+#include "compile/compiler.h"
+#include "forge/llm/llm.h"
 
 static inline void llm_parse_one(const char *data, size_t len)
 {

@@ -1,0 +1,97 @@
+/* Internals of the candidate evaluator (eval.h), shared by eval.c (the verification and timing
+ * flow), eval_host.c and eval_cuda.c (where the buffers live and how a kernel runs) and
+ * eval_compare.c (comparing values per dtype). Not a public interface. */
+#ifndef KF_FORGE_EVAL_IMPL_H
+#define KF_FORGE_EVAL_IMPL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "forge/eval/eval.h"
+
+#define EV_CANARY 0xa5          /* bytes around every buffer; any other value there = OOB write */
+#define EV_POISON 0xff          /* fresh outputs before every verified run */
+#define EV_DEVICE_GUARD 4096    /* canary bytes before and after a device buffer */
+#define EV_WARMUP 3
+
+/* Outcome of a backend operation. */
+enum {
+    EV_OK = 0,
+    EV_HIT,    /* guards: a canary byte changed */
+    EV_LAUNCH, /* the kernel would not launch (configuration): LOAD_ERROR */
+    EV_STICKY, /* the device (context) is broken, or a driver call failed: CRASH, restart */
+};
+
+/* One argument buffer: a tensor's strided span with guards around it. */
+typedef struct ev_buf {
+    uint64_t span;   /* bytes the tensor addresses (kf_job_span_bytes) */
+    int align;       /* the data pointer is aligned to this (power of two) */
+    void *arg;       /* what the kernel receives: a host pointer or a CUdeviceptr */
+    /* host: [guard page][slack | data | slack][guard page], slack filled with EV_CANARY */
+    unsigned char *map, *mid, *data;
+    size_t map_len, mid_len;
+    /* device: data at dbase + doff, canary bytes in [dbase, dbase+doff) and after the span */
+    unsigned long long dbase;
+    size_t dlen, doff;
+} ev_buf;
+
+/* Where buffers live and how a kernel runs. Every int-returning slot returns EV_*; err gets the
+ * reason for anything but EV_OK. */
+typedef struct ev_backend {
+    const char *name; /* the compiler backend it pairs with: "host" | "nvrtc" */
+    kf_status (*open)(kf_eval *ev, char *err, size_t errcap);
+    void (*close)(kf_eval *ev);
+    /* b->span and b->align are set; fills the rest. */
+    kf_status (*alloc)(kf_eval *ev, ev_buf *b, char *err, size_t errcap);
+    void (*release)(kf_eval *ev, ev_buf *b);
+    int (*put)(kf_eval *ev, ev_buf *b, const void *src, char *err, size_t errcap);
+    int (*poison)(kf_eval *ev, ev_buf *b, char *err, size_t errcap);
+    /* The buffer's span as host bytes (valid until the next view). */
+    int (*view)(kf_eval *ev, ev_buf *b, const unsigned char **out, char *err, size_t errcap);
+    /* EV_HIT when a canary byte changed (the guards are then rewritten); *where = its offset
+     * from the data start (negative: before it). */
+    int (*guards)(kf_eval *ev, ev_buf *b, int64_t *where, char *err, size_t errcap);
+    /* Run the kernel once to completion; when `us` is non-NULL, time that one run. */
+    int (*run)(kf_eval *ev, kf_compiler_i *cc, kf_compiled *k, void *const *ptrs, int n,
+               double *us, char *err, size_t errcap);
+} ev_backend;
+
+extern const ev_backend kf_ev_host_backend;
+extern const ev_backend kf_ev_cuda_backend;
+
+struct kf_eval {
+    const kf_job *job;
+    const ev_backend *be;
+    void *state; /* the backend's */
+    ev_buf in[KF_JOB_MAX_TENSORS];
+    ev_buf out[KF_JOB_MAX_OUTPUTS]; /* fresh outputs only; an aliased one lives in in[] */
+    unsigned char *case_in[KF_JOB_MAX_CASES][KF_JOB_MAX_TENSORS];
+    unsigned char *case_out[KF_JOB_MAX_CASES][KF_JOB_MAX_OUTPUTS];
+};
+
+/* The host's page size, and the bytes a case buffer of `span` bytes takes: whole pages, at least
+ * one (eval.c allocates case data page-aligned, so that a backend can pin it in place). */
+size_t kf_ev_page(void);
+size_t kf_ev_case_len(uint64_t span);
+
+/* ---- eval_compare.c ---- */
+
+typedef struct ev_cmp {
+    int64_t n;          /* elements compared */
+    int64_t bad;        /* outside the tolerance (or NaN/Inf misplaced, or ints differing) */
+    int64_t poisoned;   /* of those, still holding the poison bytes */
+    int64_t first_bad, first_poisoned;
+    double first_got, first_exp;
+    int64_t worst_at;   /* the bad element with the largest |got - expected| */
+    double worst_abs;
+    double max_abs, max_rel; /* over finite pairs */
+} ev_cmp;
+
+/* Compare every element the tensor addresses; gaps in the span are skipped. Elements are numbered
+ * in memory order for a dense tensor (its span holds exactly its elements), else in logical order. */
+void kf_ev_compare(const kf_job_tensor *t, const unsigned char *got, const unsigned char *exp,
+                   double atol, double rtol, ev_cmp *c);
+/* The value of one element as a double (ints converted, NaN kept); complex: the real part. */
+double kf_ev_decode(int dtype, const unsigned char *p);
+
+#endif

@@ -1,0 +1,479 @@
+/* cuda_group_norm: aten::native_group_norm(input, weight?, bias?, N, C, HxW, group, eps) for
+ * an f32/f16/bf16 input [N, C, *] in NCHW (contiguous) or channels-last memory order, output y
+ * in the same order; mean and rstd [N, group] in the dtype the signature gives (torch 2.11 on
+ * CUDA: the input's). Weight and bias [C], any float dtype, each present or None.
+ *
+ * Like torch: fp32 statistics, population variance, eps rounded to the input's dtype first,
+ * rstd = rsqrt(max(var, 0) + eps), y = a * x + b with a = rstd * w[c] and
+ * b = -a * mean + bias[c] computed from mean and rstd as stored (rounded to their dtype), or
+ * y = (x - mean) * rstd without weight and bias.
+ *
+ * Kernel: a team of `tpg` threads per group, `gpb` groups per block; or a group split over a
+ * thread-block cluster of `split` blocks (sm_90+: __cluster_dims__, statistics merged through
+ * distributed shared memory), each block taking a contiguous share of the group. Knobs:
+ *   tpg     threads per group team (per block when split > 1)
+ *   gpb     groups per block (1 when split > 1; clamped to 1024 threads per block)
+ *   split   blocks per group (a cluster of 1, 2, 4 or 8)
+ *   vec     elements per vector access (clamped to alignment, group size and, channels last,
+ *           channels per group)
+ *   regs    1: keep the block's share in registers between passes (up to 16 vectors per
+ *           thread, else as stage says): the input is read from global memory once
+ *   stage   KiB of shared memory per block that keep the block's share of the group between
+ *           passes (the rest is re-read, from L2 mostly): all of it means the input is read
+ *           from global memory once; less leaves room for more blocks per SM; 0 re-reads all
+ *   stats   0 two passes (exact), 1 Welford, 2 sum and sum of squares
+ *   reduce  0 warp shuffles + one shared-memory step, 1 shared-memory tree
+ * Channels last with weight or bias keeps each group's a and b in a shared-memory table. */
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "forge/templates/cuda_norm.h"
+
+
+#define GN_SMEM_TOTAL (220 * 1024) /* static + dynamic shared memory per block, at most */
+#define GN_STAGE_MAX (200 * 1024)  /* dynamic (staging) shared memory per block, at most */
+#define GN_ABTAB_MAX (32 * 1024)   /* the a, b table (static shared memory) */
+#define GN_REG_MAX 16              /* vectors per thread kept in registers */
+
+static const kf_knob_def gn_knobs[] = {
+    {"tpg", 6, {512, 1024, 256, 128, 64, 32}},
+    {"gpb", 4, {1, 2, 4, 8}},
+    {"split", 4, {8, 4, 2, 1}},
+    {"vec", 4, {8, 4, 2, 1}},
+    {"regs", 2, {0, 1}},
+    {"stage", 5, {64, 200, 96, 32, 0}},
+    {"stats", 3, {0, 1, 2}},
+    {"reduce", 2, {0, 1}},
+};
+
+typedef struct gn_shape {
+    int w, b;           /* index into in[], -1 when None */
+    int layout;         /* 0 NCHW, 1 channels last */
+    int64_t n, c, hw, g;
+    double eps;
+} gn_shape;
+
+static int gn_int(const kf_job_sig *sig, const char *name, int64_t *v)
+{
+    const kf_job_scalar *s = kf_job_scalar_find(sig, name);
+    if (!s || s->kind != 'i') return 0;
+    *v = s->i;
+    return 1;
+}
+
+static int gn_check(const kf_job_sig *sig, gn_shape *s)
+{
+    static const char *const names[] = {"input", "weight", "bias"};
+    static const int opt[] = {0, 1, 1};
+    int idx[3];
+    memset(s, 0, sizeof *s);
+    if (!sig || strcmp(sig->op, "aten::native_group_norm") || sig->n_out != 3 ||
+        !kf_cuda_norm_fresh_outputs(sig))
+        return 0;
+    if (kf_cuda_norm_tensor_args(sig, names, opt, 3, idx) < 0) return 0;
+    s->w = idx[1];
+    s->b = idx[2];
+    if (!gn_int(sig, "N", &s->n) || !gn_int(sig, "C", &s->c) || !gn_int(sig, "HxW", &s->hw) ||
+        !gn_int(sig, "group", &s->g))
+        return 0;
+    if (s->n < 1 || s->c < 1 || s->hw < 1 || s->g < 1 || s->c % s->g) return 0;
+    if (kf_cuda_norm_eps(sig, -1.0, &s->eps) < 0) return 0;
+    const kf_job_tensor *x = &sig->in[0];
+    if (!kf_cuda_norm_float(x->dtype) || x->ndim < 2 || x->sizes[0] != s->n ||
+        x->sizes[1] != s->c)
+        return 0;
+    int64_t hw = 1;
+    for (int d = 2; d < x->ndim; d++) hw *= x->sizes[d];
+    if (hw != s->hw || kf_job_tensor_numel(x) <= 0) return 0;
+    /* indices: vectors of a group are ints, blocks fit a grid */
+    if (s->c / s->g * s->hw > INT_MAX / 2 || s->n * s->g > INT_MAX / 8) return 0;
+    s->layout = kf_cuda_norm_layout(x);
+    if (s->layout < 0) return 0;
+    for (int i = 1; i < sig->n_in; i++) { /* weight, bias: [C] */
+        const kf_job_tensor *p = &sig->in[i];
+        if (!kf_cuda_norm_float(p->dtype) || p->ndim != 1 || p->sizes[0] != s->c) return 0;
+    }
+    const kf_job_tensor *y = &sig->out[0];
+    if (y->dtype != x->dtype || !kf_job_tensor_same_shape(x, y) ||
+        !kf_cuda_norm_same_layout(y, s->layout))
+        return 0;
+    for (int j = 1; j < 3; j++)
+        if (!kf_job_tensor_contiguous(&sig->out[j]) ||
+            kf_job_tensor_numel(&sig->out[j]) != s->n * s->g)
+            return 0;
+    return 1;
+}
+
+static int gn_applies(const kf_job_sig *sig)
+{
+    gn_shape s;
+    return gn_check(sig, &s);
+}
+
+static const char gn_kernel[] =
+    "/* One group (n, g) of KF_E = KF_D * KF_HW elements per team of KF_TPG threads, KF_GPB\n"
+    " * groups per block; or, with KF_SPLIT > 1, per thread-block cluster of KF_SPLIT blocks,\n"
+    " * each taking a contiguous share of the group's vectors and merging statistics through\n"
+    " * distributed shared memory. Vector i of a group holds its elements i*KF_VEC ... in memory\n"
+    " * order: channel-major (NCHW) or pixel-major (channels last, KF_CL). */\n"
+    "#define KF_D (KF_C / KF_G)\n"
+    "#define KF_E ((long long)KF_D * KF_HW)\n"
+    "#define KF_NV ((int)(KF_E / KF_VEC))            /* vectors per group */\n"
+    "#define KF_NGRP ((long long)KF_N * KF_G)\n"
+    "typedef kf_vec<kf_x_t, KF_VEC> kf_xv;\n"
+    "typedef kf_vec<kf_y_t, KF_VEC> kf_yv;\n"
+    "typedef kf_xv::raw kf_xr;\n"
+    "#if KF_STATS == 1\n"
+    "typedef kf_w3 kf_acc_t;\n"
+    "#elif KF_STATS == 2\n"
+    "typedef kf_s2 kf_acc_t;\n"
+    "#else\n"
+    "typedef kf_s1 kf_acc_t;\n"
+    "#endif\n"
+    "\n"
+    "/* accumulate one vector */\n"
+    "__device__ __forceinline__ void kf_take(kf_acc_t &a, const float (&f)[KF_VEC])\n"
+    "{\n"
+    "#if KF_STATS == 1\n"
+    "    kf_welford(a, f);\n"
+    "#elif KF_STATS == 2\n"
+    "#pragma unroll\n"
+    "    for (int e = 0; e < KF_VEC; e++) a.a += f[e], a.b += f[e] * f[e];\n"
+    "#else\n"
+    "#pragma unroll\n"
+    "    for (int e = 0; e < KF_VEC; e++) a.a += f[e];\n"
+    "#endif\n"
+    "}\n"
+    "\n"
+    "/* element offset of vector i of group ng */\n"
+    "__device__ __forceinline__ long long kf_off(long long ng, int i)\n"
+    "{\n"
+    "#if KF_CL\n"
+    "    const long long n = ng / KF_G, e = (long long)i * KF_VEC;\n"
+    "    return (n * KF_HW + e / KF_D) * KF_C + (ng % KF_G) * KF_D + e % KF_D;\n"
+    "#else\n"
+    "    return ng * KF_E + (long long)i * KF_VEC;\n"
+    "#endif\n"
+    "}\n"
+    "\n"
+    "#if KF_SPLIT > 1\n"
+    "__device__ __forceinline__ void kf_cluster_arrive()\n"
+    "{\n"
+    "    asm volatile(\"barrier.cluster.arrive.release.aligned;\" ::: \"memory\");\n"
+    "}\n"
+    "__device__ __forceinline__ void kf_cluster_wait()\n"
+    "{\n"
+    "    asm volatile(\"barrier.cluster.wait.acquire.aligned;\" ::: \"memory\");\n"
+    "}\n"
+    "__device__ __forceinline__ unsigned kf_cluster_rank()\n"
+    "{\n"
+    "    unsigned r;\n"
+    "    asm volatile(\"mov.u32 %0, %%cluster_ctarank;\" : \"=r\"(r));\n"
+    "    return r;\n"
+    "}\n"
+    "/* the A at the same shared address p in block `rank` of this cluster */\n"
+    "template <class A>\n"
+    "__device__ __forceinline__ A kf_ld_cluster(const float *p, unsigned rank)\n"
+    "{\n"
+    "    A v;\n"
+    "    float *o = reinterpret_cast<float *>(&v);\n"
+    "    const unsigned local = (unsigned)__cvta_generic_to_shared(p);\n"
+    "    unsigned remote;\n"
+    "    asm volatile(\"mapa.shared::cluster.u32 %0, %1, %2;\"\n"
+    "                 : \"=r\"(remote)\n"
+    "                 : \"r\"(local), \"r\"(rank));\n"
+    "#pragma unroll\n"
+    "    for (int k = 0; k < (int)(sizeof(A) / 4); k++)\n"
+    "        asm volatile(\"ld.shared::cluster.f32 %0, [%1];\"\n"
+    "                     : \"=f\"(o[k])\n"
+    "                     : \"r\"(remote + 4u * k)\n"
+    "                     : \"memory\");\n"
+    "    return v;\n"
+    "}\n"
+    "#endif\n"
+    "\n"
+    "/* v (the block's result, valid everywhere) combined over the cluster, in rank order. `slot`\n"
+    " * and `bcast` serve one call only: a fast block may start the next while a slow one still\n"
+    " * reads. */\n"
+    "template <class A>\n"
+    "__device__ __forceinline__ A kf_cluster_reduce(A v, float *slot, float *bcast)\n"
+    "{\n"
+    "#if KF_SPLIT > 1\n"
+    "    if (threadIdx.x == 0) *reinterpret_cast<A *>(slot) = v;\n"
+    "    kf_cluster_arrive();\n"
+    "    kf_cluster_wait();\n"
+    "    if (threadIdx.x == 0) {\n"
+    "        A t = kf_ld_cluster<A>(slot, 0);\n"
+    "        for (unsigned r = 1; r < KF_SPLIT; r++) t = kf_comb(t, kf_ld_cluster<A>(slot, r));\n"
+    "        *reinterpret_cast<A *>(bcast) = t;\n"
+    "    }\n"
+    "    __syncthreads();\n"
+    "    v = *reinterpret_cast<const A *>(bcast);\n"
+    "#else\n"
+    "    (void)slot, (void)bcast;\n"
+    "#endif\n"
+    "    return v;\n"
+    "}\n"
+    "\n"
+    "/* vectors per thread of a block's share, at most; loops over them: fully unrolled when the\n"
+    " * share lives in registers (KF_REGS) */\n"
+    "#define KF_PERT (((KF_NV + KF_SPLIT - 1) / KF_SPLIT + KF_TPG - 1) / KF_TPG)\n"
+    "#if KF_REGS\n"
+    "#define KF_FOR_SHARE _Pragma(\"unroll\") for (int k = 0; k < KF_PERT; k++)\n"
+    "#define KF_FETCH(k, j, i) reg[k]\n"
+    "#else\n"
+    "#define KF_FOR_SHARE _Pragma(\"unroll 4\") for (int k = 0; k < KF_PERT; k++)\n"
+    "#if KF_STAGED > 0\n"
+    "#define KF_FETCH(k, j, i) ((j) < KF_STAGED ? stage[j] : kf_xv::ld(x + kf_off(ng, i)))\n"
+    "#else\n"
+    "#define KF_FETCH(k, j, i) kf_xv::ld(x + kf_off(ng, i))\n"
+    "#endif\n"
+    "#endif\n"
+    "\n"
+    "extern \"C\" __global__ void\n"
+    "#if KF_SPLIT > 1\n"
+    "__cluster_dims__(KF_SPLIT, 1, 1)\n"
+    "#endif\n"
+    "__launch_bounds__(KF_BLOCK) kf_kernel(KF_PARAMS)\n"
+    "{\n"
+    "    __shared__ float kf_red[KF_RED_FLOATS];\n"
+    "    __shared__ float kf_slot[2][4], kf_bcast[2][4];\n"
+    "#if KF_STAGED > 0\n"
+    "    extern __shared__ __align__(16) unsigned char kf_smem[];\n"
+    "    kf_xr *const stage =\n"
+    "        reinterpret_cast<kf_xr *>(kf_smem) + (threadIdx.x / KF_TPG) * KF_STAGED;\n"
+    "#endif\n"
+    "#if KF_ABTAB\n"
+    "    __shared__ float2 kf_ab[KF_GPB][KF_D]; /* per channel of the group: a, b */\n"
+    "#endif\n"
+    "#if KF_REGS\n"
+    "    kf_xr reg[KF_PERT];\n"
+    "#endif\n"
+    "    const int lt = threadIdx.x % KF_TPG;\n"
+    "#if KF_SPLIT > 1\n"
+    "    const long long ng = blockIdx.x / KF_SPLIT;\n"
+    "    const unsigned rank = kf_cluster_rank();\n"
+    "    const bool active = true;\n"
+    "#else\n"
+    "    const long long ng = (long long)blockIdx.x * KF_GPB + threadIdx.x / KF_TPG;\n"
+    "    const unsigned rank = 0;\n"
+    "    const bool active = ng < KF_NGRP; /* spare teams of the last block join the barriers */\n"
+    "#endif\n"
+    "    const int lo = (int)((long long)rank * KF_NV / KF_SPLIT);\n"
+    "    const int cnt = active ? (int)((long long)(rank + 1) * KF_NV / KF_SPLIT) - lo : 0;\n"
+    "\n"
+    "    /* pass 1: read this share once, stage what fits, accumulate */\n"
+    "    kf_acc_t acc = {};\n"
+    "    KF_FOR_SHARE {\n"
+    "        const int j = lt + k * KF_TPG;\n"
+    "        if (j < cnt) {\n"
+    "            const kf_xr r = kf_xv::ld(x + kf_off(ng, lo + j));\n"
+    "#if KF_REGS\n"
+    "            reg[k] = r;\n"
+    "#elif KF_STAGED > 0\n"
+    "            if (j < KF_STAGED) stage[j] = r; /* read back by this same thread only */\n"
+    "#endif\n"
+    "            float f[KF_VEC];\n"
+    "            kf_xv::unpack(r, f);\n"
+    "            kf_take(acc, f);\n"
+    "        }\n"
+    "    }\n"
+    "    acc = kf_cluster_reduce(kf_team_reduce(acc, kf_red), kf_slot[0], kf_bcast[0]);\n"
+    "\n"
+    "    float mean, var;\n"
+    "#if KF_STATS == 1\n"
+    "    mean = acc.m;\n"
+    "    var = acc.q / (float)KF_E;\n"
+    "#elif KF_STATS == 2\n"
+    "    mean = acc.a / (float)KF_E;\n"
+    "    var = acc.b / (float)KF_E - mean * mean;\n"
+    "#else\n"
+    "    mean = acc.a / (float)KF_E;\n"
+    "    kf_s1 sq = {};\n"
+    "    KF_FOR_SHARE {\n"
+    "        const int j = lt + k * KF_TPG;\n"
+    "        if (j < cnt) {\n"
+    "            float f[KF_VEC];\n"
+    "            kf_xv::unpack(KF_FETCH(k, j, lo + j), f);\n"
+    "#pragma unroll\n"
+    "            for (int e = 0; e < KF_VEC; e++) {\n"
+    "                const float d = f[e] - mean;\n"
+    "                sq.a += d * d;\n"
+    "            }\n"
+    "        }\n"
+    "    }\n"
+    "    sq = kf_cluster_reduce(kf_team_reduce(sq, kf_red), kf_slot[1], kf_bcast[1]);\n"
+    "    var = sq.a / (float)KF_E;\n"
+    "#endif\n"
+    "#if KF_SPLIT > 1\n"
+    "    kf_cluster_arrive(); /* done reading the others' slots: they wait for this to exit */\n"
+    "#endif\n"
+    "    /* like torch: eps in the input's type; statistics stored in theirs, used as stored */\n"
+    "    const float eps = kf_to_f(kf_from_f<kf_x_t>((float)(KF_EPS)));\n"
+    "    const float rstd = rsqrtf(fmaxf(var, 0.f) + eps);\n"
+    "    if (active && rank == 0 && lt == 0) {\n"
+    "        mean_out[ng] = kf_from_f<kf_m_t>(mean);\n"
+    "        rstd_out[ng] = kf_from_f<kf_r_t>(rstd);\n"
+    "    }\n"
+    "    const float ms = kf_to_f(kf_from_f<kf_m_t>(mean));\n"
+    "    const float rs = kf_to_f(kf_from_f<kf_r_t>(rstd));\n"
+    "    const int c_first = (int)(ng % KF_G) * KF_D; /* the group's first channel */\n"
+    "    (void)c_first;\n"
+    "#if KF_HAS_W || KF_HAS_B\n"
+    "#define KF_A(c) (rs * KF_WC(c))\n"
+    "#define KF_B(c, a) (-(a) * ms + KF_BC(c))\n"
+    "#if KF_HAS_W\n"
+    "#define KF_WC(c) kf_to_f(w[c])\n"
+    "#else\n"
+    "#define KF_WC(c) 1.f\n"
+    "#endif\n"
+    "#if KF_HAS_B\n"
+    "#define KF_BC(c) kf_to_f(b[c])\n"
+    "#else\n"
+    "#define KF_BC(c) 0.f\n"
+    "#endif\n"
+    "#endif\n"
+    "#if KF_ABTAB\n"
+    "    for (int d = lt; d < KF_D; d += KF_TPG) {\n"
+    "        const float a = KF_A(c_first + d);\n"
+    "        kf_ab[threadIdx.x / KF_TPG][d] = make_float2(a, KF_B(c_first + d, a));\n"
+    "    }\n"
+    "    __syncthreads();\n"
+    "#endif\n"
+    "\n"
+    "    /* last pass: y = a * x + b per channel, a = rstd * w, b = bias - a * mean (as torch) */\n"
+    "    KF_FOR_SHARE {\n"
+    "        const int j = lt + k * KF_TPG;\n"
+    "        if (j >= cnt) continue;\n"
+    "        const int i = lo + j;\n"
+    "        float f[KF_VEC], o[KF_VEC];\n"
+    "        kf_xv::unpack(KF_FETCH(k, j, i), f);\n"
+    "#if KF_CL\n"
+    "        const int d0 = (int)(((long long)i * KF_VEC) % KF_D); /* channels c_first+d0+e */\n"
+    "#elif KF_HW % KF_VEC == 0\n"
+    "        const int d0 = (int)(((long long)i * KF_VEC) / KF_HW); /* one channel */\n"
+    "#endif\n"
+    "#pragma unroll\n"
+    "        for (int e = 0; e < KF_VEC; e++) {\n"
+    "#if KF_CL\n"
+    "            const int d = d0 + e;\n"
+    "#elif KF_HW % KF_VEC == 0\n"
+    "            const int d = d0;\n"
+    "#else\n"
+    "            const int d = (int)(((long long)i * KF_VEC + e) / KF_HW);\n"
+    "#endif\n"
+    "#if KF_ABTAB\n"
+    "            const float2 ab = kf_ab[threadIdx.x / KF_TPG][d];\n"
+    "            o[e] = ab.x * f[e] + ab.y;\n"
+    "#elif KF_HAS_W || KF_HAS_B\n"
+    "            const float a = KF_A(c_first + d);\n"
+    "            o[e] = a * f[e] + KF_B(c_first + d, a);\n"
+    "#else\n"
+    "            (void)d;\n"
+    "            o[e] = (f[e] - ms) * rs;\n"
+    "#endif\n"
+    "        }\n"
+    "        kf_yv::st(y + kf_off(ng, i), o);\n"
+    "    }\n"
+    "#if KF_SPLIT > 1\n"
+    "    kf_cluster_wait();\n"
+    "#endif\n"
+    "}\n"
+    ;
+
+static kf_status gn_render(const kf_job_sig *sig, const int *knob_idx, char **source,
+                           char **launch_json, char *err, size_t errcap);
+
+const kf_template kf_tmpl_cuda_group_norm = {
+    .name = "cuda_group_norm",
+    .backend = "nvrtc",
+    .n_knobs = (int)(sizeof gn_knobs / sizeof gn_knobs[0]),
+    .knobs = gn_knobs,
+    .applies = gn_applies,
+    .render = gn_render,
+};
+
+static kf_status gn_render(const kf_job_sig *sig, const int *knob_idx, char **source,
+                           char **launch_json, char *err, size_t errcap)
+{
+    const kf_template *t = &kf_tmpl_cuda_group_norm;
+    int vals[8];
+    kf_status st =
+        kf_template_render_begin(t, sig, knob_idx, vals, source, launch_json, err, errcap);
+    if (st != KF_OK) return st;
+    gn_shape s;
+    gn_check(sig, &s);
+    int tpg = vals[0], gpb = vals[1], split = vals[2], vec = vals[3], regs = vals[4];
+    int stage = vals[5], stats = vals[6], reduce = vals[7];
+    const kf_job_tensor *x = &sig->in[0];
+    int64_t d = s.c / s.g, e = d * s.hw, ngrp = s.n * s.g;
+
+    /* effective values */
+    if (split > 1) gpb = 1;
+    if (gpb * tpg > 1024) gpb = 1024 / tpg;
+    for (;; vec /= 2) {
+        /* a vector never leaves its group; channels last: nor its pixel */
+        int ok = vec == 1 || ((s.layout ? d : e) % vec == 0 && kf_cuda_norm_vec_fits(x, 0, vec) &&
+                              kf_cuda_norm_vec_fits(&sig->out[0], 1, vec));
+        if (ok) break;
+    }
+    int block = tpg * gpb, affine = s.w >= 0 || s.b >= 0;
+    int abtab = affine && s.layout == 1 && gpb * d * 8 <= GN_ABTAB_MAX;
+    int64_t static_smem = (int64_t)(reduce ? block : block / 32) * 12 + 64;
+    if (abtab) static_smem += gpb * d * 8;
+    int64_t raw = (int64_t)vec * kf_cuda_norm_esize(x->dtype);
+    int64_t share = (e / vec + split - 1) / split, room = GN_SMEM_TOTAL - static_smem;
+    if (room > GN_STAGE_MAX) room = GN_STAGE_MAX;
+    if (room > (int64_t)stage * 1024) room = (int64_t)stage * 1024;
+    int64_t staged = room / (gpb * raw);
+    if (staged > share) staged = share;
+    const char *regs_why = NULL;
+    if (regs && (share + tpg - 1) / tpg > GN_REG_MAX) {
+        regs = 0;
+        regs_why = "too many vectors per thread for registers";
+    }
+    if (regs) staged = 0;
+
+    const char *args[KF_JOB_MAX_TENSORS + KF_JOB_MAX_OUTPUTS];
+    int na = kf_cuda_norm_args(sig, args);
+
+    kf_strbuf b = {0};
+    kf_template_cuda_prologue(&b, t, sig, vals);
+    kf_strbuf_printf(&b, "/* effective knob values */\n");
+    kf_cuda_norm_set(&b, "KF_TPG", tpg, NULL);
+    kf_cuda_norm_set(&b, "KF_GPB", gpb, NULL);
+    kf_cuda_norm_set(&b, "KF_SPLIT", split, NULL);
+    kf_cuda_norm_set(&b, "KF_VEC", vec, NULL);
+    kf_cuda_norm_set(&b, "KF_REGS", regs, regs_why);
+    kf_cuda_norm_set(&b, "KF_STATS", stats, NULL);
+    kf_cuda_norm_set(&b, "KF_REDUCE", reduce, NULL);
+    kf_strbuf_printf(&b,
+                     "#define KF_STAGED %lld /* vectors of a team's share kept in shared "
+                     "memory */\n#define KF_ABTAB %d\n"
+                     "#define KF_TEAM KF_TPG\n#define KF_BLOCK (KF_TPG * KF_GPB)\n"
+                     "/* the signature */\n#define KF_N %lldLL\n#define KF_C %lld\n"
+                     "#define KF_HW %lldLL\n#define KF_G %lld\n#define KF_CL %d\n"
+                     "#define KF_EPS %.17g\n#define KF_HAS_W %d\n#define KF_HAS_B %d\n"
+                     "typedef %s kf_x_t;\ntypedef %s kf_w_t;\ntypedef %s kf_b_t;\n"
+                     "typedef %s kf_y_t;\ntypedef %s kf_m_t;\ntypedef %s kf_r_t;\n",
+                     (long long)staged, abtab, (long long)s.n, (long long)s.c, (long long)s.hw,
+                     (long long)s.g, s.layout, s.eps, s.w >= 0, s.b >= 0,
+                     kf_template_cuda_type(x->dtype),
+                     kf_template_cuda_type(s.w >= 0 ? sig->in[s.w].dtype : KF_F32),
+                     kf_template_cuda_type(s.b >= 0 ? sig->in[s.b].dtype : KF_F32),
+                     kf_template_cuda_type(sig->out[0].dtype),
+                     kf_template_cuda_type(sig->out[1].dtype),
+                     kf_template_cuda_type(sig->out[2].dtype));
+    kf_strbuf_printf(&b, "#define KF_PARAMS const kf_x_t *__restrict__ x, %s%s"
+                         "kf_y_t *__restrict__ y, kf_m_t *__restrict__ mean_out, "
+                         "kf_r_t *__restrict__ rstd_out\n\n%s\n%s",
+                     s.w >= 0 ? "const kf_w_t *__restrict__ w, " : "",
+                     s.b >= 0 ? "const kf_b_t *__restrict__ b, " : "", kf_cuda_norm_device,
+                     gn_kernel);
+    unsigned grid[3] = {(unsigned)(split > 1 ? ngrp * split : (ngrp + gpb - 1) / gpb), 1, 1};
+    unsigned blk[3] = {(unsigned)block, 1, 1};
+    unsigned smem = (unsigned)(staged * gpb * raw);
+    return kf_template_cuda_finish(t, &b, args, na, grid, blk, smem, source, launch_json, err,
+                                   errcap);
+}

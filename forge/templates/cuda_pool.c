@@ -1,0 +1,539 @@
+/* cuda_max_pool2d: aten::max_pool2d_with_indices(self, kernel_size, stride, padding, dilation,
+ * ceil_mode) -> (values, indices) for an f32/f16/bf16 input [N, C, H, W] (contiguous or
+ * channels last) or [C, H, W] (contiguous), as eager CUDA computes it
+ * (aten/src/ATen/native/cuda/DilatedMaxPool2d.cu, max_pool_forward_nchw / _nhwc):
+ *   for output (n, c, oh, ow): hstart = oh * sH - pH, wstart = ow * sW - pW; scan the window
+ *   h = hstart + i * dH (i < kH), w = wstart + j * dW (j < kW), h outer, w inner, skipping
+ *   positions outside the input; a value v replaces the max when v > max or v is NaN (so the first
+ *   of equal maxima wins, and the last NaN); max starts at -inf. Index = h * W + w within the
+ *   plane. Where nothing replaces the start (every value -inf, or a window wholly in the padding
+ *   with dilation) the index is eager's start value, which differs by kernel: the NCHW kernel
+ *   starts at the first in-range position (hstart and wstart stepped up by the dilation until
+ *   >= 0), the NHWC kernel at 0. Which kernel eager runs is input.suggest_memory_format(): torch's
+ *   is_channels_last_strides_2d_s4 heuristic on the input's strides, ported below; the input must
+ *   be dense in that format (else eager copies it first: refused), the outputs too (eager
+ *   allocates them in it). Values are copied bit for bit (NaN payloads too); the comparisons are
+ *   in float, as eager's.
+ *
+ * Output sizes are recomputed with torch's pooling_output_shape (floor or ceil mode, where the
+ * last window must start inside the input or the left padding) and its checks (kernel, stride,
+ * dilation > 0; 0 <= padding <= effective kernel / 2; output >= 1); a signature that disagrees,
+ * or whose indices eager would compute in overflowing int, is refused.
+ *
+ * Kernel: one thread takes `vec` channels (one vector load per window position, channels last)
+ * or one channel (NCHW) of `wout` neighbouring output positions along W; with wout > 1 each
+ * window row's span of columns is loaded once into registers and shared by the outputs. Threads
+ * run along C then W (channels last) or along W (NCHW), so neighbouring threads read
+ * neighbouring memory. Values are stored as one vector per output position, indices as 16-byte
+ * pairs of int64 where the alignment allows, all through the given output strides.
+ * Knobs (every combination renders a valid kernel; values that do not fit are clamped):
+ *   threads  threads per block
+ *   vec      channels per thread (channels last): at most 32 bytes, a divisor of C, within the
+ *            recorded alignment; 1 for NCHW
+ *   wout     output positions along W per thread (clamped to the output width and to what
+ *            fits in registers: the row span, the per-output state against what `threads`
+ *            leaves a thread, the unrolled window)
+ *   grid     0: one work item per thread; k > 0: a grid-stride loop over k * (resident blocks
+ *            of a 132-SM H100/H200) blocks
+ *   store    0: streaming stores (st.global.cs, keep L2 for the input), 1: write-back */
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "forge/templates/template.h"
+
+static const kf_knob_def pool_knobs[] = {
+    {"threads", 5, {64, 128, 256, 512, 1024}},
+    {"vec", 5, {1, 2, 4, 8, 16}},
+    {"wout", 4, {1, 2, 4, 8}},
+    {"grid", 4, {0, 1, 2, 4}},
+    {"store", 2, {0, 1}},
+};
+enum { K_THREADS, K_VEC, K_WOUT, K_GRID, K_STORE, K_COUNT };
+
+#define POOL_MAX_PARAM 65536  /* kernel, stride, padding, dilation: beyond any real model */
+#define POOL_MAX_SIZE ((int64_t)1 << 30)
+
+/* ---- the signature ---- */
+
+typedef struct pool_shape {
+    int ndim, cl; /* cl: eager's channels-last (NHWC) kernel */
+    int64_t n, c, h, w, oh, ow;
+    int64_t kh, kw, sh, sw, ph, pw, dh, dw;
+    int ceil_mode;
+    int64_t xs[4], ys[4], is[4]; /* strides of input, values, indices as (n, c, h, w) */
+} pool_shape;
+
+static int pool_esize(int dtype) { return dtype == KF_I64 ? 8 : dtype == KF_F32 ? 4 : 2; }
+
+/* An int list scalar with 1 or 2 values (or 0 when allow_empty) into v[0..2); 0 when unusable */
+static int pool_pair(const kf_job_sig *sig, const char *name, int allow_empty, int64_t *v,
+                     int *n)
+{
+    const kf_job_scalar *s = kf_job_scalar_find(sig, name);
+    if (!s || s->kind != 'l' || s->n < (allow_empty ? 0 : 1) || s->n > 2) return 0;
+    for (int k = 0; k < s->n; k++)
+        if (s->v[k] < -POOL_MAX_PARAM || s->v[k] > POOL_MAX_PARAM) return 0;
+    *n = s->n;
+    v[0] = s->n ? s->v[0] : 0;
+    v[1] = s->n == 2 ? s->v[1] : v[0];
+    return 1;
+}
+
+/* torch's div_rtn: floor division for a positive divisor */
+static int64_t pool_floordiv(int64_t a, int64_t b)
+{
+    int64_t q = a / b;
+    return (a % b != 0 && a < 0) ? q - 1 : q;
+}
+
+/* torch's pooling_output_shape (with its checks on pad); -1 when torch refuses */
+static int64_t pool_out_size(int64_t in, int64_t k, int64_t pad, int64_t s, int64_t d, int ceil)
+{
+    if (k <= 0 || s <= 0 || d <= 0 || pad < 0 || pad > ((k - 1) * d + 1) / 2) return -1;
+    int64_t o = pool_floordiv(in + 2 * pad - d * (k - 1) - 1 + (ceil ? s - 1 : 0), s) + 1;
+    if (ceil && (o - 1) * s >= in + pad) o--; /* the last window starts inside */
+    return o >= 1 ? o : -1;
+}
+
+/* torch's is_channels_last_strides_2d_s4: what suggest_memory_format() says for a 4-D tensor */
+static int pool_cl_suggested(const kf_job_tensor *t)
+{
+    static const int order[] = {1, 3, 2, 0};
+    if (t->ndim != 4 || t->strides[1] == 0) return 0;
+    int64_t min = 0;
+    for (int k = 0; k < 4; k++) {
+        int d = order[k];
+        if (t->sizes[d] == 0 || t->strides[d] < min) return 0;
+        if (d == 0 && min == t->strides[1]) return 0; /* ambiguous: torch says NCHW */
+        if (t->sizes[d] > 1 && t->strides[d] > INT64_MAX / t->sizes[d]) return 0;
+        min = t->strides[d] * (t->sizes[d] > 1 ? t->sizes[d] : 1);
+    }
+    return 1;
+}
+
+/* dense channels last (dims of size 1 may have any stride, as torch's checks allow) */
+static int pool_cl_dense(const kf_job_tensor *t)
+{
+    if (t->ndim != 4 || kf_job_tensor_numel(t) < 0) return 0;
+    static const int order[] = {1, 3, 2, 0};
+    int64_t expect = 1;
+    for (int k = 0; k < 4; k++) {
+        int d = order[k];
+        if (t->sizes[d] != 1 && t->strides[d] != expect) return 0;
+        expect *= t->sizes[d];
+    }
+    return 1;
+}
+
+static int pool_dense(const kf_job_tensor *t, int cl)
+{
+    return cl ? pool_cl_dense(t) : kf_job_tensor_contiguous(t);
+}
+
+/* (n, c, h, w) strides of a 3-D or 4-D tensor (n: 0 for 3-D) */
+static void pool_strides(const kf_job_tensor *t, int64_t *s)
+{
+    int o = t->ndim - 3;
+    s[0] = o ? t->strides[0] : 0;
+    for (int d = 0; d < 3; d++) s[1 + d] = t->strides[o + d];
+}
+
+static int pool_check(const kf_job_sig *sig, pool_shape *s)
+{
+    memset(s, 0, sizeof *s);
+    if (!sig || strcmp(sig->op, "aten::max_pool2d_with_indices")) return 0;
+    if (sig->n_in != 1 || sig->n_out != 2 || sig->out_alias[0] || sig->out_alias[1]) return 0;
+    const kf_job_tensor *x = &sig->in[0], *y = &sig->out[0], *ix = &sig->out[1];
+    if (!kf_template_cuda_type(x->dtype) || y->dtype != x->dtype || ix->dtype != KF_I64) return 0;
+    if (x->ndim != 3 && x->ndim != 4) return 0;
+    int64_t k[2], st[2], pd[2], dl[2];
+    int nk, ns, np, nd;
+    if (!pool_pair(sig, "kernel_size", 0, k, &nk) || !pool_pair(sig, "stride", 1, st, &ns) ||
+        !pool_pair(sig, "padding", 0, pd, &np) || !pool_pair(sig, "dilation", 0, dl, &nd))
+        return 0;
+    const kf_job_scalar *cm = kf_job_scalar_find(sig, "ceil_mode");
+    if (!cm || cm->kind != 'b' || (cm->i != 0 && cm->i != 1)) return 0;
+    if (ns == 0) st[0] = k[0], st[1] = k[1]; /* empty stride: the kernel size */
+    s->ndim = x->ndim;
+    s->kh = k[0], s->kw = k[1], s->sh = st[0], s->sw = st[1];
+    s->ph = pd[0], s->pw = pd[1], s->dh = dl[0], s->dw = dl[1];
+    s->ceil_mode = (int)cm->i;
+    int o = x->ndim - 3;
+    s->n = o ? x->sizes[0] : 1;
+    s->c = x->sizes[o], s->h = x->sizes[o + 1], s->w = x->sizes[o + 2];
+    if (s->n <= 0 || s->c <= 0 || s->h <= 0 || s->w <= 0) return 0;
+    if (s->n > POOL_MAX_SIZE || s->c > POOL_MAX_SIZE || s->h > POOL_MAX_SIZE ||
+        s->w > POOL_MAX_SIZE)
+        return 0;
+    s->oh = pool_out_size(s->h, s->kh, s->ph, s->sh, s->dh, s->ceil_mode);
+    s->ow = pool_out_size(s->w, s->kw, s->pw, s->sw, s->dw, s->ceil_mode);
+    if (s->oh < 1 || s->ow < 1) return 0;
+    /* eager's indices are int h * W + w (the NCHW start may sit up to a dilation below H) */
+    if ((s->h + s->dh) * s->w > INT32_MAX) return 0;
+    /* the element counts stay far from int64 overflow */
+    int64_t nin = kf_job_tensor_numel(x), nout = kf_job_tensor_numel(y);
+    if (nin <= 0 || nin > ((int64_t)1 << 46) || nout <= 0 || nout > ((int64_t)1 << 46)) return 0;
+    /* eager's kernel and memory format */
+    s->cl = pool_cl_suggested(x);
+    if (!pool_dense(x, s->cl)) return 0;
+    for (int j = 0; j < 2; j++) {
+        const kf_job_tensor *t = &sig->out[j];
+        if (t->ndim != x->ndim) return 0;
+        if ((o && t->sizes[0] != s->n) || t->sizes[o] != s->c || t->sizes[o + 1] != s->oh ||
+            t->sizes[o + 2] != s->ow)
+            return 0;
+        if (!pool_dense(t, s->cl)) return 0;
+    }
+    pool_strides(x, s->xs);
+    pool_strides(y, s->ys);
+    pool_strides(ix, s->is);
+    return 1;
+}
+
+static int pool_applies(const kf_job_sig *sig)
+{
+    pool_shape s;
+    return pool_check(sig, &s);
+}
+
+/* ---- the plan: effective knob values ---- */
+
+typedef struct pool_plan {
+    int threads, vec, wout, gs, store;
+    int ipair;    /* indices stored as 16-byte pairs */
+    int full;     /* the window rows fully unrolled */
+    int wide;     /* 64-bit offsets and work indices */
+    int64_t items;
+    unsigned grid;
+    const char *vec_why, *wout_why;
+} pool_plan;
+
+/* A vector of v elements of t may be accessed at its alignment (fresh outputs: 16) */
+static int pool_vec_fits(const kf_job_tensor *t, int fresh, int v)
+{
+    int bytes = v * pool_esize(t->dtype);
+    int need = bytes > 16 ? 16 : bytes; /* 32 bytes go as two 16-byte accesses */
+    int align = t->align > 0 ? t->align : fresh ? 16 : pool_esize(t->dtype);
+    if (align > 16) align = 16;
+    return need <= align && align % need == 0;
+}
+
+/* largest element offset + 1 that a tensor's (n, c, h, w) strides reach */
+static int64_t pool_reach(const int64_t *st, int64_t n, int64_t c, int64_t h, int64_t w)
+{
+    return (n - 1) * st[0] + (c - 1) * st[1] + (h - 1) * st[2] + (w - 1) * st[3] + 1;
+}
+
+static void pool_make_plan(const kf_job_sig *sig, const pool_shape *s, const int *v,
+                           pool_plan *p)
+{
+    memset(p, 0, sizeof *p);
+    p->threads = v[K_THREADS];
+    p->store = v[K_STORE];
+    const kf_job_tensor *x = &sig->in[0];
+    int es = pool_esize(x->dtype);
+    /* channels per thread: channels last only, dividing C, at most 32 bytes, aligned */
+    p->vec = s->cl ? v[K_VEC] : 1;
+    if (!s->cl && v[K_VEC] > 1) p->vec_why = "NCHW: one channel per thread";
+    for (; p->vec > 1; p->vec /= 2) {
+        if (s->c % p->vec || p->vec * es > 32 || !pool_vec_fits(x, 0, p->vec) ||
+            !pool_vec_fits(&sig->out[0], 1, p->vec))
+            continue;
+        break;
+    }
+    if (s->cl && p->vec < v[K_VEC]) p->vec_why = "C, the alignment or 32 bytes";
+    /* outputs along W per thread: bounded by the registers of a row span (raw words), the
+     * state (the max's words and an index per channel, per output: a third of what `threads`
+     * leaves a thread) and the size of the unrolled window */
+    int words = (p->vec * es + 3) / 4;
+    int regs = 65536 / p->threads > 255 ? 255 : 65536 / p->threads; /* the most a thread gets */
+    p->wout = v[K_WOUT];
+    for (; p->wout > 1; p->wout /= 2) {
+        int64_t span = (p->wout - 1) * s->sw + (s->kw - 1) * s->dw + 1;
+        if (p->wout <= s->ow && span * words <= 64 && p->wout * (words + p->vec) * 3 <= regs &&
+            s->kh * s->kw * p->wout <= 256 && s->kw * p->wout <= 64)
+            break;
+    }
+    if (p->wout < v[K_WOUT]) p->wout_why = "output width or registers";
+    p->full = s->kh * s->kw * p->wout <= 128;
+    p->ipair = p->vec % 2 == 0 && pool_vec_fits(&sig->out[1], 1, 2);
+    int64_t cg = s->c / p->vec, owg = (s->ow + p->wout - 1) / p->wout;
+    p->items = s->n * s->oh * owg * cg;
+    int64_t reach = pool_reach(s->xs, s->n, s->c, s->h, s->w);
+    int64_t ry = pool_reach(s->ys, s->n, s->c, s->oh, s->ow);
+    int64_t ri = pool_reach(s->is, s->n, s->c, s->oh, s->ow);
+    if (ry > reach) reach = ry;
+    if (ri > reach) reach = ri;
+    /* room for a grid-stride step past the end in 32 bits */
+    p->wide = reach >= ((int64_t)1 << 30) || p->items >= ((int64_t)1 << 30);
+    p->gs = v[K_GRID];
+    p->grid = kf_template_grid((p->items + p->threads - 1) / p->threads, p->threads, &p->gs);
+}
+
+/* ---- the kernel ---- */
+
+static const char pool_kernel[] =
+    "typedef KF_TYPE kf_t;\n"
+    "typedef kf_vec<kf_t, KF_VEC> kf_xv;\n"
+    "typedef kf_xv::raw kf_raw;\n"
+    "#define KF_WORDS ((int)kf_xv::WORDS)\n"
+    "#define KF_CG (KF_C / KF_VEC)\n"
+    "#define KF_OWG ((KF_OWIDTH + KF_WOUT - 1) / KF_WOUT)\n"
+    "#define KF_SPAN ((KF_WOUT - 1) * KF_SW + (KF_KW - 1) * KF_DW + 1) /* row columns */\n"
+    "#if KF_STORE == 0\n"
+    "#define KF_ST kf_stcs\n"
+    "#else\n"
+    "#define KF_ST kf_stwb\n"
+    "#endif\n"
+    "\n"
+    "/* the max so far of each channel of one output: its bits as loaded, its index */\n"
+    "struct kf_best {\n"
+    "    unsigned w[KF_WORDS];\n"
+    "    int i[KF_VEC];\n"
+    "};\n"
+    "\n"
+    "/* eager's step: v replaces the max when greater or NaN (first max wins, last NaN) */\n"
+    "__device__ __forceinline__ void kf_take(kf_best &s, const kf_raw r, int idx)\n"
+    "{\n"
+    "    unsigned w[KF_WORDS];\n"
+    "    kf_split(r, w);\n"
+    "#pragma unroll\n"
+    "    for (int e = 0; e < KF_VEC; e++) {\n"
+    "        const float v = kf_get<kf_t>(w, e), m = kf_get<kf_t>(s.w, e);\n"
+    "        if (v > m || v != v) {\n"
+    "#if KF_ESIZE == 4\n"
+    "            s.w[e] = w[e];\n"
+    "#else\n"
+    "            const unsigned hi = (e & 1) ? 0xffff0000u : 0x0000ffffu;\n"
+    "            s.w[e >> 1] = (s.w[e >> 1] & ~hi) | (w[e >> 1] & hi);\n"
+    "#endif\n"
+    "            s.i[e] = idx;\n"
+    "        }\n"
+    "    }\n"
+    "}\n"
+    "\n"
+    "/* eager's NCHW start: a window start stepped up by the dilation until in range */\n"
+    "__device__ __forceinline__ int kf_first(int s, int d)\n"
+    "{\n"
+    "    return s < 0 ? s + (-s + d - 1) / d * d : s;\n"
+    "}\n"
+    "\n"
+    "__device__ __forceinline__ void kf_put_vals(kf_t *p, const unsigned (&w)[KF_WORDS])\n"
+    "{\n"
+    "    kf_raw r;\n"
+    "    kf_join(w, r);\n"
+    "    KF_ST(reinterpret_cast<kf_raw *>(p), r);\n"
+    "}\n"
+    "\n"
+    "/* int64 indices: 16-byte pairs, or 8 bytes each (low word, then the sign) */\n"
+    "__device__ __forceinline__ void kf_put_idx(long long *p, const int (&v)[KF_VEC])\n"
+    "{\n"
+    "#if KF_IPAIR\n"
+    "#pragma unroll\n"
+    "    for (int e = 0; e < KF_VEC; e += 2)\n"
+    "        KF_ST(reinterpret_cast<uint4 *>(p + e),\n"
+    "              make_uint4((unsigned)v[e], (unsigned)(v[e] >> 31), (unsigned)v[e + 1],\n"
+    "                         (unsigned)(v[e + 1] >> 31)));\n"
+    "#else\n"
+    "#pragma unroll\n"
+    "    for (int e = 0; e < KF_VEC; e++)\n"
+    "        KF_ST(reinterpret_cast<uint2 *>(p + e),\n"
+    "              make_uint2((unsigned)v[e], (unsigned)(v[e] >> 31)));\n"
+    "#endif\n"
+    "}\n"
+    "\n"
+    "/* one work item: KF_VEC channels from c0 of KF_WOUT outputs from (n, oh, ow0) */\n"
+    "__device__ __forceinline__ void kf_item(const kf_t *__restrict__ x, kf_t *__restrict__ y,\n"
+    "                                        long long *__restrict__ ind, kf_idx q)\n"
+    "{\n"
+    "#if KF_CL /* channels fastest, then output columns, rows, images */\n"
+    "    const int c0 = (int)(q % KF_CG) * KF_VEC;\n"
+    "    q /= KF_CG;\n"
+    "    const int og = (int)(q % KF_OWG);\n"
+    "    q /= KF_OWG;\n"
+    "    const int oh = (int)(q % KF_OHEIGHT);\n"
+    "    const int n = (int)(q / KF_OHEIGHT);\n"
+    "#else /* output columns fastest, then rows, channels, images */\n"
+    "    const int og = (int)(q % KF_OWG);\n"
+    "    q /= KF_OWG;\n"
+    "    const int oh = (int)(q % KF_OHEIGHT);\n"
+    "    q /= KF_OHEIGHT;\n"
+    "    const int c0 = (int)(q % KF_C);\n"
+    "    const int n = (int)(q / KF_C);\n"
+    "#endif\n"
+    "    const int ow0 = og * KF_WOUT;\n"
+    "    const int h0 = oh * KF_SH - KF_PH, w0 = ow0 * KF_SW - KF_PW;\n"
+    "    const kf_t *xb = x + ((kf_idx)n * KF_XSN + (kf_idx)c0 * KF_XSC);\n"
+    "    kf_best s[KF_WOUT];\n"
+    "#pragma unroll\n"
+    "    for (int p = 0; p < KF_WOUT; p++) {\n"
+    "#if KF_CL\n"
+    "        const int i0 = 0; /* eager's NHWC kernel */\n"
+    "#else\n"
+    "        const int i0 = kf_first(h0, KF_DH) * KF_W + kf_first(w0 + p * KF_SW, KF_DW);\n"
+    "#endif\n"
+    "#pragma unroll\n"
+    "        for (int k = 0; k < KF_WORDS; k++) s[p].w[k] = KF_NEG_INF_WORD;\n"
+    "#pragma unroll\n"
+    "        for (int e = 0; e < KF_VEC; e++) s[p].i[e] = i0;\n"
+    "    }\n"
+    "#if KF_FULL\n"
+    "#pragma unroll\n"
+    "#else\n"
+    "#pragma unroll 1\n"
+    "#endif\n"
+    "    for (int i = 0; i < KF_KH; i++) {\n"
+    "        const int h = h0 + i * KF_DH;\n"
+    "        if (h < 0 || h >= KF_H) continue;\n"
+    "        const kf_t *row = xb + (kf_idx)h * KF_XSH;\n"
+    "#if KF_WOUT == 1\n"
+    "        /* one output: each window position once */\n"
+    "#if KF_FULL\n"
+    "#pragma unroll\n"
+    "#else\n"
+    "#pragma unroll 4\n"
+    "#endif\n"
+    "        for (int k = 0; k < KF_KW; k++) {\n"
+    "            const int w = w0 + k * KF_DW;\n"
+    "            if (w < 0 || w >= KF_W) continue;\n"
+    "            kf_take(s[0], kf_xv::ld(row + (kf_idx)w * KF_XSW), h * KF_W + w);\n"
+    "        }\n"
+    "#else\n"
+    "        /* the row's span once into registers, shared by the outputs */\n"
+    "        kf_raw r[KF_SPAN];\n"
+    "#pragma unroll\n"
+    "        for (int j = 0; j < KF_SPAN; j++) {\n"
+    "            const int w = w0 + j;\n"
+    "            if (((KF_USED >> j) & 1) && w >= 0 && w < KF_W)\n"
+    "                r[j] = kf_xv::ld(row + (kf_idx)w * KF_XSW);\n"
+    "        }\n"
+    "#pragma unroll\n"
+    "        for (int p = 0; p < KF_WOUT; p++) {\n"
+    "#pragma unroll\n"
+    "            for (int k = 0; k < KF_KW; k++) {\n"
+    "                const int j = p * KF_SW + k * KF_DW, w = w0 + j;\n"
+    "                if (w >= 0 && w < KF_W) kf_take(s[p], r[j], h * KF_W + w);\n"
+    "            }\n"
+    "        }\n"
+    "#endif\n"
+    "    }\n"
+    "#pragma unroll\n"
+    "    for (int p = 0; p < KF_WOUT; p++) {\n"
+    "        const int ow = ow0 + p;\n"
+    "        if (KF_OWIDTH % KF_WOUT != 0 && ow >= KF_OWIDTH) break;\n"
+    "        kf_put_vals(y + ((kf_idx)n * KF_YSN + (kf_idx)c0 * KF_YSC + (kf_idx)oh * KF_YSH +\n"
+    "                         (kf_idx)ow * KF_YSW), s[p].w);\n"
+    "        kf_put_idx(ind + ((kf_idx)n * KF_ISN + (kf_idx)c0 * KF_ISC + (kf_idx)oh * KF_ISH +\n"
+    "                          (kf_idx)ow * KF_ISW), s[p].i);\n"
+    "    }\n"
+    "}\n"
+    "\n"
+    "extern \"C\" __global__ void __launch_bounds__(KF_NT) kf_kernel(KF_PARAMS)\n"
+    "{\n"
+    "#if KF_GS\n"
+    "    for (kf_idx q = (kf_idx)blockIdx.x * KF_NT + threadIdx.x; q < KF_ITEMS;\n"
+    "         q += (kf_idx)gridDim.x * KF_NT)\n"
+    "        kf_item(x, y, ind, q);\n"
+    "#else\n"
+    "    const kf_idx q = (kf_idx)blockIdx.x * KF_NT + threadIdx.x;\n"
+    "    if (q < KF_ITEMS) kf_item(x, y, ind, q);\n"
+    "#endif\n"
+    "}\n";
+
+static kf_status pool_render(const kf_job_sig *sig, const int *knob_idx, char **source,
+                             char **launch_json, char *err, size_t errcap);
+
+/* Where the search starts: 256 threads, 16-byte vectors along C (channels last), two outputs
+ * per thread sharing their window columns, a work item per thread. */
+static void pool_start(const kf_job_sig *sig, int *idx)
+{
+    pool_shape s;
+    idx[K_THREADS] = 2;
+    if (!pool_check(sig, &s) || !s.cl) return;
+    idx[K_VEC] = sig->in[0].dtype == KF_F32 ? 2 : 3;
+    idx[K_WOUT] = 1;
+}
+
+const kf_template kf_tmpl_cuda_max_pool2d = {
+    .name = "cuda_max_pool2d",
+    .backend = "nvrtc",
+    .n_knobs = K_COUNT,
+    .knobs = pool_knobs,
+    .applies = pool_applies,
+    .render = pool_render,
+    .start = pool_start,
+};
+
+static kf_status pool_render(const kf_job_sig *sig, const int *knob_idx, char **source,
+                             char **launch_json, char *err, size_t errcap)
+{
+    const kf_template *t = &kf_tmpl_cuda_max_pool2d;
+    int vals[K_COUNT];
+    kf_status st =
+        kf_template_render_begin(t, sig, knob_idx, vals, source, launch_json, err, errcap);
+    if (st != KF_OK) return st;
+    pool_shape s;
+    pool_check(sig, &s);
+    pool_plan p;
+    pool_make_plan(sig, &s, vals, &p);
+    int dt = sig->in[0].dtype;
+    const char *ty = kf_template_cuda_type(dt);
+    /* -inf in every element of a 32-bit word */
+    unsigned ninf = dt == KF_F32 ? 0xff800000u : dt == KF_F16 ? 0xfc00fc00u : 0xff80ff80u;
+    /* the columns of a row span that some output of a thread reads (span <= 64 with wout > 1) */
+    unsigned long long used = 0;
+    for (int q = 0; q < p.wout; q++)
+        for (int64_t k = 0; k < s.kw; k++)
+            if (q * s.sw + k * s.dw < 64) used |= 1ull << (q * s.sw + k * s.dw);
+
+    kf_strbuf b = {0};
+    kf_template_cuda_prologue(&b, t, sig, vals);
+    kf_strbuf_printf(&b, "/* inputs: self; outputs: values, indices (int64); %s, eager's %s "
+                         "kernel */\n/* effective knob values */\n",
+                     s.ndim == 3 ? "[C, H, W]" : s.cl ? "channels last" : "NCHW",
+                     s.cl ? "NHWC" : "NCHW");
+    kf_template_define(&b, "KF_NT", p.threads, NULL);
+    kf_strbuf_printf(&b, "#undef KF_VEC\n#undef KF_WOUT\n");
+    kf_template_define(&b, "KF_VEC", p.vec, p.vec_why);
+    kf_template_define(&b, "KF_WOUT", p.wout, p.wout_why);
+    kf_template_define(&b, "KF_GS", p.gs != 0, NULL);
+    kf_template_define(&b, "KF_IPAIR", p.ipair, p.ipair ? NULL : "8-byte index stores");
+    kf_template_define(&b, "KF_FULL", p.full, NULL);
+    kf_strbuf_printf(&b, "#define KF_USED 0x%llxull /* columns of a row span read */\n", used);
+    kf_strbuf_printf(&b,
+                     "/* the signature */\n#define KF_TYPE %s\n#define KF_ESIZE %d\n"
+                     "#define KF_NEG_INF_WORD 0x%xu\n#define KF_CL %d\n"
+                     "#define KF_N %lld\n#define KF_C %lld\n#define KF_H %lld\n#define KF_W %lld\n"
+                     "#define KF_OHEIGHT %lld\n#define KF_OWIDTH %lld\n"
+                     "#define KF_KH %lld\n#define KF_KW %lld\n#define KF_SH %lld\n"
+                     "#define KF_SW %lld\n#define KF_PH %lld\n#define KF_PW %lld\n"
+                     "#define KF_DH %lld\n#define KF_DW %lld\n/* ceil_mode %d */\n",
+                     ty, pool_esize(dt), ninf, s.cl, (long long)s.n, (long long)s.c,
+                     (long long)s.h, (long long)s.w, (long long)s.oh, (long long)s.ow,
+                     (long long)s.kh, (long long)s.kw, (long long)s.sh, (long long)s.sw,
+                     (long long)s.ph, (long long)s.pw, (long long)s.dh, (long long)s.dw,
+                     s.ceil_mode);
+    static const char *const pre[] = {"KF_XS", "KF_YS", "KF_IS"};
+    const int64_t *strides[] = {s.xs, s.ys, s.is};
+    const char *ll = p.wide ? "LL" : ""; /* 32-bit arithmetic where everything fits */
+    for (int k = 0; k < 3; k++)
+        kf_strbuf_printf(&b, "#define %sN %lld%s\n#define %sC %lld%s\n#define %sH %lld%s\n"
+                             "#define %sW %lld%s\n",
+                         pre[k], (long long)strides[k][0], ll, pre[k], (long long)strides[k][1],
+                         ll, pre[k], (long long)strides[k][2], ll, pre[k],
+                         (long long)strides[k][3], ll);
+    kf_strbuf_printf(&b,
+                     "#define KF_ITEMS %lld%s\ntypedef %s kf_idx;\n"
+                     "#define KF_PARAMS const kf_t *__restrict__ x, kf_t *__restrict__ y, "
+                     "long long *__restrict__ ind\n\n%s",
+                     (long long)p.items, ll, p.wide ? "long long" : "int", pool_kernel);
+
+    char cty[40], mty[40];
+    snprintf(cty, sizeof cty, "const %s*", ty);
+    snprintf(mty, sizeof mty, "%s*", ty);
+    const char *args[3] = {cty, mty, "int64_t*"};
+    const unsigned grid[3] = {p.grid, 1, 1}, block[3] = {(unsigned)p.threads, 1, 1};
+    return kf_template_cuda_finish(t, &b, args, 3, grid, block, 0, source, launch_json, err,
+                                   errcap);
+}
