@@ -58,7 +58,7 @@
 #include <stdint.h>
 
 #include "kforge.h"
-#include "forge/templates/template.h"
+#include "forge/job/sig.h"
 
 #ifdef __cplusplus
 extern "C" {

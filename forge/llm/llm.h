@@ -20,7 +20,6 @@
 #include <stdint.h>
 
 #include "kforge.h"
-#include "forge/propose/proposer.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -149,7 +148,7 @@ char *kf_llm_prompt_system(const struct kf_job *job);
 char *kf_llm_prompt_user(const struct kf_job *job, const kf_llm_node *nodes, int n, int parent,
                          size_t budget);
 
-/* ---- the proposers (proposer_llm.c, proposer_mixed.c); see proposer.h ---- */
+/* ---- what the llm proposer (forge/propose/proposer_llm.c) spent ---- */
 
 typedef struct kf_llm_totals {
     int requests;               /* HTTP requests sent, retries included */
@@ -160,23 +159,6 @@ typedef struct kf_llm_totals {
     double in_per_mtok, out_per_mtok;
     char model[128], api[16];
 } kf_llm_totals;
-
-/* The `llm` proposer for `job`, configured from the environment (KFORGE_LLM_*, llm_config.c).
- * `totals` (the caller's, outlives the proposer) is updated after every request. A proposal that
- * gets no usable answer fails with KF_ERR_IO (transport, after retries) or KF_ERR_INVALID (the
- * reply: no code, two kernels, a bad launch record, ...) and sets out->proposer = "llm" and
- * out->meta_json, so the caller can record it as a rejected node with `err` as its error. The
- * prompt and reply of node <id> are kept in JOB_DIR/candidates/<id>.prompt.md / .reply.md. */
-kf_status kf_proposer_llm_create(const struct kf_job *job, kf_llm_totals *totals,
-                                 kf_proposer_i *out, char *err, size_t errcap);
-/* Tell the llm proposer about node `id` made by another proposer (its source, for prompts). */
-void kf_proposer_llm_note(void *llm_self, int id, int parent, const kf_candidate *c);
-
-/* `builtin` and `llm` children in one tree (taking ownership of both on success): a child of a
- * node the llm made comes from the llm; otherwise every `llm_every`-th proposal goes to the llm
- * and the rest to builtin, and the llm also takes over when builtin has nothing left there. */
-kf_status kf_proposer_mixed_create(kf_proposer_i builtin, kf_proposer_i llm, int llm_every,
-                                   kf_proposer_i *out, char *err, size_t errcap);
 
 #ifdef __cplusplus
 }

@@ -8,7 +8,7 @@
 
 #include "forge/job/job.h"
 #include "forge/llm/llm.h"
-#include "forge/templates/template.h"
+#include "common/strbuf.h"
 
 #define RECENT 8         /* attempts shown in the lineage */
 #define ERR_SHOWN 400    /* bytes of one failure's error */

@@ -7,7 +7,7 @@
 
 #include "common/log.h"
 #include "forge/job/job.h"
-#include "forge/llm/llm.h"
+#include "forge/propose/proposer_llm.h"
 
 #define MAX_NODE_ID (1 << 24)
 #define PROMPT_BUDGET 49152 /* bytes of user message */

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "forge/llm/llm.h"
+#include "forge/propose/proposer_llm.h"
 
 #define MAX_NODE_ID (1 << 24)
 

@@ -7,18 +7,7 @@
  * every knob combination renders a valid candidate, so any index vector with
  * 0 <= knob_idx[k] < knobs[k].n_values is legal.
  *
- * Conventions for kf_job_sig:
- *  - in[] holds the op's tensor arguments in schema order; an optional tensor that is None is
- *    absent from in[] and appears in scalars[] under its schema name with kind 'n', so a template
- *    can tell which of several optional tensors are present.
- *  - out[] holds the outputs in return order with eager's sizes/strides/dtype; out_alias[] says
- *    which of them are tensor arguments written in place (relu_, add_, out=). Kernel arguments
- *    are in[0..n_in) then the fresh outputs, in that order.
- *  - in[].align: vector loads wider than the recorded alignment are not allowed.
- *  - scalars[] holds the other arguments by schema name: 'i' int (i), 'd' float (d), 'b' bool
- *    (i = 0/1), 's' string (s), 'n' None, 'l' int list (n, v[]; e.g. normalized_shape).
- *  - "contiguous" below is torch's is_contiguous: row-major strides, where a dim of size 1 may
- *    have any stride (its stride never addresses memory).
+ * The signature (kf_job_sig) and its conventions are forge/job/sig.h's.
  *
  * A template's applies() is exact: it returns 1 only when the rendered kernel computes the op for
  * that signature (op name, dtypes, layouts, scalar values), else 0. render() must only be called
@@ -29,48 +18,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/strbuf.h"
+#include "forge/job/sig.h"
 #include "kforge.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-#define KF_JOB_MAX_TENSORS 16
-#define KF_JOB_MAX_OUTPUTS 4
-#define KF_JOB_MAX_SCALARS 16
 #define KF_KNOB_MAX_VALUES 8
-
-typedef struct kf_job_tensor {
-    int dtype; /* kf_dtype */
-    int ndim;
-    int64_t sizes[KF_MAX_DIMS], strides[KF_MAX_DIMS]; /* in elements */
-    int align; /* bytes the data pointer is aligned to (1..16; 16 means "16 or more"); 0 = unknown */
-} kf_job_tensor;
-
-typedef struct kf_job_scalar {
-    char name[24]; /* schema name: "dim", "eps", "approximate", ... */
-    int kind;      /* 'i', 'd', 'b', 's', 'n' (None), 'l' (int list) */
-    int64_t i;     /* 'i', 'b' */
-    double d;      /* 'd' */
-    char s[32];    /* 's' */
-    int n;         /* 'l': v[0..n) */
-    int64_t v[KF_MAX_DIMS];
-} kf_job_scalar;
-
-/* The exact signature a kernel is specialized to: the op, its tensor arguments (schema order),
- * its outputs (eager's layout), its non-tensor arguments by schema name. */
-typedef struct kf_job_sig {
-    char op[64]; /* "aten::_softmax" */
-    int n_in;
-    kf_job_tensor in[KF_JOB_MAX_TENSORS];
-    int n_out;
-    kf_job_tensor out[KF_JOB_MAX_OUTPUTS];
-    /* 0: out[j] is a fresh tensor, passed to the kernel after in[]; k > 0: out[j] IS in[k-1]
-     * (in-place and out= ops), written through that argument and not passed a second time. */
-    int out_alias[KF_JOB_MAX_OUTPUTS];
-    int n_scalars;
-    kf_job_scalar scalars[KF_JOB_MAX_SCALARS];
-} kf_job_sig;
 
 /* One knob: its name and the values it can take (the proposer moves an index into values[]). */
 typedef struct kf_knob_def {
@@ -98,29 +54,7 @@ typedef struct kf_template {
 /* NULL-terminated table of all builtin templates. */
 extern const kf_template *const kf_builtin_templates[];
 
-/* ---- helpers shared by the template implementations (and handy for callers) ---- */
-
-/* The scalar named `name`, or NULL. */
-const kf_job_scalar *kf_job_scalar_find(const kf_job_sig *sig, const char *name);
-/* Product of the sizes (1 for a 0-dim tensor); -1 on a negative size or overflow. */
-int64_t kf_job_tensor_numel(const kf_job_tensor *t);
-/* torch's is_contiguous (see above); 0 for a malformed tensor (ndim out of range). */
-int kf_job_tensor_contiguous(const kf_job_tensor *t);
-/* Same ndim and sizes. */
-int kf_job_tensor_same_shape(const kf_job_tensor *a, const kf_job_tensor *b);
-/* A contiguous float32 tensor with at least one element. */
-int kf_job_tensor_dense_f32(const kf_job_tensor *t);
-
-/* A growing string for rendering; on out-of-memory it remembers the failure and stops. */
-typedef struct kf_strbuf {
-    char *p;
-    size_t len, cap;
-    int oom;
-} kf_strbuf;
-void kf_strbuf_printf(kf_strbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* Hand the text over (malloc'ed, caller frees) or NULL after an out-of-memory; resets `b`. */
-char *kf_strbuf_take(kf_strbuf *b);
-void kf_strbuf_free(kf_strbuf *b);
+/* ---- helpers shared by the template implementations ---- */
 
 /* Knob values by index, checked: fills vals[0..t->n_knobs) or fails with a message. */
 kf_status kf_template_knob_values(const kf_template *t, const int *knob_idx, int *vals, char *err,

@@ -25,7 +25,7 @@
 #include "forge/eval/eval.h"
 #include "forge/eval/evaluator.h"
 #include "forge/job/job.h"
-#include "forge/llm/llm.h"
+#include "forge/propose/proposer_llm.h"
 #include "forge/search/mcts.h"
 #include "forge/propose/proposer.h"
 
