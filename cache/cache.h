@@ -99,8 +99,10 @@ const char *kf_cache_dir(const kf_cache *c); /* NULL for a bundle */
  * e->key / e->key_hex may be left zero / empty: the key is computed here from the entry's own
  * sig, backend, arch, toolchain, torch_version, plugin_version and contract_version (0 means
  * KF_CONTRACT_VERSION, format 0 means KF_CACHE_FORMAT); a key that is given must be that one.
- * Entries read back must satisfy the same rule, so a manifest cannot claim another's key. */
-kf_status kf_cache_insert(kf_cache *c, const kf_cache_entry *e, const void *blob, size_t blob_len);
+ * Entries read back must satisfy the same rule, so a manifest cannot claim another's key.
+ * key_hex (may be NULL) gets the key the entry was stored under. */
+kf_status kf_cache_insert(kf_cache *c, const kf_cache_entry *e, const void *blob, size_t blob_len,
+                          char key_hex[KF_KEY_HEX]);
 
 /* Every valid entry (bad ones skipped, each with one warning naming the file). The array and
  * the entries belong to the caller: kf_cache_entries_free. */

@@ -9,10 +9,12 @@
 #include <sys/types.h>
 
 #include "cache/cache.h"
+#include "common/fsio.h"
+#include "common/hex.h"
 #include "common/status.h"
 
 #define KF_CACHE_ERR_MAX 1024
-#define KF_CACHE_TMP_PREFIX ".tmp-"  /* temp files: never an entry name, removed by clear */
+#define KF_CACHE_TMP_PREFIX KF_TMP_PREFIX /* temp files: never an entry name, removed by clear */
 #define KF_BUNDLE_MAX_SIZE ((uint64_t)16 << 30)
 
 /* One entry of a validated bundle: the parsed manifest plus where its two members lie. */
@@ -51,9 +53,6 @@ static inline int kf_cache_usable(const kf_cache *c)
 
 /* ---- helpers (key.c) ---- */
 void kf_cache_set_err(kf_cache *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void kf_hex_encode(const uint8_t *p, size_t n, char *out); /* out: 2n + 1 */
-/* Lowercase hex only; n = number of hex digits (even). 0 on success. */
-int kf_hex_decode(const char *hex, size_t n, uint8_t *out);
 int kf_is_hex32(const char *s, size_t n); /* exactly n == 32 lowercase hex digits */
 void kf_hash128_hex(const void *p, size_t n, char out[KF_KEY_HEX]);
 /* The key an entry's own fields give (what kf_cache_key_compute says for them). */
@@ -64,22 +63,7 @@ int kf_entry_name(const char *name, char key_hex[KF_KEY_HEX]);
 /* A name from an untrusted source, safe to print: control bytes replaced, length capped. */
 void kf_printable(const char *s, size_t n, char *out, size_t cap);
 
-/* ---- file I/O (fsio.c) ---- */
-/* Read a whole regular file under dfd (no symlinks, no FIFOs), at most `max` bytes. The buffer
- * is NUL-terminated. ENOENT gives KF_ERR_NOT_FOUND, everything else KF_ERR_IO. */
-kf_status kf_read_at(int dfd, const char *name, uint64_t max, char **buf, size_t *len, char *err,
-                     size_t cap);
-/* The same for an already open descriptor (closed by the caller). */
-kf_status kf_read_fd(int fd, uint64_t max, char **buf, size_t *len, char *err, size_t cap);
-
-typedef struct kf_piece {
-    const void *p;
-    size_t n;
-} kf_piece;
-
-/* Temp file in dfd (O_EXCL, `mode`), write every piece, fsync, rename over `name`, fsync dfd. */
-kf_status kf_write_atomic(int dfd, const char *name, mode_t mode, const kf_piece *pieces, int n,
-                          unsigned *seq, char *err, size_t cap);
+/* ---- the lock (lock.c) ---- */
 /* flock on <dir>/lock. Returns the descriptor, -2 when a read-only cache has no usable lock
  * file (readers then go without), or -1 with c->err set. */
 int kf_cache_lock(kf_cache *c, int exclusive);

@@ -65,18 +65,11 @@ void kf_cache_key_hex(kf_cache_key k, char out[KF_KEY_HEX])
     out[32] = '\0';
 }
 
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    return -1;
-}
-
 int kf_is_hex32(const char *s, size_t n)
 {
     if (n != 32) return 0;
     for (size_t i = 0; i < 32; i++)
-        if (hexval(s[i]) < 0) return 0;
+        if (kf_hex_digit(s[i]) < 0) return 0;
     return 1;
 }
 
@@ -85,33 +78,12 @@ kf_status kf_cache_key_parse(const char *hex, kf_cache_key *out)
     if (!hex || !out || strnlen(hex, 33) != 32 || !kf_is_hex32(hex, 32)) return KF_ERR_INVALID;
     uint64_t hi = 0, lo = 0;
     for (int i = 0; i < 16; i++) {
-        hi = hi << 4 | (uint64_t)hexval(hex[i]);
-        lo = lo << 4 | (uint64_t)hexval(hex[16 + i]);
+        hi = hi << 4 | (uint64_t)kf_hex_digit(hex[i]);
+        lo = lo << 4 | (uint64_t)kf_hex_digit(hex[16 + i]);
     }
     out->hi = hi;
     out->lo = lo;
     return KF_OK;
-}
-
-void kf_hex_encode(const uint8_t *p, size_t n, char *out)
-{
-    static const char digits[] = "0123456789abcdef";
-    for (size_t i = 0; i < n; i++) {
-        out[2 * i] = digits[p[i] >> 4];
-        out[2 * i + 1] = digits[p[i] & 15];
-    }
-    out[2 * n] = '\0';
-}
-
-int kf_hex_decode(const char *hex, size_t n, uint8_t *out)
-{
-    if (n % 2) return -1;
-    for (size_t i = 0; i < n; i += 2) {
-        int a = hexval(hex[i]), b = hexval(hex[i + 1]);
-        if (a < 0 || b < 0) return -1;
-        out[i / 2] = (uint8_t)(a << 4 | b);
-    }
-    return 0;
 }
 
 void kf_hash128_hex(const void *p, size_t n, char out[KF_KEY_HEX])

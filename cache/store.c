@@ -504,8 +504,10 @@ kf_status kf_cache_insert_locked(kf_cache *c, const kf_cache_entry *e, const cha
     return KF_OK;
 }
 
-kf_status kf_cache_insert(kf_cache *c, const kf_cache_entry *e, const void *blob, size_t blob_len)
+kf_status kf_cache_insert(kf_cache *c, const kf_cache_entry *e, const void *blob, size_t blob_len,
+                          char key_hex[KF_KEY_HEX])
 {
+    if (key_hex) key_hex[0] = 0;
     if (!kf_cache_usable(c)) return KF_ERR_INVALID;
     if (!e || (!blob && blob_len)) {
         kf_cache_set_err(c, "kf_cache_insert: no entry or no blob given");
@@ -532,6 +534,7 @@ kf_status kf_cache_insert(kf_cache *c, const kf_cache_entry *e, const void *blob
     st = kf_cache_insert_locked(c, &t, json, blob, blob_len);
     if (st == KF_OK) st = kf_cache_bump_generation(c);
     kf_cache_unlock(lk);
+    if (st == KF_OK && key_hex) memcpy(key_hex, t.key_hex, KF_KEY_HEX);
 out_free:
     free(json);
     return st;

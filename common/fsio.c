@@ -1,6 +1,5 @@
-/* File I/O for the cache: bounded reads that refuse symlinks and special files, atomic writes
- * (temp file, fsync, rename, fsync the folder) and the flock on <dir>/lock. */
-#include "cache/internal.h"
+/* Safe file I/O (fsio.h). */
+#include "common/fsio.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -10,6 +9,8 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include "common/status.h"
 
 kf_status kf_read_fd(int fd, uint64_t max, char **buf, size_t *len, char *err, size_t cap)
 {
@@ -96,14 +97,14 @@ static kf_status write_all(int fd, const void *p, size_t n, char *err, size_t ca
     return KF_OK;
 }
 
-kf_status kf_write_atomic(int dfd, const char *name, mode_t mode, const kf_piece *pieces, int n,
-                          unsigned *seq, char *err, size_t cap)
+static kf_status write_atomic(int dfd, const char *name, mode_t mode, const kf_piece *pieces, int n,
+                              unsigned *seq, int durable, char *err, size_t cap)
 {
     char tmp[256];
     int fd = -1;
     kf_status st = KF_ERR_IO;
     for (int attempt = 0; attempt < 100 && fd < 0; attempt++) {
-        snprintf(tmp, sizeof tmp, KF_CACHE_TMP_PREFIX "%ld-%u-%.200s", (long)getpid(), (*seq)++,
+        snprintf(tmp, sizeof tmp, KF_TMP_PREFIX "%ld-%u-%.200s", (long)getpid(), (*seq)++,
                  name);
         fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
         if (fd < 0 && errno != EEXIST) break; /* EEXIST: a leftover of a crashed process */
@@ -117,7 +118,7 @@ kf_status kf_write_atomic(int dfd, const char *name, mode_t mode, const kf_piece
         if (st != KF_OK) goto fail_unlink;
     }
     st = KF_ERR_IO;
-    if (fsync(fd) < 0) {
+    if (durable && fsync(fd) < 0) {
         kf_errf(err, cap, "fsync %s: %s", tmp, strerror(errno));
         goto fail_unlink;
     }
@@ -132,7 +133,7 @@ kf_status kf_write_atomic(int dfd, const char *name, mode_t mode, const kf_piece
         goto fail_unlink;
     }
     /* the rename itself is durable only once the folder is */
-    if (fsync(dfd) < 0) {
+    if (durable && fsync(dfd) < 0) {
         kf_errf(err, cap, "fsync of the folder holding %s: %s", name, strerror(errno));
         return KF_ERR_IO;
     }
@@ -144,34 +145,51 @@ fail_unlink:
     return st;
 }
 
-int kf_cache_lock(kf_cache *c, int exclusive)
+kf_status kf_write_atomic(int dfd, const char *name, mode_t mode, const kf_piece *pieces, int n,
+                          unsigned *seq, char *err, size_t cap)
 {
-    int flags = (c->read_only ? O_RDONLY : O_RDWR | O_CREAT) | O_NOFOLLOW | O_CLOEXEC;
-    int fd = openat(c->dfd, "lock", flags, 0600);
-    if (fd < 0) {
-        /* a read-only cache on a read-only medium: nobody can change it while we read */
-        if (c->read_only && !exclusive && (errno == ENOENT || errno == EACCES || errno == EROFS))
-            return -2;
-        kf_cache_set_err(c, "cache %s: cannot open the lock file: %s", c->dir,
-                         errno == ELOOP ? "it is a symbolic link" : strerror(errno));
-        return -1;
-    }
-    struct stat sb;
-    if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode)) {
-        kf_cache_set_err(c, "cache %s: the lock file is not a regular file", c->dir);
-        close(fd);
-        return -1;
-    }
-    while (flock(fd, exclusive ? LOCK_EX : LOCK_SH) < 0) {
-        if (errno == EINTR) continue;
-        kf_cache_set_err(c, "cache %s: flock: %s", c->dir, strerror(errno));
-        close(fd);
-        return -1;
-    }
-    return fd;
+    return write_atomic(dfd, name, mode, pieces, n, seq, 1, err, cap);
 }
 
-void kf_cache_unlock(int fd)
+/* the folder of `path` opened as a directory, and its last component in *name */
+static int open_parent(const char *path, const char **name)
 {
-    if (fd >= 0) close(fd); /* closing the last descriptor releases the flock */
+    const char *slash = strrchr(path, '/');
+    *name = slash ? slash + 1 : path;
+    if (!slash) return open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    char dir[4096];
+    size_t n = slash == path ? 1 : (size_t)(slash - path);
+    if (n >= sizeof dir) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    memcpy(dir, path, n);
+    dir[n] = 0;
+    return open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+}
+
+kf_status kf_read_file(const char *path, uint64_t max, char **buf, size_t *len, char *err,
+                       size_t cap)
+{
+    const char *name;
+    *buf = NULL;
+    *len = 0;
+    int dfd = open_parent(path, &name);
+    if (dfd < 0) return kf_fail(err, cap, errno == ENOENT ? KF_ERR_NOT_FOUND : KF_ERR_IO,
+                                "%s: %s", path, strerror(errno));
+    kf_status st = kf_read_at(dfd, name, max, buf, len, err, cap);
+    close(dfd);
+    return st;
+}
+
+kf_status kf_write_file(const char *path, const void *data, size_t len, char *err, size_t cap)
+{
+    const char *name;
+    int dfd = open_parent(path, &name);
+    if (dfd < 0) return kf_fail(err, cap, KF_ERR_IO, "%s: %s", path, strerror(errno));
+    unsigned seq = 0;
+    kf_piece p = {data, len};
+    kf_status st = write_atomic(dfd, name, 0644, &p, 1, &seq, 0, err, cap);
+    close(dfd);
+    return st;
 }

@@ -629,30 +629,6 @@ char *kf_sig_args_json(const uint8_t *buf, uint32_t len, const char *const *argn
     return out;
 }
 
-static const char *const dtype_names[KF_DTYPE_COUNT] = {
-    [KF_DTYPE_UNKNOWN] = "?", [KF_F32] = "f32",  [KF_F16] = "f16",   [KF_BF16] = "bf16",
-    [KF_F64] = "f64",         [KF_I8] = "i8",    [KF_U8] = "u8",     [KF_I16] = "i16",
-    [KF_I32] = "i32",         [KF_I64] = "i64",  [KF_BOOL] = "bool", [KF_C64] = "c64",
-    [KF_C128] = "c128",       [KF_F8E4M3] = "f8e4m3", [KF_F8E5M2] = "f8e5m2",
-};
-
-const char *kf_dtype_name(int dtype)
-{
-    return dtype >= 0 && dtype < KF_DTYPE_COUNT ? dtype_names[dtype] : "?";
-}
-
-int kf_dtype_size(int dtype)
-{
-    switch (dtype) {
-    case KF_F64: case KF_I64: case KF_C64: return 8;
-    case KF_F32: case KF_I32: return 4;
-    case KF_F16: case KF_BF16: case KF_I16: return 2;
-    case KF_I8: case KF_U8: case KF_BOOL: case KF_F8E4M3: case KF_F8E5M2: return 1;
-    case KF_C128: return 16;
-    default: return 0;
-    }
-}
-
 const char *kf_device_type_name(int type)
 {
     switch (type) {

@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/dtype.h"
 #include "kforge.h"
 
 #ifdef __cplusplus
@@ -75,8 +76,6 @@ kf_status kf_sig_format(const uint8_t *buf, uint32_t len, const char *const *arg
 /* The arguments as JSON (kf_signature_args_json in kforge.h); NULL on a malformed encoding. */
 char *kf_sig_args_json(const uint8_t *buf, uint32_t len, const char *const *argnames, int n_argnames);
 
-const char *kf_dtype_name(int dtype);
-int kf_dtype_size(int dtype);
 const char *kf_device_type_name(int type);
 
 #ifdef __cplusplus

@@ -1,6 +1,6 @@
 /* Compile backends behind one function-pointer table.
  *
- * A candidate is source text plus a launch record (DESIGN.md, "Kernel contract"):
+ * A candidate is source text plus a launch record (docs/architecture.md, "Kernel contract"):
  *   {"entry": "kf_kernel", "grid": [x,y,z], "block": [x,y,z], "smem": n,
  *    "args": ["const float*", "float*"]}
  * The arguments are the op's tensor arguments then its outputs, as typed pointers; shapes and

@@ -59,6 +59,15 @@ typedef enum kf_dtype {
     KF_F8E4M3, KF_F8E5M2,
     KF_DTYPE_COUNT
 } kf_dtype;
+/* The dtype table (common/dtype.c): "f32", "bf16", ... ("?" for an unknown code) and the
+ * element size in bytes (0 for an unknown code). */
+KF_API const char *kf_dtype_name(int dtype);
+KF_API int kf_dtype_size(int dtype);
+KF_API int kf_dtype_from_name(const char *name); /* KF_DTYPE_UNKNOWN when not in the table */
+/* The verification tolerance for `op`'s outputs of `dtype` (common/tolerance.c; docs/architecture.md
+ * "Verification"): fp32/fp64 1e-5, or 1e-4 for ops that accumulate; fp16 1e-3; bf16 1e-2;
+ * integers and bool exact (0). */
+KF_API kf_status kf_tolerance(const char *op, int dtype, double *atol, double *rtol);
 
 typedef enum kf_device_type {
     KF_DEV_CPU = 0,
@@ -147,6 +156,27 @@ KF_API kf_status kf_capture_request(kf_runtime *rt, uint64_t key, int n);
 /* Calls made by this thread go straight to the original kernels, unrecorded (the tuner's own
  * eager references and timings), while other threads are served as usual. */
 KF_API void kf_set_thread_bypass(int on);
+/* Count ops that are not intercepted too (a RecordFunction observer, torch_ext/observer.cpp),
+ * by name with their host time; KF_ERR_UNSUPPORTED when the plugin is disabled. */
+KF_API kf_status kf_set_observer(kf_runtime *rt, int on);
+
+/* ---- cache folders without a runtime (plugin/cache_cli.c: `kforge cache ...`) ----
+ * Each opens the cache folder `dir`, does one thing and closes it; on failure err[cap] says
+ * why. JSON results are released with kf_free (NULL on failure). */
+KF_API char *kf_cache_dir_ls_json(const char *dir);
+KF_API char *kf_cache_dir_show_json(const char *dir, const char *key, char *err, size_t cap);
+KF_API kf_status kf_cache_dir_rm(const char *dir, const char *key, char *err, size_t cap);
+KF_API kf_status kf_cache_dir_set_disabled(const char *dir, const char *key, int disabled,
+                                           const char *reason, char *err, size_t cap);
+KF_API kf_status kf_cache_dir_clear(const char *dir, char *err, size_t cap);
+/* Write the entries (of the ops in the comma-separated `ops_csv`, or all for NULL / "") to the
+ * bundle file `path`; *n gets how many. */
+KF_API kf_status kf_cache_dir_export(const char *dir, const char *path, const char *ops_csv, int *n,
+                                     char *err, size_t cap);
+/* Validate every member of the bundle `path` and insert them; *n gets how many. */
+KF_API kf_status kf_cache_dir_import(const char *dir, const char *path, int *n, char *err, size_t cap);
+/* Re-check every entry's files and hashes: [{"key": ..., "problem": ...}, ...]. */
+KF_API char *kf_cache_dir_verify_json(const char *dir, char *err, size_t cap);
 
 #ifdef __cplusplus
 }

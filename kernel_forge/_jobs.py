@@ -24,15 +24,9 @@ from . import _native
 from ._native import KernelForgeError
 
 # kf_dtype codes (include/kforge.h) <-> names (plugin/signature.c) <-> torch dtypes
-_DTYPE_NAMES = ["?", "f32", "f16", "bf16", "f64", "i8", "u8", "i16", "i32", "i64", "bool",
-                "c64", "c128", "f8e4m3", "f8e5m2"]
 _TORCH_DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16,
                  "f64": torch.float64, "i8": torch.int8, "u8": torch.uint8, "i16": torch.int16,
                  "i32": torch.int32, "i64": torch.int64, "bool": torch.bool}
-_REDUCTIONS = ("_softmax", "_log_softmax", "native_layer_norm", "native_group_norm",
-               "_fused_rms_norm", "native_batch_norm", "cudnn_batch_norm",
-               "_native_batch_norm_legit_no_training", "mean", "linalg_solve_triangular",
-               "_conv_depthwise2d")
 _KINDS_OK = {"tensor", "tensor_list", "i", "d", "b", "s", "n", "l"}
 FLUSH_BYTES = 256 << 20  # larger than any GPU's L2, as the worker's evaluator uses
 MAX_KERNEL_TENSORS = 16  # a kernel's pointer arguments: inputs + fresh outputs (KF_LAUNCH_MAX_ARGS)
@@ -54,15 +48,13 @@ def bypass():
 
 
 def tolerance(op: str, dtype: torch.dtype) -> tuple[float, float]:
-    """DESIGN.md: fp32 1e-5 elementwise / 1e-4 reductions, fp16 1e-3, bf16 1e-2, ints exact."""
-    if dtype == torch.float16:
-        return 1e-3, 1e-3
-    if dtype == torch.bfloat16:
-        return 1e-2, 1e-2
-    if dtype.is_floating_point:
-        tol = 1e-4 if op.split("::")[-1].split(".")[0] in _REDUCTIONS else 1e-5
-        return tol, tol
-    return 0.0, 0.0
+    """(atol, rtol) for op's outputs of dtype: C's table (kf_tolerance, common/tolerance.c)."""
+    name = next((n for n, t in _TORCH_DTYPES.items() if t == dtype), None)
+    code = _native.lib().kf_dtype_from_name(name.encode()) if name else 0
+    atol, rtol = ctypes.c_double(), ctypes.c_double()
+    if _native.lib().kf_tolerance(op.encode(), code, ctypes.byref(atol), ctypes.byref(rtol)):
+        raise KernelForgeError(f"{op}: no tolerance for dtype {dtype}")
+    return atol.value, rtol.value
 
 
 def describe(key: str) -> tuple[dict, dict]:
@@ -120,7 +112,7 @@ def bytes_moved(info: dict, args: dict) -> int:
             a = args["args"][o["alias_arg"]]
             n, es = _prod(a["sizes"]), _itemsize(a["dtype"])
         else:
-            n, es = _prod(o["sizes"]), _itemsize(_DTYPE_NAMES[o["dtype"]])
+            n, es = _prod(o["sizes"]), _itemsize(_native.dtype_name(o["dtype"]))
         total += n * es
     return total
 
@@ -152,8 +144,8 @@ def check_tunable(info: dict, args: dict) -> None:
     if not info["servable"] or info["outputs"] is None:
         raise NotTunable(f"{sig}: arguments or outputs a kernel cannot take exactly")
     for o in info["outputs"]:
-        if o["alias_arg"] < 0 and _DTYPE_NAMES[o["dtype"]] not in _TORCH_DTYPES:
-            raise NotTunable(f"{sig}: an output has dtype {_DTYPE_NAMES[o['dtype']]}")
+        if o["alias_arg"] < 0 and _native.dtype_name(o["dtype"]) not in _TORCH_DTYPES:
+            raise NotTunable(f"{sig}: an output has dtype {_native.dtype_name(o['dtype'])}")
 
 
 def resolve(op: str):
@@ -370,7 +362,7 @@ def write_job(job_dir: str, key: str, calls: list[tuple[list, dict]], *, recorde
             outputs.append({"dtype": a["dtype"], "sizes": a["sizes"], "strides": a["strides"],
                             "alias": arg_tensor_index[alias]})
         else:
-            outputs.append({"dtype": _DTYPE_NAMES[o["dtype"]], "sizes": [int(x) for x in o["sizes"]],
+            outputs.append({"dtype": _native.dtype_name(o["dtype"]), "sizes": [int(x) for x in o["sizes"]],
                             "strides": [int(x) for x in o["strides"]], "alias": -1})
     scalars = []
     for a in args["args"]:

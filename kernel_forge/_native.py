@@ -61,6 +61,11 @@ def _bind(lib):
         "kf_runtime_errmsg": ([c.c_void_p], c.c_char_p),
         "kf_version": ([], c.c_char_p),
         "kf_status_str": ([c.c_int], c.c_char_p),
+        "kf_dtype_name": ([c.c_int], c.c_char_p),
+        "kf_dtype_size": ([c.c_int], c.c_int),
+        "kf_dtype_from_name": ([c.c_char_p], c.c_int),
+        "kf_tolerance": ([c.c_char_p, c.c_int, c.POINTER(c.c_double), c.POINTER(c.c_double)],
+                         c.c_int),
         "kf_set_log_callback": ([_LOG_FN, c.c_void_p], None),
         "kf_set_enabled": ([c.c_void_p, c.c_int], None),
         "kf_enabled": ([c.c_void_p], c.c_int),
@@ -172,3 +177,8 @@ def errmsg() -> str:
 
 def status_str(code: int) -> str:
     return lib().kf_status_str(code).decode()
+
+
+def dtype_name(code: int) -> str:
+    """The name of a kf_dtype code ("f32", "bf16", ...; "?" when unknown): C's dtype table."""
+    return lib().kf_dtype_name(code).decode()

@@ -97,7 +97,7 @@ def bytes_moved(key: str) -> int:
 
 
 def priority(row: dict, bandwidth_gbs: float | None) -> float:
-    """DESIGN.md: time share x headroom to the roofline (Amdahl): the recorded time of the
+    """docs/architecture.md: time share x headroom to the roofline (Amdahl): the recorded time of the
     signature times the fraction of its eager time a perfect kernel would save."""
     nbytes = row.get("bytes_moved") or 0
     if not bandwidth_gbs or not nbytes or row.get("eager_us", -1) <= 0:

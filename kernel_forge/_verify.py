@@ -4,7 +4,7 @@ time both, and insert it into the cache. Run as `python -m kernel_forge._verify 
 It runs apart from the caller because a bad kernel can crash a process or poison a CUDA
 context: here that costs this child, never the user's process. It writes JOB_DIR/result.json.
 
-Verification (DESIGN.md): on the example inputs and on random inputs of the same signature
+Verification (docs/architecture.md): on the example inputs and on random inputs of the same signature
 (including large magnitudes and, for softmax, -inf), with every fresh output pre-filled with
 0xff bytes, the kernel's outputs match eager within the dtype's tolerance with NaN in the same
 places, the inputs it must not write are bit-identical afterwards, different inputs give

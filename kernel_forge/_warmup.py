@@ -240,7 +240,7 @@ def warmup(script_cmd: list[str], *, iterations: int = 50, time_budget: float = 
 
 def cost_table(rows: list[dict]) -> str:
     """Per job: the model's calls, requests, tokens and cost; and the total."""
-    from .cli import _fmt_table, _shorten
+    from ._text import fmt_table, shorten
 
     body, tot = [], [0, 0, 0, 0, 0.0]
     for r in rows:
@@ -250,26 +250,26 @@ def cost_table(rows: list[dict]) -> str:
         vals = [u["calls"], u["requests"], u["input_tokens"], u["output_tokens"], u["cost_usd"]]
         tot = [a + b for a, b in zip(tot, vals)]
         price = "" if u.get("price_known") else " (no price)"
-        body.append([_shorten(r["signature"], 60), u["model"], str(u["calls"]), str(u["requests"]),
+        body.append([shorten(r["signature"], 60), u["model"], str(u["calls"]), str(u["requests"]),
                      str(int(u["input_tokens"])), str(int(u["output_tokens"])),
                      f"${u['cost_usd']:.4f}{price}"])
     body.append(["total", "", str(tot[0]), str(tot[1]), str(int(tot[2])), str(int(tot[3])),
                  f"${tot[4]:.4f}"])
-    return _fmt_table(body, ["signature", "model", "calls", "requests", "tokens in", "tokens out",
+    return fmt_table(body, ["signature", "model", "calls", "requests", "tokens in", "tokens out",
                              "cost"], ["<", "<", ">", ">", ">", ">", ">"])
 
 
 def table(rows: list[dict]) -> str:
-    from .cli import _fmt_table, _shorten
+    from ._text import fmt_table, shorten
 
     body = []
     for r in rows:
         f = lambda v, fmt: fmt.format(v) if v is not None else "-"  # noqa: E731
-        body.append([r["op"].split("::")[-1], _shorten(r["signature"], 60),
+        body.append([r["op"].split("::")[-1], shorten(r["signature"], 60),
                      f"{100 * r['share']:.1f}%", f(r["eager_us"], "{:.1f}"), f(r["best_us"], "{:.1f}"),
                      f(r["speedup"], "{:.2f}x"), f(r["roofline_pct"], "{:.0f}%"),
                      str(r["iterations"]), f"{r['wall_s']:.0f}s", r["status"]])
-    return _fmt_table(body, ["op", "signature", "share", "eager us", "best us", "speedup",
+    return fmt_table(body, ["op", "signature", "share", "eager us", "best us", "speedup",
                              "roofline", "iters", "time", "status"],
                       ["<", "<", ">", ">", ">", ">", ">", ">", ">", "<"])
 

@@ -24,21 +24,7 @@ import shutil
 import subprocess
 import sys
 
-
-def _fmt_table(rows, headers, aligns):
-    widths = [len(h) for h in headers]
-    for r in rows:
-        widths = [max(w, len(c)) for w, c in zip(widths, r)]
-    def line(cells):
-        return "  ".join(c.rjust(w) if a == ">" else c.ljust(w)
-                         for c, w, a in zip(cells, widths, aligns)).rstrip()
-    out = [line(headers), line(["-" * w for w in widths])]
-    out += [line(r) for r in rows]
-    return "\n".join(out)
-
-
-def _shorten(s, n):
-    return s if len(s) <= n else s[: n - 3] + "..."
+from ._text import fmt_table, shorten
 
 
 def stats_table(rows, top=20, width=90) -> str:
@@ -49,9 +35,9 @@ def stats_table(rows, top=20, width=90) -> str:
         mark = "" if r["intercepted"] else "*"
         body.append([
             f"{100 * r['share']:5.1f}%", f"{r['time_ms']:.3f}", str(r["calls"]), str(r["served"]),
-            str(r["fallback"]), (r["device"] or "-"), mark + _shorten(r["signature"], width),
+            str(r["fallback"]), (r["device"] or "-"), mark + shorten(r["signature"], width),
         ])
-    text = _fmt_table(body, ["share", "time ms", "calls", "served", "eager", "device", "signature"],
+    text = fmt_table(body, ["share", "time ms", "calls", "served", "eager", "device", "signature"],
                       [">", ">", ">", ">", ">", "<", "<"])
     notes = []
     if len(rows) > top:
@@ -178,7 +164,7 @@ def cmd_doctor(_args) -> int:
         ok = False
     print("\nintercept list:")
     rows = [[o["op"], o["keys"] or "-", o["skipped"]] for o in info["ops"]]
-    print(_fmt_table(rows, ["op", "keys", "not intercepted on"], ["<", "<", "<"]))
+    print(fmt_table(rows, ["op", "keys", "not intercepted on"], ["<", "<", "<"]))
     return 0 if ok else 1
 
 
@@ -206,9 +192,9 @@ def cmd_cache(args) -> int:
         rows = []
         for e in sorted(entries, key=lambda e: (e["op"], e["signature"])):
             speed = e["eager_us"] / e["kernel_us"] if e.get("kernel_us") else 0
-            rows.append([e["key"], e["op"], _shorten(e["signature"], 70), f"{e['backend']}/{e['arch']}",
+            rows.append([e["key"], e["op"], shorten(e["signature"], 70), f"{e['backend']}/{e['arch']}",
                          f"{speed:.2f}x", "disabled" if e["disabled"] else "ok"])
-        print(_fmt_table(rows, ["key", "op", "signature", "backend/arch", "speedup", "state"],
+        print(fmt_table(rows, ["key", "op", "signature", "backend/arch", "speedup", "state"],
                          ["<"] * 4 + [">", "<"]))
         print(f"{len(entries)} entries in {d.decode()}")
         return 0

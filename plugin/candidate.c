@@ -163,10 +163,6 @@ kf_status kf_candidate_insert(kf_runtime *rt, uint64_t key, const char *meta_jso
     format_sig(rt, s, text, sizeof text);
     kf_sig_op_name(s->key, s->len, op, sizeof op);
     kf_cache_entry e = {0};
-    kf_key_inputs in = {s->key, s->len, backend, arch, toolchain, rt->torch_version,
-                        KF_VERSION_STRING, KF_CONTRACT_VERSION};
-    e.key = kf_cache_key_compute(&in);
-    kf_cache_key_hex(e.key, e.key_hex);
     e.format = KF_CACHE_FORMAT;
     e.contract_version = KF_CONTRACT_VERSION;
     e.op = strdup(op);
@@ -199,11 +195,9 @@ kf_status kf_candidate_insert(kf_runtime *rt, uint64_t key, const char *meta_jso
     size_t blob_len;
     const void *blob = kf_served_blob(k->served, &blob_len);
     st = kf_cache_open(&rw, rt->cfg.cache_dir, 0);
-    if (st == KF_OK) st = kf_cache_insert(rw, &e, blob, blob_len);
+    if (st == KF_OK) st = kf_cache_insert(rw, &e, blob, blob_len, key_out);
     if (st != KF_OK)
         kf_runtime_set_error(rt, "cache %s: %s", rt->cfg.cache_dir, kf_cache_errmsg(rw));
-    else
-        snprintf(key_out, KF_KEY_HEX, "%s", e.key_hex);
 free_entry:
     e.sig = NULL; /* borrowed from the slot */
     free(e.op), free(e.signature), free(e.backend), free(e.arch), free(e.toolchain);

@@ -16,13 +16,6 @@ static _Thread_local struct {
     char op[KF_OP_NAME_MAX];
 } t_probe;
 
-uint64_t kf_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static int probe_wants(const kf_sig *sig)
 {
     size_t n = strlen(t_probe.op);

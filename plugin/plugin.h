@@ -12,6 +12,7 @@
 
 #include <stdint.h>
 
+#include "common/clock.h"
 #include "plugin/config.h"
 #include "kforge.h"
 #include "plugin/layout.h"
@@ -67,7 +68,6 @@ uint64_t kf_slot_key(const kf_slot *slot);
 /* An op seen by the observer (not intercepted): counted by name with its host time. `weight`
  * scales sampled observations back to estimated calls. */
 void kf_dispatch_observed(kf_runtime *rt, const char *name, uint64_t ns, uint64_t weight);
-uint64_t kf_now_ns(void);
 
 kf_status kf_runtime_create(kf_runtime **out, const kf_config *cfg);
 void kf_runtime_free(kf_runtime *rt);

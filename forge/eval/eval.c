@@ -37,7 +37,7 @@ int kf_node_status_correct(int status)
  * torch guarantees when nothing was recorded). */
 static int buffer_align(const kf_job_tensor *t)
 {
-    int es = kf_job_dtype_size(t->dtype);
+    int es = kf_dtype_size(t->dtype);
     int a = t->align > 0 ? t->align : es;
     if (a < es && es <= 16) a = es;
     return a > 0 ? a : 1;
@@ -178,7 +178,7 @@ static int arg_elem_size(const char *type, int *is_float, int *is_double)
 static int arg_fits(const kf_launch *l, int a, const kf_job_tensor *t)
 {
     int is_f, is_d, size = arg_elem_size(l->arg_types[a], &is_f, &is_d);
-    int es = kf_job_dtype_size(t->dtype);
+    int es = kf_dtype_size(t->dtype);
     if (size == es) return 1;
     return (t->dtype == KF_C64 && is_f) || (t->dtype == KF_C128 && is_d);
 }
@@ -265,7 +265,7 @@ static int check_case(kf_eval *ev, int c, kf_eval_result *res, int *rc, char *er
                  "case %d (%s), input %d: the kernel changed it (first changed byte %llu, "
                  "element %llu of the span)",
                  c, case_kind(job, c), i, (unsigned long long)at,
-                 (unsigned long long)(at / (uint64_t)kf_job_dtype_size(sig->in[i].dtype)));
+                 (unsigned long long)(at / (uint64_t)kf_dtype_size(sig->in[i].dtype)));
             return 1;
         }
     }
@@ -359,7 +359,7 @@ kf_status kf_eval_run(kf_eval *ev, kf_compiler_i *cc, kf_compiled *k, const kf_l
         if (!arg_fits(launch, a, arg_t[a])) {
             fail(res, KF_NODE_LOAD_ERROR, -1,
                  "argument %d is \"%s\", but its tensor holds %s elements", a,
-                 launch->arg_types[a], kf_job_dtype_name(arg_t[a]->dtype));
+                 launch->arg_types[a], kf_dtype_name(arg_t[a]->dtype));
             return KF_OK;
         }
 

@@ -1,4 +1,4 @@
-/* Verifying and timing one compiled candidate against a job's eager outputs (DESIGN.md,
+/* Verifying and timing one compiled candidate against a job's eager outputs (docs/architecture.md,
  * "Verification"). This runs only inside the worker's evaluator child (forge/evaluator.h): a
  * candidate may crash, hang or corrupt memory, and that must cost the child only.
  *

@@ -74,7 +74,7 @@ double kf_ev_decode(int dtype, const unsigned char *p)
         int32_t i32;
         int64_t i64;
     } u;
-    int es = kf_job_dtype_size(dtype);
+    int es = kf_dtype_size(dtype);
     if (dtype == KF_C64) es = 4;
     if (dtype == KF_C128) es = 8;
     if (es <= 0 || es > 8) return NAN;
@@ -205,7 +205,7 @@ void kf_ev_compare(const kf_job_tensor *t, const unsigned char *got, const unsig
 {
     memset(c, 0, sizeof *c);
     c->first_bad = c->first_poisoned = c->worst_at = -1;
-    int es = kf_job_dtype_size(t->dtype);
+    int es = kf_dtype_size(t->dtype);
     int64_t numel = kf_job_tensor_numel(t);
     if (es <= 0 || numel <= 0) return;
     int fl = is_float(t->dtype);

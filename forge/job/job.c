@@ -19,46 +19,13 @@
 #define CASE_NAME_MAX 255
 #define JOB_DEVICE_MAX 1024
 
-/* The names plugin/signature.c's kf_dtype_name prints (index = kf_dtype). */
-static const char *const dtype_names[KF_DTYPE_COUNT] = {
-    [KF_DTYPE_UNKNOWN] = NULL, [KF_F32] = "f32",  [KF_F16] = "f16",   [KF_BF16] = "bf16",
-    [KF_F64] = "f64",          [KF_I8] = "i8",    [KF_U8] = "u8",     [KF_I16] = "i16",
-    [KF_I32] = "i32",          [KF_I64] = "i64",  [KF_BOOL] = "bool", [KF_C64] = "c64",
-    [KF_C128] = "c128",        [KF_F8E4M3] = "f8e4m3", [KF_F8E5M2] = "f8e5m2",
-};
-
-int kf_job_dtype_size(int dtype)
-{
-    switch (dtype) {
-    case KF_F64: case KF_I64: case KF_C64: return 8;
-    case KF_F32: case KF_I32: return 4;
-    case KF_F16: case KF_BF16: case KF_I16: return 2;
-    case KF_I8: case KF_U8: case KF_BOOL: case KF_F8E4M3: case KF_F8E5M2: return 1;
-    case KF_C128: return 16;
-    default: return 0;
-    }
-}
-
-int kf_job_dtype_from_name(const char *name)
-{
-    if (!name) return KF_DTYPE_UNKNOWN;
-    for (int d = 1; d < KF_DTYPE_COUNT; d++)
-        if (dtype_names[d] && !strcmp(name, dtype_names[d])) return d;
-    return KF_DTYPE_UNKNOWN;
-}
-
-const char *kf_job_dtype_name(int dtype)
-{
-    return dtype > 0 && dtype < KF_DTYPE_COUNT && dtype_names[dtype] ? dtype_names[dtype] : "?";
-}
-
 uint64_t kf_job_span_bytes(const kf_job_tensor *t, int *ok)
 {
     int dummy;
     if (!ok) ok = &dummy;
     *ok = 0;
     if (!t || t->ndim < 0 || t->ndim > KF_MAX_DIMS) return 0;
-    int es = kf_job_dtype_size(t->dtype);
+    int es = kf_dtype_size(t->dtype);
     if (!es) return 0;
     for (int d = 0; d < t->ndim; d++)
         if (t->sizes[d] < 0 || t->strides[d] < 0) return 0;
@@ -229,7 +196,7 @@ static kf_status parse_tensor(loader *L, const cJSON *o, const char *what, int n
     const cJSON *dt = field(o, "dtype");
     if (!dt) return bad(L, "%s.dtype is missing", what);
     if (!cJSON_IsString(dt)) return bad(L, "%s.dtype must be a string", what);
-    t->dtype = kf_job_dtype_from_name(dt->valuestring);
+    t->dtype = kf_dtype_from_name(dt->valuestring);
     if (!t->dtype)
         return bad(L, "%s.dtype \"%.32s\" is not a dtype (f32 f16 bf16 f64 i8 u8 i16 i32 i64 "
                       "bool c64 c128 f8e4m3 f8e5m2)",

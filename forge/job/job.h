@@ -58,6 +58,7 @@
 #include <stdint.h>
 
 #include "kforge.h"
+#include "common/dtype.h"
 #include "forge/job/sig.h"
 
 #ifdef __cplusplus
@@ -112,12 +113,6 @@ uint64_t kf_job_span_bytes(const kf_job_tensor *t, int *ok);
 /* Read one case file into buf (exactly `len` bytes, which must be the file's size). */
 kf_status kf_job_read_case_file(const char *path, void *buf, uint64_t len, char *err, size_t errcap);
 
-/* Element size of a kf_dtype (0 if unknown). */
-int kf_job_dtype_size(int dtype);
-/* "f32" <-> KF_F32 ... (the names plugin/signature.c prints). */
-int kf_job_dtype_from_name(const char *name);
-/* KF_F32 -> "f32" ...; "?" for an unknown code. */
-const char *kf_job_dtype_name(int dtype);
 
 #ifdef __cplusplus
 }

@@ -1,4 +1,4 @@
-/* The LLM proposer's parts (DESIGN.md, "MCTS": the `llm` proposer).
+/* The LLM proposer's parts (docs/architecture.md, "MCTS": the `llm` proposer).
  *
  *   llm_config.c   configuration from the environment (KFORGE_LLM_*); the API key lives only in
  *                  kf_llm_config.api_key, is sent only in a request header, and is wiped on clear

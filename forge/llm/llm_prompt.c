@@ -1,4 +1,4 @@
-/* The LLM proposer's prompt (llm.h; DESIGN.md "MCTS"): the op and its exact signature, the kernel
+/* The LLM proposer's prompt (llm.h; docs/architecture.md "MCTS"): the op and its exact signature, the kernel
  * contract, the parent with its time, eager and roofline times, the lineage, the failed siblings
  * ("do not repeat") and compile errors in short. Bounded by a byte budget. */
 #include <math.h>
@@ -45,7 +45,7 @@ char *kf_llm_prompt_system(const kf_job *job)
 
 static void tensor_line(kf_strbuf *b, const kf_job *j, const char *role, int i, const kf_job_tensor *t)
 {
-    kf_strbuf_printf(b, "- %s %d: %s [", role, i, kf_job_dtype_name(t->dtype));
+    kf_strbuf_printf(b, "- %s %d: %s [", role, i, kf_dtype_name(t->dtype));
     for (int d = 0; d < t->ndim; d++) kf_strbuf_printf(b, "%s%lld", d ? ", " : "", (long long)t->sizes[d]);
     kf_strbuf_printf(b, "], strides [");
     for (int d = 0; d < t->ndim; d++) kf_strbuf_printf(b, "%s%lld", d ? ", " : "", (long long)t->strides[d]);

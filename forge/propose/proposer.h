@@ -1,4 +1,4 @@
-/* Proposers: who writes the candidates the search evaluates (DESIGN.md, "MCTS").
+/* Proposers: who writes the candidates the search evaluates (docs/architecture.md, "MCTS").
  *
  * A proposer is asked for a new child of a node (or a fresh starting point below the root) and
  * answers with a candidate: source, launch record, and a one-line description of how it differs
@@ -49,7 +49,7 @@ typedef struct kf_proposer_i {
 kf_status kf_proposer_builtin_create(const kf_job_sig *sig, const char *backend, uint64_t seed,
                                      kf_proposer_i *out, char *err, size_t errcap);
 
-/* Fault injection for tests (DESIGN.md: swap the table): wraps `inner` (taking ownership on
+/* Fault injection for tests (docs/architecture.md: swap the table): wraps `inner` (taking ownership on
  * success; on failure it stays the caller's) and rewrites every `every`-th candidate so that its
  * kernel crashes, hangs or writes out of bounds, cycling through `modes` (a comma list of "crash",
  * "hang", "oob"). The change line says so ("sabotaged: oob (unroll 4 -> 8)") and meta_json gets

@@ -29,6 +29,12 @@ void kf_proposer_llm_note(void *llm_self, int id, int parent, const kf_candidate
 kf_status kf_proposer_mixed_create(kf_proposer_i builtin, kf_proposer_i llm, int llm_every,
                                    kf_proposer_i *out, char *err, size_t errcap);
 
+/* The proposer job->search.proposer names ("builtin", "llm" or "mixed"), in *out (the caller
+ * destroys it); *have_llm is set when the llm is part of it (it then updates *llm). "mixed"
+ * without a template for the job falls back to the llm alone. */
+kf_status kf_proposer_for_job(const struct kf_job *job, kf_llm_totals *llm, kf_proposer_i *out,
+                              int *have_llm, char *err, size_t cap);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,4 +1,4 @@
-/* Monte Carlo Tree Search over kernel candidates (DESIGN.md, "MCTS").
+/* Monte Carlo Tree Search over kernel candidates (docs/architecture.md, "MCTS").
  *
  * Node = one candidate. Value = median latency in us (lower is better); a failed node (did not
  * compile, wrong, crashed, ...) is never selected again. Selection walks from the virtual root by

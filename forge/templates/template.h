@@ -1,8 +1,8 @@
-/* The builtin kernel template library (DESIGN.md, "MCTS": the `builtin` proposer).
+/* The builtin kernel template library (docs/architecture.md, "MCTS": the `builtin` proposer).
  *
  * A template is a parametrized kernel for one op family. Given the exact signature of a job
  * (kf_job_sig) and one value for each of its knobs, it renders a candidate as the kernel contract
- * wants it (DESIGN.md, "Kernel contract"): source text with every shape and scalar as a #define,
+ * wants it (docs/architecture.md, "Kernel contract"): source text with every shape and scalar as a #define,
  * plus a launch record. The proposer walks the knob space by changing one knob index at a time;
  * every knob combination renders a valid candidate, so any index vector with
  * 0 <= knob_idx[k] < knobs[k].n_values is legal.

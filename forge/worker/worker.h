@@ -4,7 +4,7 @@
  * loads libtorch and never runs a candidate itself: compiled candidates go to an evaluator child
  * (forge/evaluator.h), so a crash, a hang or a broken CUDA context costs one node, not the job.
  * The winner is inserted into the cache only if it is verified and faster than eager by the
- * margin (DESIGN.md, "Process model" and "Verification"). */
+ * margin (docs/architecture.md, "Process model" and "Verification"). */
 #ifndef KF_FORGE_WORKER_H
 #define KF_FORGE_WORKER_H
 

@@ -193,8 +193,8 @@ static void test_insert_list_get(void)
     b.e.eager_us = -1;
     CHECK_EQ_INT(test_insert(c, &b), KF_ERR_INVALID);
     CHECK_CONTAINS(kf_cache_errmsg(c), "eager_us");
-    CHECK_EQ_INT(kf_cache_insert(c, &b.e, NULL, 5), KF_ERR_INVALID);
-    CHECK_EQ_INT(kf_cache_insert(c, NULL, "x", 1), KF_ERR_INVALID);
+    CHECK_EQ_INT(kf_cache_insert(c, &b.e, NULL, 5, NULL), KF_ERR_INVALID);
+    CHECK_EQ_INT(kf_cache_insert(c, NULL, "x", 1, NULL), KF_ERR_INVALID);
     n = 0;
     CHECK_EQ_INT(kf_cache_list(c, &v, &n), KF_OK);
     CHECK_EQ_INT(n, 3);
@@ -203,7 +203,7 @@ static void test_insert_list_get(void)
     /* an empty blob is a blob */
     test_entry z;
     test_entry_init(&z, "aten::zero", 0);
-    CHECK_EQ_INT(kf_cache_insert(c, &z.e, NULL, 0), KF_OK);
+    CHECK_EQ_INT(kf_cache_insert(c, &z.e, NULL, 0, NULL), KF_OK);
     CHECK_EQ_INT(kf_cache_get(c, z.key_hex, &e), KF_OK);
     void *blob = NULL;
     size_t len = 99;

@@ -146,7 +146,7 @@ static inline void test_entry_init(test_entry *t, const char *op, int seed)
 
 static inline kf_status test_insert(kf_cache *c, test_entry *t)
 {
-    return kf_cache_insert(c, &t->e, t->blob, t->blob_len);
+    return kf_cache_insert(c, &t->e, t->blob, t->blob_len, NULL);
 }
 
 /* ---- captured log lines (the sink is set once per process: LeakSanitizer and the

@@ -359,13 +359,13 @@ static void test_helpers(void)
                                         "i32", "i64", "bool", "c64", "c128", "f8e4m3", "f8e5m2"};
     static const int sizes[] = {4, 2, 2, 8, 1, 1, 2, 4, 8, 1, 8, 16, 1, 1};
     for (int d = KF_F32; d < KF_DTYPE_COUNT; d++) {
-        CHECK_EQ_INT(kf_job_dtype_from_name(names[d - 1]), d);
-        CHECK_STR(kf_job_dtype_name(d), names[d - 1]);
-        CHECK_EQ_INT(kf_job_dtype_size(d), sizes[d - 1]);
+        CHECK_EQ_INT(kf_dtype_from_name(names[d - 1]), d);
+        CHECK_STR(kf_dtype_name(d), names[d - 1]);
+        CHECK_EQ_INT(kf_dtype_size(d), sizes[d - 1]);
     }
-    CHECK_EQ_INT(kf_job_dtype_from_name("float32"), KF_DTYPE_UNKNOWN);
-    CHECK_EQ_INT(kf_job_dtype_from_name("?"), KF_DTYPE_UNKNOWN);
-    CHECK_EQ_INT(kf_job_dtype_size(99), 0);
+    CHECK_EQ_INT(kf_dtype_from_name("float32"), KF_DTYPE_UNKNOWN);
+    CHECK_EQ_INT(kf_dtype_from_name("?"), KF_DTYPE_UNKNOWN);
+    CHECK_EQ_INT(kf_dtype_size(99), 0);
 
     kf_job_tensor t = {.dtype = KF_F32, .ndim = 2, .sizes = {2, 3}, .strides = {3, 1}};
     int ok = 0;

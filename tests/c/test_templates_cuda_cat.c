@@ -83,7 +83,7 @@ static void add_case(kf_job_sig sig, int run, const char *note)
     ccase *c = &cases[n_cases++];
     c->sig = sig;
     c->run = run;
-    int p = snprintf(c->label, sizeof c->label, "cat %s", kf_job_dtype_name(sig.out[0].dtype));
+    int p = snprintf(c->label, sizeof c->label, "cat %s", kf_dtype_name(sig.out[0].dtype));
     for (int i = 0; i < sig.n_in && p < (int)sizeof c->label; i++) {
         p += snprintf(c->label + p, sizeof c->label - (size_t)p, "%s[", i ? " + " : " ");
         p = label_sizes(c->label, sizeof c->label, p, &sig.in[i]);

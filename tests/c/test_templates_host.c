@@ -685,7 +685,7 @@ static void make_cat_case(const char *label, kf_job_sig sig, int stride, int off
     c->sig = sig;
     c->stride = stride;
     c->offset = offset;
-    c->es = kf_job_dtype_size(sig.out[0].dtype);
+    c->es = kf_dtype_size(sig.out[0].dtype);
     if (!CHECK(cat_t->applies(&sig)) || !CHECK_EQ_INT(applies_any(&sig), 1))
         printf("     cat case %s\n", label);
     for (int i = 0; i < sig.n_in; i++) {
