@@ -237,12 +237,12 @@ def sleep_cycles(dev, ms):
 
 @pytest.mark.gpu
 def test_gpu_model_kernels_stay_out_of_the_timed_interval():
-    """While each timed run is in flight, a 'model' thread enqueues 20 ms of work on the default
+    """While each timed run is in flight, a 'model' thread enqueues 50 ms of work on the default
     stream (as a model's forward does, far ahead of the GPU): on the shared default stream it
     would lie between our events; on the private stream it runs beside them."""
     dev = torch.device("cuda")
     x = torch.zeros(1024, device=dev)
-    cycles = sleep_cycles(dev, 20)
+    cycles = sleep_cycles(dev, 50)
     torch.cuda.synchronize()
     go, done, stop = threading.Event(), threading.Event(), threading.Event()
 
@@ -273,7 +273,7 @@ def test_gpu_model_kernels_stay_out_of_the_timed_interval():
         stop.set()
         m.join(30)
         torch.cuda.synchronize()
-    assert out["us"] < 5000, out  # with the model's kernel inside the interval: >= 20000 us
+    assert out["us"] < 10000, out  # with the model's kernel inside the interval: >= 50000 us
 
 
 @pytest.mark.gpu
@@ -285,7 +285,7 @@ def test_gpu_measurements_stay_within_the_free_memory_fraction():
     free, _ = torch.cuda.mem_get_info(dev)
     hog = torch.empty(max(free - 1536 * MiB, 0), dtype=torch.uint8, device=dev)
     try:
-        free_now, l2 = _jobs.cuda_memory(dev)
+        free_now, _ = _jobs.cuda_memory(dev)
         x = torch.zeros(1 << 20, device=dev)
         torch.cuda.synchronize()
         base = torch.cuda.memory_allocated(dev)
@@ -297,7 +297,6 @@ def test_gpu_measurements_stay_within_the_free_memory_fraction():
         peak = torch.cuda.max_memory_allocated(dev) - base
         assert peak <= free_now * _jobs.MEASURE_FREE_FRACTION + x.numel() * 4 * 2, (peak, free_now)
         assert us > 0 and bw >= 0
-        assert bw == 0.0 or 2 * _jobs.copy_probe_bytes(free_now, l2) <= free_now / 16
     finally:
         del hog
         _jobs._bandwidth.clear()
