@@ -29,6 +29,11 @@ _TORCH_DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloa
                  "i32": torch.int32, "i64": torch.int64, "bool": torch.bool}
 _KINDS_OK = {"tensor", "tensor_list", "i", "d", "b", "s", "n", "l"}
 FLUSH_BYTES = 256 << 20  # larger than any GPU's L2, as the worker's evaluator uses
+COPY_PROBE_BYTES = 1 << 30  # each buffer of the CUDA copy-bandwidth probe, at most
+# Measurements run in the user's process, beside the model: what they allocate on a GPU is at most
+# this fraction of its free memory (a smaller flush or probe, or none), so the model never runs
+# out of memory because of them.
+MEASURE_FREE_FRACTION = 1 / 16
 MAX_KERNEL_TENSORS = 16  # a kernel's pointer arguments: inputs + fresh outputs (KF_LAUNCH_MAX_ARGS)
 
 
@@ -285,28 +290,71 @@ def tensors_of(out):
     return []
 
 
+def cuda_memory(device: torch.device) -> tuple[int, int]:
+    """(free bytes of the device, its L2 size in bytes or 0 when unknown)."""
+    free, _ = torch.cuda.mem_get_info(device)
+    return int(free), int(getattr(torch.cuda.get_device_properties(device), "L2_cache_size", 0) or 0)
+
+
+def flush_bytes(free: int, l2: int) -> int:
+    """The L2-flush buffer's size: the worker's FLUSH_BYTES, at most MEASURE_FREE_FRACTION of the
+    free memory; 0 (no flush: eager timed with warm caches, which only makes it harder to beat)
+    when what fits would not evict twice the L2 (or the L2 is unknown and less than FLUSH_BYTES fits)."""
+    n = min(FLUSH_BYTES, int(free * MEASURE_FREE_FRACTION))
+    return n if n >= (2 * l2 if l2 else FLUSH_BYTES) else 0
+
+
+def copy_probe_bytes(free: int, l2: int) -> int:
+    """Each buffer of the copy-bandwidth probe: COPY_PROBE_BYTES, both buffers together at most
+    MEASURE_FREE_FRACTION of the free memory; 0 (bandwidth unknown) when what fits is too small
+    to run from DRAM (less than 4x the L2 or 64 MB)."""
+    n = min(COPY_PROBE_BYTES, int(free * MEASURE_FREE_FRACTION) // 2)
+    return n if n >= max(4 * l2, 64 << 20) else 0
+
+
 def bench_us(fn, device: torch.device, reps: int = 20, flush_l2: bool = True) -> float:
     """Median time of fn in us, as the worker times candidates: 3 warm-ups, then each run timed
-    alone (CUDA events around the call, L2 flushed before each run; wall clock on the host)."""
+    alone (CUDA events around the call on a private stream, L2 flushed before each run; wall
+    clock on the host)."""
+    if device.type == "cuda":
+        return _bench_cuda_us(fn, device, reps, flush_l2)
     for _ in range(3):
         fn()
     times = []
-    if device.type == "cuda":
-        scratch = torch.empty(FLUSH_BYTES, dtype=torch.uint8, device=device) if flush_l2 else None
-        for _ in range(reps):
-            if scratch is not None:
-                scratch.zero_()
-            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            a.record()
-            fn()
-            b.record()
-            b.synchronize()
-            times.append(a.elapsed_time(b) * 1e3)
-    else:
-        for _ in range(reps):
-            t0 = time.perf_counter_ns()
-            fn()
-            times.append((time.perf_counter_ns() - t0) / 1e3)
+    for _ in range(reps):
+        t0 = time.perf_counter_ns()
+        fn()
+        times.append((time.perf_counter_ns() - t0) / 1e3)
+    return statistics.median(times)
+
+
+def _bench_cuda_us(fn, device: torch.device, reps: int, flush_l2: bool) -> float:
+    """On a stream of our own (PyTorch's pool streams do not synchronize with the legacy default
+    stream): the model's kernels, on its streams, neither land between our events nor queue
+    behind our runs. The flush buffer is bounded by the free memory (flush_bytes)."""
+    n = flush_bytes(*cuda_memory(device)) if flush_l2 else 0
+    stream = torch.cuda.Stream(device=device)
+    stream.wait_stream(torch.cuda.current_stream(device))  # fn's inputs were written there
+    times = []
+    scratch = None
+    try:
+        with torch.cuda.stream(stream):
+            scratch = torch.empty(n, dtype=torch.uint8, device=device) if n else None
+            for _ in range(3):
+                fn()
+            for _ in range(reps):
+                if scratch is not None:
+                    scratch.zero_()
+                a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                a.record(stream)
+                fn()
+                b.record(stream)
+                b.synchronize()
+                times.append(a.elapsed_time(b) * 1e3)
+    finally:
+        # nothing of ours still runs when its memory (allocated on this stream) is freed
+        stream.synchronize()
+        del scratch
     return statistics.median(times)
 
 
@@ -314,13 +362,17 @@ _bandwidth = {}
 
 
 def copy_bandwidth_gbs(device: torch.device, nbytes: int) -> float:
-    """Read+write GB/s of a copy. On CUDA one big copy (the DRAM ceiling, the L2 being flushed
-    before every timed run); on the host a copy of the op's own size, so that an op whose data
-    sits in the caches is compared with a copy that does too."""
+    """Read+write GB/s of a copy. On CUDA one big copy (the DRAM ceiling), of at most
+    2 x COPY_PROBE_BYTES and MEASURE_FREE_FRACTION of the free memory: 0.0 (unknown, as job.json
+    takes it; tried again on the next call) when that is too small; on the host a copy of the op's
+    own size, so that an op whose data sits in the caches is compared with a copy that does too."""
     key = (str(device), 0 if device.type == "cuda" else max(nbytes // 2, 4096))
     if key not in _bandwidth:
-        n = 1 << 30 if device.type == "cuda" else key[1]
-        src = torch.ones(n, dtype=torch.uint8, device=device)
+        n = copy_probe_bytes(*cuda_memory(device)) if device.type == "cuda" else key[1]
+        if not n:
+            return 0.0
+        # on CUDA no fill: a kernel on this thread's stream (the model's) is not needed for a copy
+        src = (torch.empty if device.type == "cuda" else torch.ones)(n, dtype=torch.uint8, device=device)
         dst = torch.empty_like(src)
         us = bench_us(lambda: dst.copy_(src), device, reps=10, flush_l2=False)
         if device.type != "cuda":  # the copy's own call overhead is not bandwidth

@@ -126,6 +126,24 @@ def add_bytes_moved(rows: list[dict]) -> None:
                 pass
 
 
+def memory_shortfall(row: dict, captures: int) -> str | None:
+    """Why a CUDA signature is too big to tune beside the model (None: it is not): its captures,
+    the copies write_job makes of a call, the random inputs and the outputs live in this process,
+    about (captures + 3) x the bytes a call moves; they may take at most a quarter of the free
+    memory (the timing buffers take at most _jobs.MEASURE_FREE_FRACTION besides)."""
+    if row.get("device") != "cuda":
+        return None
+    need = (captures + 3) * (row.get("bytes_moved") or 0)
+    try:
+        free, _ = _jobs.cuda_memory(torch.device("cuda"))
+    except Exception as e:  # no answer from the device: do not risk it
+        return f"free GPU memory unknown ({e})"
+    if need > free // 4:
+        return (f"copying and measuring its calls takes about {need >> 20} MiB, more than a quarter "
+                f"of the {free >> 20} MiB free on the GPU")
+    return None
+
+
 class OnlineTuner(threading.Thread):
     """KFORGE_TUNE=1: one background thread per process, one worker process at a time. Nothing on
     the model's path waits for it; its own torch calls bypass the plugin (kf_set_thread_bypass)."""
@@ -153,14 +171,14 @@ class OnlineTuner(threading.Thread):
             try:
                 rows = stats()
                 add_bytes_moved(rows)
+                if not hot_candidates(rows, self.cfg["min_calls"], self.cfg["min_share"], self.done):
+                    continue  # nothing hot: no measurement on the device at all
                 device = next((r["device"] for r in rows if r["intercepted"]), "cpu")
                 with _jobs.bypass():
                     bw = _jobs.copy_bandwidth_gbs(
                         torch.device("cuda") if device == "cuda" else torch.device("cpu"), 1 << 26)
                 cands = hot_candidates(rows, self.cfg["min_calls"], self.cfg["min_share"],
                                        self.done, bw)
-                if not cands:
-                    continue
                 r = cands[0]
                 self.done.add(r["key"])
                 self.tune_one(r, search)
@@ -170,6 +188,10 @@ class OnlineTuner(threading.Thread):
 
     def tune_one(self, row: dict, search: dict):
         key = row["key"]
+        short = memory_shortfall(row, self.cfg["captures"])
+        if short:
+            log.info("online tuning: %s skipped: %s", row["signature"], short)
+            return
         n = n_tensor_args(key)
         request_captures(key, self.cfg["captures"])
         deadline = time.monotonic() + 60

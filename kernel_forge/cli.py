@@ -9,7 +9,7 @@
   kforge doctor                 versions, devices, cache folder, intercept list, dependencies
   kforge cache ls|show|rm|clear|export|import|verify
                                 the kernel cache folder (KFORGE_CACHE_DIR or --dir)
-  kforge ui [--port N] [--host H] [--cache DIR] [--jobs DIR] [--stats FILE]
+  kforge ui [--port N] [--host H] [--allow-host NAME] [--cache DIR] [--jobs DIR] [--stats FILE]
                                 a local web app: job folders, search trees, candidates, cache
 """
 
@@ -254,7 +254,7 @@ def cmd_ui(args) -> int:
     from .ui import serve
 
     return serve(host=args.host, port=args.port, cache_dir=args.cache, jobs_dir=args.jobs,
-                 stats_file=args.stats)
+                 stats_file=args.stats, allow_hosts=args.allow_host)
 
 
 def main(argv=None) -> int:
@@ -306,6 +306,9 @@ def main(argv=None) -> int:
     u.add_argument("--port", type=int, default=8765, help="port (default 8765; 0: any free port)")
     u.add_argument("--host", default="127.0.0.1",
                    help="address to listen on (default 127.0.0.1; anything else is reachable by others)")
+    u.add_argument("--allow-host", action="append", default=[], metavar="NAME",
+                   help="another name the browser reaches the UI by (a requested Host that is not "
+                        "127.0.0.1, localhost, ::1 or --host is refused: DNS rebinding); repeatable")
     u.add_argument("--cache", help="cache folder (default: KFORGE_CACHE_DIR or ~/.cache/kernel_forge)")
     u.add_argument("--jobs", help="job folders (default: KFORGE_JOBS_DIR, else CACHE/jobs)")
     u.add_argument("--stats", help="the last run's table: a `kforge warmup --json` or `kforge run "

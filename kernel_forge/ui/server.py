@@ -7,15 +7,26 @@ the same kf_cache_dir_* functions as `kforge cache`) and an optional run file (`
 validated before they become paths, every path is resolved and must stay inside its folder, JSON
 is written with <, > and & escaped, and the page builds its DOM with textContent under a strict
 Content-Security-Policy.
+
+DNS rebinding: a page of another site whose name is rebound to 127.0.0.1 reaches this server as
+its own origin, so the Origin header proves nothing, and the Host header is that site's name. Every
+request's Host must therefore be one of the names the server is bound to (127.0.0.1, localhost,
+::1, --host, --allow-host; any IP literal when bound to a wildcard address: a rebound page never
+sends one), and an action (POST) must carry the per-server token that only our page (served
+under an allowed Host, unreadable cross-origin) holds.
 """
 
 from __future__ import annotations
 
 import ctypes
 import difflib
+import hmac
+import ipaddress
 import json
 import os
 import re
+import secrets
+import stat
 import sys
 import tempfile
 import threading
@@ -33,7 +44,13 @@ CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' 
 JOB_ID = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.+-]{0,199}$")
 CACHE_KEY = re.compile(r"^[A-Za-z0-9_.-]{1,200}$")
 MAX_TEXT = 4 << 20  # a source, log or launch record larger than this is cut
+JOB_FILES = ("job.json", "result.json", "tree.json", "progress.jsonl")  # read by name from a job folder
 LIVE_WINDOW_S = 120  # a job without result.json whose progress moved this recently is running
+TOKEN = re.compile(r"^[A-Za-z0-9_.~-]{16,200}$")
+TOKEN_HEADER = "X-KForge-Token"
+TOKEN_SLOT = b'content="KFORGE_TOKEN"'  # index.html's <meta name="kforge-token">
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
+WILDCARD = ("", "0.0.0.0", "::")
 
 
 class Refused(Exception):
@@ -77,9 +94,22 @@ def inside(root: str, *parts: str) -> str:
     return path
 
 
+def open_regular(path: str):
+    """A binary file object for path: not through a link swapped in after inside() resolved it,
+    never blocking on a FIFO, and only a regular file (OSError otherwise)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(0, "not a regular file")
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
 def read_text(path: str, limit: int = MAX_TEXT):
     try:
-        with open(path, "rb") as f:
+        with open_regular(path) as f:
             data = f.read(limit + 1)
     except FileNotFoundError:
         return None
@@ -103,7 +133,7 @@ def read_progress(path: str, since: int = 0):
     """Lines of progress.jsonl from line `since` on (a half-written last line is left for later)."""
     out = []
     try:
-        with open(path, "rb") as f:
+        with open_regular(path) as f:
             for i, line in enumerate(f):
                 if i < since or not line.endswith(b"\n"):
                     continue
@@ -113,6 +143,8 @@ def read_progress(path: str, since: int = 0):
                     out.append({"event": "unreadable"})
     except FileNotFoundError:
         pass
+    except OSError:
+        out.append({"event": "unreadable"})
     return out
 
 
@@ -183,7 +215,9 @@ class App:
         if not JOB_ID.match(job_id):
             raise Refused(403, "bad job id")
         path = inside(self.jobs_dir, job_id)
-        if not os.path.isfile(os.path.join(path, "job.json")):
+        for name in JOB_FILES[1:]:  # a job with any of them linked out is refused as a whole
+            inside(path, name)
+        if not os.path.isfile(inside(path, "job.json")):
             raise Refused(404, "no such job")
         return path
 
@@ -191,9 +225,9 @@ class App:
         if result is not None:
             return "done"
         try:
-            moved = os.path.getmtime(os.path.join(path, "progress.jsonl"))
+            moved = os.path.getmtime(inside(path, "progress.jsonl"))
         except OSError:
-            moved = os.path.getmtime(os.path.join(path, "job.json"))
+            moved = os.path.getmtime(inside(path, "job.json"))
         return "running" if time.time() - moved < LIVE_WINDOW_S else "unfinished"
 
     def jobs(self):
@@ -203,43 +237,45 @@ class App:
         except OSError:
             return out
         for name in names:
-            try:
-                path = self.job_dir(name)
+            try:  # a job whose files link out of its folder is not listed
+                out.append(self._summary(name))
             except Refused:
                 continue
-            job = read_json(os.path.join(path, "job.json")) or {}
-            res = read_json(os.path.join(path, "result.json"))
-            r = res or {}
-            out.append({"id": name, "op": job.get("op"), "signature": job.get("signature"),
-                        "backend": job.get("backend"), "state": self._state(path, res),
-                        "status": r.get("status"), "eager_us": r.get("eager_us", job.get("eager_us")),
-                        "best_us": r.get("best_us"), "speedup": r.get("speedup"),
-                        "iterations": r.get("iterations"), "cache_key": r.get("cache_key"),
-                        "wall_s": r.get("wall_s"),
-                        "mtime": os.path.getmtime(os.path.join(path, "job.json"))})
         out.sort(key=lambda j: -j["mtime"])
         return out
 
+    def _summary(self, name: str) -> dict:
+        path = self.job_dir(name)
+        job = read_json(inside(path, "job.json")) or {}
+        res = read_json(inside(path, "result.json"))
+        r = res or {}
+        return {"id": name, "op": job.get("op"), "signature": job.get("signature"),
+                "backend": job.get("backend"), "state": self._state(path, res),
+                "status": r.get("status"), "eager_us": r.get("eager_us", job.get("eager_us")),
+                "best_us": r.get("best_us"), "speedup": r.get("speedup"),
+                "iterations": r.get("iterations"), "cache_key": r.get("cache_key"),
+                "wall_s": r.get("wall_s"), "mtime": os.path.getmtime(inside(path, "job.json"))}
+
     def job(self, job_id: str):
         path = self.job_dir(job_id)
-        job = read_json(os.path.join(path, "job.json")) or {}
+        job = read_json(inside(path, "job.json")) or {}
         job.pop("cases", None)
         job.pop("sig_hex", None)
-        tree = read_json(os.path.join(path, "tree.json")) or {}
-        res = read_json(os.path.join(path, "result.json"))
+        tree = read_json(inside(path, "tree.json")) or {}
+        res = read_json(inside(path, "result.json"))
         nodes = tree.get("nodes") or []
         # the page draws thousands of nodes: send only what the tree and its tooltips need
         compact = [[n.get("id"), n.get("parent"), n.get("status"), n.get("latency_us"),
                     n.get("change"), n.get("depth")] for n in nodes if isinstance(n, dict)]
         meta = {k: v for k, v in tree.items() if k != "nodes"}
         return {"id": job_id, "job": job, "tree": meta, "nodes": compact, "result": res,
-                "progress": read_progress(os.path.join(path, "progress.jsonl")),
+                "progress": read_progress(inside(path, "progress.jsonl")),
                 "state": self._state(path, res)}
 
     def live(self, job_id: str, since: int):
         path = self.job_dir(job_id)
-        res = read_json(os.path.join(path, "result.json"))
-        return {"progress": read_progress(os.path.join(path, "progress.jsonl"), since),
+        res = read_json(inside(path, "result.json"))
+        return {"progress": read_progress(inside(path, "progress.jsonl"), since),
                 "result": res, "state": self._state(path, res)}
 
     def candidate(self, job_id: str, node_id: str):
@@ -247,7 +283,7 @@ class App:
         if not node_id.isdigit() or len(node_id) > 9:
             raise Refused(403, "bad node id")
         nid = int(node_id)
-        tree = read_json(os.path.join(path, "tree.json")) or {}
+        tree = read_json(inside(path, "tree.json")) or {}
         nodes = {n.get("id"): n for n in tree.get("nodes") or [] if isinstance(n, dict)}
         node = nodes.get(nid)
         if node is None:
@@ -285,7 +321,7 @@ class App:
         """The last recorded run: a warmup --json file ({"rows": ...}) or a stats list."""
         if not self.stats_file:
             return None, None
-        doc = read_json(self.stats_file)
+        doc = read_json(os.path.realpath(self.stats_file))  # the user's own file: links are fine
         if doc is None:
             return [], f"could not read {self.stats_file}"
         rows = doc.get("rows") if isinstance(doc, dict) else doc
@@ -355,9 +391,44 @@ class App:
                 "saving": saving}
 
 
+def authority_host(value: str | None) -> str | None:
+    """The host name of a Host header or an origin's authority ("[::1]:8765" -> "::1"),
+    lowercased; None when absent or malformed."""
+    if not value or any(c in value for c in "@/\\ \t\r\n?#"):
+        return None
+    try:
+        name = urllib.parse.urlsplit("//" + value).hostname
+    except ValueError:
+        return None
+    return name or None
+
+
+def is_ip_literal(name: str) -> bool:
+    try:
+        ipaddress.ip_address(name)
+        return True
+    except ValueError:
+        return False
+
+
 class Handler(BaseHTTPRequestHandler):
     server_version = "kforge-ui"
     app: App = None  # set by make_server
+    allowed_hosts: frozenset = frozenset()  # set by make_server: names a request may address
+    any_ip: bool = False  # bound to a wildcard address: any IP literal Host is ours too
+    token: str = ""  # set by make_server: what an action must carry
+
+    def _host_ok(self, name: str | None) -> bool:
+        return bool(name) and (name in self.allowed_hosts or (self.any_ip and is_ip_literal(name)))
+
+    def _check_host(self):
+        """DNS rebinding: a rebound page's requests carry its own site's name as Host."""
+        host = self.headers.get("Host")
+        if not self._host_ok(authority_host(host)):
+            raise Refused(403, f"refused Host {host!r}: kforge ui answers to "
+                               f"{', '.join(sorted(self.allowed_hosts))}"
+                               + (" and IP addresses" if self.any_ip else "")
+                               + " (kforge ui --allow-host NAME adds a name)")
 
     def log_message(self, fmt, *args):  # quiet unless asked
         if os.environ.get("KFORGE_UI_LOG"):
@@ -397,10 +468,14 @@ class Handler(BaseHTTPRequestHandler):
     def do_GET(self):
         try:
             raw, parts, query = self._route()
+            self._check_host()
             if raw in STATIC:
                 name, ctype = STATIC[raw]
                 with open(os.path.join(STATIC_DIR, name), "rb") as f:
-                    return self._send(200, f.read(), ctype)
+                    body = f.read()
+                if name == "index.html":  # the page's copy of the token (its meta tag)
+                    body = body.replace(TOKEN_SLOT, b'content="' + self.token.encode() + b'"')
+                return self._send(200, body, ctype)
             if not parts or parts[0] != "api":
                 raise Refused(404, "not found")
             a = self.app
@@ -426,12 +501,17 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_POST(self):
         try:
-            # a custom header cannot be sent cross-origin without a preflight we never answer
-            if self.headers.get("X-KForge-UI") != "1":
-                raise Refused(403, "missing X-KForge-UI header")
+            self._check_host()
+            # only our page holds the token; a custom header also needs a preflight we never answer
+            sent = self.headers.get(TOKEN_HEADER) or ""
+            if not hmac.compare_digest(sent.encode(), self.token.encode()):
+                raise Refused(403, f"refused action: missing or wrong {TOKEN_HEADER} header (the "
+                                   "page sends it; README \"Inspection UI\")")
             origin = self.headers.get("Origin")
-            if origin and urllib.parse.urlsplit(origin).netloc != self.headers.get("Host"):
-                raise Refused(403, "cross-origin request refused")
+            if origin is not None and not (urllib.parse.urlsplit(origin).scheme == "http"
+                                           and self._host_ok(authority_host(
+                                               urllib.parse.urlsplit(origin).netloc))):
+                raise Refused(403, f"cross-origin request refused (Origin {origin!r})")
             _, parts, query = self._route()
             rest = parts[1:] if parts and parts[0] == "api" else None
             if rest and len(rest) == 3 and rest[0] == "cache" and rest[1] != "export":
@@ -450,14 +530,26 @@ class Handler(BaseHTTPRequestHandler):
             self._error(500, f"{type(e).__name__}: {e}")
 
 
-def make_server(host: str, port: int, cache_dir: str, jobs_dir: str, stats_file: str | None = None):
-    handler = type("BoundHandler", (Handler,), {"app": App(cache_dir, jobs_dir, stats_file)})
+def make_server(host: str, port: int, cache_dir: str, jobs_dir: str, stats_file: str | None = None,
+                *, token: str | None = None, allow_hosts=()):
+    """The server (not yet serving). Requests must address `host`, a loopback name or one of
+    `allow_hosts`; actions must carry `token` (random when None), which is srv.token."""
+    token = token or secrets.token_urlsafe(32)
+    if not TOKEN.match(token):
+        raise ValueError("the UI token must be 16-200 characters of A-Z a-z 0-9 _ . ~ -")
+    names = {n.lower().strip("[]") for n in (*LOOPBACK_NAMES, host, *allow_hosts) if n}
+    handler = type("BoundHandler", (Handler,), {
+        "app": App(cache_dir, jobs_dir, stats_file), "token": token,
+        "allowed_hosts": frozenset(n for n in names if n not in WILDCARD),
+        "any_ip": host in WILDCARD})
     srv = ThreadingHTTPServer((host, port), handler)
     srv.daemon_threads = True
+    srv.token = token
     return srv
 
 
-def serve(host="127.0.0.1", port=8765, cache_dir=None, jobs_dir=None, stats_file=None) -> int:
+def serve(host="127.0.0.1", port=8765, cache_dir=None, jobs_dir=None, stats_file=None,
+          allow_hosts=()) -> int:
     if cache_dir is None:
         import kernel_forge as kf
         cache_dir = kf.cache_dir()
@@ -467,7 +559,12 @@ def serve(host="127.0.0.1", port=8765, cache_dir=None, jobs_dir=None, stats_file
     if host not in ("127.0.0.1", "localhost", "::1"):
         print(f"kforge ui: WARNING: listening on {host}: anyone who can reach it can read your "
               "kernels and job folders and change the cache", file=sys.stderr)
-    srv = make_server(host, port, cache_dir, jobs_dir, stats_file)
+    try:
+        srv = make_server(host, port, cache_dir, jobs_dir, stats_file,
+                          token=os.environ.get("KFORGE_UI_TOKEN") or None, allow_hosts=allow_hosts)
+    except ValueError as e:
+        print(f"kforge ui: KFORGE_UI_TOKEN: {e}", file=sys.stderr)
+        return 2
     print(f"kforge ui: http://{host}:{srv.server_address[1]}/  (cache {cache_dir}, jobs {jobs_dir}"
           + (f", run {stats_file}" if stats_file else "") + ")", flush=True)
     try:

@@ -88,7 +88,7 @@ def env(tmp_path_factory):
     t.start()
     made.update(cache=cache, jobs=jobs, url=f"http://127.0.0.1:{srv.server_address[1]}",
                 good_id=os.path.basename(made["good"]), bad_id=os.path.basename(made["bad"]),
-                big_id=big, outside=outside)
+                big_id=big, outside=outside, token=srv.token)
     yield made
     srv.shutdown()
     srv.server_close()
@@ -216,8 +216,9 @@ def test_cache_actions_call_the_cache_functions(env):
     key = env["key"]
     entries = {e["key"]: e for e in get(env, "/api/cache")["entries"]}
     assert key in entries and not entries[key]["disabled"]
-    assert status_of(env, f"/api/cache/{key}/disable", "POST") == 403  # no X-KForge-UI header
-    hdr = {"X-KForge-UI": "1"}
+    assert status_of(env, f"/api/cache/{key}/disable", "POST") == 403  # no token
+    assert status_of(env, f"/api/cache/{key}/disable", "POST", {"X-KForge-UI": "1"}) == 403
+    hdr = {"X-KForge-Token": env["token"]}
     assert status_of(env, f"/api/cache/{key}/disable", "POST",
                      dict(hdr, Origin="http://evil.example")) == 403
     assert status_of(env, f"/api/cache/{key}/disable", "POST", hdr) == 200
@@ -362,6 +363,43 @@ def test_browser_failed_node_shows_its_error(env, browser):
     wait_ready(d, f"/job/{env['bad_id']}/c/{failed['id']}")
     assert text(d, "#cand-error") == failed["error"].strip()
     shot(d, "candidate-failed")
+
+
+def test_browser_cache_buttons_act_with_the_pages_token(env, browser):
+    """The page's own POSTs carry the server's token: disable, then enable the real entry."""
+    d = browser
+    key = env["key"]
+
+    def state():
+        return next(e for e in get(env, "/api/cache")["entries"] if e["key"] == key)["disabled"]
+
+    def click(label):
+        go(d, env, "/about")  # leave the page, so that the cache view loads afresh
+        go(d, env, "/cache")
+        box = d.find_element("css selector", "input[type=search]")
+        box.send_keys(key)
+        end = time.monotonic() + 10
+        while time.monotonic() < end:  # the list redraws its rows: find and click in one go
+            if d.execute_script("const b = [...document.querySelectorAll('#cache-list .act-toggle')]"
+                                ".filter((b) => b.textContent === arguments[0]); "
+                                "if (b.length !== 1) return false; b[0].click(); return true", label):
+                return
+            time.sleep(0.05)
+        raise AssertionError(f"no {label} button for {key}: {text(d, '#cache-list')[:500]}")
+
+    def wait_status(action):
+        end = time.monotonic() + 10
+        while text(d, "#status") != f"{action}: {key}" and time.monotonic() < end:
+            time.sleep(0.05)
+        return text(d, "#status")  # the server's refusal, if it refused
+
+    assert not state()
+    click("disable")
+    assert wait_status("disable") == f"disable: {key}"
+    assert state()
+    click("enable")
+    assert wait_status("enable") == f"enable: {key}"
+    assert not state()
 
 
 def test_browser_planted_markup_stays_text(env, browser):

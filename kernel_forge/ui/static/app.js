@@ -48,7 +48,9 @@ async function api(path, opts) {
   if (!r.ok) throw new Error((body && body.error) || r.statusText);
   return body;
 }
-const post = (path) => api(path, { method: "POST", headers: { "X-KForge-UI": "1" } });
+// actions carry the server's token, which it wrote into this page (server.py: DNS rebinding)
+const UI_TOKEN = (document.querySelector('meta[name="kforge-token"]') || {}).content || "";
+const post = (path) => api(path, { method: "POST", headers: { "X-KForge-Token": UI_TOKEN } });
 
 let cleanup = [];  // timers and listeners of the current page
 function setStatus(text) { document.getElementById("status").textContent = text; }
