@@ -13,7 +13,7 @@ import os
 import re
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # --root replaces it
 SOURCES = ("include", "common", "compile", "cache", "plugin", "torch_ext", "forge")
 EXTS = (".c", ".h", ".cpp", ".cu", ".cuh")
 
@@ -97,7 +97,10 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--check", action="store_true")
     ap.add_argument("--write", metavar="FILE")
+    ap.add_argument("--root", help="the tree to read (default: this repository)")
     a = ap.parse_args()
+    global ROOT
+    ROOT = os.path.abspath(a.root) if a.root else ROOT
     edges, bad = scan()
     for b in bad:
         print("include_graph:", b, file=sys.stderr)
