@@ -109,11 +109,81 @@ def priority(row: dict, bandwidth_gbs: float | None) -> float:
 def hot_candidates(rows: list[dict], min_calls: int, min_share: float, skip: set,
                    bandwidth_gbs: float | None = None) -> list[dict]:
     """Intercepted, servable signatures without a kernel, hot enough, in priority order (rows
-    with "bytes_moved" and a bandwidth: time x headroom to the roofline; else time)."""
+    with "bytes_moved" and a bandwidth: time x headroom to the roofline; else time). Rows marked
+    "untunable" never take a slot; "share" is the share of the tunable time (steady_rows)."""
     out = [r for r in rows if r["intercepted"] and r["servable"] and not r["has_kernel"]
-           and r["key"] not in skip and r["calls"] >= min_calls and r["share"] >= min_share]
+           and not r.get("untunable") and r["key"] not in skip and r["calls"] >= min_calls
+           and r["share"] >= min_share]
     out.sort(key=lambda r: (-priority(r, bandwidth_gbs), r["signature"]))
     return out
+
+
+def untunable_reason(row: dict) -> str | None:
+    """Why a job for this row could never be written or served (None: it can): an argument on
+    another device, a dtype or argument kind a kernel cannot take, ... (_jobs.check_tunable)."""
+    if not row["intercepted"]:
+        return "not intercepted"
+    if not row["servable"]:
+        return "arguments a kernel cannot take exactly"
+    try:
+        _jobs.check_tunable(*_jobs.describe(row["key"]))
+    except KernelForgeError as e:
+        return str(e).split(": ", 1)[-1]
+    return None
+
+
+def mark_untunable(rows: list[dict], cache: dict | None = None) -> None:
+    """Set row["untunable"] (a reason, or None) on every intercepted row without a kernel;
+    `cache` (key -> reason) spares the same question at every look of the online tuner."""
+    for r in rows:
+        if not r["intercepted"] or r["has_kernel"]:
+            continue
+        if cache is not None and r["key"] in cache:
+            r["untunable"] = cache[r["key"]]
+            continue
+        r["untunable"] = untunable_reason(r)
+        if cache is not None:
+            cache[r["key"]] = r["untunable"]
+
+
+def steady_rows(rows: list[dict], window: dict | None) -> tuple[list[dict], list[dict]]:
+    """The rows as the work a script repeats sees them: with `window` (key -> {"time_ms",
+    "calls"}, the time recorded while that work ran), each row's time and calls are the
+    window's, and rows the window never saw are set apart as setup; without one, the whole
+    recording. "share" is then recomputed over the tunable rows, so one-time work and what can
+    never be tuned (a copy from the CPU, ...) do not dilute --min-share. Returns (rows, setup)."""
+    steady, setup = [], []
+    for r in rows:
+        r = dict(r)
+        if window is not None and r["intercepted"]:
+            w = window.get(r["key"])
+            if not w or w["calls"] <= 0:
+                r["setup"] = True
+                setup.append(r)
+                continue
+            r["time_ms"], r["calls"] = w["time_ms"], w["calls"]
+        steady.append(r)
+    total = sum(r["time_ms"] for r in steady if r["intercepted"] and not r.get("untunable"))
+    for r in steady:
+        r["share"] = (r["time_ms"] / total if total > 0 and r["intercepted"] and not r.get("untunable")
+                      else 0.0)
+    return steady, setup
+
+
+def stats_delta(now: list[dict], before: dict) -> dict:
+    """key -> {"time_ms", "calls"} recorded since the snapshot `before` (snapshot(rows))."""
+    out = {}
+    for r in now:
+        if not r["intercepted"]:
+            continue
+        t0, c0 = before.get(r["key"], (0.0, 0))
+        if r["calls"] > c0:
+            out[r["key"]] = {"time_ms": max(0.0, r["time_ms"] - t0), "calls": r["calls"] - c0}
+    return out
+
+
+def snapshot(rows: list[dict]) -> dict:
+    return {r["key"]: (r["time_ms"], r["calls"]) for r in rows if r["intercepted"]}
 
 
 def add_bytes_moved(rows: list[dict]) -> None:
@@ -167,12 +237,24 @@ class OnlineTuner(threading.Thread):
 
         search = {"iterations": self.cfg["iterations"], "margin": self.cfg["margin"],
                   "proposer": "builtin", "cache_dir": cache_dir()}
+        before, last, reasons = {}, {}, {}
         while not self.stop.wait(self.cfg["interval_s"]):
             try:
-                rows = stats()
-                add_bytes_moved(rows)
+                # the time since the last look ranks, not since the start, and only what was also
+                # called in the look before: a script's one-time setup (weights copied to the GPU,
+                # casts) is never ranked, and the repeated work is
+                now = stats()
+                window, before = stats_delta(now, before), snapshot(now)
+                repeated = {k: w for k, w in window.items() if k in last}
+                last = window
+                mark_untunable(now, reasons)
+                rows, _ = steady_rows(now, repeated)
+                total = {r["key"]: r["calls"] for r in now}
+                for r in rows:  # "hot" still counts every call so far
+                    r["calls"] = total.get(r["key"], r["calls"])
                 if not hot_candidates(rows, self.cfg["min_calls"], self.cfg["min_share"], self.done):
                     continue  # nothing hot: no measurement on the device at all
+                add_bytes_moved(rows)
                 device = next((r["device"] for r in rows if r["intercepted"]), "cpu")
                 with _jobs.bypass():
                     bw = _jobs.copy_bandwidth_gbs(

@@ -42,26 +42,92 @@ def run_script(script: str, args: list[str], module: bool) -> int:
     return 0
 
 
+class ForwardWindows:
+    """What the plugin records while an nn.Module forward runs, in any thread: the work a script
+    repeats, as opposed to its setup (building the model, moving and casting weights, loading a
+    state dict), which runs outside any forward. Global module hooks see the outermost forward
+    start and end; a stats snapshot at each edge adds the difference to the window."""
+
+    def __init__(self, stats):
+        import threading
+
+        self.stats = stats
+        self.lock = threading.Lock()
+        self.local = threading.local()
+        self.active = 0
+        self.forwards = 0
+        self.start: dict = {}
+        self.window: dict = {}
+        self.handles = []
+
+    def install(self):
+        from torch.nn.modules import module as m
+
+        self.handles.append(m.register_module_forward_pre_hook(self._pre))
+        try:
+            self.handles.append(m.register_module_forward_hook(self._post, always_call=True))
+        except TypeError:  # a torch without always_call: a forward that raises ends no window
+            self.handles.append(m.register_module_forward_hook(self._post))
+
+    def remove(self):
+        for h in self.handles:
+            h.remove()
+        self.handles = []
+
+    def _pre(self, mod, args):
+        depth = getattr(self.local, "depth", 0)
+        self.local.depth = depth + 1
+        if depth == 0:
+            with self.lock:
+                self.active += 1
+                if self.active == 1:
+                    from ._tuner import snapshot
+
+                    self.start = snapshot(self.stats())
+
+    def _post(self, mod, args, out):
+        depth = getattr(self.local, "depth", 0)
+        if depth <= 0:
+            return
+        self.local.depth = depth - 1
+        if depth == 1:
+            with self.lock:
+                self.active -= 1
+                if self.active == 0:
+                    from ._tuner import stats_delta
+
+                    self.forwards += 1
+                    for k, w in stats_delta(self.stats(), self.start).items():
+                        acc = self.window.setdefault(k, {"time_ms": 0.0, "calls": 0})
+                        acc["time_ms"] += w["time_ms"]
+                        acc["calls"] += w["calls"]
+
+
 def _child_record(out: str, script_args: list[str]) -> int:
     import kernel_forge as kf
 
     module = script_args[0] == "-m"
     if module:
         script_args = script_args[1:]
+    fw = ForwardWindows(kf.stats)
     kf.set_recording(True)
+    fw.install()
     try:
         code = run_script(script_args[0], script_args[1:], module)
     finally:
+        fw.remove()
         kf.set_recording(False)
         from . import _jobs, _tuner
 
         rows = kf.stats()
+        _tuner.mark_untunable(rows)
         _tuner.add_bytes_moved(rows)
         devices = {r["device"] for r in rows if r.get("bytes_moved")}
         with _jobs.bypass():  # for the priority: time x headroom to the roofline
             bw = {d: _jobs.copy_bandwidth_gbs(torch_device(d), 1 << 26) for d in devices}
         with open(out, "w") as f:
-            json.dump({"rows": rows, "bandwidth_gbs": bw}, f)
+            json.dump({"rows": rows, "bandwidth_gbs": bw, "forwards": fw.forwards,
+                       "window": fw.window if fw.forwards else None}, f)
     return code
 
 
@@ -149,7 +215,7 @@ def warmup(script_cmd: list[str], *, iterations: int = 50, time_budget: float = 
     import tempfile
 
     import kernel_forge as kf
-    from . import _jobs, _tuner
+    from . import _jobs, _text, _tuner
 
     work = work_dir or tempfile.mkdtemp(prefix="kforge-warmup-")
     t0 = time.monotonic()
@@ -162,7 +228,14 @@ def warmup(script_cmd: list[str], *, iterations: int = 50, time_budget: float = 
             "tuning what was recorded")
     with open(stats_path) as f:
         rec = json.load(f)
-    rows = rec["rows"]
+    # rank the work the script repeats (what ran inside module forwards), not its setup
+    rows, setup = _tuner.steady_rows(rec["rows"], rec.get("window"))
+    if rec.get("window") is not None:
+        log(f"kforge warmup: ranking what ran inside {rec['forwards']} module forward"
+            f"{'' if rec['forwards'] == 1 else 's'} ({len(setup)} signatures seen only outside "
+            "them, the script's setup, left out)")
+    else:
+        log("kforge warmup: no nn.Module forward ran: ranking the whole recording")
     # one device per workload in practice: the bandwidth of the hottest rows' device
     bw = next(iter(rec["bandwidth_gbs"].values()), None)
     wanted = {o if "::" in o else f"aten::{o}" for o in (ops or [])}
@@ -171,10 +244,16 @@ def warmup(script_cmd: list[str], *, iterations: int = 50, time_budget: float = 
         cands = [r for r in cands if r["op"] in wanted]
     if max_jobs:
         cands = cands[:max_jobs]
-    skipped = [r for r in rows if r["intercepted"] and r not in cands and r["share"] >= min_share]
-    log(f"kforge warmup: {len(cands)} hot signatures to tune (share >= {100 * min_share:g}%)")
+    chosen = {r["key"] for r in cands}
+    skipped = [r for r in rows if r["intercepted"] and r["key"] not in chosen
+               and (r.get("untunable") or r["share"] >= min_share)]
+    untunable = [r for r in skipped if r.get("untunable")]
+    log(f"kforge warmup: {len(cands)} hot signatures to tune (share of the tunable time >= "
+        f"{100 * min_share:g}%); {len(untunable)} that can never be tuned set apart")
+    for r in sorted(untunable, key=lambda r: -r["time_ms"])[:5]:
+        log(f"  not tunable: {_text.shorten(r['signature'], 70)}: {r['untunable']}")
     if not cands:
-        return {"rows": [], "cache_dir": kf.cache_dir(), "skipped": skipped}
+        return {"rows": [], "cache_dir": kf.cache_dir(), "skipped": skipped, "setup": setup}
 
     if proposer is None:
         proposer = "mixed" if os.environ.get("KFORGE_LLM_URL") else "builtin"
@@ -234,7 +313,7 @@ def warmup(script_cmd: list[str], *, iterations: int = 50, time_budget: float = 
         if res.get("best_us") and res.get("roofline_us"):
             row["roofline_pct"] = 100 * res["roofline_us"] / res["best_us"]
         out_rows.append(row)
-    return {"rows": out_rows, "cache_dir": kf.cache_dir(), "skipped": skipped,
+    return {"rows": out_rows, "cache_dir": kf.cache_dir(), "skipped": skipped, "setup": setup,
             "wall_s": time.monotonic() - t0}
 
 

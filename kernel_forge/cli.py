@@ -87,6 +87,12 @@ def cmd_warmup(args) -> int:
     if any(r.get("llm") for r in res["rows"]):
         print("\nkforge warmup: LLM cost")
         print(_warmup.cost_table(res["rows"]))
+    apart = sorted((r for r in res.get("skipped", []) if r.get("untunable")),
+                   key=lambda r: -r["time_ms"])
+    if apart:
+        print(f"\nkforge warmup: {len(apart)} signatures that can never be tuned (not ranked)")
+        print(fmt_table([[f"{r['time_ms']:.3f}", shorten(r["signature"], 60), r["untunable"]]
+                         for r in apart[:10]], ["time ms", "signature", "why"], [">", "<", "<"]))
     inserted = sum(1 for r in res["rows"] if r["status"] == "inserted")
     print(f"{inserted} kernels inserted into {res['cache_dir']}"
           + (f" in {res['wall_s']:.0f} s" if res.get("wall_s") else ""))

@@ -1,0 +1,96 @@
+"""Steady-state ranking: `kforge warmup` and the online tuner rank the work a script repeats,
+not its one-time setup, and never give a slot to what can never be tuned."""
+import json
+
+from conftest import run_python
+from kernel_forge import _tuner
+
+# A model built and prepared the way users do it: heavy one-time work outside any forward
+# (casting every weight there and back, a large tensor add repeated while "loading"), then
+# forwards whose own ops are far cheaper than that setup.
+SCRIPT = """
+import torch, torch.nn as nn
+torch.set_num_threads(1)
+
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.ln = nn.LayerNorm(384)
+        self.fc = nn.Linear(384, 384)
+
+    def forward(self, x):
+        return torch.softmax(self.fc(self.ln(x)), -1)
+
+model = nn.Sequential(Block(), Block())
+model = model.to(torch.float64).to(torch.float32)  # casts: copy_ per parameter
+big, other = torch.randn(1536, 1536), torch.randn(1536, 1536)
+for _ in range(25):  # one-time work, much more time than the forwards below
+    big = torch.add(big, other)
+x = torch.randn(48, 384)
+with torch.no_grad():
+    for _ in range(40):
+        y = model(x)
+"""
+
+
+def test_record_ranks_the_forward_not_the_setup(tmp_path):
+    (tmp_path / "model.py").write_text(SCRIPT)
+    out = tmp_path / "record.json"
+    p = run_python(["-m", "kernel_forge._warmup", "record", str(out), str(tmp_path / "model.py")], {})
+    assert p.returncode == 0, p.stderr
+    rec = json.loads(out.read_text())
+    assert rec["forwards"] == 40
+    whole = {r["key"]: r for r in rec["rows"] if r["intercepted"]}
+    setup_add = [r for r in whole.values() if r["op"] == "aten::add.Tensor" and "1536" in r["signature"]]
+    assert len(setup_add) == 1
+    # it never ran inside a forward: it is setup, and the forward's ops rank
+    rows, setup = _tuner.steady_rows(rec["rows"], rec["window"])
+    assert setup_add[0]["key"] in {r["key"] for r in setup}
+    cands = _tuner.hot_candidates(rows, 1, 0.01, set())
+    ops = {r["op"] for r in cands}
+    assert {"aten::native_layer_norm", "aten::_softmax"} <= ops, ops
+    assert all(r["calls"] == 80 for r in cands if r["op"] == "aten::_softmax")
+    assert abs(sum(r["share"] for r in rows if r["intercepted"] and not r.get("untunable")) - 1) < 1e-6
+
+
+def test_warmup_with_default_options_tunes_the_forward(tmp_path):
+    (tmp_path / "model.py").write_text(SCRIPT)
+    env = {"KFORGE_CACHE_DIR": str(tmp_path / "cache")}
+    p = run_python(["-m", "kernel_forge.cli", "warmup", "--iterations", "3", "--json",
+                    str(tmp_path / "w.json"), str(tmp_path / "model.py")], env, timeout=900)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "ranking what ran inside 40 module forwards" in p.stderr
+    res = json.loads((tmp_path / "w.json").read_text())
+    tuned = {r["op"] for r in res["rows"]}
+    assert {"aten::native_layer_norm", "aten::_softmax"} <= tuned, tuned
+    assert not any("1536" in r["signature"] for r in res["rows"])
+    assert any("1536" in r["signature"] for r in res["setup"])
+
+
+def test_untunable_rows_take_no_slot_and_do_not_dilute_the_share():
+    rows = [
+        {"key": "a", "op": "aten::copy_", "signature": "copy_ cpu->cuda", "intercepted": True,
+         "servable": True, "has_kernel": False, "calls": 100, "time_ms": 90.0,
+         "untunable": "argument 'src' is on cpu, the call on cuda"},
+        {"key": "b", "op": "aten::gelu", "signature": "gelu", "intercepted": True,
+         "servable": True, "has_kernel": False, "calls": 100, "time_ms": 5.0, "untunable": None},
+        {"key": "c", "op": "aten::relu", "signature": "relu", "intercepted": True,
+         "servable": True, "has_kernel": False, "calls": 100, "time_ms": 5.0, "untunable": None},
+    ]
+    steady, setup = _tuner.steady_rows(rows, None)
+    assert not setup
+    share = {r["key"]: r["share"] for r in steady}
+    assert share == {"a": 0.0, "b": 0.5, "c": 0.5}
+    assert [r["key"] for r in _tuner.hot_candidates(steady, 1, 0.02, set())] == ["b", "c"]
+
+
+def test_the_online_window_forgets_setup():
+    before = _tuner.snapshot([
+        {"key": "setup", "intercepted": True, "calls": 50, "time_ms": 900.0},
+        {"key": "fwd", "intercepted": True, "calls": 10, "time_ms": 1.0},
+    ])
+    now = [
+        {"key": "setup", "intercepted": True, "calls": 50, "time_ms": 900.0},
+        {"key": "fwd", "intercepted": True, "calls": 30, "time_ms": 3.5},
+    ]
+    assert _tuner.stats_delta(now, before) == {"fwd": {"time_ms": 2.5, "calls": 20}}
