@@ -2,7 +2,8 @@
  * on the primary context of the job's device.
  *
  * Every buffer is one allocation with EV_DEVICE_GUARD canary bytes before and after the data,
- * checked after every run. The data pointer is aligned to exactly the tensor's recorded alignment
+ * checked after every run; what a stray read finds there is the placement's huge value
+ * (eval_impl.h), so that such a read changes the output. The data pointer is aligned to exactly the tensor's recorded alignment
  * (not more), so a kernel that assumes wider alignment than the real calls guarantee faults here
  * rather than in the user's process. Kernels run on one blocking stream (ordered after the
  * synchronous copies and memsets on the legacy stream); a timed run is bracketed by CUDA events,
@@ -194,7 +195,9 @@ static kf_status cuda_alloc(kf_eval *ev, ev_buf *b, char *err, size_t errcap)
                  kf_cuda_strerror(&s->cu, r, eb, sizeof eb));
         return KF_ERR_CUDA;
     }
-    r = s->cu.memset_d8(b->dbase, EV_CANARY, b->dlen);
+    b->place = EV_PLACE_END;
+    b->canary = EV_CANARY_END;
+    r = s->cu.memset_d8(b->dbase, b->canary, b->dlen);
     if (r != KF_CU_SUCCESS) {
         snprintf(err, errcap, "cuMemsetD8: %s", kf_cuda_strerror(&s->cu, r, eb, sizeof eb));
         s->cu.mem_free(b->dbase);
@@ -222,6 +225,21 @@ static kf_status cuda_alloc(kf_eval *ev, ev_buf *b, char *err, size_t errcap)
         s->scratch_pinned = pin(s, p, len);
     }
     return KF_OK;
+}
+
+/* The data stays where it is (canary bytes on both sides already); only their value changes. */
+static int cuda_place(kf_eval *ev, ev_buf *b, int where, char *err, size_t errcap)
+{
+    cuda_state *s = ev->state;
+    unsigned char canary = where == EV_PLACE_START ? EV_CANARY_START : EV_CANARY_END;
+    b->place = where;
+    if (canary == b->canary) return EV_OK;
+    kf_cu_result r = s->cu.memset_d8(b->dbase, canary, b->doff);
+    if (r == KF_CU_SUCCESS)
+        r = s->cu.memset_d8(b->dbase + b->doff + b->span, canary, EV_DEVICE_GUARD);
+    if (r != KF_CU_SUCCESS) return driver_fail(s, r, "cuMemsetD8 (guard)", err, errcap);
+    b->canary = canary;
+    return EV_OK;
 }
 
 static void cuda_release(kf_eval *ev, ev_buf *b)
@@ -267,11 +285,11 @@ static int cuda_guards(kf_eval *ev, ev_buf *b, int64_t *where, char *err, size_t
         kf_cu_result r = s->cu.memcpy_dtoh(s->guard, start[g], len[g]);
         if (r != KF_CU_SUCCESS) return driver_fail(s, r, "cuMemcpyDtoH (guard)", err, errcap);
         for (size_t i = 0; i < len[g]; i++)
-            if (s->guard[i] != EV_CANARY) {
+            if (s->guard[i] != b->canary) {
                 *where = g == 0 ? -(int64_t)(b->doff - i) : (int64_t)(b->span + i);
                 /* rewrite both, so the next candidate starts from clean guards */
-                r = s->cu.memset_d8(start[0], EV_CANARY, len[0]);
-                if (r == KF_CU_SUCCESS) r = s->cu.memset_d8(start[1], EV_CANARY, len[1]);
+                r = s->cu.memset_d8(start[0], b->canary, len[0]);
+                if (r == KF_CU_SUCCESS) r = s->cu.memset_d8(start[1], b->canary, len[1]);
                 if (r != KF_CU_SUCCESS) return driver_fail(s, r, "cuMemsetD8 (guard)", err, errcap);
                 return EV_HIT;
             }
@@ -325,6 +343,7 @@ const ev_backend kf_ev_cuda_backend = {
     /* .open    = */ cuda_open,
     /* .close   = */ cuda_close,
     /* .alloc   = */ cuda_alloc,
+    /* .place   = */ cuda_place,
     /* .release = */ cuda_release,
     /* .put     = */ cuda_put,
     /* .poison  = */ cuda_poison,

@@ -580,6 +580,72 @@ static int send_reply(int fd, double id, const kf_eval_result *r, int fatal)
     return rc;
 }
 
+/* A host candidate's access to a guard page ends the child by SIGSEGV/SIGBUS; the handler turns
+ * it into an OOB reply (the child then leaves, as after a CUDA error) when the address is one of
+ * the evaluator's guard pages, and lets any other fault kill the child as before. A handler gets
+ * no argument, hence this file-level state; the child runs one request at a time. */
+static struct {
+    const kf_eval *ev;
+    int fd;
+    volatile sig_atomic_t active;
+    volatile uint64_t id;
+} fault_ctx;
+
+static size_t put_str(char *o, size_t n, size_t cap, const char *s)
+{
+    while (*s && n + 1 < cap) o[n++] = *s++;
+    return n;
+}
+
+static size_t put_int(char *o, size_t n, size_t cap, int64_t v)
+{
+    char d[24];
+    int k = 0;
+    uint64_t u = v < 0 ? (uint64_t)-v : (uint64_t)v;
+    do d[k++] = (char)('0' + u % 10), u /= 10;
+    while (u);
+    if (v < 0 && n + 1 < cap) o[n++] = '-';
+    while (k && n + 1 < cap) o[n++] = d[--k];
+    return n;
+}
+
+static void on_fault(int sig, siginfo_t *si, void *uc)
+{
+    (void)sig, (void)uc;
+    char msg[400], line[640];
+    int c = -1;
+    if (!fault_ctx.active || !kf_eval_fault_describe(fault_ctx.ev, si->si_addr, msg, sizeof msg, &c))
+        return; /* SA_RESETHAND restored the default: the access faults again and kills us */
+    size_t n = put_str(line, 0, sizeof line, "{\"id\":");
+    n = put_int(line, n, sizeof line, (int64_t)fault_ctx.id);
+    n = put_str(line, n, sizeof line, ",\"status\":\"oob\",\"error\":\"");
+    n = put_str(line, n, sizeof line, msg); /* digits, letters, spaces, ()-,: only */
+    n = put_str(line, n, sizeof line, "\",\"failed_case\":");
+    n = put_int(line, n, sizeof line, c);
+    n = put_str(line, n, sizeof line, ",\"max_abs_err\":0,\"max_rel_err\":0,\"fatal\":true}\n");
+    for (size_t off = 0; off < n;) {
+        ssize_t w = write(fault_ctx.fd, line + off, n - off);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) break;
+        off += (size_t)w;
+    }
+    _exit(4);
+}
+
+/* The OOB handler on an alternate stack (a stack overflow faults too, and must still end us). */
+static void install_fault_handler(void *altstack, size_t len)
+{
+    stack_t ss = {.ss_sp = altstack, .ss_size = len, .ss_flags = 0};
+    if (!altstack || sigaltstack(&ss, NULL) != 0) return;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_fault;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESETHAND;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGSEGV, &sa, NULL);
+    sigaction(SIGBUS, &sa, NULL);
+}
+
 static int send_ready(int fd, int ok, kf_status code, const char *error)
 {
     cJSON *j = cJSON_CreateObject();
@@ -618,6 +684,8 @@ int kf_evaluator_child_main(const char *job_dir)
     kf_job *job = NULL;
     kf_eval *ev = NULL;
     linebuf *lb = NULL;
+    size_t alt_len = 64 * 1024;
+    void *altstack = malloc(alt_len);
     kf_status st = kf_job_load(job_dir, &job, err, sizeof err);
     if (st == KF_OK) st = kf_eval_create(job, &ev, err, sizeof err);
     if (st == KF_OK && !(lb = calloc(1, sizeof *lb))) {
@@ -631,6 +699,8 @@ int kf_evaluator_child_main(const char *job_dir)
     }
     if (send_ready(rep, 1, KF_OK, NULL) != 0) goto free_all;
     lb->fd = req;
+    fault_ctx.ev = ev;
+    fault_ctx.fd = rep;
 
     for (;;) {
         char *line;
@@ -652,7 +722,11 @@ int kf_evaluator_child_main(const char *job_dir)
             break;
         }
         kf_eval_result res;
+        fault_ctx.id = (uint64_t)id->valuedouble;
+        install_fault_handler(altstack, alt_len); /* SA_RESETHAND: again for every request */
+        fault_ctx.active = 1;
         st = child_eval(job, ev, blob->valuestring, launch->valuestring, &res);
+        fault_ctx.active = 0;
         int fatal = st == KF_ERR_CUDA;
         int sent = send_reply(rep, id->valuedouble, &res, fatal);
         cJSON_Delete(j);
@@ -665,6 +739,11 @@ int kf_evaluator_child_main(const char *job_dir)
 free_all:
     free(lb);
     kf_eval_free(ev); /* also after a CUDA error: the driver calls fail harmlessly */
+    signal(SIGSEGV, SIG_DFL); /* no handler left to run on the alternate stack */
+    signal(SIGBUS, SIG_DFL);
+    stack_t off = {.ss_flags = SS_DISABLE};
+    sigaltstack(&off, NULL);
+    free(altstack);
     kf_job_free(job);
     close(req);
     close(rep);
