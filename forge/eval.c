@@ -119,6 +119,7 @@ kf_status kf_eval_create(const kf_job *job, kf_eval **out, char *err, size_t err
     }
     ev->job = job;
     ev->cur_case = ev->cur_place = -1;
+    ev->n_places = EV_PLACES;
     kf_status st;
     /* the case files first: a broken job should not cost a CUDA initialization */
     for (int c = 0; c < job->n_cases; c++) {
@@ -450,7 +451,7 @@ kf_status kf_eval_run(kf_eval *ev, kf_compiler_i *cc, kf_compiled *k, const kf_l
      * in a guard page (host) or on huge canary values (device) in one of them */
     char err[384], when[96];
     int rc, hit;
-    for (int p = 0; p < EV_PLACES; p++) {
+    for (int p = 0; p < ev->n_places && p < EV_PLACES; p++) {
         if ((rc = place_all(ev, p, ptrs, err, sizeof err)))
             return backend_failed(res, rc, -1, "placing the buffers", err);
         const char *pl = p == EV_PLACE_END ? "" : place_names[p];

@@ -84,6 +84,7 @@ struct kf_eval {
     ev_buf out[KF_JOB_MAX_OUTPUTS]; /* fresh outputs only; an aliased one lives in in[] */
     unsigned char *case_in[KF_JOB_MAX_CASES][KF_JOB_MAX_TENSORS];
     unsigned char *case_out[KF_JOB_MAX_CASES][KF_JOB_MAX_OUTPUTS];
+    int n_places; /* EV_PLACES; 1 (END only) lets a test measure what the second costs */
     /* what runs now, for kf_eval_fault_describe (a signal handler reads them) */
     volatile int cur_case, cur_place; /* -1: none / the timed runs */
 };
