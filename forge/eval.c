@@ -120,6 +120,8 @@ kf_status kf_eval_create(const kf_job *job, kf_eval **out, char *err, size_t err
     ev->job = job;
     ev->cur_case = ev->cur_place = -1;
     ev->n_places = EV_PLACES;
+    const char *exact = getenv("KFORGE_EVAL_EXACT");
+    ev->exact = exact && !strcmp(exact, "1");
     kf_status st;
     /* the case files first: a broken job should not cost a CUDA initialization */
     for (int c = 0; c < job->n_cases; c++) {

@@ -44,9 +44,10 @@ typedef struct ev_buf {
     /* host: [guard page][slack | data | slack][guard page], slack filled with the canary */
     unsigned char *map, *mid, *data;
     size_t map_len, mid_len;
-    /* device: data at dbase + doff, canary bytes in [dbase, dbase+doff) and after the span */
+    /* device: data at dbase + doff, canary bytes in [dbase, dbase+doff) and dtail after the span
+     * (both 0 when exact) */
     unsigned long long dbase;
-    size_t dlen, doff;
+    size_t dlen, doff, dtail;
 } ev_buf;
 
 /* Where buffers live and how a kernel runs. Every int-returning slot returns EV_*; err gets the
@@ -84,6 +85,9 @@ struct kf_eval {
     ev_buf out[KF_JOB_MAX_OUTPUTS]; /* fresh outputs only; an aliased one lives in in[] */
     unsigned char *case_in[KF_JOB_MAX_CASES][KF_JOB_MAX_TENSORS];
     unsigned char *case_out[KF_JOB_MAX_CASES][KF_JOB_MAX_OUTPUTS];
+    /* device buffers allocated to exactly their span, no canary bytes (KFORGE_EVAL_EXACT=1, set
+     * for the child that runs under compute-sanitizer, which sees only allocation bounds) */
+    int exact;
     int n_places; /* EV_PLACES; 1 (END only) lets a test measure what the second costs */
     /* what runs now, for kf_eval_fault_describe (a signal handler reads them) */
     volatile int cur_case, cur_place; /* -1: none / the timed runs */

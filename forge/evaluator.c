@@ -161,8 +161,12 @@ static void describe_end(int status, char *buf, size_t cap)
 
 /* ---- the parent ---- */
 
+#define PREFIX_MAX 16
+
 struct kf_evaluator {
     char *job_dir, *exe;
+    char *prefix[PREFIX_MAX + 1]; /* a wrapper the child runs under (NULL-terminated) */
+    int exit_grace_ms;
     pid_t pid; /* 0: no child */
     int to_child;
     linebuf from;
@@ -188,6 +192,7 @@ kf_status kf_evaluator_create(const kf_job *job, const char *exe, kf_evaluator *
     if (!ev->job_dir || !ev->exe) goto nomem;
     ev->to_child = ev->from.fd = -1;
     ev->next_id = 1;
+    ev->exit_grace_ms = EXIT_GRACE_MS;
     *out = ev;
     return KF_OK;
 nomem:
@@ -254,7 +259,10 @@ static kf_status child_start(kf_evaluator *ev, kf_eval_result *res)
         if (in[0] >= 0) close(in[0]), close(in[1]);
         return KF_ERR_IO;
     }
-    char *argv[] = {ev->exe, (char *)"--eval", ev->job_dir, NULL};
+    char *argv[PREFIX_MAX + 4];
+    int a = 0;
+    while (ev->prefix[a]) argv[a] = ev->prefix[a], a++;
+    argv[a++] = ev->exe, argv[a++] = (char *)"--eval", argv[a++] = ev->job_dir, argv[a] = NULL;
     pid_t pid;
     int rc = kf_spawn(&pid, argv, 0, (const int[3]){in[0], outp[1], KF_SPAWN_INHERIT});
     close(in[0]);
@@ -262,7 +270,7 @@ static kf_status child_start(kf_evaluator *ev, kf_eval_result *res)
     if (rc != 0) {
         close(in[1]);
         close(outp[0]);
-        set_result(res, KF_NODE_CRASH, "cannot start the evaluator %s --eval %s: %s", ev->exe,
+        set_result(res, KF_NODE_CRASH, "cannot start the evaluator %s --eval %s: %s", argv[0],
                    ev->job_dir, strerror(rc));
         return KF_ERR_IO;
     }
@@ -409,7 +417,7 @@ kf_status kf_evaluator_run(kf_evaluator *ev, const char *blob_path, const char *
         if (parse_reply(line, id, res, &fatal)) {
             line_done(&ev->from, used);
             if (fatal) {
-                child_end(ev, EXIT_GRACE_MS, NULL); /* it is leaving after a CUDA error */
+                child_end(ev, ev->exit_grace_ms, NULL); /* it is leaving after a CUDA error */
                 ev->restarts++;
             } else if (ev->from.len) {
                 /* bytes after the reply: something in the child writes to our channel */
@@ -452,10 +460,25 @@ int kf_evaluator_restarts(const kf_evaluator *ev)
     return ev ? ev->restarts : 0;
 }
 
+kf_status kf_evaluator_set_prefix(kf_evaluator *ev, const char *const *prefix, int exit_grace_ms)
+{
+    if (!ev || ev->pid) return KF_ERR_INVALID;
+    for (int i = 0; ev->prefix[i]; i++) free(ev->prefix[i]), ev->prefix[i] = NULL;
+    for (int i = 0; prefix && prefix[i]; i++) {
+        if (i == PREFIX_MAX || !(ev->prefix[i] = strdup(prefix[i]))) {
+            for (int k = 0; k < i; k++) free(ev->prefix[k]), ev->prefix[k] = NULL;
+            return i == PREFIX_MAX ? KF_ERR_INVALID : KF_ERR_NOMEM;
+        }
+    }
+    ev->exit_grace_ms = exit_grace_ms > 0 ? exit_grace_ms : EXIT_GRACE_MS;
+    return KF_OK;
+}
+
 void kf_evaluator_free(kf_evaluator *ev)
 {
     if (!ev) return;
-    child_end(ev, EXIT_GRACE_MS, NULL); /* closing its stdin tells it to leave */
+    child_end(ev, ev->exit_grace_ms, NULL); /* closing its stdin tells it to leave */
+    for (int i = 0; ev->prefix[i]; i++) free(ev->prefix[i]);
     free(ev->job_dir);
     free(ev->exe);
     free(ev);
