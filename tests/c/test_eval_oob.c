@@ -7,15 +7,18 @@
  * offsets of +-500 (exp underflows to 0 with another row's maximum). Each kernel is evaluated
  * on 20 jobs with fresh random values, through the evaluator child (this binary, --eval), and
  * must be refused (oob or wrong) in all 20; the correct one verified in all 20. The cost of the
- * second placement per candidate is measured in process. */
+ * second placement per candidate is measured in process. The memcheck plumbing (wrapper, exact
+ * allocations, report parsing) runs with a stand-in for compute-sanitizer, so it needs no GPU. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "check.h"
+#include "forge/eval_check.h"
 #include "forge/eval_impl.h"
 #include "forge/evaluator.h"
 #include "test_eval_util.h"
@@ -262,6 +265,76 @@ static void test_cuda(const char *exe)
     nv.destroy(nv.self);
 }
 
+/* A shell script standing in for compute-sanitizer: it records the child's KFORGE_EVAL_EXACT,
+ * writes a memcheck-like report to --log-file and runs the rest of its command line. */
+static const char fake_tool[] =
+    "#!/bin/sh\n"
+    "log=\n"
+    "while [ $# -gt 0 ]; do\n"
+    "  case \"$1\" in\n"
+    "    --log-file) log=\"$2\"; shift 2;;\n"
+    "    --tool|--print-limit) shift 2;;\n"
+    "    *) break;;\n"
+    "  esac\n"
+    "done\n"
+    "{ echo '========= COMPUTE-SANITIZER'\n"
+    "  echo '========= Invalid __global__ read of size 4 bytes'\n"
+    "  echo '=========     at kf_kernel+0x90'\n"
+    "  echo \"exact=$KFORGE_EVAL_EXACT\"; } > \"$log\"\n"
+    "\"$@\"\n"
+    "echo '========= ERROR SUMMARY: 1 error' >> \"$log\"\n";
+
+static void test_memcheck_plumbing(const char *exe)
+{
+    char dir[4200], err[512], tool[4300], blob[4300], log[4300], found[4096];
+    make_softmax_job("memcheck", "nvrtc", 7, dir, sizeof dir);
+    kf_job *job = NULL;
+    if (!CHECK_EQ_INT(kf_job_load(dir, &job, err, sizeof err), KF_OK)) return;
+    snprintf(tool, sizeof tool, "%s/fake-compute-sanitizer", base);
+    snprintf(blob, sizeof blob, "%s/memcheck.blob", base);
+    snprintf(log, sizeof log, "%s/memcheck.log", base);
+    CHECK(write_bytes(tool, fake_tool, strlen(fake_tool)) == 0 && chmod(tool, 0700) == 0);
+    CHECK(write_bytes(blob, "not a cubin", 11) == 0);
+
+    kf_eval_result r;
+    kf_memcheck_result mc;
+    setenv("KFORGE_COMPUTE_SANITIZER", "0", 1);
+    CHECK_EQ_INT(kf_memcheck_find(found, sizeof found), 0);
+    CHECK_CONTAINS(found, "KFORGE_COMPUTE_SANITIZER=0 turns it off");
+    CHECK_EQ_INT(kf_memcheck_run(job, exe, blob, CUDA_LAUNCH, 30, log, &r, &mc), KF_OK);
+    CHECK_EQ_INT(mc.ran, 0);
+    CHECK_CONTAINS(mc.detail, "turns it off");
+
+    setenv("KFORGE_COMPUTE_SANITIZER", tool, 1);
+    CHECK_EQ_INT(kf_memcheck_find(found, sizeof found), 1);
+    CHECK_STR(found, tool);
+    CHECK_EQ_INT(kf_memcheck_run(job, exe, blob, CUDA_LAUNCH, 30, log, &r, &mc), KF_OK);
+    printf("  memcheck (stand-in): ran %d, errors %d, %.2f s: %s\n", mc.ran, mc.errors,
+           mc.seconds, mc.detail);
+    CHECK_EQ_INT(mc.ran, 1);
+    CHECK_EQ_INT(mc.errors, 1);
+    CHECK_STR(mc.detail, "Invalid __global__ read of size 4 bytes");
+    FILE *f = fopen(log, "r");
+    char text[1024] = "";
+    if (CHECK(f != NULL)) {
+        size_t n = fread(text, 1, sizeof text - 1, f);
+        text[n] = 0;
+        fclose(f);
+    }
+    CHECK_CONTAINS(text, "exact=1"); /* the child allocates exactly */
+    CHECK_CONTAINS(text, "ERROR SUMMARY: 1 error");
+    unsetenv("KFORGE_COMPUTE_SANITIZER");
+    kf_job_free(job);
+
+    /* a host job: memcheck is for CUDA kernels */
+    make_softmax_job("memcheck_host", "host", 7, dir, sizeof dir);
+    if (!CHECK_EQ_INT(kf_job_load(dir, &job, err, sizeof err), KF_OK)) return;
+    CHECK_EQ_INT(kf_memcheck_run(job, exe, blob, HOST_UNARY_LAUNCH, 30, log, &r, &mc), KF_OK);
+    CHECK_EQ_INT(mc.ran, 0);
+    CHECK_CONTAINS(mc.detail, "memcheck is for CUDA kernels");
+    kf_job_free(job);
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 3 && !strcmp(argv[1], "--eval")) return kf_evaluator_child_main(argv[2]);
@@ -282,6 +355,7 @@ int main(int argc, char **argv)
         refuse_runs(exe, "host", paths);
         measure_cost(&hcc, NULL, "host");
     }
+    test_memcheck_plumbing(exe);
     test_cuda(exe);
     hcc.destroy(hcc.self);
     rm_rf(base);
