@@ -186,7 +186,8 @@ static void put_u(sbuf *b, uint64_t v)
 int kf_eval_fault_describe(const kf_eval *ev, const void *addr, char *msg, size_t cap,
                            int *failed_case)
 {
-    if (!ev || !ev->be || ev->be != &kf_ev_host_backend || !msg || !cap) return 0;
+    /* only while a kernel runs: a fault of our own code is a crash, not the candidate's OOB */
+    if (!ev || ev->be != &kf_ev_host_backend || ev->cur_place < 0 || !msg || !cap) return 0;
     const kf_job_sig *sig = &ev->job->sig;
     for (int b = 0; b < sig->n_in + sig->n_out; b++) {
         int is_in = b < sig->n_in, j = b - sig->n_in;
