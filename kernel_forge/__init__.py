@@ -157,9 +157,13 @@ def add_kernel(op: str, example_args, source: str, launch, backend: str | None =
     `launch` is the launch record (dict or JSON text): entry, grid, block, smem, args.
     Verification runs in a child process, so a crashing kernel cannot take this one down. It
     checks the example and `random_inputs` random inputs of the same signature with poisoned
-    outputs, at the dtype's tolerance unless atol/rtol are given. Returns a dict with
-    signature, cache_key, max_abs_err, max_rel_err, eager_us, kernel_us, speedup.
-    Raises KernelForgeError naming the reason when compilation or verification fails.
+    outputs, at the dtype's tolerance unless atol/rtol are given, first in the forge worker's
+    evaluator (inputs against guard pages / huge canaries: out-of-bounds reads are refused;
+    compute-sanitizer memcheck for CUDA when present), then served through the plugin. Returns
+    a dict with signature, cache_key, max_abs_err, max_rel_err, eager_us, kernel_us, speedup,
+    check (the evaluator's record, with its memcheck outcome). Raises KernelForgeError naming
+    the reason when compilation or verification fails; its `status` attribute is the node
+    status ("oob", "wrong", "untouched", "input_written", "compile_error", ...) where one applies.
     """
     import json
     import os
@@ -207,7 +211,9 @@ def add_kernel(op: str, example_args, source: str, launch, backend: str | None =
     finally:
         shutil.rmtree(job_dir, ignore_errors=True)
     if result["status"] != "ok":
-        raise KernelForgeError(f"add_kernel({name}): {result['reason']}")
+        err = KernelForgeError(f"add_kernel({name}): {result['reason']}")
+        err.status = result.get("node_status", result["status"])  # "oob", "wrong", ...
+        raise err
     reload_cache()
     return result
 

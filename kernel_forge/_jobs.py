@@ -239,11 +239,44 @@ def clone_written(fn, pos: list, kw: dict) -> tuple[list, dict]:
     return pos, {k: clone_exact(v) if k in written else v for k, v in kw.items()}
 
 
-def random_like(t: torch.Tensor, variant: int, op: str, name: str, gen: torch.Generator):
+_SHIFT_INVARIANT = {"_softmax", "_log_softmax", "softmax", "log_softmax", "_safe_softmax",
+                    "logsumexp"}
+
+
+def shift_invariant_dim(op: str, dim):
+    """The reduced dim of an op whose result does not depend on the maximum it subtracts
+    (softmax, log_softmax, logsumexp), else None."""
+    if op.split("::")[-1].split(".")[0] not in _SHIFT_INVARIANT:
+        return None
+    if isinstance(dim, (list, tuple)):
+        dim = dim[0] if len(dim) == 1 else None
+    return dim if isinstance(dim, int) and not isinstance(dim, bool) else None
+
+
+def _row_offsets(t: torch.Tensor, dim: int, mag: float):
+    """Add -mag or +mag to each row (a slice along `dim`) by the parity of its index in the
+    other dims: every row's neighbours sit 2*mag away. A softmax that subtracts another row's
+    maximum then underflows exp to 0 (0/0) instead of being saved by shift invariance."""
+    if t.dim() < 2 or torch._debug_has_internal_overlap(t) != 0:
+        return
+    dim %= t.dim()
+    par = torch.zeros((), dtype=torch.int64, device=t.device)
+    for d in range(t.dim()):
+        if d != dim:
+            shape = [1] * t.dim()
+            shape[d] = t.shape[d]
+            par = par + torch.arange(t.shape[d], device=t.device).view(shape)
+    t.add_(((par % 2) * (2 * mag) - mag).to(t.dtype))
+
+
+def random_like(t: torch.Tensor, variant: int, op: str, name: str, gen: torch.Generator,
+                row_dim: int | None = None):
     """Random values laid out exactly like `t`, drawn by `gen` on its own device (a CUDA
     generator for a CUDA tensor: no host randn and copy of the whole storage): scale 1, 100 and
     0.01 in turn; -inf masks for softmax; variances kept positive (a negative running_var only
-    tests NaN propagation); a triangular solve's matrix well conditioned (see below)."""
+    tests NaN propagation); a triangular solve's matrix well conditioned (see below). `row_dim`
+    (shift_invariant_dim): the scale-100 variant puts the rows at offsets of -+500 (-+1000 for
+    float64), so that a kernel taking a row maximum from another row's data is wrong."""
     nbytes = t.untyped_storage().nbytes()
     # every element of the storage is overwritten below: no need to copy t's bytes first
     storage = torch.empty(nbytes, dtype=torch.uint8, device=t.device).untyped_storage()
@@ -260,6 +293,8 @@ def random_like(t: torch.Tensor, variant: int, op: str, name: str, gen: torch.Ge
         if variant % 3 == 2 and "softmax" in op and flat.numel() > 4:
             vals[:: max(3, flat.numel() // 7)] = float("-inf")
         flat.copy_(vals)
+        if variant % 3 == 1 and row_dim is not None:
+            _row_offsets(out, row_dim, 1000.0 if t.dtype == torch.float64 else 500.0)
         if "solve_triangular" in op and name == "self" and t.dim() >= 2:
             _condition_triangular(out, scale)
     elif t.dtype == torch.bool:
@@ -459,9 +494,12 @@ def write_job(job_dir: str, key: str, calls: list[tuple[list, dict]], *, recorde
     for (pos, kw), rec in zip(calls, recorded):
         add_case("recorded" if rec else "example", pos, kw)
     first_pos, first_kw = calls[0]
+    dim = next((a.get("value") for a in args["args"] if a.get("name") == "dim"), None)
+    row_dim = shift_invariant_dim(op, dim)
     for v in range(random_inputs):
         ts = tensors_of(list(first_pos) + list(first_kw.values()))
-        rnd = [random_like(t, v, op, n, gen) for t, n in zip(ts, names)]
+        rnd = [random_like(t, v, op, n, gen, row_dim if n == "self" else None)
+               for t, n in zip(ts, names)]
         pos, kw = call_from_args(fn, args, rnd)
         add_case("random", pos, kw)
 

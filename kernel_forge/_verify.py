@@ -4,11 +4,16 @@ time both, and insert it into the cache. Run as `python -m kernel_forge._verify 
 It runs apart from the caller because a bad kernel can crash a process or poison a CUDA
 context: here that costs this child, never the user's process. It writes JOB_DIR/result.json.
 
-Verification (docs/architecture.md): on the example inputs and on random inputs of the same signature
-(including large magnitudes and, for softmax, -inf), with every fresh output pre-filled with
-0xff bytes, the kernel's outputs match eager within the dtype's tolerance with NaN in the same
-places, the inputs it must not write are bit-identical afterwards, different inputs give
-different outputs, and the source holds no call back into ATen, cuBLAS or cuDNN.
+Verification (docs/architecture.md): first the worker's own check of one candidate (`kforge-worker
+--check`, forge/eval/eval_check.h) on a job folder of the example and random inputs: every buffer
+against a guard page or between huge canary values, so that reading out of bounds is refused
+(status oob or wrong), and compute-sanitizer memcheck for a CUDA kernel when the tool is there.
+Then, here, served through the plugin: on the example inputs and on random inputs of the same
+signature (including large magnitudes, for softmax -inf and rows at alternating offsets), with
+every fresh output pre-filled with 0xff bytes, the kernel's outputs match eager within the
+dtype's tolerance with NaN in the same places, the inputs it must not write are bit-identical
+afterwards, different inputs give different outputs, and the source holds no call back into
+ATen, cuBLAS or cuDNN.
 """
 
 from __future__ import annotations
@@ -18,13 +23,15 @@ import json
 import os
 import re
 import statistics
+import subprocess
 import sys
 import time
 import traceback
 
 import torch
 
-from ._jobs import clone_exact, random_like, tensors_of, tolerance
+from ._jobs import (NotTunable, clone_exact, random_like, shift_invariant_dim, tensors_of,
+                    tolerance, worker_path, write_job)
 
 FORBIDDEN = [
     (re.compile(r"\bat::|\btorch::|\bc10::|ATen/|<torch/"), "calls back into ATen/libtorch"),
@@ -37,7 +44,9 @@ FORBIDDEN = [
 
 
 class Refused(Exception):
-    pass
+    def __init__(self, reason: str, status: str = "refused"):
+        super().__init__(reason)
+        self.status = status  # a node status where one applies: "oob", "wrong", ...
 
 
 def storage_bytes(t: torch.Tensor) -> torch.Tensor:
@@ -49,12 +58,13 @@ def storage_bytes(t: torch.Tensor) -> torch.Tensor:
 def compare(k: torch.Tensor, e: torch.Tensor, atol: float, rtol: float, what: str):
     """(max_abs, max_rel) of k against e, or Refused with the reason."""
     if k.shape != e.shape or k.dtype != e.dtype:
-        raise Refused(f"{what}: shape/dtype {tuple(k.shape)}/{k.dtype} != eager {tuple(e.shape)}/{e.dtype}")
+        raise Refused(f"{what}: shape/dtype {tuple(k.shape)}/{k.dtype} != eager {tuple(e.shape)}/{e.dtype}",
+                      "wrong")
     if k.numel() == 0:
         return 0.0, 0.0
     if not k.dtype.is_floating_point:
         if not torch.equal(k, e):
-            raise Refused(f"{what}: differs from eager (exact comparison)")
+            raise Refused(f"{what}: differs from eager (exact comparison)", "wrong")
         return 0.0, 0.0
     # half types are exact in float32; float32/64 are compared in float64
     wide = torch.float64 if k.dtype in (torch.float32, torch.float64) else torch.float32
@@ -64,7 +74,7 @@ def compare(k: torch.Tensor, e: torch.Tensor, atol: float, rtol: float, what: st
                       f"{int(ed.isnan().sum())}); an output the kernel never wrote stays NaN")
     if not torch.equal(kd.isinf() & (kd > 0), ed.isinf() & (ed > 0)) or \
             not torch.equal(kd.isinf() & (kd < 0), ed.isinf() & (ed < 0)):
-        raise Refused(f"{what}: Inf positions differ from eager")
+        raise Refused(f"{what}: Inf positions differ from eager", "wrong")
     finite = ed.isfinite()
     diff = (kd - ed).abs()[finite]
     ref = ed.abs()[finite]
@@ -73,7 +83,7 @@ def compare(k: torch.Tensor, e: torch.Tensor, atol: float, rtol: float, what: st
     bad = diff > atol + rtol * ref
     if bool(bad.any()):
         raise Refused(f"{what}: {int(bad.sum())} of {e.numel()} elements outside atol={atol:g} "
-                      f"rtol={rtol:g} (max abs error {max_abs:.3g})")
+                      f"rtol={rtol:g} (max abs error {max_abs:.3g})", "wrong")
     return max_abs, max_rel
 
 
@@ -96,6 +106,46 @@ def time_us(fn, device, reps=20):
         fn()
         times.append((time.perf_counter_ns() - t0) / 1e3)
     return statistics.median(times)
+
+
+def write_check_job(d: str, key: str, args, kwargs, backend: str, random_inputs: int, seed: int,
+                    atol: float, rtol: float) -> str | None:
+    """A job folder for the worker's check (module docstring) in `d`; None when it can take
+    this one, else why not (a signature a job folder cannot describe)."""
+    try:
+        desc = write_job(d, key, [(list(args), dict(kwargs))], recorded=[False],
+                         random_inputs=random_inputs, seed=seed, search={"bench_reps": 5},
+                         bench_reps=5)
+    except NotTunable as e:
+        return str(e)
+    if desc["backend"] != backend:
+        return f"a {backend} kernel for a {desc['backend']} job"
+    desc["atol"], desc["rtol"] = atol, rtol
+    with open(os.path.join(d, "job.json"), "w") as f:
+        json.dump(desc, f, indent=1)
+    return None
+
+
+def run_check(d: str, source: str, launch: str) -> dict:
+    """`kforge-worker --check` of one candidate on the job folder `d`: its check.json, or
+    Refused (with the node status) unless the kernel verified."""
+    with open(os.path.join(d, "kernel.src"), "w") as f:
+        f.write(source)
+    with open(os.path.join(d, "launch.json"), "w") as f:
+        f.write(launch)
+    cmd = [worker_path(), "--check", d, os.path.join(d, "kernel.src"), os.path.join(d, "launch.json")]
+    path = os.path.join(d, "check.json")
+    if os.path.exists(path):
+        os.unlink(path)
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=3600)
+    if p.returncode != 0 or not os.path.exists(path):
+        raise Refused(f"the worker's check failed (exit {p.returncode}): {p.stderr.strip()[-1000:]}",
+                      "error")
+    with open(path) as f:
+        res = json.load(f)
+    if res["status"] != "verified":
+        raise Refused(f"{res['status']}: {res['error']}", res["status"])
+    return res
 
 
 def run(job: dict) -> dict:
@@ -123,12 +173,20 @@ def run(job: dict) -> dict:
     if job.get("rtol") is not None:
         rtol = float(job["rtol"])
 
+    # before this process runs the kernel at all: guard pages, canaries, memcheck
+    d = os.path.join(job["dir"], "check")
+    why = write_check_job(d, key, args, kwargs, backend, int(job["random_inputs"]),
+                          job.get("seed", 0), atol, rtol)
+    check = {"skipped": why} if why else run_check(d, source, launch)
+
     gen = torch.Generator().manual_seed(job.get("seed", 0))
+    row_dim = shift_invariant_dim(op, args[1] if len(args) > 1 else kwargs.get("dim"))
 
     def randomized(a, v, name=""):  # tensors and a list's elements; anything else as it is
         if isinstance(a, (list, tuple)) and any(isinstance(x, torch.Tensor) for x in a):
             return type(a)(randomized(x, v) for x in a)
-        return random_like(a, v, op, name, gen) if isinstance(a, torch.Tensor) else a
+        return (random_like(a, v, op, name, gen, row_dim if name == "self" else None)
+                if isinstance(a, torch.Tensor) else a)
 
     # the first positional argument is the schema's `self` (a triangular solve's matrix)
     inputs = [args] + [tuple(randomized(a, v, "self" if i == 0 else "") for i, a in enumerate(args))
@@ -173,12 +231,12 @@ def run(job: dict) -> dict:
             for j, (a, b) in enumerate(zip(tensors_of(work), tensors_of(before))):
                 if a.untyped_storage().data_ptr() not in written and \
                         not torch.equal(storage_bytes(a), storage_bytes(b)):
-                    raise Refused(f"{what}: input {j} was modified by the kernel")
+                    raise Refused(f"{what}: input {j} was modified by the kernel", "input_written")
             outs_seen.append([t.clone() for t in out])
         # a kernel that replays recorded outputs gives the same result for different inputs
         if len(outs_seen) > 1 and all(torch.equal(a, b) for a, b in zip(outs_seen[0], outs_seen[1])) \
                 and not all(torch.equal(a, b) for a, b in zip(refs[0], refs[1])):
-            raise Refused("different inputs gave identical outputs (hard-coded results?)")
+            raise Refused("different inputs gave identical outputs (hard-coded results?)", "wrong")
     finally:
         lib.kf_set_poison(rt, 0)
 
@@ -205,16 +263,17 @@ def run(job: dict) -> dict:
             "cache_key": cache_key, "max_abs_err": max_abs, "max_rel_err": max_rel, "atol": atol,
             "rtol": rtol, "eager_us": eager_us, "kernel_us": kernel_us,
             "speedup": eager_us / kernel_us if kernel_us > 0 else 0.0, "compile_log": compile_log,
-            "inputs_checked": len(inputs)}
+            "inputs_checked": len(inputs), "check": check}
 
 
 def main(argv):
     job_dir = argv[1]
     job = torch.load(os.path.join(job_dir, "job.pt"), weights_only=False)  # written by our parent
+    job["dir"] = job_dir
     try:
         result = run(job)
     except Refused as e:
-        result = {"status": "refused", "reason": str(e)}
+        result = {"status": "refused", "reason": str(e), "node_status": e.status}
     except Exception as e:  # any other failure is reported, not hidden
         result = {"status": "error", "reason": f"{type(e).__name__}: {e}",
                   "traceback": traceback.format_exc()}

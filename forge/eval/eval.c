@@ -21,6 +21,9 @@ static const char *const status_names[KF_NODE_STATUS_COUNT] = {
     [KF_NODE_TIMEOUT] = "timeout",
 };
 
+/* appended to "case N (random" for a placement (the end one is the default, unnamed) */
+static const char *const place_names[EV_PLACES] = {", data at the end", ", data at the start"};
+
 const char *kf_node_status_name(int status)
 {
     return status >= 0 && status < KF_NODE_STATUS_COUNT ? status_names[status] : "unknown";
@@ -115,6 +118,10 @@ kf_status kf_eval_create(const kf_job *job, kf_eval **out, char *err, size_t err
         return KF_ERR_NOMEM;
     }
     ev->job = job;
+    ev->cur_case = ev->cur_place = -1;
+    ev->n_places = EV_PLACES;
+    const char *exact = getenv("KFORGE_EVAL_EXACT");
+    ev->exact = exact && !strcmp(exact, "1");
     kf_status st;
     /* the case files first: a broken job should not cost a CUDA initialization */
     for (int c = 0; c < job->n_cases; c++) {
@@ -146,6 +153,73 @@ kf_status kf_eval_create(const kf_job *job, kf_eval **out, char *err, size_t err
 free_ev:
     kf_eval_free(ev);
     return st;
+}
+
+static const char *case_kind(const kf_job *job, int c)
+{
+    return job->cases[c].recorded ? "recorded" : "random";
+}
+
+/* ---- faults in a guard page (async-signal-safe: no stdio, no allocation) ---- */
+
+typedef struct sbuf {
+    char *p;
+    size_t n, cap;
+} sbuf;
+
+static void put_s(sbuf *b, const char *s)
+{
+    while (*s && b->n + 1 < b->cap) b->p[b->n++] = *s++;
+    b->p[b->n] = 0;
+}
+
+static void put_u(sbuf *b, uint64_t v)
+{
+    char d[24];
+    int k = 0;
+    do d[k++] = (char)('0' + v % 10), v /= 10;
+    while (v);
+    while (k && b->n + 1 < b->cap) b->p[b->n++] = d[--k];
+    b->p[b->n] = 0;
+}
+
+int kf_eval_fault_describe(const kf_eval *ev, const void *addr, char *msg, size_t cap,
+                           int *failed_case)
+{
+    /* only while a kernel runs: a fault of our own code is a crash, not the candidate's OOB */
+    if (!ev || ev->be != &kf_ev_host_backend || ev->cur_place < 0 || !msg || !cap) return 0;
+    const kf_job_sig *sig = &ev->job->sig;
+    for (int b = 0; b < sig->n_in + sig->n_out; b++) {
+        int is_in = b < sig->n_in, j = b - sig->n_in;
+        if (!is_in && sig->out_alias[j]) continue;
+        const ev_buf *buf = is_in ? &ev->in[b] : &ev->out[j];
+        int64_t where;
+        if (!kf_ev_host_guard_at(buf, (uintptr_t)addr, &where)) continue;
+        int c = ev->cur_case, p = ev->cur_place;
+        sbuf o = {msg, 0, cap};
+        msg[0] = 0;
+        if (c >= 0 && c < ev->job->n_cases) {
+            put_s(&o, "case "), put_u(&o, (uint64_t)c), put_s(&o, " (");
+            put_s(&o, case_kind(ev->job, c));
+            if (p > EV_PLACE_END && p < EV_PLACES) put_s(&o, place_names[p]);
+            put_s(&o, ")");
+        } else {
+            put_s(&o, "timed run");
+        }
+        put_s(&o, is_in ? ": the kernel accessed outside input " : ": the kernel accessed outside "
+                                                                  "output ");
+        put_u(&o, (uint64_t)(is_in ? b : j));
+        if (where < 0) {
+            put_s(&o, ": "), put_u(&o, (uint64_t)-where), put_s(&o, " bytes before its start");
+        } else {
+            put_s(&o, ": at byte "), put_u(&o, (uint64_t)where), put_s(&o, ", past its end (");
+            put_u(&o, buf->span), put_s(&o, " bytes)");
+        }
+        put_s(&o, " (a fault in the guard page)");
+        if (failed_case) *failed_case = c;
+        return 1;
+    }
+    return 0;
 }
 
 /* ---- run ---- */
@@ -181,11 +255,6 @@ static int arg_fits(const kf_launch *l, int a, const kf_job_tensor *t)
     int es = kf_dtype_size(t->dtype);
     if (size == es) return 1;
     return (t->dtype == KF_C64 && is_f) || (t->dtype == KF_C128 && is_d);
-}
-
-static const char *case_kind(const kf_job *job, int c)
-{
-    return job->cases[c].recorded ? "recorded" : "random";
 }
 
 static void fail(kf_eval_result *res, int status, int c, const char *fmt, ...)
@@ -247,7 +316,8 @@ static int check_guards(kf_eval *ev, kf_eval_result *res, int c, const char *whe
 
 /* Verify one case after its run: inputs unchanged, then every output against eager. Returns 1
  * when it failed (res filled), -1 with *rc on a backend failure. */
-static int check_case(kf_eval *ev, int c, kf_eval_result *res, int *rc, char *err, size_t errcap)
+static int check_case(kf_eval *ev, int c, const char *pl, kf_eval_result *res, int *rc, char *err,
+                      size_t errcap)
 {
     const kf_job *job = ev->job;
     const kf_job_sig *sig = &job->sig;
@@ -262,9 +332,9 @@ static int check_case(kf_eval *ev, int c, kf_eval_result *res, int *rc, char *er
             uint64_t at = 0;
             while (v[at] == ev->case_in[c][i][at]) at++;
             fail(res, KF_NODE_INPUT_WRITTEN, c,
-                 "case %d (%s), input %d: the kernel changed it (first changed byte %llu, "
+                 "case %d (%s%s), input %d: the kernel changed it (first changed byte %llu, "
                  "element %llu of the span)",
-                 c, case_kind(job, c), i, (unsigned long long)at,
+                 c, case_kind(job, c), pl, i, (unsigned long long)at,
                  (unsigned long long)(at / (uint64_t)kf_dtype_size(sig->in[i].dtype)));
             return 1;
         }
@@ -279,16 +349,16 @@ static int check_case(kf_eval *ev, int c, kf_eval_result *res, int *rc, char *er
         if (!cmp.bad) continue;
         if (cmp.poisoned) {
             fail(res, KF_NODE_UNTOUCHED, c,
-                 "case %d (%s), output %d: %" PRId64 " of %" PRId64 " elements still hold the "
+                 "case %d (%s%s), output %d: %" PRId64 " of %" PRId64 " elements still hold the "
                  "0xff poison the output was filled with (first at element %" PRId64 ")%s",
-                 c, case_kind(job, c), j, cmp.poisoned, cmp.n, cmp.first_poisoned,
+                 c, case_kind(job, c), pl, j, cmp.poisoned, cmp.n, cmp.first_poisoned,
                  cmp.poisoned < cmp.bad ? "; other elements are wrong too" : "");
         } else {
             fail(res, KF_NODE_WRONG, c,
-                 "case %d (%s), output %d: %" PRId64 " of %" PRId64 " elements outside atol=%g "
+                 "case %d (%s%s), output %d: %" PRId64 " of %" PRId64 " elements outside atol=%g "
                  "rtol=%g (max abs %.3g at %" PRId64 "; first at %" PRId64 ": got %.9g, "
                  "expected %.9g)",
-                 c, case_kind(job, c), j, cmp.bad, cmp.n, job->atol, job->rtol, cmp.worst_abs,
+                 c, case_kind(job, c), pl, j, cmp.bad, cmp.n, job->atol, job->rtol, cmp.worst_abs,
                  cmp.worst_at, cmp.first_bad, cmp.first_got, cmp.first_exp);
         }
         return 1;
@@ -315,6 +385,23 @@ static int prepare(kf_eval *ev, int c, int inputs_all, int poison, char *err, si
     }
     for (int j = 0; poison && j < sig->n_out; j++)
         if (!sig->out_alias[j] && (rc = ev->be->poison(ev, &ev->out[j], err, errcap))) return rc;
+    return EV_OK;
+}
+
+/* Every buffer to placement p; the kernel's arguments (inputs, then fresh outputs) in ptrs. */
+static int place_all(kf_eval *ev, int p, void **ptrs, char *err, size_t errcap)
+{
+    const kf_job_sig *sig = &ev->job->sig;
+    int rc, a = 0;
+    for (int i = 0; i < sig->n_in; i++) {
+        if ((rc = ev->be->place(ev, &ev->in[i], p, err, errcap))) return rc;
+        ptrs[a++] = ev->in[i].arg;
+    }
+    for (int j = 0; j < sig->n_out; j++) {
+        if (sig->out_alias[j]) continue;
+        if ((rc = ev->be->place(ev, &ev->out[j], p, err, errcap))) return rc;
+        ptrs[a++] = ev->out[j].arg;
+    }
     return EV_OK;
 }
 
@@ -363,20 +450,31 @@ kf_status kf_eval_run(kf_eval *ev, kf_compiler_i *cc, kf_compiled *k, const kf_l
             return KF_OK;
         }
 
-    char err[384], when[64];
+    /* every case with the data at the end of its buffer, then at the start: a stray read lands
+     * in a guard page (host) or on huge canary values (device) in one of them */
+    char err[384], when[96];
     int rc, hit;
-    for (int c = 0; c < job->n_cases; c++) {
-        snprintf(when, sizeof when, "case %d (%s)", c, case_kind(job, c));
-        if ((rc = prepare(ev, c, 1, 1, err, sizeof err)))
-            return backend_failed(res, rc, c, "preparing the buffers", err);
-        if ((rc = ev->be->run(ev, cc, k, ptrs, n, NULL, err, sizeof err)))
-            return backend_failed(res, rc, c, when, err);
-        if (check_guards(ev, res, c, when, &rc, err, sizeof err))
-            return rc ? backend_failed(res, rc, c, "checking the guards", err) : KF_OK;
-        hit = check_case(ev, c, res, &rc, err, sizeof err);
-        if (hit < 0) return backend_failed(res, rc, c, "reading the results", err);
-        if (hit) return KF_OK;
+    for (int p = 0; p < ev->n_places && p < EV_PLACES; p++) {
+        if ((rc = place_all(ev, p, ptrs, err, sizeof err)))
+            return backend_failed(res, rc, -1, "placing the buffers", err);
+        const char *pl = p == EV_PLACE_END ? "" : place_names[p];
+        for (int c = 0; c < job->n_cases; c++) {
+            snprintf(when, sizeof when, "case %d (%s%s)", c, case_kind(job, c), pl);
+            if ((rc = prepare(ev, c, 1, 1, err, sizeof err)))
+                return backend_failed(res, rc, c, "preparing the buffers", err);
+            ev->cur_case = c, ev->cur_place = p;
+            rc = ev->be->run(ev, cc, k, ptrs, n, NULL, err, sizeof err);
+            ev->cur_case = ev->cur_place = -1;
+            if (rc) return backend_failed(res, rc, c, when, err);
+            if (check_guards(ev, res, c, when, &rc, err, sizeof err))
+                return rc ? backend_failed(res, rc, c, "checking the guards", err) : KF_OK;
+            hit = check_case(ev, c, pl, res, &rc, err, sizeof err);
+            if (hit < 0) return backend_failed(res, rc, c, "reading the results", err);
+            if (hit) return KF_OK;
+        }
     }
+    if ((rc = place_all(ev, EV_PLACE_END, ptrs, err, sizeof err)))
+        return backend_failed(res, rc, -1, "placing the buffers", err);
 
     /* timing on case 0; an in-place argument gets its input back before every run */
     int reps = job->search.bench_reps > 0 ? job->search.bench_reps : 1;
@@ -396,7 +494,10 @@ kf_status kf_eval_run(kf_eval *ev, kf_compiler_i *cc, kf_compiled *k, const kf_l
             st = backend_failed(res, rc, 0, "preparing a timed run", err);
             goto free_times;
         }
-        if ((rc = ev->be->run(ev, cc, k, ptrs, n, &us, err, sizeof err))) {
+        ev->cur_place = EV_PLACE_END;
+        rc = ev->be->run(ev, cc, k, ptrs, n, &us, err, sizeof err);
+        ev->cur_place = -1;
+        if (rc) {
             st = backend_failed(res, rc, 0, "timed run", err);
             goto free_times;
         }

@@ -5,7 +5,10 @@
  * For every case (recorded and random): fresh outputs are pre-filled with 0xff bytes (poison), the
  * kernel runs, then its outputs must match eager's within atol + rtol*|eager| with NaN/Inf in the
  * same places, inputs it must not write are bit-identical afterwards, and bytes around every
- * buffer (guard pages on the host, canary bytes on the device) are untouched. Timing: warm-up,
+ * buffer (guard pages on the host, canary bytes on the device) are untouched. Every case runs
+ * twice: with each buffer's data ending flush against a guard page, then starting right after
+ * one (on the device: canary bytes of a huge value on both sides, positive then negative), so a
+ * read out of bounds faults or changes the output. Timing: warm-up,
  * then `bench_reps` runs timed one by one (CUDA events on one stream, L2 flushed before each run
  * when flush_l2; wall clock on the host), median. */
 #ifndef KF_FORGE_EVAL_H
@@ -33,7 +36,7 @@ typedef enum kf_node_status {
     KF_NODE_WRONG,          /* outputs differ from eager (incl. NaN/Inf positions) */
     KF_NODE_UNTOUCHED,      /* an output still holds the poison pattern */
     KF_NODE_INPUT_WRITTEN,  /* an input it must not write changed */
-    KF_NODE_OOB,            /* wrote outside its buffers (guard/canary) */
+    KF_NODE_OOB,            /* touched a guard page or canary outside its buffers */
     KF_NODE_CRASH,          /* the evaluator died (signal) or the CUDA context broke */
     KF_NODE_TIMEOUT,        /* ran past the candidate timeout */
     KF_NODE_STATUS_COUNT
@@ -68,6 +71,13 @@ void kf_eval_free(kf_eval *ev);
  * and the evaluator process restarts. */
 kf_status kf_eval_run(kf_eval *ev, kf_compiler_i *cc, kf_compiled *k, const kf_launch *launch,
                       kf_eval_result *res);
+
+/* For a SIGSEGV/SIGBUS handler in the process that runs kf_eval_run on a host job: when `addr`
+ * lies in a guard page of one of ev's buffers, 1 with the reason (as kf_eval_result.error would
+ * give it for an OOB node) in msg and the case that ran in *failed_case (-1: a timed run); else 0.
+ * Async-signal-safe (reads ev, writes msg). */
+int kf_eval_fault_describe(const kf_eval *ev, const void *addr, char *msg, size_t cap,
+                           int *failed_case);
 
 /* Static checks on a candidate's source (no calls back into ATen/libtorch, cuBLAS/cuDNN, no host
  * synchronization, no dlopen/system/fork/exec, only whitelisted #includes, no inline assembly in

@@ -2,7 +2,8 @@
  * on the primary context of the job's device.
  *
  * Every buffer is one allocation with EV_DEVICE_GUARD canary bytes before and after the data,
- * checked after every run. The data pointer is aligned to exactly the tensor's recorded alignment
+ * checked after every run; what a stray read finds there is the placement's huge value
+ * (eval_impl.h), so that such a read changes the output. The data pointer is aligned to exactly the tensor's recorded alignment
  * (not more), so a kernel that assumes wider alignment than the real calls guarantee faults here
  * rather than in the user's process. Kernels run on one blocking stream (ordered after the
  * synchronous copies and memsets on the legacy stream); a timed run is bracketed by CUDA events,
@@ -181,12 +182,14 @@ static kf_status cuda_alloc(kf_eval *ev, ev_buf *b, char *err, size_t errcap)
     char eb[200];
     /* cuMemAlloc returns >= 256-byte aligned memory: offsetting by `align` makes the data
      * aligned to exactly `align` */
-    b->doff = EV_DEVICE_GUARD + (b->align < 256 ? (size_t)b->align : 0);
-    if (b->span > SIZE_MAX - b->doff - EV_DEVICE_GUARD) {
+    b->doff = ev->exact ? 0 : EV_DEVICE_GUARD + (b->align < 256 ? (size_t)b->align : 0);
+    b->dtail = ev->exact ? 0 : EV_DEVICE_GUARD;
+    if (b->span > SIZE_MAX - b->doff - b->dtail - 1) {
         snprintf(err, errcap, "a %llu-byte buffer is too large", (unsigned long long)b->span);
         return KF_ERR_NOMEM;
     }
-    b->dlen = b->doff + (size_t)b->span + EV_DEVICE_GUARD;
+    b->dlen = b->doff + (size_t)b->span + b->dtail;
+    if (!b->dlen) b->dlen = 1; /* cuMemAlloc refuses 0 bytes */
     kf_cu_result r = s->cu.mem_alloc(&b->dbase, b->dlen);
     if (r != KF_CU_SUCCESS) {
         b->dbase = 0;
@@ -194,7 +197,9 @@ static kf_status cuda_alloc(kf_eval *ev, ev_buf *b, char *err, size_t errcap)
                  kf_cuda_strerror(&s->cu, r, eb, sizeof eb));
         return KF_ERR_CUDA;
     }
-    r = s->cu.memset_d8(b->dbase, EV_CANARY, b->dlen);
+    b->place = EV_PLACE_END;
+    b->canary = EV_CANARY_END;
+    r = s->cu.memset_d8(b->dbase, b->canary, b->dlen);
     if (r != KF_CU_SUCCESS) {
         snprintf(err, errcap, "cuMemsetD8: %s", kf_cuda_strerror(&s->cu, r, eb, sizeof eb));
         s->cu.mem_free(b->dbase);
@@ -222,6 +227,21 @@ static kf_status cuda_alloc(kf_eval *ev, ev_buf *b, char *err, size_t errcap)
         s->scratch_pinned = pin(s, p, len);
     }
     return KF_OK;
+}
+
+/* The data stays where it is (canary bytes on both sides already); only their value changes. */
+static int cuda_place(kf_eval *ev, ev_buf *b, int where, char *err, size_t errcap)
+{
+    cuda_state *s = ev->state;
+    unsigned char canary = where == EV_PLACE_START ? EV_CANARY_START : EV_CANARY_END;
+    b->place = where;
+    if (canary == b->canary) return EV_OK;
+    kf_cu_result r = b->doff ? s->cu.memset_d8(b->dbase, canary, b->doff) : KF_CU_SUCCESS;
+    if (r == KF_CU_SUCCESS && b->dtail)
+        r = s->cu.memset_d8(b->dbase + b->doff + b->span, canary, b->dtail);
+    if (r != KF_CU_SUCCESS) return driver_fail(s, r, "cuMemsetD8 (guard)", err, errcap);
+    b->canary = canary;
+    return EV_OK;
 }
 
 static void cuda_release(kf_eval *ev, ev_buf *b)
@@ -262,16 +282,18 @@ static int cuda_guards(kf_eval *ev, ev_buf *b, int64_t *where, char *err, size_t
     cuda_state *s = ev->state;
     /* the region before the data, then the one after it */
     const unsigned long long start[2] = {b->dbase, b->dbase + b->doff + b->span};
-    const size_t len[2] = {b->doff, EV_DEVICE_GUARD};
+    const size_t len[2] = {b->doff, b->dtail};
     for (int g = 0; g < 2; g++) {
+        if (!len[g]) continue;
         kf_cu_result r = s->cu.memcpy_dtoh(s->guard, start[g], len[g]);
         if (r != KF_CU_SUCCESS) return driver_fail(s, r, "cuMemcpyDtoH (guard)", err, errcap);
         for (size_t i = 0; i < len[g]; i++)
-            if (s->guard[i] != EV_CANARY) {
+            if (s->guard[i] != b->canary) {
                 *where = g == 0 ? -(int64_t)(b->doff - i) : (int64_t)(b->span + i);
                 /* rewrite both, so the next candidate starts from clean guards */
-                r = s->cu.memset_d8(start[0], EV_CANARY, len[0]);
-                if (r == KF_CU_SUCCESS) r = s->cu.memset_d8(start[1], EV_CANARY, len[1]);
+                r = len[0] ? s->cu.memset_d8(start[0], b->canary, len[0]) : KF_CU_SUCCESS;
+                if (r == KF_CU_SUCCESS && len[1])
+                    r = s->cu.memset_d8(start[1], b->canary, len[1]);
                 if (r != KF_CU_SUCCESS) return driver_fail(s, r, "cuMemsetD8 (guard)", err, errcap);
                 return EV_HIT;
             }
@@ -325,6 +347,7 @@ const ev_backend kf_ev_cuda_backend = {
     /* .open    = */ cuda_open,
     /* .close   = */ cuda_close,
     /* .alloc   = */ cuda_alloc,
+    /* .place   = */ cuda_place,
     /* .release = */ cuda_release,
     /* .put     = */ cuda_put,
     /* .poison  = */ cuda_poison,

@@ -1,7 +1,8 @@
-/* The host side of the evaluator (eval_impl.h): every buffer in its own mapping, its data flush
- * against a PROT_NONE page (so a write past the end faults at once) with another PROT_NONE page
- * before it; the slack between the front guard page and the data (alignment, page rounding) holds
- * canary bytes that are checked after every run. Timing is the wall clock around one call. */
+/* The host side of the evaluator (eval_impl.h): every buffer in its own mapping between two
+ * PROT_NONE pages, its data flush against the back one (EV_PLACE_END: an access past the end
+ * faults at once) or right after the front one (EV_PLACE_START: one before the start faults); the
+ * slack on the other side (alignment, page rounding) holds canary bytes that are checked after
+ * every run and that poison a stray read. Timing is the wall clock around one call. */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -22,9 +23,28 @@ static void host_close(kf_eval *ev)
     (void)ev;
 }
 
+/* Data at the placement, the slack around it filled with the placement's canary. */
+static int host_place(kf_eval *ev, ev_buf *b, int where, char *err, size_t errcap)
+{
+    (void)ev, (void)err, (void)errcap;
+    uintptr_t a = (uintptr_t)b->align;
+    if (where == EV_PLACE_START) {
+        b->data = b->mid; /* page aligned */
+    } else {
+        /* rounded down to the alignment: the few bytes this may leave after the data are canary */
+        uintptr_t end = (uintptr_t)(b->mid + b->mid_len);
+        b->data = (unsigned char *)((end - (uintptr_t)b->span) & ~(a - 1));
+    }
+    b->arg = b->data;
+    b->place = where;
+    b->canary = where == EV_PLACE_START ? EV_CANARY_START : EV_CANARY_END;
+    memset(b->mid, b->canary, (size_t)(b->data - b->mid));
+    memset(b->data + b->span, b->canary, (size_t)(b->mid + b->mid_len - (b->data + b->span)));
+    return EV_OK;
+}
+
 static kf_status host_alloc(kf_eval *ev, ev_buf *b, char *err, size_t errcap)
 {
-    (void)ev;
     size_t page = (size_t)sysconf(_SC_PAGESIZE);
     size_t a = (size_t)b->align;
     if (b->span > SIZE_MAX / 2 - 4 * page) {
@@ -51,14 +71,17 @@ static kf_status host_alloc(kf_eval *ev, ev_buf *b, char *err, size_t errcap)
     b->map_len = len;
     b->mid = base + page;
     b->mid_len = mid;
-    /* flush against the back guard page, rounded down to the alignment (the few bytes this
-     * may leave after the data are canary bytes) */
-    uintptr_t end = (uintptr_t)(b->mid + mid);
-    b->data = (unsigned char *)((end - (uintptr_t)b->span) & ~(uintptr_t)(a - 1));
-    b->arg = b->data;
-    memset(b->mid, EV_CANARY, (size_t)(b->data - b->mid));
-    memset(b->data + b->span, EV_CANARY, (size_t)(b->mid + mid - (b->data + b->span)));
+    host_place(ev, b, EV_PLACE_END, err, errcap);
     return KF_OK;
+}
+
+int kf_ev_host_guard_at(const ev_buf *b, uintptr_t addr, int64_t *where)
+{
+    uintptr_t lo = (uintptr_t)b->map, hi = lo + b->map_len;
+    if (!b->map || addr < lo || addr >= hi) return 0;
+    if (addr >= (uintptr_t)b->mid && addr < (uintptr_t)(b->mid + b->mid_len)) return 0;
+    *where = (int64_t)(addr - (uintptr_t)b->data); /* two's complement: negative before */
+    return 1;
 }
 
 static void host_release(kf_eval *ev, ev_buf *b)
@@ -97,12 +120,12 @@ static int host_guards(kf_eval *ev, ev_buf *b, int64_t *where, char *err, size_t
     unsigned char *lo_end = b->data, *hi = b->data + b->span, *hi_end = b->mid + b->mid_len;
     int hit = 0;
     for (unsigned char *p = b->mid; p < lo_end && !hit; p++)
-        if (*p != EV_CANARY) *where = -(int64_t)(b->data - p), hit = 1;
+        if (*p != b->canary) *where = -(int64_t)(b->data - p), hit = 1;
     for (unsigned char *p = hi; p < hi_end && !hit; p++)
-        if (*p != EV_CANARY) *where = (int64_t)(p - b->data), hit = 1;
+        if (*p != b->canary) *where = (int64_t)(p - b->data), hit = 1;
     if (!hit) return EV_OK;
-    memset(b->mid, EV_CANARY, (size_t)(lo_end - b->mid));
-    memset(hi, EV_CANARY, (size_t)(hi_end - hi));
+    memset(b->mid, b->canary, (size_t)(lo_end - b->mid));
+    memset(hi, b->canary, (size_t)(hi_end - hi));
     return EV_HIT;
 }
 
@@ -132,6 +155,7 @@ const ev_backend kf_ev_host_backend = {
     /* .open    = */ host_open,
     /* .close   = */ host_close,
     /* .alloc   = */ host_alloc,
+    /* .place   = */ host_place,
     /* .release = */ host_release,
     /* .put     = */ host_put,
     /* .poison  = */ host_poison,

@@ -9,7 +9,13 @@
 
 #include "forge/eval/eval.h"
 
-#define EV_CANARY 0xa5          /* bytes around every buffer; any other value there = OOB write */
+/* Bytes around every buffer (any other value there = an OOB write), also what a stray read
+ * finds there: a huge value (f16 61280, f32/bf16 1.3e36, f64 4.6e285), positive with the data
+ * placed at the end, negative at the start. Not NaN: fmaxf, fminf and comparisons skip a NaN, so
+ * an off-by-one row maximum would pass; a huge value of either sign breaks maxima, minima, sums
+ * and exp. */
+#define EV_CANARY_END 0x7b
+#define EV_CANARY_START 0xfb
 #define EV_POISON 0xff          /* fresh outputs before every verified run */
 #define EV_DEVICE_GUARD 4096    /* canary bytes before and after a device buffer */
 #define EV_WARMUP 3
@@ -22,17 +28,26 @@ enum {
     EV_STICKY, /* the device (context) is broken, or a driver call failed: CRASH, restart */
 };
 
+/* Where a buffer's data sits (every case runs with each, END first): END ends flush against
+ * the host's back guard page (a read past the end faults), START begins right after the front
+ * one (a read before the start faults). On the device both sides are canary bytes, the placement
+ * picks their value. */
+enum { EV_PLACE_END = 0, EV_PLACE_START = 1, EV_PLACES = 2 };
+
 /* One argument buffer: a tensor's strided span with guards around it. */
 typedef struct ev_buf {
     uint64_t span;   /* bytes the tensor addresses (kf_job_span_bytes) */
     int align;       /* the data pointer is aligned to this (power of two) */
     void *arg;       /* what the kernel receives: a host pointer or a CUdeviceptr */
-    /* host: [guard page][slack | data | slack][guard page], slack filled with EV_CANARY */
+    int place;       /* EV_PLACE_* */
+    unsigned char canary; /* EV_CANARY_END or _START, as placed */
+    /* host: [guard page][slack | data | slack][guard page], slack filled with the canary */
     unsigned char *map, *mid, *data;
     size_t map_len, mid_len;
-    /* device: data at dbase + doff, canary bytes in [dbase, dbase+doff) and after the span */
+    /* device: data at dbase + doff, canary bytes in [dbase, dbase+doff) and dtail after the span
+     * (both 0 when exact) */
     unsigned long long dbase;
-    size_t dlen, doff;
+    size_t dlen, doff, dtail;
 } ev_buf;
 
 /* Where buffers live and how a kernel runs. Every int-returning slot returns EV_*; err gets the
@@ -41,8 +56,11 @@ typedef struct ev_backend {
     const char *name; /* the compiler backend it pairs with: "host" | "nvrtc" */
     kf_status (*open)(kf_eval *ev, char *err, size_t errcap);
     void (*close)(kf_eval *ev);
-    /* b->span and b->align are set; fills the rest. */
+    /* b->span and b->align are set; fills the rest, placed at EV_PLACE_END. */
     kf_status (*alloc)(kf_eval *ev, ev_buf *b, char *err, size_t errcap);
+    /* Move the data to EV_PLACE_* (b->arg may change; the data bytes are not kept) and fill the
+     * guards with that placement's canary. */
+    int (*place)(kf_eval *ev, ev_buf *b, int where, char *err, size_t errcap);
     void (*release)(kf_eval *ev, ev_buf *b);
     int (*put)(kf_eval *ev, ev_buf *b, const void *src, char *err, size_t errcap);
     int (*poison)(kf_eval *ev, ev_buf *b, char *err, size_t errcap);
@@ -67,12 +85,22 @@ struct kf_eval {
     ev_buf out[KF_JOB_MAX_OUTPUTS]; /* fresh outputs only; an aliased one lives in in[] */
     unsigned char *case_in[KF_JOB_MAX_CASES][KF_JOB_MAX_TENSORS];
     unsigned char *case_out[KF_JOB_MAX_CASES][KF_JOB_MAX_OUTPUTS];
+    /* device buffers allocated to exactly their span, no canary bytes (KFORGE_EVAL_EXACT=1, set
+     * for the child that runs under compute-sanitizer, which sees only allocation bounds) */
+    int exact;
+    int n_places; /* EV_PLACES; 1 (END only) lets a test measure what the second costs */
+    /* what runs now, for kf_eval_fault_describe (a signal handler reads them) */
+    volatile int cur_case, cur_place; /* -1: none / the timed runs */
 };
 
 /* The host's page size, and the bytes a case buffer of `span` bytes takes: whole pages, at least
  * one (eval.c allocates case data page-aligned, so that a backend can pin it in place). */
 size_t kf_ev_page(void);
 size_t kf_ev_case_len(uint64_t span);
+
+/* Host buffers: 1 when addr lies in one of b's guard pages, *where its offset from the data
+ * start (negative: before it). Only reads b: safe in a signal handler. */
+int kf_ev_host_guard_at(const ev_buf *b, uintptr_t addr, int64_t *where);
 
 /* ---- eval_compare.c ---- */
 

@@ -161,8 +161,12 @@ static void describe_end(int status, char *buf, size_t cap)
 
 /* ---- the parent ---- */
 
+#define PREFIX_MAX 16
+
 struct kf_evaluator {
     char *job_dir, *exe;
+    char *prefix[PREFIX_MAX + 1]; /* a wrapper the child runs under (NULL-terminated) */
+    int exit_grace_ms;
     pid_t pid; /* 0: no child */
     int to_child;
     linebuf from;
@@ -188,6 +192,7 @@ kf_status kf_evaluator_create(const kf_job *job, const char *exe, kf_evaluator *
     if (!ev->job_dir || !ev->exe) goto nomem;
     ev->to_child = ev->from.fd = -1;
     ev->next_id = 1;
+    ev->exit_grace_ms = EXIT_GRACE_MS;
     *out = ev;
     return KF_OK;
 nomem:
@@ -254,7 +259,10 @@ static kf_status child_start(kf_evaluator *ev, kf_eval_result *res)
         if (in[0] >= 0) close(in[0]), close(in[1]);
         return KF_ERR_IO;
     }
-    char *argv[] = {ev->exe, (char *)"--eval", ev->job_dir, NULL};
+    char *argv[PREFIX_MAX + 4];
+    int a = 0;
+    while (ev->prefix[a]) argv[a] = ev->prefix[a], a++;
+    argv[a++] = ev->exe, argv[a++] = (char *)"--eval", argv[a++] = ev->job_dir, argv[a] = NULL;
     pid_t pid;
     int rc = kf_spawn(&pid, argv, 0, (const int[3]){in[0], outp[1], KF_SPAWN_INHERIT});
     close(in[0]);
@@ -262,7 +270,7 @@ static kf_status child_start(kf_evaluator *ev, kf_eval_result *res)
     if (rc != 0) {
         close(in[1]);
         close(outp[0]);
-        set_result(res, KF_NODE_CRASH, "cannot start the evaluator %s --eval %s: %s", ev->exe,
+        set_result(res, KF_NODE_CRASH, "cannot start the evaluator %s --eval %s: %s", argv[0],
                    ev->job_dir, strerror(rc));
         return KF_ERR_IO;
     }
@@ -409,7 +417,7 @@ kf_status kf_evaluator_run(kf_evaluator *ev, const char *blob_path, const char *
         if (parse_reply(line, id, res, &fatal)) {
             line_done(&ev->from, used);
             if (fatal) {
-                child_end(ev, EXIT_GRACE_MS, NULL); /* it is leaving after a CUDA error */
+                child_end(ev, ev->exit_grace_ms, NULL); /* it is leaving after a CUDA error */
                 ev->restarts++;
             } else if (ev->from.len) {
                 /* bytes after the reply: something in the child writes to our channel */
@@ -452,10 +460,25 @@ int kf_evaluator_restarts(const kf_evaluator *ev)
     return ev ? ev->restarts : 0;
 }
 
+kf_status kf_evaluator_set_prefix(kf_evaluator *ev, const char *const *prefix, int exit_grace_ms)
+{
+    if (!ev || ev->pid) return KF_ERR_INVALID;
+    for (int i = 0; ev->prefix[i]; i++) free(ev->prefix[i]), ev->prefix[i] = NULL;
+    for (int i = 0; prefix && prefix[i]; i++) {
+        if (i == PREFIX_MAX || !(ev->prefix[i] = strdup(prefix[i]))) {
+            for (int k = 0; k < i; k++) free(ev->prefix[k]), ev->prefix[k] = NULL;
+            return i == PREFIX_MAX ? KF_ERR_INVALID : KF_ERR_NOMEM;
+        }
+    }
+    ev->exit_grace_ms = exit_grace_ms > 0 ? exit_grace_ms : EXIT_GRACE_MS;
+    return KF_OK;
+}
+
 void kf_evaluator_free(kf_evaluator *ev)
 {
     if (!ev) return;
-    child_end(ev, EXIT_GRACE_MS, NULL); /* closing its stdin tells it to leave */
+    child_end(ev, ev->exit_grace_ms, NULL); /* closing its stdin tells it to leave */
+    for (int i = 0; ev->prefix[i]; i++) free(ev->prefix[i]);
     free(ev->job_dir);
     free(ev->exe);
     free(ev);
@@ -580,6 +603,72 @@ static int send_reply(int fd, double id, const kf_eval_result *r, int fatal)
     return rc;
 }
 
+/* A host candidate's access to a guard page ends the child by SIGSEGV/SIGBUS; the handler turns
+ * it into an OOB reply (the child then leaves, as after a CUDA error) when the address is one of
+ * the evaluator's guard pages, and lets any other fault kill the child as before. A handler gets
+ * no argument, hence this file-level state; the child runs one request at a time. */
+static struct {
+    const kf_eval *ev;
+    int fd;
+    volatile sig_atomic_t active;
+    volatile uint64_t id;
+} fault_ctx;
+
+static size_t put_str(char *o, size_t n, size_t cap, const char *s)
+{
+    while (*s && n + 1 < cap) o[n++] = *s++;
+    return n;
+}
+
+static size_t put_int(char *o, size_t n, size_t cap, int64_t v)
+{
+    char d[24];
+    int k = 0;
+    uint64_t u = v < 0 ? (uint64_t)-v : (uint64_t)v;
+    do d[k++] = (char)('0' + u % 10), u /= 10;
+    while (u);
+    if (v < 0 && n + 1 < cap) o[n++] = '-';
+    while (k && n + 1 < cap) o[n++] = d[--k];
+    return n;
+}
+
+static void on_fault(int sig, siginfo_t *si, void *uc)
+{
+    (void)sig, (void)uc;
+    char msg[400], line[640];
+    int c = -1;
+    if (!fault_ctx.active || !kf_eval_fault_describe(fault_ctx.ev, si->si_addr, msg, sizeof msg, &c))
+        return; /* SA_RESETHAND restored the default: the access faults again and kills us */
+    size_t n = put_str(line, 0, sizeof line, "{\"id\":");
+    n = put_int(line, n, sizeof line, (int64_t)fault_ctx.id);
+    n = put_str(line, n, sizeof line, ",\"status\":\"oob\",\"error\":\"");
+    n = put_str(line, n, sizeof line, msg); /* digits, letters, spaces, ()-,: only */
+    n = put_str(line, n, sizeof line, "\",\"failed_case\":");
+    n = put_int(line, n, sizeof line, c);
+    n = put_str(line, n, sizeof line, ",\"max_abs_err\":0,\"max_rel_err\":0,\"fatal\":true}\n");
+    for (size_t off = 0; off < n;) {
+        ssize_t w = write(fault_ctx.fd, line + off, n - off);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) break;
+        off += (size_t)w;
+    }
+    _exit(4);
+}
+
+/* The OOB handler on an alternate stack (a stack overflow faults too, and must still end us). */
+static void install_fault_handler(void *altstack, size_t len)
+{
+    stack_t ss = {.ss_sp = altstack, .ss_size = len, .ss_flags = 0};
+    if (!altstack || sigaltstack(&ss, NULL) != 0) return;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_fault;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESETHAND;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGSEGV, &sa, NULL);
+    sigaction(SIGBUS, &sa, NULL);
+}
+
 static int send_ready(int fd, int ok, kf_status code, const char *error)
 {
     cJSON *j = cJSON_CreateObject();
@@ -618,6 +707,8 @@ int kf_evaluator_child_main(const char *job_dir)
     kf_job *job = NULL;
     kf_eval *ev = NULL;
     linebuf *lb = NULL;
+    size_t alt_len = 64 * 1024;
+    void *altstack = malloc(alt_len);
     kf_status st = kf_job_load(job_dir, &job, err, sizeof err);
     if (st == KF_OK) st = kf_eval_create(job, &ev, err, sizeof err);
     if (st == KF_OK && !(lb = calloc(1, sizeof *lb))) {
@@ -631,6 +722,8 @@ int kf_evaluator_child_main(const char *job_dir)
     }
     if (send_ready(rep, 1, KF_OK, NULL) != 0) goto free_all;
     lb->fd = req;
+    fault_ctx.ev = ev;
+    fault_ctx.fd = rep;
 
     for (;;) {
         char *line;
@@ -652,7 +745,11 @@ int kf_evaluator_child_main(const char *job_dir)
             break;
         }
         kf_eval_result res;
+        fault_ctx.id = (uint64_t)id->valuedouble;
+        install_fault_handler(altstack, alt_len); /* SA_RESETHAND: again for every request */
+        fault_ctx.active = 1;
         st = child_eval(job, ev, blob->valuestring, launch->valuestring, &res);
+        fault_ctx.active = 0;
         int fatal = st == KF_ERR_CUDA;
         int sent = send_reply(rep, id->valuedouble, &res, fatal);
         cJSON_Delete(j);
@@ -665,6 +762,11 @@ int kf_evaluator_child_main(const char *job_dir)
 free_all:
     free(lb);
     kf_eval_free(ev); /* also after a CUDA error: the driver calls fail harmlessly */
+    signal(SIGSEGV, SIG_DFL); /* no handler left to run on the alternate stack */
+    signal(SIGBUS, SIG_DFL);
+    stack_t off = {.ss_flags = SS_DISABLE};
+    sigaltstack(&off, NULL);
+    free(altstack);
     kf_job_free(job);
     close(req);
     close(rep);

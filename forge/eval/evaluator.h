@@ -29,6 +29,10 @@ kf_status kf_evaluator_create(const kf_job *job, const char *exe, kf_evaluator *
  * *res; KF_OK unless the evaluator cannot start at all (then res->error says why). */
 kf_status kf_evaluator_run(kf_evaluator *ev, const char *blob_path, const char *launch_json,
                            double timeout_s, kf_eval_result *res);
+/* Run the child under a wrapper: argv `prefix` (NULL-terminated, at most 16, argv[0] a path)
+ * before `EXE --eval JOB_DIR` (compute-sanitizer, forge/eval_check.h); a child that is leaving
+ * gets `exit_grace_ms` (<= 0: the default 2 s) before it is killed. Only before the first run. */
+kf_status kf_evaluator_set_prefix(kf_evaluator *ev, const char *const *prefix, int exit_grace_ms);
 /* Restarts so far (children that died or were killed). */
 int kf_evaluator_restarts(const kf_evaluator *ev);
 void kf_evaluator_free(kf_evaluator *ev);

@@ -4,6 +4,7 @@
  *                 [--timeout SECONDS] [--cache DIR | --no-insert] [--timings-from JOB_DIR]
  *                 [--progress] [--sabotage crash,hang,oob [--sabotage-every N]]
  *                 [--proposer builtin|llm|mixed] [--llm-budget-usd USD] [--llm-max-requests N]
+ *   kforge-worker --check JOB_DIR SOURCE_FILE LAUNCH_FILE   (one candidate: forge/eval_check.h)
  *   kforge-worker --eval JOB_DIR      (internal: the evaluator child) */
 #include <errno.h>
 #include <limits.h>
@@ -13,6 +14,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "forge/eval/eval_check.h"
 #include "forge/eval/evaluator.h"
 #include "forge/worker/worker.h"
 
@@ -62,6 +64,7 @@ int main(int argc, char **argv)
         return 1;
     }
     exe[n] = 0;
+    if (argc == 5 && !strcmp(argv[1], "--check")) return kf_check_main(exe, argv[2], argv[3], argv[4]);
     kf_worker_opts o = {.exe = exe, .iterations = -1, .seed = -1, .margin = -1,
                         .time_budget_s = -1, .candidate_timeout_s = -1};
     for (int i = 1; i < argc; i++) {

@@ -87,6 +87,7 @@ static cJSON *node_json(const worker *w, int id)
     cJSON_AddNumberToObject(o, "eval_s", n->eval_s);
     cJSON_AddNumberToObject(o, "elapsed_s", n->elapsed_s);
     cJSON_AddBoolToObject(o, "latency_replayed", n->replayed);
+    if (n->memchecked) cJSON_AddItemToObject(o, "memcheck", kf_memcheck_json(&n->mc));
     cJSON_AddNumberToObject(o, "visits", m.visits);
     if (isfinite(m.best_us)) cJSON_AddNumberToObject(o, "subtree_best_us", m.best_us);
     else cJSON_AddNullToObject(o, "subtree_best_us");

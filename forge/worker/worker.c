@@ -47,6 +47,36 @@ static wnode *new_node(worker *w)
     return n;
 }
 
+/* A CUDA node's blob once under compute-sanitizer memcheck (eval_check.h), the outcome in its
+ * record; memcheck errors make it OOB. Skipped (and said so) without the tool. */
+static void memcheck_node(worker *w, int id, const void *blob, size_t blob_len)
+{
+    wnode *n = &w->nodes[id];
+    const kf_job *j = w->job;
+    if (strcmp(j->backend, "nvrtc")) return;
+    char *blob_path = kf_worker_path(j->dir, "candidates/%d.memcheck.blob", id);
+    char *log_path = kf_worker_path(j->dir, "candidates/%d.memcheck.log", id);
+    char werr[256];
+    n->memchecked = 1;
+    if (!blob_path || !log_path ||
+        kf_write_file(blob_path, blob, blob_len, werr, sizeof werr) != KF_OK) {
+        snprintf(n->mc.detail, sizeof n->mc.detail, "cannot write the blob to the job folder");
+    } else {
+        kf_eval_result r;
+        kf_memcheck_run(j, w->o->exe, blob_path, n->cand.launch_json,
+                        10 * j->search.candidate_timeout_s + 60, log_path, &r, &n->mc);
+        if (n->mc.ran && n->mc.errors > 0) {
+            n->status = KF_NODE_OOB;
+            free(n->error);
+            n->error = kf_aprintf("compute-sanitizer memcheck: %d errors, the first: %s",
+                                  n->mc.errors, n->mc.detail);
+        }
+    }
+    if (blob_path) unlink(blob_path);
+    free(blob_path);
+    free(log_path);
+}
+
 /* Compile and evaluate the candidate in `n` (node id `id`); fills status, latency, error. */
 static void evaluate(worker *w, int id, wnode *n)
 {
@@ -121,6 +151,7 @@ static void evaluate(worker *w, int id, wnode *n)
         n->error = kf_aprintf("%.3g us vs eager %.3g us and roofline %.3g us: too fast to trust; "
                               "flagged for review, never inserted",
                               n->latency_us, j->eager_us, j->roofline_us);
+        memcheck_node(w, id, blob, blob_len);
     } else if (n->latency_us > j->eager_us * (1.0 - j->search.margin)) {
         n->status = KF_NODE_SLOWER;
     } else {
@@ -386,6 +417,18 @@ kf_status kf_worker_run(const kf_worker_opts *o, char *err, size_t errcap)
     run_loop(&w);
     char key[KF_KEY_HEX] = "", detail[512] = "";
     const char *status;
+    int mc_failed = 0;
+    if (w.best_id >= 0) { /* the winner once under memcheck before it can be inserted */
+        int id = w.best_id;
+        memcheck_node(&w, id, w.best_blob, w.best_blob_len);
+        if (w.nodes[id].status == KF_NODE_OOB) {
+            w.best_id = -1;
+            mc_failed = 1;
+            snprintf(detail, sizeof detail, "the fastest kernel (node %d) failed memcheck: %.400s",
+                     id, w.nodes[id].error);
+        }
+        kf_worker_write_tree(&w);
+    }
     if (w.best_id >= 0 && w.job->search.cache_dir[0]) {
         st = insert_winner(&w, key, detail, sizeof detail);
         status = st == KF_OK ? "inserted" : "insert_failed";
@@ -393,6 +436,8 @@ kf_status kf_worker_run(const kf_worker_opts *o, char *err, size_t errcap)
     } else if (w.best_id >= 0) {
         status = "found";
         snprintf(detail, sizeof detail, "not inserted: no cache folder given");
+    } else if (mc_failed) {
+        status = "no_correct_kernel"; /* the one to insert is not: detail says why */
     } else if (kf_mcts_best(w.tree) >= 0) {
         status = "no_faster_kernel";
         snprintf(detail, sizeof detail, "correct kernels found, none faster than eager by %g%%",

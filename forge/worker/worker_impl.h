@@ -9,6 +9,7 @@
 #include <cjson/cJSON.h>
 
 #include "compile/compiler.h"
+#include "forge/eval/eval_check.h"
 #include "forge/eval/evaluator.h"
 #include "forge/job/job.h"
 #include "forge/propose/proposer_llm.h"
@@ -24,6 +25,8 @@ typedef struct wnode {
     char *error;
     kf_candidate cand;
     uint64_t src_hash;
+    int memchecked;         /* mc holds a memcheck attempt (winner and flagged CUDA nodes) */
+    kf_memcheck_result mc;
 } wnode;
 
 /* A previous run's latencies, for a replay (worker.h). */

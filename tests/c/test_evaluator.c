@@ -193,9 +193,13 @@ static void test_evaluator(const char *exe)
     CHECK_EQ_INT(children(), 0);
     expect_good(ev, good, 2);
 
+    /* the guard page after the output: the fault is named OOB, and the child replaced */
     r = run(ev, "oob", oob, 10, &s);
-    CHECK_EQ_INT(r.status, KF_NODE_CRASH); /* the guard page after the output */
-    CHECK_CONTAINS(r.error, "SIGSEGV");
+    CHECK_EQ_INT(r.status, KF_NODE_OOB);
+    CHECK_CONTAINS(r.error, "case 0 (recorded): the kernel accessed outside output 0: at byte "
+                            "16000, past its end (16000 bytes) (a fault in the guard page)");
+    CHECK_EQ_INT(r.failed_case, 0);
+    CHECK_EQ_INT(children(), 0);
     expect_good(ev, good, 3);
 
     r = run(ev, "garbage", garbage, 10, &s);
