@@ -90,12 +90,14 @@ void Interceptor::operator()(const c10::OperatorHandle& op, c10::DispatchKeySet 
   if (t_depth > 0) call.time_it = 0;
   DepthGuard depth;
   void* stream = nullptr;
-  if (sig.device_type == KF_DEV_CUDA && (call.time_it || call.kernel)) {
+  // a capture needs the current stream too: only it tells whether a CUDA graph is being captured
+  if (sig.device_type == KF_DEV_CUDA && (call.time_it || call.kernel || call.capture)) {
     try {
       stream = current_cuda_stream(sig.device_index);
     } catch (...) {
       call.kernel = nullptr;  // no stream, no launch
       call.time_it = 0;
+      call.capture = 0;  // and no telling whether a graph is being captured
     }
   }
   if (call.kernel &&
