@@ -31,7 +31,10 @@
  *                              KF_JOB_MAX_TENSORS, and inputs + fresh outputs at most
  *                              KF_LAUNCH_MAX_ARGS (forge/compiler.h)
  *   "outputs": [{"dtype": "f32", "sizes": […], "strides": […], "alias": -1}, …],
- *                              alias: index into inputs of an output written in place, or -1
+ *                              alias: index into inputs of an output written in place, or -1;
+ *                              the op's returns, then each argument it writes without returning
+ *                              it (kf_op_hidden_writes: batch norm's running statistics when
+ *                              training), as an output aliasing that input
  *   "scalars": [{"name": "dim", "kind": "i", "value": -1},
  *               {"name": "eps", "kind": "d", "value": 1e-5},
  *               {"name": "half_to_float", "kind": "b", "value": false},
