@@ -127,12 +127,11 @@ def bytes_moved(info: dict, args: dict) -> int:
 
 def check_tunable(info: dict, args: dict) -> None:
     sig = info["signature"]
-    if not info["servable"]:
-        raise NotTunable(f"{sig}: not servable: {info.get('unservable_reason', '')}")
     for a in args["args"]:
         if a["kind"] not in _KINDS_OK:
             what = ("an opaque value (a type, or a tensor list element, that a signature cannot "
                     "describe exactly)" if a["kind"] == "opaque"
+                    else "a Python number (a wrapped 0-dim tensor)" if a["kind"] == "wrapped"
                     else f"a {a['kind'].replace('_', ' ')}")
             raise NotTunable(f"{sig}: argument '{a['name']}' is {what}, which a kernel cannot take")
         if a["kind"] == "d" and "text" in a:
@@ -151,6 +150,8 @@ def check_tunable(info: dict, args: dict) -> None:
         raise NotTunable(f"{sig}: {len(tensors)} input tensors and {fresh} output"
                          f"{'' if fresh == 1 else 's'}; a kernel takes at most "
                          f"{MAX_KERNEL_TENSORS} tensors")
+    if not info["servable"]:
+        raise NotTunable(f"{sig}: not servable: {info.get('unservable_reason', '')}")
     if info["outputs"] is None:
         raise NotTunable(f"{sig}: outputs a kernel cannot produce exactly")
     for o in info["outputs"]:

@@ -165,6 +165,37 @@ static void test_other_reasons(void)
     CHECK_EQ_INT(kf_sig_unservable_reason(bad, sizeof bad, KF_DEV_CPU, 0, NULL, 0, why, sizeof why), -1);
 }
 
+/* damaged encodings (cache files are untrusted): never read out of bounds (ASan), never crash */
+static void test_reason_of_damaged_encodings(void)
+{
+    char why[256];
+    kf_tensor x = tensor(KF_DEV_CUDA, 0, 8), y = tensor(KF_DEV_CUDA, 1, 8);
+    kf_tensor parts[2] = {x, y};
+    kf_sig_begin(&g_s, "aten::x");
+    kf_sig_tensor(&g_s, &x);
+    kf_sig_tensor_list(&g_s, parts, 2);
+    kf_sig_str(&g_s, "abc");
+    int64_t il[3] = {1, 2, 3};
+    kf_sig_int_list(&g_s, il, 3);
+    kf_sig_device(&g_s, KF_DEV_CUDA, 0);
+    kf_sig_opaque(&g_s, "Generator");
+    uint8_t buf[KF_SIG_MAX_BYTES];
+    uint64_t rng = 12345;
+    int errors = 0;
+    for (uint32_t cut = 0; cut <= g_s.len; cut++) /* every truncation */
+        errors += kf_sig_unservable_reason(g_s.buf, cut, KF_DEV_CUDA, 0, NULL, 0, why, sizeof why) < 0;
+    for (int round = 0; round < 20000; round++) { /* random byte flips */
+        memcpy(buf, g_s.buf, g_s.len);
+        for (int k = 0; k < 3; k++) {
+            rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+            buf[(rng >> 33) % g_s.len] = (uint8_t)(rng >> 20);
+        }
+        kf_sig_unservable_reason(buf, g_s.len, KF_DEV_CUDA, 0, NULL, 0, why, sizeof why);
+        CHECK(strlen(why) < sizeof why);
+    }
+    CHECK(errors > 0);
+}
+
 static void test_hidden_writes_table(void)
 {
     uint32_t args = 123;
@@ -189,6 +220,7 @@ int main(void)
     test_cpu_tensor_in_cuda_call();
     test_wrapped_number();
     test_other_reasons();
+    test_reason_of_damaged_encodings();
     test_hidden_writes_table();
     return check_done("test_servable");
 }
