@@ -33,7 +33,7 @@ typedef struct kf_cache_key {
 
 /* Everything that can change the binary or its meaning goes into the key. */
 typedef struct kf_key_inputs {
-    const uint8_t *sig;      /* canonical signature bytes (plugin/signature.h) */
+    const uint8_t *sig;      /* canonical signature bytes (common/signature.h) */
     uint32_t sig_len;
     const char *backend;     /* "host" | "nvrtc" */
     const char *arch;        /* "sm_90" | host: "x86_64" + compiler target */

@@ -97,6 +97,11 @@ static void put_tensor_body(kf_sig *s, const kf_tensor *t, int nd)
     raw(s, t->sizes, sizeof(int64_t) * (size_t)nd);
     raw(s, t->strides, sizeof(int64_t) * (size_t)nd);
     kf_sig_device_hint(s, t->device_type, t->device_index);
+    /* a tensor on another device than the call's (a CPU scalar in a CUDA call, cuda:1 in a
+     * cuda:0 copy_): eager moves or synchronizes across devices; a kernel would get a pointer
+     * it must not touch. kf_sig_unservable_reason says the same in words. */
+    if (t->device_type != s->device_type || t->device_index != s->device_index)
+        s->flags |= KF_SIG_UNSERVABLE;
     s->n_tensors++;
     if (s->n_tensors > KF_SIG_MAX_TENSORS) s->flags |= KF_SIG_UNSERVABLE;
 }
@@ -186,6 +191,9 @@ void kf_sig_device(kf_sig *s, int type, int index)
 
 void kf_sig_wrapped(kf_sig *s, int dtype, double fvalue, int64_t ivalue)
 {
+    /* a kernel takes tensors as device pointers: a host scalar in a tensor's place is not one
+     * (no template takes scalar arguments yet) */
+    s->flags |= KF_SIG_UNSERVABLE;
     if (reserve(s, 10)) return;
     raw_u8(s, TAG_WRAPPED);
     raw_u8(s, (uint8_t)dtype);
@@ -353,6 +361,117 @@ kf_status kf_sig_device_of(const uint8_t *buf, uint32_t len, int *type, int *ind
         }
     }
     return KF_OK;
+}
+
+/* One tensor's head (after its tag or in a list) for the reasons: its device, then skip it. */
+static int reason_tensor(reader *r, int dev_type, int dev_index, int *off_device, int *dt, int *di)
+{
+    uint8_t head[5];
+    if (take(r, head, sizeof head) || head[4] > KF_MAX_DIMS) return -1;
+    if (r->pos + 16u * head[4] > r->len) return -1;
+    r->pos += 16u * head[4];
+    *dt = head[1];
+    *di = head[2];
+    *off_device = head[1] != dev_type || head[2] != dev_index;
+    return 0;
+}
+
+int kf_sig_unservable_reason(const uint8_t *buf, uint32_t len, int dev_type, int dev_index,
+                             const char *const *argnames, int n_argnames, char *out, size_t cap)
+{
+    fmt_out o = {out, cap, 0};
+    reader r = {buf, len, 0};
+    if (cap == 0) return -1;
+    out[0] = 0;
+    uint8_t n;
+    if (take(&r, &n, 1) || r.pos + n > r.len) return -1;
+    r.pos += n;
+    int n_tensors = 0;
+    char name[80];
+    for (int arg = 0; r.pos < r.len; arg++) {
+        uint8_t tag;
+        if (take(&r, &tag, 1)) return -1;
+        if (arg < n_argnames && argnames && argnames[arg] && argnames[arg][0])
+            snprintf(name, sizeof name, "argument '%s'", argnames[arg]);
+        else
+            snprintf(name, sizeof name, "argument %d", arg);
+        int off = 0, dt = 0, di = 0;
+        switch (tag) {
+        case TAG_TENSOR:
+            if (reason_tensor(&r, dev_type, dev_index, &off, &dt, &di)) return -1;
+            n_tensors++;
+            if (off) {
+                emit(&o, "%s is on %s:%d, the call on %s:%d (a kernel runs on one device)", name,
+                     kf_device_type_name(dt), di, kf_device_type_name(dev_type), dev_index);
+                return 0;
+            }
+            break;
+        case TAG_TLIST: {
+            uint16_t cnt;
+            if (take(&r, &cnt, 2)) return -1;
+            for (int i = 0; i < cnt && r.pos < r.len && r.b[r.pos] != TAG_TRUNC; i++) {
+                if (reason_tensor(&r, dev_type, dev_index, &off, &dt, &di)) return -1;
+                n_tensors++;
+                if (off) {
+                    emit(&o, "%s element %d is on %s:%d, the call on %s:%d (a kernel runs on one "
+                         "device)", name, i, kf_device_type_name(dt), di,
+                         kf_device_type_name(dev_type), dev_index);
+                    return 0;
+                }
+            }
+            break;
+        }
+        case TAG_INT: case TAG_DOUBLE:
+            if (r.pos + 8 > r.len) return -1;
+            r.pos += 8;
+            break;
+        case TAG_BOOL:
+            if (r.pos + 1 > r.len) return -1;
+            r.pos += 1;
+            break;
+        case TAG_NONE: break;
+        case TAG_DEVICE:
+            if (r.pos + 2 > r.len) return -1;
+            r.pos += 2;
+            break;
+        case TAG_ILIST: {
+            uint16_t cnt;
+            if (take(&r, &cnt, 2) || r.pos + 8u * cnt > r.len) return -1;
+            r.pos += 8u * cnt;
+            break;
+        }
+        case TAG_STR: {
+            uint8_t sl;
+            if (take(&r, &sl, 1)) return -1;
+            if (sl == 255) {
+                emit(&o, "%s is a string longer than %d characters", name, KF_SIG_STR_MAX);
+                return 0;
+            }
+            if (r.pos + sl > r.len) return -1;
+            r.pos += sl;
+            break;
+        }
+        case TAG_WRAPPED:
+            emit(&o, "%s is a Python number (a wrapped 0-dim tensor), which kernels do not take "
+                 "yet", name);
+            return 0;
+        case TAG_OPAQUE: {
+            uint8_t sl;
+            char sv[KF_SIG_STR_MAX + 1];
+            if (take(&r, &sl, 1) || sl > KF_SIG_STR_MAX || take(&r, sv, sl)) return -1;
+            sv[sl] = 0;
+            emit(&o, "%s is %s, which a kernel cannot take", name, sv);
+            return 0;
+        }
+        case TAG_TRUNC:
+            emit(&o, "more arguments than a signature holds (%d bytes): truncated", KF_SIG_MAX_BYTES);
+            return 0;
+        default: return -1;
+        }
+    }
+    if (n_tensors > KF_SIG_MAX_TENSORS)
+        emit(&o, "%d tensors; a kernel takes at most %d", n_tensors, KF_SIG_MAX_TENSORS);
+    return 0;
 }
 
 kf_status kf_sig_format(const uint8_t *buf, uint32_t len, const char *const *argnames,

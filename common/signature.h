@@ -64,6 +64,13 @@ uint64_t kf_sig_hash(const uint8_t *buf, uint32_t len);
  * encoding is malformed. Used for signatures read back from the cache. */
 kf_status kf_sig_device_of(const uint8_t *buf, uint32_t len, int *type, int *index);
 
+/* Why a signature with KF_SIG_TRUNCATED or KF_SIG_UNSERVABLE is never served, in words that name
+ * the argument: "argument 'other' is a Python number (...)". (dev_type, dev_index) is the call's
+ * device (kf_sig's). Writes "" and returns 0 when the encoding shows no reason (a servable one);
+ * -1 on a malformed encoding. */
+int kf_sig_unservable_reason(const uint8_t *buf, uint32_t len, int dev_type, int dev_index,
+                             const char *const *argnames, int n_argnames, char *out, size_t cap);
+
 /* Op name stored at the head of an encoding ("aten::add.Tensor"); returns its length. */
 size_t kf_sig_op_name(const uint8_t *buf, uint32_t len, char *out, size_t cap);
 

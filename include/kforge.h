@@ -117,6 +117,12 @@ KF_API kf_status kf_probe_end(kf_runtime *rt, uint64_t *key);
 /* Attach a kernel to the signature with this key (it must have been seen). fn == NULL detaches. */
 KF_API kf_status kf_register_kernel(kf_runtime *rt, uint64_t key, kf_kernel_fn fn, void *user);
 
+/* Arguments `op` writes although its schema does not mark them written (plugin/writes.c): bit i
+ * of *args for argument i in schema order (an undefined tensor there is not written), written
+ * only when the bool argument *when_true is True (-1: always). Returns 1 when `op` has such
+ * writes, else 0 with *args = 0. aten::native_batch_norm in training mode is one. */
+KF_API int kf_op_hidden_writes(const char *op, uint32_t *args, int *when_true);
+
 /* ---- the kernel cache (plugin/cachelink.c, plugin/candidate.c) ---- */
 
 /* Look at the cache folder now and serve what is new; returns the entries decided so far. */

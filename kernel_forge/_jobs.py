@@ -1,4 +1,4 @@
-"""Tuning jobs: the job folder the forge worker reads (forge/job.h), and running the worker.
+"""Tuning jobs: the job folder the forge worker reads (forge/job/job.h), and running the worker.
 
 A job is one signature: its arguments as the plugin decoded them, real calls (the example of
 `tune`, or calls the plugin copied from the model), random inputs of the same signature with
@@ -23,7 +23,7 @@ import torch
 from . import _native
 from ._native import KernelForgeError
 
-# kf_dtype codes (include/kforge.h) <-> names (plugin/signature.c) <-> torch dtypes
+# kf_dtype codes (include/kforge.h) <-> names (common/signature.c) <-> torch dtypes
 _TORCH_DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16,
                  "f64": torch.float64, "i8": torch.int8, "u8": torch.uint8, "i16": torch.int16,
                  "i32": torch.int32, "i64": torch.int64, "bool": torch.bool}
@@ -128,6 +128,7 @@ def check_tunable(info: dict, args: dict) -> None:
         if a["kind"] not in _KINDS_OK:
             what = ("an opaque value (a type, or a tensor list element, that a signature cannot "
                     "describe exactly)" if a["kind"] == "opaque"
+                    else "a Python number (a wrapped 0-dim tensor)" if a["kind"] == "wrapped"
                     else f"a {a['kind'].replace('_', ' ')}")
             raise NotTunable(f"{sig}: argument '{a['name']}' is {what}, which a kernel cannot take")
         if a["kind"] == "d" and "text" in a:
@@ -136,9 +137,9 @@ def check_tunable(info: dict, args: dict) -> None:
     for name, t in tensors:
         if t["dtype"] not in _TORCH_DTYPES:
             raise NotTunable(f"{sig}: argument '{name}' has dtype {t['dtype']}")
-        if t["device"] != info["device"]:
-            raise NotTunable(f"{sig}: argument '{name}' is on {t['device']}, the call on "
-                             f"{info['device']}")
+        if t["device"] != info["device"] or t["device_index"] != info["device_index"]:
+            raise NotTunable(f"{sig}: argument '{name}' is on {t['device']}:{t['device_index']}, "
+                             f"the call on {info['device']}:{info['device_index']}")
     if args.get("truncated"):
         raise NotTunable(f"{sig}: more arguments than a signature describes exactly (truncated)")
     fresh = sum(1 for o in info["outputs"] or [] if o["alias_arg"] < 0)
@@ -146,8 +147,10 @@ def check_tunable(info: dict, args: dict) -> None:
         raise NotTunable(f"{sig}: {len(tensors)} input tensors and {fresh} output"
                          f"{'' if fresh == 1 else 's'}; a kernel takes at most "
                          f"{MAX_KERNEL_TENSORS} tensors")
-    if not info["servable"] or info["outputs"] is None:
-        raise NotTunable(f"{sig}: arguments or outputs a kernel cannot take exactly")
+    if not info["servable"]:
+        raise NotTunable(f"{sig}: not servable: {info.get('unservable_reason', '')}")
+    if info["outputs"] is None:
+        raise NotTunable(f"{sig}: outputs a kernel cannot produce exactly")
     for o in info["outputs"]:
         if o["alias_arg"] < 0 and _native.dtype_name(o["dtype"]) not in _TORCH_DTYPES:
             raise NotTunable(f"{sig}: an output has dtype {_native.dtype_name(o['dtype'])}")
@@ -201,7 +204,7 @@ def span_numel(t: torch.Tensor) -> int:
 
 
 def write_span(f, t: torch.Tensor) -> int:
-    """Write the tensor's strided span, element 0 to its last addressed element (forge/job.h);
+    """Write the tensor's strided span, element 0 to its last addressed element (forge/job/job.h);
     returns its bytes. Written from the host tensor's own memory: a CUDA tensor's span is copied
     to the host once, nothing is copied again into a bytes object."""
     n = span_numel(t)
@@ -229,12 +232,42 @@ def clone_exact(t):
     return _on_storage(t, t.untyped_storage().clone())
 
 
+def op_name(fn) -> str:
+    """"aten::add.Tensor" of a torch.ops overload."""
+    s = fn._schema
+    return f"{s.name}.{s.overload_name}" if s.overload_name else s.name
+
+
+def arg_value(fn, pos: list, kw: dict, i: int):
+    """Argument i (schema order) of a call, its default when the call leaves it out."""
+    spec = fn._schema.arguments[i]
+    if i < len(pos):
+        return pos[i]
+    return kw[spec.name] if spec.name in kw else spec.default_value
+
+
+def hidden_writes(fn, pos: list, kw: dict) -> list[int]:
+    """Schema indices of the tensors this call writes although the op's schema does not mark
+    them (the plugin's table, kf_op_hidden_writes: batch norm's running statistics when
+    training=True). They are outputs the op does not return."""
+    mask, when = ctypes.c_uint32(0), ctypes.c_int(-1)
+    if not _native.lib().kf_op_hidden_writes(op_name(fn).encode(), ctypes.byref(mask),
+                                             ctypes.byref(when)):
+        return []
+    n = len(fn._schema.arguments)
+    if 0 <= when.value < n and arg_value(fn, pos, kw, when.value) is False:
+        return []
+    return [i for i in range(n) if mask.value >> i & 1 and
+            isinstance(arg_value(fn, pos, kw, i), torch.Tensor)]
+
+
 def clone_written(fn, pos: list, kw: dict) -> tuple[list, dict]:
-    """The call's arguments with a copy (clone_exact) of each one the op's schema says it writes,
-    the others as they are: calling `fn` leaves the caller's tensors as they were, without
-    copying inputs that it only reads."""
+    """The call's arguments with a copy (clone_exact) of each one it writes (the schema's
+    Tensor(a!) ones and hidden_writes), the others as they are: calling `fn` leaves the caller's
+    tensors as they were, without copying inputs that it only reads."""
     spec = fn._schema.arguments
     written = {a.name for a in spec if a.alias_info is not None and a.alias_info.is_write}
+    written |= {spec[i].name for i in hidden_writes(fn, pos, kw)}
     pos = [clone_exact(v) if a.name in written else v for a, v in zip(spec, pos)]
     return pos, {k: clone_exact(v) if k in written else v for k, v in kw.items()}
 
@@ -451,6 +484,12 @@ def write_job(job_dir: str, key: str, calls: list[tuple[list, dict]], *, recorde
         else:
             outputs.append({"dtype": _native.dtype_name(o["dtype"]), "sizes": [int(x) for x in o["sizes"]],
                             "strides": [int(x) for x in o["strides"]], "alias": -1})
+    # then what the op writes without returning it (the signature fixes which: training=True)
+    hidden = hidden_writes(fn, *calls[0])
+    for i in hidden:
+        a = args["args"][i]
+        outputs.append({"dtype": a["dtype"], "sizes": a["sizes"], "strides": a["strides"],
+                        "alias": arg_tensor_index[i]})
     scalars = []
     for a in args["args"]:
         if a["kind"] in ("tensor", "tensor_list"):
@@ -485,6 +524,7 @@ def write_job(job_dir: str, key: str, calls: list[tuple[list, dict]], *, recorde
         work, kwork = clone_written(fn, pos, kw)  # ins keep the values from before the call
         with bypass():
             outs = tensors_of(fn(*work, **kwork))
+        outs += [arg_value(fn, work, kwork, i) for i in hidden]  # as eager left them
         if len(outs) != len(outputs):
             raise NotTunable(f"{info['signature']}: eager returned {len(outs)} tensors, the "
                              f"signature records {len(outputs)}")

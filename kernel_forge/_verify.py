@@ -12,8 +12,9 @@ Then, here, served through the plugin: on the example inputs and on random input
 signature (including large magnitudes, for softmax -inf and rows at alternating offsets), with
 every fresh output pre-filled with 0xff bytes, the kernel's outputs match eager within the
 dtype's tolerance with NaN in the same places, the inputs it must not write are bit-identical
-afterwards, different inputs give different outputs, and the source holds no call back into
-ATen, cuBLAS or cuDNN.
+afterwards (those it writes without returning them, batch norm's running statistics in
+training, must hold eager's values), different inputs give different outputs, and the source
+holds no call back into ATen, cuBLAS or cuDNN.
 """
 
 from __future__ import annotations
@@ -30,8 +31,8 @@ import traceback
 
 import torch
 
-from ._jobs import (NotTunable, clone_exact, random_like, shift_invariant_dim, tensors_of,
-                    tolerance, worker_path, write_job)
+from ._jobs import (NotTunable, arg_value, clone_exact, hidden_writes, random_like,
+                    shift_invariant_dim, tensors_of, tolerance, worker_path, write_job)
 
 FORBIDDEN = [
     (re.compile(r"\bat::|\btorch::|\bc10::|ATen/|<torch/"), "calls back into ATen/libtorch"),
@@ -162,9 +163,12 @@ def run(job: dict) -> dict:
     key = kf.signature_key(op, *[clone_exact(a) for a in args], **kwargs)
     lib, rt = _native.lib(), _native.runtime()
     info = _native.take_json(lib.kf_signature_info_json(rt, int(key, 16)))
-    if not info["servable"] or info["outputs"] is None:
-        raise Refused(f"{info['signature']} cannot be served by a kernel (arguments or outputs "
-                      "a kernel cannot take exactly)")
+    if not info["servable"]:
+        raise Refused(f"{info['signature']} cannot be served by a kernel: "
+                      f"{info.get('unservable_reason', '')}")
+    if info["outputs"] is None:
+        raise Refused(f"{info['signature']} cannot be served by a kernel (outputs a kernel "
+                      "cannot produce exactly)")
     device = next((t.device for t in tensors_of(list(args))), torch.device("cpu"))
     out_dtype = next(t.dtype for t in tensors_of(fn(*[clone_exact(a) for a in args], **kwargs)))
     atol, rtol = tolerance(op, out_dtype)
@@ -191,10 +195,20 @@ def run(job: dict) -> dict:
     # the first positional argument is the schema's `self` (a triangular solve's matrix)
     inputs = [args] + [tuple(randomized(a, v, "self" if i == 0 else "") for i, a in enumerate(args))
                        for v in range(int(job["random_inputs"]))]
+    # what the call writes without returning it (batch norm's running statistics in training):
+    # outputs too, compared with eager's writes, never required unchanged
+    hidden = hidden_writes(fn, list(args), kwargs)
+
+    def results(work, out):
+        return tensors_of(out) + [arg_value(fn, work, kwargs, i) for i in hidden]
+
     # eager references, computed with the plugin switched off
     kf.disable()
     try:
-        refs = [tensors_of(fn(*[clone_exact(a) for a in inp], **kwargs)) for inp in inputs]
+        refs = []
+        for inp in inputs:
+            work = [clone_exact(a) for a in inp]
+            refs.append(results(work, fn(*work, **kwargs)))
     finally:
         kf.enable()
 
@@ -216,7 +230,7 @@ def run(job: dict) -> dict:
             work = [clone_exact(a) for a in inp]
             before = [clone_exact(a) for a in work]
             served = kf._served_calls(key)
-            out = tensors_of(fn(*work, **kwargs))
+            out = results(work, fn(*work, **kwargs))
             if kf._served_calls(key) != served + 1:
                 raise Refused(f"{what}: the kernel was not used (it refused the call, or could "
                               "not be loaded): see the log")
@@ -225,8 +239,11 @@ def run(job: dict) -> dict:
             if len(out) != len(ref):
                 raise Refused(f"{what}: {len(out)} outputs, eager has {len(ref)}")
             written = {t.untyped_storage().data_ptr() for t in out}
+            n_ret = len(ref) - len(hidden)
             for j, (k, e) in enumerate(zip(out, ref)):
-                a, r = compare(k, e, atol, rtol, f"{what}, output {j}")
+                label = f"output {j}" if j < n_ret else \
+                    f"argument '{fn._schema.arguments[hidden[j - n_ret]].name}' (which it writes)"
+                a, r = compare(k, e, atol, rtol, f"{what}, {label}")
                 max_abs, max_rel = max(max_abs, a), max(max_rel, r)
             for j, (a, b) in enumerate(zip(tensors_of(work), tensors_of(before))):
                 if a.untyped_storage().data_ptr() not in written and \

@@ -46,6 +46,23 @@ static void format_sig(kf_runtime *rt, const kf_slot *s, char *out, size_t cap)
     pthread_mutex_unlock(&rt->lock);
 }
 
+/* Why a slot's signature is never served, naming the argument (kf_sig_unservable_reason). */
+static void unservable_why(kf_runtime *rt, const kf_slot *s, char *out, size_t cap)
+{
+    char op[KF_OP_NAME_MAX];
+    kf_sig_op_name(s->key, s->len, op, sizeof op);
+    const char *names[KF_MAX_ARGNAMES];
+    int n = 0;
+    pthread_mutex_lock(&rt->lock);
+    const kf_op_info *info = kf_runtime_find_op(rt, op);
+    if (info)
+        for (n = 0; n < info->n_args; n++) names[n] = info->argnames[n];
+    if (kf_sig_unservable_reason(s->key, s->len, s->device_type, s->device_index, names, n, out,
+                                 cap) || !out[0])
+        snprintf(out, cap, "an argument a kernel cannot take");
+    pthread_mutex_unlock(&rt->lock);
+}
+
 char *kf_signature_info_json(kf_runtime *rt, uint64_t key)
 {
     if (!rt) return NULL;
@@ -65,6 +82,11 @@ char *kf_signature_info_json(kf_runtime *rt, uint64_t key)
     cJSON_AddNumberToObject(doc, "device_index", s->device_index);
     cJSON_AddStringToObject(doc, "torch_version", rt->torch_version); /* part of cache keys */
     cJSON_AddBoolToObject(doc, "servable", !(s->flags & (KF_SIG_TRUNCATED | KF_SIG_UNSERVABLE)));
+    if (s->flags & (KF_SIG_TRUNCATED | KF_SIG_UNSERVABLE)) {
+        char why[256];
+        unservable_why(rt, s, why, sizeof why);
+        cJSON_AddStringToObject(doc, "unservable_reason", why);
+    }
     if (outs_json) cJSON_AddItemToObject(doc, "outputs", cJSON_Parse(outs_json));
     else cJSON_AddNullToObject(doc, "outputs");
     char *out = cJSON_PrintUnformatted(doc);
@@ -82,7 +104,9 @@ kf_status kf_candidate_register(kf_runtime *rt, uint64_t key, const char *backen
     kf_slot *s = kf_runtime_seen_slot(rt, key);
     if (!s) return KF_ERR_NOT_FOUND;
     if (s->flags & (KF_SIG_TRUNCATED | KF_SIG_UNSERVABLE)) {
-        kf_runtime_set_error(rt, "signature %016" PRIx64 " has arguments a kernel cannot take", key);
+        char why[256];
+        unservable_why(rt, s, why, sizeof why);
+        kf_runtime_set_error(rt, "signature %016" PRIx64 " is not servable: %s", key, why);
         return KF_ERR_UNSUPPORTED;
     }
     const kf_out_layout *outs = atomic_load(&s->outs);

@@ -87,6 +87,13 @@ static void add_row(kf_slot *s, void *user)
                                               : s->device_type == KF_DEV_CUDA ? "cuda-events"
                                                                               : "host-wall");
     cJSON_AddBoolToObject(r, "servable", !observed && !(s->flags & (KF_SIG_TRUNCATED | KF_SIG_UNSERVABLE)));
+    if (!observed && (s->flags & (KF_SIG_TRUNCATED | KF_SIG_UNSERVABLE))) {
+        char why[256];
+        if (kf_sig_unservable_reason(s->key, s->len, s->device_type, s->device_index, names,
+                                     n_names, why, sizeof why) || !why[0])
+            snprintf(why, sizeof why, "an argument a kernel cannot take");
+        cJSON_AddStringToObject(r, "unservable_reason", why);
+    }
     cJSON_AddBoolToObject(r, "has_kernel", atomic_load(&s->kernel) != NULL);
     cJSON_AddItemToArray(ctx->rows, r);
 }

@@ -107,6 +107,18 @@ static void sig_tensor(kf_sig* sig, const at::Tensor& t) {
   kf_sig_tensor(sig, &kt);
 }
 
+bool writes_hidden(const OpSchemaInfo& info, const c10::IValue* args, size_t i) {
+  if (i >= 32 || !((info.hidden_writes >> i) & 1u)) return false;
+  if (!args[i].isTensor() || !args[i].toTensor().defined()) return false;  // None: nothing written
+  if (info.hidden_when < 0) return true;
+  const c10::IValue& when = args[info.hidden_when];
+  return !when.isBool() || when.toBool();  // not a bool: this torch differs, assume written
+}
+
+bool writes_arg(const OpSchemaInfo& info, const c10::IValue* args, size_t i) {
+  return info.written[i] || writes_hidden(info, args, i);
+}
+
 bool build_signature(const OpSchemaInfo& info, int call_device, const torch::jit::Stack& stack,
                      kf_sig* sig) {
   if (stack.size() < info.n_args) return false;

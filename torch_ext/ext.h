@@ -20,7 +20,15 @@ struct OpSchemaInfo {
   size_t n_returns = 0;
   std::vector<bool> written;  // per argument: schema marks it Tensor(a!)
   std::vector<int> return_alias;  // per return: index of the argument it aliases, or -1
+  uint32_t hidden_writes = 0;  // arguments written although the schema says read-only
+  int hidden_when = -1;        // ... only when this bool argument is True (-1: always)
 };
+
+// Whether the call whose arguments start at `args` writes argument i: the schema says so, or
+// kf_op_hidden_writes does (batch norm's running stats when training=True).
+bool writes_arg(const OpSchemaInfo& info, const c10::IValue* args, size_t i);
+// The arguments it writes that the schema does not mark (written without being returned).
+bool writes_hidden(const OpSchemaInfo& info, const c10::IValue* args, size_t i);
 
 // Signature of the call whose arguments are the last info.n_args entries of `stack`.
 // Returns false when an argument cannot be described at all (the call then just runs eager).

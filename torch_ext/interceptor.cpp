@@ -90,12 +90,14 @@ void Interceptor::operator()(const c10::OperatorHandle& op, c10::DispatchKeySet 
   if (t_depth > 0) call.time_it = 0;
   DepthGuard depth;
   void* stream = nullptr;
-  if (sig.device_type == KF_DEV_CUDA && (call.time_it || call.kernel)) {
+  // a capture needs the current stream too: only it tells whether a CUDA graph is being captured
+  if (sig.device_type == KF_DEV_CUDA && (call.time_it || call.kernel || call.capture)) {
     try {
       stream = current_cuda_stream(sig.device_index);
     } catch (...) {
       call.kernel = nullptr;  // no stream, no launch
       call.time_it = 0;
+      call.capture = 0;  // and no telling whether a graph is being captured
     }
   }
   if (call.kernel &&
@@ -209,22 +211,37 @@ bool Interceptor::serve(kf_call& call, torch::jit::Stack* stack, void* stream) {
   try {
     c10::IValue* args = stack->data() + (stack->size() - info_->n_args);
     args_t.resize(info_->n_args);
-    c10::Device device(c10::DeviceType::CPU);
+    // fresh outputs go to the call's device, which every tensor argument is on (a servable
+    // signature says so; checked again here, as the kernel gets their pointers)
+    c10::Device device(device_ == KF_DEV_CUDA ? c10::DeviceType::CUDA : c10::DeviceType::CPU);
+    bool placed = false;
+    auto on_device = [&](const at::Tensor& t) {
+      if (!placed && t.device().type() == device.type()) device = t.device(), placed = true;
+      return t.device() == device;
+    };
     for (size_t i = 0; i < info_->n_args; i++) {
       if (args[i].isTensor() && args[i].toTensor().defined()) {
         args_t[i] = args[i].toTensor();
         kf_tensor kt;
-        if (!to_kf_tensor(args_t[i], &kt)) return false;
+        if (!on_device(args_t[i]) || !to_kf_tensor(args_t[i], &kt)) return false;
         tensors.push_back(kt);
-        device = args_t[i].device();
       } else if (args[i].isTensorList()) {
         for (const at::Tensor& t : args[i].toTensorList().vec()) {
           kf_tensor kt;
-          if (!to_kf_tensor(t, &kt)) return false;
+          if (!on_device(t) || !to_kf_tensor(t, &kt)) return false;
           tensors.push_back(kt);
-          device = t.device();
         }
       }
+    }
+    // an argument written without being returned (batch norm's running stats) shares memory
+    // with no other argument: a kernel reading one while writing the other would race
+    for (size_t w = 0; info_->hidden_writes && w < info_->n_args; w++) {
+      if (!writes_hidden(*info_, args, w)) continue;
+      for (size_t i = 0; i < info_->n_args; i++)
+        if (i != w && args_t[i].defined() && args_t[i].has_storage() &&
+            args_t[w].storage().is_alias_of(args_t[i].storage()) &&
+            at::get_overlap_status(args_t[w], args_t[i]) != at::MemOverlapStatus::No)
+          return false;
     }
     for (int r = 0; r < layout.n; r++) {
       const auto& o = layout.o[r];
@@ -273,14 +290,15 @@ bool Interceptor::serve_checked(kf_call& call, const c10::OperatorHandle& op, c1
   if (device_ == KF_DEV_CUDA && kf_runtime_capturing(rt_, stream)) return false;
   const size_t n = info_->n_args, nret = info_->n_returns;
   BypassGuard bypass;  // eager and the comparisons below are ours, not the user's calls
-  std::vector<at::Tensor> originals(n);
+  std::vector<at::Tensor> originals(n), clones(n);  // clones: what eager writes into
   torch::jit::Stack eager;
   try {
     eager.assign(stack->end() - n, stack->end());
     for (size_t i = 0; i < n; i++) {
-      if (info_->written[i] && eager[i].isTensor()) {
+      if (writes_arg(*info_, stack->data() + (stack->size() - n), i) && eager[i].isTensor()) {
         originals[i] = eager[i].toTensor();
-        eager[i] = originals[i].clone();
+        clones[i] = originals[i].clone();
+        eager[i] = clones[i];
       }
     }
     orig_.callBoxed(op, ks, &eager);  // before the kernel, which may write its arguments
@@ -297,6 +315,12 @@ bool Interceptor::serve_checked(kf_call& call, const c10::OperatorHandle& op, c1
       const c10::IValue& kv = (*stack)[stack->size() - nret + r];
       ok = kv.isTensor() && eager[r].isTensor() &&
            matches_eager(kv.toTensor(), eager[r].toTensor(), atol, rtol, &why);
+    }
+    // what the call writes without returning it: the kernel's writes against eager's
+    for (size_t i = 0; ok && info_->hidden_writes && i < n; i++) {
+      if (!clones[i].defined() || info_->written[i]) continue;
+      ok = matches_eager(originals[i], clones[i], atol, rtol, &why);
+      if (!ok) why = c10::str("argument ", i, " (written, not returned): ", why);
     }
   } catch (const std::exception& e) {
     ok = false;
@@ -317,6 +341,8 @@ bool Interceptor::serve_checked(kf_call& call, const c10::OperatorHandle& op, c1
   }
   // eager's result stands: written arguments get eager's values back
   kf_dispatch_recount_eager(&call);
+  for (size_t i = 0; info_->hidden_writes && i < n; i++)
+    if (clones[i].defined() && !info_->written[i]) originals[i].copy_(clones[i]);
   for (size_t r = 0; r < nret; r++) {
     c10::IValue& slot = (*stack)[stack->size() - nret + r];
     const int alias = info_->return_alias[r];

@@ -41,6 +41,22 @@ std::shared_ptr<OpSchemaInfo> schema_info(const std::string& name, const c10::Fu
     }
     info->return_alias.push_back(alias);
   }
+  // writes the schema does not show (plugin/writes.c); kept only where this torch's schema has
+  // tensors there, and a bool for the condition (else: written whenever given, to be safe)
+  uint32_t hidden = 0;
+  int when = -1;
+  if (kf_op_hidden_writes(name.c_str(), &hidden, &when)) {
+    for (size_t i = 0; i < s.arguments().size() && i < 32; i++) {
+      const auto kind = s.arguments()[i].type()->kind();
+      const bool tensor = kind == c10::TypeKind::TensorType ||
+                          (kind == c10::TypeKind::OptionalType &&
+                           s.arguments()[i].type()->containedType(0)->kind() == c10::TypeKind::TensorType);
+      if (((hidden >> i) & 1u) && tensor) info->hidden_writes |= 1u << i;
+    }
+    if (when >= 0 && static_cast<size_t>(when) < s.arguments().size() &&
+        s.arguments()[when].type()->kind() == c10::TypeKind::BoolType)
+      info->hidden_when = when;
+  }
   return info;
 }
 

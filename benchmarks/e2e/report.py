@@ -55,7 +55,8 @@ def outcome(prof: dict, final: dict | None, warm: dict | None, rec: dict | None,
         return False, WARM_STATUS.get(st, "not tuned: " + st[len(prefix):] if st.startswith(prefix)
                                       else st or "not tuned")
     if not prof.get("servable", True):
-        return False, "not servable (an argument or output a kernel cannot take)"
+        return False, ("not servable: " + prof["unservable_reason"] if prof.get("unservable_reason")
+                       else "not servable (an argument or output a kernel cannot take)")
     if ops and prof.get("op") not in ops:
         return False, "not tuned (not in --ops)"
     if prof.get("has_kernel"):

@@ -1,5 +1,5 @@
 /* Verifying and timing one compiled candidate against a job's eager outputs (docs/architecture.md,
- * "Verification"). This runs only inside the worker's evaluator child (forge/evaluator.h): a
+ * "Verification"). This runs only inside the worker's evaluator child (forge/eval/evaluator.h): a
  * candidate may crash, hang or corrupt memory, and that must cost the child only.
  *
  * For every case (recorded and random): fresh outputs are pre-filled with 0xff bytes (poison), the

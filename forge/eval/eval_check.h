@@ -3,7 +3,7 @@
  *
  * `kforge-worker --check JOB_DIR SOURCE_FILE LAUNCH_FILE` (kernel_forge.add_kernel) runs the
  * static source check, compiles the kernel and verifies it in an evaluator child exactly as the
- * worker verifies a node (forge/eval.h: both placements, guard pages, canaries), then, for a CUDA
+ * worker verifies a node (forge/eval/eval.h: both placements, guard pages, canaries), then, for a CUDA
  * kernel that verified, once more under memcheck. It writes JOB_DIR/check.json and prints it.
  *
  * Memcheck sees allocation bounds only, not our canary bytes, so its child allocates every device

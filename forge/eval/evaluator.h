@@ -1,7 +1,7 @@
 /* The worker's evaluator: a child process that holds a job's cases and runs candidates.
  *
  * The search (the worker's main process) compiles candidates; the child loads and runs them
- * (forge/eval.h). A candidate that crashes the child, hangs past its timeout or breaks the CUDA
+ * (forge/eval/eval.h). A candidate that crashes the child, hangs past its timeout or breaks the CUDA
  * context costs the child only: the parent marks the node (CRASH with the signal, TIMEOUT, or the
  * CUDA error) and starts a fresh child for the next candidate, so the job continues.
  *
@@ -30,7 +30,7 @@ kf_status kf_evaluator_create(const kf_job *job, const char *exe, kf_evaluator *
 kf_status kf_evaluator_run(kf_evaluator *ev, const char *blob_path, const char *launch_json,
                            double timeout_s, kf_eval_result *res);
 /* Run the child under a wrapper: argv `prefix` (NULL-terminated, at most 16, argv[0] a path)
- * before `EXE --eval JOB_DIR` (compute-sanitizer, forge/eval_check.h); a child that is leaving
+ * before `EXE --eval JOB_DIR` (compute-sanitizer, forge/eval/eval_check.h); a child that is leaving
  * gets `exit_grace_ms` (<= 0: the default 2 s) before it is killed. Only before the first run. */
 kf_status kf_evaluator_set_prefix(kf_evaluator *ev, const char *const *prefix, int exit_grace_ms);
 /* Restarts so far (children that died or were killed). */

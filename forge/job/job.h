@@ -19,7 +19,7 @@
  *   "format": 1,
  *   "op": "aten::_softmax",
  *   "signature": "_softmax(f32[64,1024], dim=-1, half_to_float=False)",   readable
- *   "sig_hex": "…",            canonical signature bytes (plugin/signature.h), for the cache key
+ *   "sig_hex": "…",            canonical signature bytes (common/signature.h), for the cache key
  *   "torch_version": "2.13.0",
  *   "outputs_layout": […],     eager's output layout as the cache stores it (plugin/layout.h JSON)
  *   "backend": "host" | "nvrtc",
@@ -29,9 +29,12 @@
  *                              tensor list's elements each in its place ("tensors.0", …; name
  *                              is for people: the templates go by position); at most
  *                              KF_JOB_MAX_TENSORS, and inputs + fresh outputs at most
- *                              KF_LAUNCH_MAX_ARGS (forge/compiler.h)
+ *                              KF_LAUNCH_MAX_ARGS (compile/compiler.h)
  *   "outputs": [{"dtype": "f32", "sizes": […], "strides": […], "alias": -1}, …],
- *                              alias: index into inputs of an output written in place, or -1
+ *                              alias: index into inputs of an output written in place, or -1;
+ *                              the op's returns, then each argument it writes without returning
+ *                              it (kf_op_hidden_writes: batch norm's running statistics when
+ *                              training), as an output aliasing that input
  *   "scalars": [{"name": "dim", "kind": "i", "value": -1},
  *               {"name": "eps", "kind": "d", "value": 1e-5},
  *               {"name": "half_to_float", "kind": "b", "value": false},

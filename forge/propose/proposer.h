@@ -4,7 +4,7 @@
  * answers with a candidate: source, launch record, and a one-line description of how it differs
  * from its parent ("unroll 4 -> 8", "strategy two_pass -> online"), which the tree shows. It is
  * told every result, so later proposals can use them (the LLM proposer puts them in its prompt).
- * Node ids are the search tree's (forge/mcts.h): the proposer keys its own per-node state by them. */
+ * Node ids are the search tree's (forge/search/mcts.h): the proposer keys its own per-node state by them. */
 #ifndef KF_FORGE_PROPOSER_H
 #define KF_FORGE_PROPOSER_H
 

@@ -1,10 +1,10 @@
-/* kforge-worker: the forge worker process (forge/worker.h). No libtorch.
+/* kforge-worker: the forge worker process (forge/worker/worker.h). No libtorch.
  *
  *   kforge-worker JOB_DIR [--iterations N] [--seed S] [--margin F] [--time-budget SECONDS]
  *                 [--timeout SECONDS] [--cache DIR | --no-insert] [--timings-from JOB_DIR]
  *                 [--progress] [--sabotage crash,hang,oob [--sabotage-every N]]
  *                 [--proposer builtin|llm|mixed] [--llm-budget-usd USD] [--llm-max-requests N]
- *   kforge-worker --check JOB_DIR SOURCE_FILE LAUNCH_FILE   (one candidate: forge/eval_check.h)
+ *   kforge-worker --check JOB_DIR SOURCE_FILE LAUNCH_FILE   (one candidate: forge/eval/eval_check.h)
  *   kforge-worker --eval JOB_DIR      (internal: the evaluator child) */
 #include <errno.h>
 #include <limits.h>

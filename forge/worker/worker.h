@@ -1,8 +1,8 @@
 /* The forge worker: one job folder in, a search tree, candidates and maybe a cache entry out.
  *
- * `kforge-worker JOB_DIR [options]` (forge/main/kforge_worker.c) runs kf_worker_run. It never
+ * `kforge-worker JOB_DIR [options]` (forge/worker/main.c) runs kf_worker_run. It never
  * loads libtorch and never runs a candidate itself: compiled candidates go to an evaluator child
- * (forge/evaluator.h), so a crash, a hang or a broken CUDA context costs one node, not the job.
+ * (forge/eval/evaluator.h), so a crash, a hang or a broken CUDA context costs one node, not the job.
  * The winner is inserted into the cache only if it is verified and faster than eager by the
  * margin (docs/architecture.md, "Process model" and "Verification"). */
 #ifndef KF_FORGE_WORKER_H

@@ -1,6 +1,6 @@
 /* The aten::cat reference of the cat template tests (test_templates_host.c,
  * test_templates_cuda_cat.c): torch.cat's rules written out directly, element by element, apart
- * from the templates' own analysis (forge/templates_cat.c). Raw bytes: cat copies bits. */
+ * from the templates' own analysis (forge/templates/cat.c). Raw bytes: cat copies bits. */
 #ifndef KF_TESTS_CAT_REF_H
 #define KF_TESTS_CAT_REF_H
 

@@ -7,7 +7,7 @@
  * cuda_bf16.h) come from KFORGE_CUDA_INCLUDE or /usr/local/cuda/include, if NVRTC lacks them.
  *
  * No cJSON here (launch records are built by hand), so this file also builds on a GPU machine
- * with just: cc -D_GNU_SOURCE -Iinclude -I. tests/c/test_compiler_nvrtc.c forge/compiler_nvrtc.c
+ * with just: cc -D_GNU_SOURCE -Iinclude -I. tests/c/test_compiler_nvrtc.c compile/compiler_nvrtc.c
  * common/cuda_driver.c common/log.c common/status.c -ldl -lpthread */
 #include <dlfcn.h>
 #include <stdio.h>

@@ -1,4 +1,4 @@
-/* Job loading (forge/job.h), verification and timing of candidates (forge/eval.h) on the host
+/* Job loading (forge/job/job.h), verification and timing of candidates (forge/eval/eval.h) on the host
  * backend, value comparison per dtype, the static source check, and, when a GPU and NVRTC are
  * present, the CUDA path. Every job folder is written here, with reference outputs computed
  * here. */

@@ -1,4 +1,4 @@
-/* Out-of-bounds reads are refused (forge/eval.h): a row softmax on f32 [64, 100] whose row
+/* Out-of-bounds reads are refused (forge/eval/eval.h): a row softmax on f32 [64, 100] whose row
  * maximum reads one element past each row (past the buffer on the last row), one before each
  * row (before the buffer on the first), or the next row too (in bounds, but rows are
  * independent). Softmax is invariant to the maximum it subtracts, so each gives the right output

@@ -1,4 +1,4 @@
-/* The evaluator child (forge/evaluator.h), host backend: this test binary is also the child
+/* The evaluator child (forge/eval/evaluator.h), host backend: this test binary is also the child
  * (`test_evaluator --eval JOB_DIR`, run through /proc/self/exe). Candidates that crash, hang,
  * write past their output, or garble the protocol cost the child only: the parent reports them
  * and the next good candidate evaluates in a fresh child. No zombies are left behind. */

@@ -1,4 +1,4 @@
-/* The LLM proposer's parsers (forge/llm.h): the answer parser (one kernel + one launch record),
+/* The LLM proposer's parsers (forge/llm/llm.h): the answer parser (one kernel + one launch record),
  * the wire-format body parser, the price table, the prompt's byte budget, and a bounded
  * deterministic mutation fuzz loop over the corpus in tests/fuzz/llm_answer (a few seconds). */
 #include <dirent.h>

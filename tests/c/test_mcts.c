@@ -1,4 +1,4 @@
-/* The MCTS (forge/mcts.h) against a fake evaluator: a deterministic synthetic latency landscape
+/* The MCTS (forge/search/mcts.h) against a fake evaluator: a deterministic synthetic latency landscape
  * over a 4-knob grid with a region of failing candidates, explored by a fake proposer that changes
  * one knob at a time. The search must find the optimum within its budget, never select a failed,
  * pruned or exhausted node for expansion, respect progressive widening, prune stale subtrees,

@@ -1,4 +1,4 @@
-/* The builtin proposer and the sabotage wrapper (forge/proposer.h).
+/* The builtin proposer and the sabotage wrapper (forge/propose/proposer.h).
  *
  * Builtin, on a host softmax f32 signature: one starting point per applicable template at its
  * first knob values; every child changes exactly one knob of its parent; no combination twice;

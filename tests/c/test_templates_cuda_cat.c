@@ -1,5 +1,5 @@
-/* The CUDA cat template (forge/templates_cuda_cat.c): cuda_cat, and the analysis it shares with
- * host_cat (forge/templates_cat.c).
+/* The CUDA cat template (forge/templates/cuda_cat.c): cuda_cat, and the analysis it shares with
+ * host_cat (forge/templates/cat.c).
  *
  * Without NVRTC: applies() on signatures it must accept and on ones it must refuse (type
  * promotion, mismatched sizes, a dim out of range, too many tensors for a launch, an empty

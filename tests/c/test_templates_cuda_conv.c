@@ -1,4 +1,4 @@
-/* The CUDA depthwise convolution template (forge/templates_cuda_conv.c): cuda_depthwise_conv2d
+/* The CUDA depthwise convolution template (forge/templates/cuda_conv.c): cuda_depthwise_conv2d
  * for aten::_conv_depthwise2d.
  *
  * Without NVRTC: applies() on signatures it must accept and on ones it must refuse (f64, mixed

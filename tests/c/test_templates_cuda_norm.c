@@ -1,4 +1,4 @@
-/* The CUDA normalization templates (forge/templates_cuda_norm*.c): cuda_layer_norm,
+/* The CUDA normalization templates (forge/templates/cuda_norm*.c): cuda_layer_norm,
  * cuda_rms_norm, cuda_layer_norm_cols, cuda_rms_norm_cols, cuda_group_norm and
  * cuda_batch_norm_eval.
  *

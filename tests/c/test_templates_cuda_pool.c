@@ -1,4 +1,4 @@
-/* The CUDA pooling template (forge/templates_cuda_pool.c): cuda_max_pool2d for
+/* The CUDA pooling template (forge/templates/cuda_pool.c): cuda_max_pool2d for
  * aten::max_pool2d_with_indices.
  *
  * Without NVRTC: applies() on signatures it must accept and on ones it must refuse (f64, int32

@@ -1,4 +1,4 @@
-/* The CUDA reduction template (forge/templates_cuda_reduce.c): cuda_reduce_mean.
+/* The CUDA reduction template (forge/templates/cuda_reduce.c): cuda_reduce_mean.
  *
  * Without NVRTC: applies() on signatures it must accept and on ones it must refuse, the start
  * hook, and every knob combination rendered on every case, its launch record parsed and checked

@@ -1,5 +1,5 @@
-/* The CUDA builtin templates for softmax and elementwise ops (forge/templates_cuda_softmax.c,
- * forge/templates_cuda_eltwise.c).
+/* The CUDA builtin templates for softmax and elementwise ops (forge/templates/cuda_softmax.c,
+ * forge/templates/cuda_eltwise.c).
  *
  * For signatures covering every op, dtype and layout they claim (odd sizes, one row, sizes the
  * vector width does not divide, 2-byte alignment, channels_last, broadcasting, in place,

@@ -1,4 +1,4 @@
-/* The CUDA triangular-solve template (forge/templates_cuda_solve.c): cuda_solve_triangular for
+/* The CUDA triangular-solve template (forge/templates/cuda_solve.c): cuda_solve_triangular for
  * aten::linalg_solve_triangular.
  *
  * Without NVRTC: applies() on signatures it must accept and on ones it must refuse (left=False,

@@ -3,14 +3,14 @@
  * A guard for a regression we had: a memcpy between a raw vector and an array of __nv_bfloat16
  * made NVRTC emit byte loads (ld.global.nc.u8) instead of one 16-byte load, and a plain struct
  * store of a uint4 became four st.global.u32. Every template now moves vectors through kf_vec
- * (forge/templates_cuda.c: kf_ldg / kf_stcs / kf_stwb on 32-bit words).
+ * (forge/templates/cuda.c: kf_ldg / kf_stcs / kf_stwb on 32-bit words).
  *
  * Cases: representative signatures of EVERY nvrtc template of kf_builtin_templates (f32, f16,
  * bf16; in place; broadcasting; half_to_float; channels last; clusters; tails) with 16-byte
  * vectors (vec 4 for f32, 8 for f16/bf16), each with its knobs as given and with each knob that
  * moves data (not vec, not the team sizes, not transpose_tile) set to each of its other values.
  * Every kernel is compiled to PTX with NVRTC (opened with dlopen; the backend's options,
- * forge/compiler_nvrtc.c, with compute_90 for its sm_90, which yields no PTX) and its PTX must
+ * compile/compiler_nvrtc.c, with compute_90 for its sm_90, which yields no PTX) and its PTX must
  * have:
  *  (1) no global (or generic) load or store narrower than the smallest element type of the
  *      signature: no u8/s8/b8 ever, no 16-bit access in an all-f32 signature;
@@ -683,7 +683,7 @@ static void test_scanner(void)
     CHECK_EQ_INT(s.narrow, 3);
 }
 
-/* ---- NVRTC by dlopen, found like forge/compiler_nvrtc.c finds it (then the pip wheel) ---- */
+/* ---- NVRTC by dlopen, found like compile/compiler_nvrtc.c finds it (then the pip wheel) ---- */
 
 typedef int (*nvrtc_fn_version)(int *, int *);
 typedef const char *(*nvrtc_fn_errstr)(int);
@@ -775,7 +775,7 @@ static int nv_open(void)
     return 0;
 }
 
-/* src -> PTX (malloc'ed) for compute_90 with the backend's flags (forge/compiler_nvrtc.c:
+/* src -> PTX (malloc'ed) for compute_90 with the backend's flags (compile/compiler_nvrtc.c:
  * -std=c++17 -default-device, the include path; sm_90 there, which yields no PTX); NULL on
  * failure, with the log in *log. */
 static char *nv_ptx(const char *src, char **log)

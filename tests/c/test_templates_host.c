@@ -1,4 +1,4 @@
-/* The builtin host templates (forge/template.h): every template renders, compiles with the host
+/* The builtin host templates (forge/templates/template.h): every template renders, compiles with the host
  * backend and computes its op against a double-precision reference (host_cat: torch.cat's rules
  * written out, tests/c/cat_ref.h, bit for bit), for every knob combination:
  * each template has small "full" signatures that run its whole knob grid, and the other
@@ -28,7 +28,7 @@
 #include "forge/job/job.h"
 #include "forge/templates/template.h"
 
-extern const char kf_host_math_src[]; /* forge/templates_host.c */
+extern const char kf_host_math_src[]; /* forge/templates/host.c */
 
 static kf_compiler_i cc;
 

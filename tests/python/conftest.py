@@ -36,7 +36,7 @@ def run_python(code_or_args, env_extra=None, timeout=600):
 
 
 def span_of(t: torch.Tensor) -> bytes:
-    """A tensor's strided span, element 0 to its last addressed element (forge/job.h), as bytes:
+    """A tensor's strided span, element 0 to its last addressed element (forge/job/job.h), as bytes:
     computed apart from kernel_forge._jobs, to check the case files it writes."""
     import ctypes
 
@@ -68,5 +68,7 @@ def check_job_cases(job_dir: str, example_args, device: str = "cpu") -> dict:
         pos, kw = _jobs.call_from_args(fn, args, ins)
         with _jobs.bypass():
             outs = _jobs.tensors_of(fn(*pos, **kw))
+        # then what the call wrote without returning it (batch norm's running stats, training)
+        outs += [_jobs.arg_value(fn, pos, kw, i) for i in _jobs.hidden_writes(fn, pos, kw)]
         assert [read(f) for f in case["outputs"]] == [span_of(t) for t in outs], case
     return job

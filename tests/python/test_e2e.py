@@ -319,8 +319,9 @@ def test_driver_end_to_end_on_a_tiny_mmdit(tmp_path):
         assert r["served"] == (r["outcome"] == "served")
         if r["served"]:
             assert r["forged_us"] > 0 and r["speedup"] > 0 and r["served_calls"] > 0
-        if r["op"] not in ("aten::gelu", "aten::native_layer_norm"):
-            assert r["outcome"] == "not tuned (not in --ops)"
+        if r["op"] not in ("aten::gelu", "aten::native_layer_norm"):  # or a Python number's op
+            assert r["outcome"] == "not tuned (not in --ops)" or \
+                r["outcome"].startswith("not servable: "), r
     tuned = {r["key"] for r in w["rows"]}
     assert tuned <= {r["key"] for r in ops}, "every tuned signature has its row"
     assert res["served"]["calls"] == sum(r["served_calls"] for r in ops if r["served"])

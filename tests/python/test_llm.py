@@ -1,4 +1,4 @@
-"""The LLM proposer end to end (forge/proposer_llm.c): kernel_forge.tune(proposer="llm") against a
+"""The LLM proposer end to end (forge/propose/proposer_llm.c): kernel_forge.tune(proposer="llm") against a
 stub server on 127.0.0.1 (tests/stub_llm/server.py) that replays scripted replies in the OpenAI
 and Anthropic wire formats. Every bad answer costs one node with the right status and error, the
 search goes on, only a verified kernel is inserted, and the API key is never written anywhere."""
