@@ -8,6 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/fsio.h"
 #include "common/log.h"
 #include "common/status.h"
 #include "forge/eval/eval_check.h"
@@ -26,13 +27,9 @@ static double now_s(void)
 /* A whole file as a NUL-terminated string (at most TEXT_MAX bytes), or NULL. */
 static char *read_text(const char *path)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    char *buf = malloc(TEXT_MAX + 1);
-    size_t n = buf ? fread(buf, 1, TEXT_MAX, f) : 0;
-    fclose(f);
-    if (buf) buf[n] = 0;
-    return buf;
+    char *buf = NULL, err[128];
+    size_t n;
+    return kf_read_file(path, TEXT_MAX, &buf, &n, err, sizeof err) == KF_OK ? buf : NULL;
 }
 
 static int executable(const char *p)
@@ -128,8 +125,14 @@ kf_status kf_memcheck_run(const kf_job *job, const char *exe, const char *blob_p
     mc->seconds = now_s() - t0;
     mc->ran = 1;
     char *log = read_text(log_path);
+    struct stat sb;
     mc->errors = parse_log(log, mc->detail, sizeof mc->detail);
-    if (mc->errors < 0)
+    if (!log && stat(log_path, &sb) == 0 && (size_t)sb.st_size > TEXT_MAX) {
+        /* only a run with very many errors writes that much: its summary is not to be missed */
+        mc->errors = 1;
+        snprintf(mc->detail, sizeof mc->detail, "memcheck wrote more than %zu bytes to %s",
+                 TEXT_MAX, log_path);
+    } else if (mc->errors < 0)
         snprintf(mc->detail, sizeof mc->detail, "no ERROR SUMMARY in %s (the run: %s %s)",
                  log_path, kf_node_status_name(res->status), res->error);
     free(log);
@@ -189,9 +192,8 @@ static void check(const kf_job *job, const char *exe, const char *src, const cha
     }
     blob_path = kf_aprintf("%s/check.blob", job->dir);
     mc_log = kf_aprintf("%s/check.memcheck.log", job->dir);
-    FILE *f = blob_path ? fopen(blob_path, "wb") : NULL;
-    int wrote = f && fwrite(blob, 1, blob_len, f) == blob_len;
-    if (f && fclose(f) != 0) wrote = 0;
+    char werr[256];
+    int wrote = blob_path && kf_write_file(blob_path, blob, blob_len, werr, sizeof werr) == KF_OK;
     if (!wrote || !mc_log) {
         r->status = KF_NODE_LOAD_ERROR;
         snprintf(r->error, sizeof r->error, "cannot write the compiled kernel to %s",
@@ -265,9 +267,8 @@ int kf_check_main(const char *exe, const char *job_dir, const char *source_path,
     char *text = cJSON_PrintUnformatted(doc);
     cJSON_Delete(doc);
     char *path = kf_aprintf("%s/check.json", job_dir);
-    FILE *f = text && path ? fopen(path, "wb") : NULL;
-    int ok = f && fputs(text, f) >= 0 && fputc('\n', f) != EOF;
-    if (f && fclose(f) != 0) ok = 0;
+    char werr[256];
+    int ok = text && path && kf_write_file(path, text, strlen(text), werr, sizeof werr) == KF_OK;
     if (ok) {
         printf("%s\n", text);
         code = 0;
