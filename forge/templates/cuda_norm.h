@@ -3,10 +3,9 @@
 #ifndef KF_FORGE_TEMPLATES_CUDA_NORM_H
 #define KF_FORGE_TEMPLATES_CUDA_NORM_H
 
+#include "forge/templates/bodies.h"
 #include "forge/templates/template.h"
 
-/* Device code every norm kernel includes: raw vector access and team reductions. */
-extern const char kf_cuda_norm_device[];
 /* f32, f16 or bf16 */
 int kf_cuda_norm_float(int dtype);
 int kf_cuda_norm_esize(int dtype);
