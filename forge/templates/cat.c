@@ -1,4 +1,4 @@
-/* The analysis of an aten::cat signature (templates_cat.h), shared by host_cat and cuda_cat. */
+/* The analysis of an aten::cat signature (cat.h), shared by host_cat and cuda_cat. */
 #include <stdint.h>
 #include <string.h>
 

@@ -1,6 +1,6 @@
-/* What the aten::cat templates share (templates_cat.c): the analysis of a cat signature into
- * parts and collapsed dims, used by host_cat (templates_host_cat.c) and cuda_cat
- * (templates_cuda_cat.c). Private to those files and their tests.
+/* What the aten::cat templates share (cat.c): the analysis of a cat signature into
+ * parts and collapsed dims, used by host_cat (host_cat.c) and cuda_cat
+ * (cuda_cat.c). Private to those files and their tests.
  *
  * torch.cat's rules, as the analysis applies them: dim may be negative and wraps against the
  * first input that is not a legacy empty tensor (1-D of size 0); legacy empty inputs are

@@ -1,9 +1,9 @@
 /* CUDA template for aten::cat (backend "nvrtc"): cuda_cat.
  *
- * A memory-bound copy of raw element bits (any dtype templates_cat.h allows: the output has the
+ * A memory-bound copy of raw element bits (any dtype cat.h allows: the output has the
  * inputs' dtype, nothing is converted). The signature is analyzed into parts (the inputs with
  * elements, in list order, each with its offset along the cat dim) and the output's dims in
- * memory order, collapsed where everything stays contiguous (templates_cat.c). Writes go in the
+ * memory order, collapsed where everything stays contiguous (cat.c). Writes go in the
  * output's memory order, so they are coalesced whatever the inputs' layouts; an input is read
  * through its own strides (transposed views, slices, expanded dims), with vector loads where
  * its innermost collapsed dim is contiguous and its alignment and strides allow, else element
@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "forge/templates/bodies.h"
 #include "forge/templates/cat.h"
 
 enum { K_VEC, K_UNROLL, K_THREADS, K_BYPART, K_CAT_COUNT };
@@ -105,42 +106,9 @@ static void make_cfg(const kf_job_sig *sig, const int *v, cat_cfg *c)
 
 /* ---- rendering ---- */
 
-/* Raw element and vector moves: kf_ld<GATHER, IS0>(p, o) the KF_VW elements at element offset o
- * (GATHER: each IS0 apart), kf_st(p, v) one store; vectors through the prologue's kf_vec words,
- * a gather packed into them with shifts (registers only). */
-static const char move_helpers[] =
-    "#if KF_VW > 1\n"
-    "typedef kf_raw_sel<KF_ES * KF_VW>::t kf_r;\n"
-    "#define KF_WORDS ((KF_ES * KF_VW + 3) / 4)\n"
-    "template <int GATHER, long long IS0>\n"
-    "__device__ __forceinline__ kf_r kf_ld(const kf_e *p, kf_idx o)\n"
-    "{\n"
-    "    if constexpr (GATHER == 0) {\n"
-    "        return kf_ldg(reinterpret_cast<const kf_r *>(p + o));\n"
-    "    } else {\n"
-    "        unsigned w[KF_WORDS];\n"
-    "#pragma unroll\n"
-    "        for (int i = 0; i < KF_WORDS; i++) w[i] = 0u;\n"
-    "#pragma unroll\n"
-    "        for (int k = 0; k < KF_VW; k++) kf_put_e(w, k, __ldg(p + o + (kf_idx)(k * IS0)));\n"
-    "        kf_r r;\n"
-    "        kf_join(w, r);\n"
-    "        return r;\n"
-    "    }\n"
-    "}\n"
-    "__device__ __forceinline__ void kf_st(kf_e *p, kf_r v)\n"
-    "{\n"
-    "    kf_stwb(reinterpret_cast<kf_r *>(p), v);\n"
-    "}\n"
-    "#else\n"
-    "typedef kf_e kf_r;\n"
-    "template <int GATHER, long long IS0>\n"
-    "__device__ __forceinline__ kf_r kf_ld(const kf_e *p, kf_idx o)\n"
-    "{\n"
-    "    return __ldg(p + o);\n"
-    "}\n"
-    "__device__ __forceinline__ void kf_st(kf_e *p, kf_r v) { *p = v; }\n"
-    "#endif\n\n";
+/* Raw element and vector moves (kernels/cuda_cat_move.cuh): kf_ld<GATHER, IS0>(p, o) the KF_VW
+ * elements at element offset o (GATHER: each IS0 apart), kf_st(p, v) one store; vectors through
+ * the prologue's kf_vec words, a gather packed into them with shifts (registers only). */
 
 /* element k of a gathered vector into its 32-bit words, by element size */
 static const char *const put_e[9] = {
@@ -364,7 +332,7 @@ static kf_status cat_render(const kf_job_sig *sig, const int *knob_idx, char **s
                      "#if KF_VW > 1\n__device__ __forceinline__ void kf_put_e(unsigned *w, int "
                      "k, kf_e e)\n{\n%s}\n#endif\n",
                      put_e[p->esize]);
-    kf_strbuf_printf(&b, "%s", move_helpers);
+    kf_strbuf_printf(&b, "%s", kf_body_cuda_cat_move_cuh);
     if (c.by_part) emit_by_part(&b, sig, &c);
     else emit_by_element(&b, sig, &c);
 

@@ -4,7 +4,7 @@
  * a KV cache: the gaps are never written); src broadcasts to it with any strides.
  *
  * Two ways to walk it:
- *   the elementwise loop (templates_cuda_eltwise.c): self in memory order (through its strides
+ *   the elementwise loop (cuda_eltwise.c): self in memory order (through its strides
  *     when it has gaps), src read through its strides (vectors where its innermost dim is
  *     contiguous, else element by element);
  *   transpose_tile T > 0, when src is a transposition of self (its contiguous dim is not

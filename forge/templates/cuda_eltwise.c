@@ -24,8 +24,8 @@
  *                        When an input transposes the output (MMDiT's residual add of a [B,C,S]
  *                        tensor seen as [B,S,C]), transpose_tile renders tiles instead.
  *
- * The layouts, the plan and the loop are shared with cuda_eltwise_copy (templates_cuda_copy.c,
- * through templates_cuda_eltwise.h).
+ * The layouts, the plan and the loop are shared with cuda_eltwise_copy (cuda_copy.c,
+ * through cuda_eltwise.h).
  *
  * Knobs (every combination renders a valid kernel; values that do not fit are clamped):
  *   vec      elements per vector access (1/2/4/8, at most 16 bytes; bounded by the recorded
@@ -50,6 +50,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "forge/templates/bodies.h"
 #include "forge/templates/cuda_eltwise.h"
 
 static const kf_knob_def eltwise_knobs[K_COUNT] = {KF_EW_KNOB_DEFS};
@@ -279,91 +280,9 @@ static void ew_emit_offset(kf_strbuf *b, const ew_dims *dd, const int64_t *st, c
     kf_strbuf_printf(b, ";\n}\n");
 }
 
-/* The loop up to its store and, after the store (kf_ew_emit: the output may have gaps), the
- * rest. */
-static const char eltwise_body[] =
-    "typedef KF_TYPE kf_t;\n"
-    "typedef KF_TYPE_A kf_ta; /* operand a: the output's type except for a cast */\n"
-    "\n"
-    "typedef kf_vec<kf_t, KF_VW> kf_v;\n"
-    "\n"
-    "/* KF_VW values of an operand at element offset o: 0 a vector load, 1 one value\n"
-    " * broadcast along the innermost dim (stride 0), 2 KF_VW loads IS0 apart */\n"
-    "template <int MODE, long long IS0, class T>\n"
-    "__device__ __forceinline__ void kf_load(const T *p, kf_idx o, float (&v)[KF_VW])\n"
-    "{\n"
-    "    if constexpr (MODE == 0) {\n"
-    "        kf_vec<T, KF_VW>::unpack(kf_vec<T, KF_VW>::ld(p + o), v);\n"
-    "    } else if constexpr (MODE == 1) {\n"
-    "        const float s = kf_to_f(p[o]);\n"
-    "#pragma unroll\n"
-    "        for (int e = 0; e < KF_VW; e++) v[e] = s;\n"
-    "    } else {\n"
-    "#pragma unroll\n"
-    "        for (int e = 0; e < KF_VW; e++) v[e] = kf_to_f(p[o + (kf_idx)(e * IS0)]);\n"
-    "    }\n"
-    "}\n"
-    "\n"
-    "#define KF_TILE ((long long)KF_NT * KF_UN) /* vectors a block takes per step */\n"
-    "\n"
-    "extern \"C\" __global__ void __launch_bounds__(KF_NT) kf_kernel(KF_PARAMS)\n"
-    "{\n"
-    "    const int tid = threadIdx.x;\n"
-    "#if KF_INPLACE && !KF_COPY\n"
-    "    const kf_t *a = y; /* in place: the output is the first argument */\n"
-    "#endif\n"
-    "#if KF_GS\n"
-    "    for (long long q0 = (long long)blockIdx.x * KF_TILE; q0 < KF_NVEC;\n"
-    "         q0 += (long long)gridDim.x * KF_TILE) {\n"
-    "#else\n"
-    "    {\n"
-    "        const long long q0 = (long long)blockIdx.x * KF_TILE;\n"
-    "#endif\n"
-    "        float va[KF_UN][KF_VW];\n"
-    "#if KF_NIN == 2\n"
-    "        float vb[KF_UN][KF_VW];\n"
-    "#endif\n"
-    "#pragma unroll\n"
-    "        for (int u = 0; u < KF_UN; u++) {\n"
-    "            const long long q = q0 + u * KF_NT + tid;\n"
-    "            if (q < KF_NVEC) {\n"
-    "                const kf_idx i = (kf_idx)(q * KF_VW);\n"
-    "                kf_load<KF_AMODE, KF_AIS0>(a, kf_off_a(i), va[u]);\n"
-    "#if KF_NIN == 2\n"
-    "                kf_load<KF_BMODE, KF_BIS0>(b, kf_off_b(i), vb[u]);\n"
-    "#endif\n"
-    "            }\n"
-    "        }\n"
-    "#pragma unroll\n"
-    "        for (int u = 0; u < KF_UN; u++) {\n"
-    "            const long long q = q0 + u * KF_NT + tid;\n"
-    "            if (q < KF_NVEC) {\n"
-    "                float r[KF_VW];\n"
-    "#pragma unroll\n"
-    "                for (int e = 0; e < KF_VW; e++)\n"
-    "#if KF_NIN == 2\n"
-    "                    r[e] = kf_op(va[u][e], vb[u][e]);\n"
-    "#else\n"
-    "                    r[e] = kf_op(va[u][e]);\n"
-    "#endif\n";
-static const char eltwise_body_tail[] =
-    "            }\n"
-    "        }\n"
-    "    }\n"
-    "#if KF_TAIL > 0\n"
-    "    /* the last KF_TAIL elements (flat layouts only), one each */\n"
-    "    if (blockIdx.x == 0 && tid < KF_TAIL) {\n"
-    "        const kf_idx i = (kf_idx)(KF_NVEC * KF_VW + tid);\n"
-    "#if KF_NIN == 2\n"
-    "        y[i] = kf_from_f<kf_t>(kf_op(kf_to_f(a[i]), kf_to_f(b[i])));\n"
-    "#else\n"
-    "        y[i] = kf_from_f<kf_t>(kf_op(kf_to_f(a[i])));\n"
-    "#endif\n"
-    "    }\n"
-    "#endif\n"
-    "}\n";
-
-/* The source after the prologue: the plan's constants, kf_op (given), offsets, the loop. */
+/* The source after the prologue: the plan's constants, kf_op (given), offsets, the loop: the
+ * loop up to its store (kernels/cuda_eltwise_loop.cuh), the store (the output may have gaps)
+ * and the rest (kernels/cuda_eltwise_loop_tail.cuh). */
 void kf_ew_emit(kf_strbuf *b, const ew_plan *p, const char *op_src)
 {
     const char *t = kf_template_cuda_type(p->dtype), *ta = kf_template_cuda_type(p->dtype_a);
@@ -396,9 +315,10 @@ void kf_ew_emit(kf_strbuf *b, const ew_plan *p, const char *op_src)
     if (p->nin == 2) ew_emit_offset(b, &p->dd, p->dd.st[1], "b");
     if (p->dd.gaps) ew_emit_offset(b, &p->dd, p->dd.yst, "y");
     /* a dense output is stored at its memory-order index; one with gaps through its strides */
-    kf_strbuf_printf(b, "\n%s                kf_v::stw(y + %s, r);\n%s", eltwise_body,
+    kf_strbuf_printf(b, "\n%s                kf_v::stw(y + %s, r);\n%s",
+                     kf_body_cuda_eltwise_loop_cuh,
                      p->dd.gaps ? "kf_off_y((kf_idx)(q * KF_VW))" : "q * KF_VW",
-                     eltwise_body_tail);
+                     kf_body_cuda_eltwise_loop_tail_cuh);
 }
 
 /* ---- tiles: an operand that transposes the output ---- */
@@ -438,65 +358,8 @@ void kf_ew_tile_start(const kf_job_sig *sig, const kf_job_tensor *ops, int nin, 
 
 /* One block per tile: operands contiguous along dim k (KF_xSH >= 0) are staged through shared
  * memory, read along k; the output and the other operands go along dim 0, the output's
- * contiguous dim. Every warp access is a run of consecutive elements. */
-static const char ew_tile_body[] =
-    "typedef KF_TYPE kf_t;\n"
-    "typedef KF_TYPE_A kf_ta; /* operand a: the output's type except for a cast */\n"
-    "#define KF_ROWS (KF_NT / KF_T) /* tile rows a pass covers */\n"
-    "\n"
-    "extern \"C\" __global__ void __launch_bounds__(KF_NT) kf_kernel(KF_PARAMS)\n"
-    "{\n"
-    "#if KF_INPLACE && !KF_COPY\n"
-    "    const kf_t *a = y; /* in place: the output is the first argument */\n"
-    "#endif\n"
-    "    __shared__ float sh[KF_NSH][KF_T][KF_T + 1]; /* +1: columns fall in distinct banks */\n"
-    "    long long t = blockIdx.x;\n"
-    "    const long long i0 = (t % KF_T0) * KF_T; /* along the output's contiguous dim */\n"
-    "    t /= KF_T0;\n"
-    "    const long long k0 = (t % KF_TK) * KF_T; /* along the staged operands' */\n"
-    "    t /= KF_TK;\n"
-    "    kf_idx yo = 0, ao = 0;\n"
-    "#if KF_NIN == 2\n"
-    "    kf_idx bo = 0;\n"
-    "    kf_bases(t, yo, ao, bo);\n"
-    "#else\n"
-    "    kf_bases(t, yo, ao);\n"
-    "#endif\n"
-    "    const int tx = threadIdx.x % KF_T, ty = threadIdx.x / KF_T;\n"
-    "#if KF_ASH >= 0\n"
-    "    for (int r = ty; r < KF_T; r += KF_ROWS)\n"
-    "        if (k0 + tx < KF_DK && i0 + r < KF_D0)\n"
-    "            sh[KF_ASH][r][tx] =\n"
-    "                kf_to_f(a[ao + (kf_idx)(k0 + tx) * KF_AK + (kf_idx)(i0 + r) * KF_A0]);\n"
-    "#endif\n"
-    "#if KF_BSH >= 0\n"
-    "    for (int r = ty; r < KF_T; r += KF_ROWS)\n"
-    "        if (k0 + tx < KF_DK && i0 + r < KF_D0)\n"
-    "            sh[KF_BSH][r][tx] =\n"
-    "                kf_to_f(b[bo + (kf_idx)(k0 + tx) * KF_BK + (kf_idx)(i0 + r) * KF_B0]);\n"
-    "#endif\n"
-    "    __syncthreads();\n"
-    "    for (int r = ty; r < KF_T; r += KF_ROWS) {\n"
-    "        const long long i = i0 + tx, k = k0 + r;\n"
-    "        if (i >= KF_D0 || k >= KF_DK) continue;\n"
-    "#if KF_ASH >= 0\n"
-    "        const float va = sh[KF_ASH][tx][r];\n"
-    "#else\n"
-    "        const float va = kf_to_f(a[ao + (kf_idx)i * KF_A0 + (kf_idx)k * KF_AK]);\n"
-    "#endif\n"
-    "#if KF_NIN == 2\n"
-    "#if KF_BSH >= 0\n"
-    "        const float vb = sh[KF_BSH][tx][r];\n"
-    "#else\n"
-    "        const float vb = kf_to_f(b[bo + (kf_idx)i * KF_B0 + (kf_idx)k * KF_BK]);\n"
-    "#endif\n"
-    "        y[yo + (kf_idx)i + (kf_idx)k * KF_PK] = kf_from_f<kf_t>(kf_op(va, vb));\n"
-    "#else\n"
-    "        y[yo + (kf_idx)i + (kf_idx)k * KF_PK] = kf_from_f<kf_t>(kf_op(va));\n"
-    "#endif\n"
-    "    }\n"
-    "}\n";
-
+ * contiguous dim. Every warp access is a run of consecutive elements. The kernel is
+ * kernels/cuda_eltwise_tile.cuh, after the constants and kf_bases emitted here. */
 void kf_ew_emit_tiles(kf_strbuf *b, const ew_plan *p, const char *op_src)
 {
     const ew_dims *dd = &p->dd;
@@ -547,7 +410,7 @@ void kf_ew_emit_tiles(kf_strbuf *b, const ew_plan *p, const char *op_src)
         if (p->nin == 2) kf_strbuf_printf(b, " bo += c * %lldu;", (long long)dd->st[1][d]);
         kf_strbuf_printf(b, " }\n");
     }
-    kf_strbuf_printf(b, "    (void)q;\n}\n\n%s", ew_tile_body);
+    kf_strbuf_printf(b, "    (void)q;\n}\n\n%s", kf_body_cuda_eltwise_tile_cuh);
 }
 
 kf_status kf_ew_finish(const kf_template *t, kf_strbuf *b, const ew_plan *p, char **source,
@@ -680,14 +543,7 @@ static kf_status unary_render(const kf_job_sig *sig, const int *knob_idx, char *
     kf_strbuf_printf(&b, "/* inputs: self; outputs: %s */\n", inplace ? "self (in place)" : "out");
     /* 2^x and 1/x on the MUFU unit, flushing subnormal results to 0 (far below any tolerance):
      * the IEEE expf and division cost ~20 instructions an element, enough to make gelu and silu
-     * compute-bound at HBM speed */
-    static const char mufu_helpers[] =
-        "__device__ __forceinline__ float kf_ex2(float x)\n{\n"
-        "    float y;\n    asm(\"ex2.approx.ftz.f32 %0, %1;\" : \"=f\"(y) : \"f\"(x));\n"
-        "    return y;\n}\n"
-        "__device__ __forceinline__ float kf_rcp(float x)\n{\n"
-        "    float y;\n    asm(\"rcp.approx.ftz.f32 %0, %1;\" : \"=f\"(y) : \"f\"(x));\n"
-        "    return y;\n}\n";
+     * compute-bound at HBM speed (kernels/cuda_mufu.cuh) */
     char op[1024];
     switch (kind) {
     case UN_GELU_ERF: /* x * 0.5 * (1 + erf(x * M_SQRT1_2)) */
@@ -703,13 +559,13 @@ static kf_status unary_render(const kf_job_sig *sig, const int *knob_idx, char *
                  "__device__ __forceinline__ float kf_op(float v)\n{\n"
                  "    const float u = 0.79788456080286535588f * (v + 0.044715f * (v * v * v));\n"
                  "    return v * kf_rcp(1.0f + kf_ex2(u * -2.8853900817779268f));\n}\n",
-                 mufu_helpers);
+                 kf_body_cuda_mufu_cuh);
         break;
     case UN_SILU: /* eager: x / (1 + exp(-x)); exp and 1/y on MUFU: ~1e-6 relative */
         snprintf(op, sizeof op, "%s"
                  "__device__ __forceinline__ float kf_op(float v)\n{\n"
                  "    return v * kf_rcp(1.0f + kf_ex2(v * -1.4426950408889634f));\n}\n",
-                 mufu_helpers);
+                 kf_body_cuda_mufu_cuh);
         break;
     case UN_POW: { /* eager's special cases (sqrt, rsqrt, x*x, ...), else powf, in float */
         double e = 0;

@@ -1,5 +1,5 @@
-/* What the elementwise CUDA templates share (templates_cuda_eltwise.c: the layouts, the plan and
- * the rendered loop), private to templates_cuda_eltwise.c and templates_cuda_copy.c. */
+/* What the elementwise CUDA templates share (cuda_eltwise.c: the layouts, the plan and
+ * the rendered loop), private to cuda_eltwise.c and cuda_copy.c. */
 #ifndef KF_FORGE_TEMPLATES_CUDA_ELTWISE_H
 #define KF_FORGE_TEMPLATES_CUDA_ELTWISE_H
 

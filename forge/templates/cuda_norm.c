@@ -1,8 +1,9 @@
-/* Shared by the CUDA normalization templates (templates_cuda_norm_row.c: layer_norm and
- * rms_norm over rows; templates_cuda_norm_cols.c: the same over a strided normalized dim;
- * templates_cuda_norm_group.c: group_norm; templates_cuda_norm_batch.c: eval
- * batch_norm): device helpers every one of their kernels includes, and the checks their
- * applies() and render() have in common (templates_cuda_norm.h, private to these files).
+/* Shared by the CUDA normalization templates (cuda_norm_row.c: layer_norm and
+ * rms_norm over rows; cuda_norm_cols.c: the same over a strided normalized dim;
+ * cuda_norm_group.c: group_norm; cuda_norm_batch.c: eval
+ * batch_norm): the checks their applies() and render() have in common (cuda_norm.h,
+ * private to these files). The device helpers every one of their kernels includes are
+ * kernels/cuda_norm_common.cuh.
  *
  * Conventions of the norm kernels: math in fp32, inputs and outputs in the dtypes the signature
  * gives (f32, f16, bf16), vectors of KF_VEC elements moved as one raw load/store of up to 16
@@ -15,116 +16,6 @@
 #include <string.h>
 
 #include "forge/templates/cuda_norm.h"
-
-/* Device code: reductions over a team of threads (kf_team_reduce), which the including kernel
- * parametrizes with KF_BLOCK (threads per block, whole warps), KF_TEAM (threads per team, a
- * power of two) and KF_REDUCE (0: warp shuffles then one shared-memory step, 1: a tree in
- * shared memory). Raw vector access (kf_vec) comes with every CUDA template's prologue
- * (templates_cuda.c). */
-const char kf_cuda_norm_device[] =
-    "/* ---- reductions: sums, and Welford triples merged with Chan's formula ---- */\n"
-    "struct kf_s1 { float a; };\n"
-    "struct kf_s2 { float a, b; };\n"
-    "struct kf_w3 { float n, m, q; }; /* count, mean, sum of squared deviations */\n"
-    "__device__ __forceinline__ kf_s1 kf_comb(const kf_s1 x, const kf_s1 y)\n"
-    "{\n"
-    "    kf_s1 r;\n"
-    "    r.a = x.a + y.a;\n"
-    "    return r;\n"
-    "}\n"
-    "__device__ __forceinline__ kf_s2 kf_comb(const kf_s2 x, const kf_s2 y)\n"
-    "{\n"
-    "    kf_s2 r;\n"
-    "    r.a = x.a + y.a, r.b = x.b + y.b;\n"
-    "    return r;\n"
-    "}\n"
-    "__device__ __forceinline__ kf_w3 kf_comb(const kf_w3 x, const kf_w3 y)\n"
-    "{\n"
-    "    const float n = x.n + y.n;\n"
-    "    if (n == 0.f) return x;\n"
-    "    const float d = y.m - x.m, f = y.n / n;\n"
-    "    kf_w3 r;\n"
-    "    r.n = n, r.m = x.m + d * f, r.q = x.q + y.q + d * d * x.n * f;\n"
-    "    return r;\n"
-    "}\n"
-    "__device__ __forceinline__ kf_s1 kf_shfl(kf_s1 v, int o)\n"
-    "{\n"
-    "    v.a = __shfl_xor_sync(0xffffffffu, v.a, o);\n"
-    "    return v;\n"
-    "}\n"
-    "__device__ __forceinline__ kf_s2 kf_shfl(kf_s2 v, int o)\n"
-    "{\n"
-    "    v.a = __shfl_xor_sync(0xffffffffu, v.a, o);\n"
-    "    v.b = __shfl_xor_sync(0xffffffffu, v.b, o);\n"
-    "    return v;\n"
-    "}\n"
-    "__device__ __forceinline__ kf_w3 kf_shfl(kf_w3 v, int o)\n"
-    "{\n"
-    "    v.n = __shfl_xor_sync(0xffffffffu, v.n, o);\n"
-    "    v.m = __shfl_xor_sync(0xffffffffu, v.m, o);\n"
-    "    v.q = __shfl_xor_sync(0xffffffffu, v.q, o);\n"
-    "    return v;\n"
-    "}\n"
-    "/* Welford over a vector: its own mean and squared deviations, merged into a with Chan's\n"
-    " * formula (one approximate division per vector; the weights only need a few ulps). */\n"
-    "template <int V> __device__ __forceinline__ void kf_welford(kf_w3 &a, const float (&f)[V])\n"
-    "{\n"
-    "    float s = 0.f, q = 0.f;\n"
-    "#pragma unroll\n"
-    "    for (int e = 0; e < V; e++) s += f[e];\n"
-    "    const float m = s * (1.f / V);\n"
-    "#pragma unroll\n"
-    "    for (int e = 0; e < V; e++) q += (f[e] - m) * (f[e] - m);\n"
-    "    const float n = a.n + (float)V, d = m - a.m, r = __fdividef((float)V, n);\n"
-    "    a.q += q + d * d * a.n * r;\n"
-    "    a.m += d * r;\n"
-    "    a.n = n;\n"
-    "}\n"
-    "\n"
-    "/* Combine v over the KF_TEAM threads of this thread's team (aligned groups of KF_TEAM\n"
-    " * threads); every thread of the team gets the same result, combined in lane order. Every\n"
-    " * thread of the block must call it (it synchronizes the block). buf: KF_RED_FLOATS floats\n"
-    " * of shared memory. */\n"
-    "#if KF_REDUCE == 0\n"
-    "#define KF_RED_FLOATS (KF_BLOCK / 32 * 3)\n"
-    "#else\n"
-    "#define KF_RED_FLOATS (KF_BLOCK * 3)\n"
-    "#endif\n"
-    "template <class A> __device__ __forceinline__ A kf_team_reduce(A v, float *buf)\n"
-    "{\n"
-    "    A *red = reinterpret_cast<A *>(buf);\n"
-    "    (void)red;\n"
-    "#if KF_REDUCE == 0\n"
-    "    const int lane = threadIdx.x & 31;\n"
-    "#pragma unroll\n"
-    "    for (int o = 1; o < (KF_TEAM < 32 ? KF_TEAM : 32); o <<= 1) { /* within the team */\n"
-    "        const A u = kf_shfl(v, o);\n"
-    "        v = (lane & o) ? kf_comb(u, v) : kf_comb(v, u); /* the lower lanes' part first */\n"
-    "    }\n"
-    "#if KF_TEAM > 32\n"
-    "    const int warp = threadIdx.x >> 5, first = warp & ~(KF_TEAM / 32 - 1);\n"
-    "    if (lane == 0) red[warp] = v;\n"
-    "    __syncthreads();\n"
-    "    v = red[first];\n"
-    "#pragma unroll\n"
-    "    for (int k = 1; k < KF_TEAM / 32; k++) v = kf_comb(v, red[first + k]);\n"
-    "    __syncthreads(); /* buf is reused by the next call */\n"
-    "#endif\n"
-    "#else\n"
-    "    const int lt = threadIdx.x & (KF_TEAM - 1);\n"
-    "    red[threadIdx.x] = v;\n"
-    "    __syncthreads();\n"
-    "#pragma unroll\n"
-    "    for (int s = KF_TEAM / 2; s > 0; s >>= 1) {\n"
-    "        if (lt < s) red[threadIdx.x] = kf_comb(red[threadIdx.x], red[threadIdx.x + s]);\n"
-    "        __syncthreads();\n"
-    "    }\n"
-    "    v = red[threadIdx.x - lt];\n"
-    "    __syncthreads();\n"
-    "#endif\n"
-    "    return v;\n"
-    "}\n"
-    "\n";
 
 int kf_cuda_norm_float(int dtype)
 {

@@ -1,12 +1,11 @@
-/* What the CUDA normalization templates share (templates_cuda_norm.c), private to the
- * templates_cuda_norm*.c files. */
+/* What the CUDA normalization templates share (cuda_norm.c), private to the
+ * cuda_norm*.c files. */
 #ifndef KF_FORGE_TEMPLATES_CUDA_NORM_H
 #define KF_FORGE_TEMPLATES_CUDA_NORM_H
 
+#include "forge/templates/bodies.h"
 #include "forge/templates/template.h"
 
-/* Device code every norm kernel includes: raw vector access and team reductions. */
-extern const char kf_cuda_norm_device[];
 /* f32, f16 or bf16 */
 int kf_cuda_norm_float(int dtype);
 int kf_cuda_norm_esize(int dtype);

@@ -8,7 +8,7 @@
  * [B, H, S, D] of a [B, S, H, D] tensor, a slice, eager's contiguous y of a strided x). A
  * contiguous tensor's row r starts at r * n; another's offset is computed from r by division
  * by the leading sizes, compile-time constants. y's elements must not overlap; x's rows may
- * (they are only read). A normalized dim that is strided is templates_cuda_norm_cols.c's.
+ * (they are only read). A normalized dim that is strided is cuda_norm_cols.c's.
  *
  * Like torch: fp32 statistics, population variance, rstd = rsqrt(var + eps) with eps as a
  * float, y = w * (rstd * (x - mean)) + b; rms_norm: rstd = rsqrt(mean(x^2) + eps) with
@@ -30,7 +30,6 @@
 #include <string.h>
 
 #include "forge/templates/cuda_norm.h"
-
 
 #define ROW_SMEM_MAX (200 * 1024) /* dynamic shared memory for staged rows */
 #define ROW_REG_MAX 16            /* vectors per thread kept in registers */
@@ -72,166 +71,6 @@ static int rms_applies(const kf_job_sig *sig)
     kf_norm_rows r;
     return row_check(sig, 1, &r);
 }
-
-static const char row_kernel[] =
-    "/* One row of KF_NORM elements per team of KF_TPR threads, KF_RPB rows per block. */\n"
-    "#define KF_NV (KF_NORM / KF_VEC)                  /* vectors per row */\n"
-    "#define KF_PER ((KF_NV + KF_TPR - 1) / KF_TPR)    /* vectors per thread, at most */\n"
-    "typedef kf_vec<kf_x_t, KF_VEC> kf_xv;\n"
-    "typedef kf_vec<kf_y_t, KF_VEC> kf_yv;\n"
-    "typedef kf_xv::raw kf_xr;\n"
-    "typedef kf_vec<kf_w_t, KF_VEC> kf_wv;\n"
-    "typedef kf_vec<kf_b_t, KF_VEC> kf_bv;\n"
-    "#if KF_RMS\n"
-    "typedef kf_s1 kf_acc_t; /* sum of squares */\n"
-    "#elif KF_STATS == 0\n"
-    "typedef kf_s1 kf_acc_t; /* sum; the squared deviations come in a second pass */\n"
-    "#elif KF_STATS == 1\n"
-    "typedef kf_w3 kf_acc_t; /* Welford */\n"
-    "#else\n"
-    "typedef kf_s2 kf_acc_t; /* sum and sum of squares */\n"
-    "#endif\n"
-    "\n"
-    "/* accumulate one vector */\n"
-    "__device__ __forceinline__ void kf_take(kf_acc_t &a, const float (&f)[KF_VEC])\n"
-    "{\n"
-    "#if KF_RMS\n"
-    "#pragma unroll\n"
-    "    for (int e = 0; e < KF_VEC; e++) a.a += f[e] * f[e];\n"
-    "#elif KF_STATS == 0\n"
-    "#pragma unroll\n"
-    "    for (int e = 0; e < KF_VEC; e++) a.a += f[e];\n"
-    "#elif KF_STATS == 1\n"
-    "    kf_welford(a, f);\n"
-    "#else\n"
-    "#pragma unroll\n"
-    "    for (int e = 0; e < KF_VEC; e++) a.a += f[e], a.b += f[e] * f[e];\n"
-    "#endif\n"
-    "}\n"
-    "\n"
-    "#if KF_CACHE == 1\n"
-    "#define KF_FETCH(k, i) reg[k]\n"
-    "#elif KF_CACHE == 2\n"
-    "#define KF_FETCH(k, i) stage[i]\n"
-    "#else\n"
-    "#define KF_FETCH(k, i) kf_xv::ld(xr + (long long)(i) * KF_VEC)\n"
-    "#endif\n"
-    "\n"
-    "extern \"C\" __global__ void __launch_bounds__(KF_BLOCK) kf_kernel(KF_PARAMS)\n"
-    "{\n"
-    "    __shared__ float kf_red[KF_RED_FLOATS];\n"
-    "#if KF_CACHE == 2\n"
-    "    extern __shared__ __align__(16) unsigned char kf_smem[];\n"
-    "    kf_xr *const stage =\n"
-    "        reinterpret_cast<kf_xr *>(kf_smem) + (threadIdx.x / KF_TPR) * KF_NV;\n"
-    "#elif KF_CACHE == 1\n"
-    "    kf_xr reg[KF_PER];\n"
-    "#endif\n"
-    "    const int lt = threadIdx.x % KF_TPR;\n"
-    "    const long long row = (long long)blockIdx.x * KF_RPB + threadIdx.x / KF_TPR;\n"
-    "    const bool active = row < KF_M; /* spare teams of the last block join the barriers */\n"
-    "    const kf_x_t *const xr = x + (active ? KF_XROW(row) : 0LL);\n"
-    "\n"
-    "    /* pass 1: read the row once, keep it where KF_CACHE says, accumulate */\n"
-    "    kf_acc_t acc = {};\n"
-    "#if KF_CACHE == 1\n"
-    "#pragma unroll\n"
-    "#else\n"
-    "#pragma unroll 4\n"
-    "#endif\n"
-    "    for (int k = 0; k < KF_PER; k++) {\n"
-    "        const int i = lt + k * KF_TPR;\n"
-    "        if (active && i < KF_NV) {\n"
-    "            const kf_xr r = kf_xv::ld(xr + (long long)i * KF_VEC);\n"
-    "#if KF_CACHE == 1\n"
-    "            reg[k] = r;\n"
-    "#elif KF_CACHE == 2\n"
-    "            stage[i] = r; /* read back by this same thread only: no barrier needed */\n"
-    "#endif\n"
-    "            float f[KF_VEC];\n"
-    "            kf_xv::unpack(r, f);\n"
-    "            kf_take(acc, f);\n"
-    "        }\n"
-    "    }\n"
-    "    acc = kf_team_reduce(acc, kf_red);\n"
-    "\n"
-    "#if KF_RMS\n"
-    "    const float var = acc.a / (float)KF_NORM; /* mean of squares */\n"
-    "#elif KF_STATS == 0\n"
-    "    const float mean = acc.a / (float)KF_NORM;\n"
-    "    kf_s1 sq = {};\n"
-    "#if KF_CACHE == 1\n"
-    "#pragma unroll\n"
-    "#else\n"
-    "#pragma unroll 4\n"
-    "#endif\n"
-    "    for (int k = 0; k < KF_PER; k++) {\n"
-    "        const int i = lt + k * KF_TPR;\n"
-    "        if (active && i < KF_NV) {\n"
-    "            float f[KF_VEC];\n"
-    "            kf_xv::unpack(KF_FETCH(k, i), f);\n"
-    "#pragma unroll\n"
-    "            for (int e = 0; e < KF_VEC; e++) {\n"
-    "                const float d = f[e] - mean;\n"
-    "                sq.a += d * d;\n"
-    "            }\n"
-    "        }\n"
-    "    }\n"
-    "    sq = kf_team_reduce(sq, kf_red);\n"
-    "    const float var = sq.a / (float)KF_NORM;\n"
-    "#elif KF_STATS == 1\n"
-    "    const float mean = acc.m, var = acc.q / (float)KF_NORM;\n"
-    "#else\n"
-    "    const float mean = acc.a / (float)KF_NORM, var = acc.b / (float)KF_NORM - mean * mean;\n"
-    "#endif\n"
-    "    const float rstd = rsqrtf(fmaxf(var, 0.f) + (float)(KF_EPS));\n"
-    "    if (active && lt == 0) {\n"
-    "#if !KF_RMS\n"
-    "        mean_out[row] = kf_from_f<kf_m_t>(mean);\n"
-    "#endif\n"
-    "        rstd_out[row] = kf_from_f<kf_r_t>(rstd);\n"
-    "    }\n"
-    "\n"
-    "    /* last pass: y = w * (rstd * (x - mean)) + b, in torch's order */\n"
-    "    kf_y_t *const yr = y + (active ? KF_YROW(row) : 0LL);\n"
-    "#if KF_CACHE == 1\n"
-    "#pragma unroll\n"
-    "#else\n"
-    "#pragma unroll 4\n"
-    "#endif\n"
-    "    for (int k = 0; k < KF_PER; k++) {\n"
-    "        const int i = lt + k * KF_TPR;\n"
-    "        if (active && i < KF_NV) {\n"
-    "            float f[KF_VEC], o[KF_VEC];\n"
-    "            kf_xv::unpack(KF_FETCH(k, i), f);\n"
-    "#if KF_HAS_W\n"
-    "            float wv[KF_VEC];\n"
-    "            kf_wv::unpack(kf_wv::ld(w + (long long)i * KF_VEC), wv);\n"
-    "#endif\n"
-    "#if KF_HAS_B\n"
-    "            float bv[KF_VEC];\n"
-    "            kf_bv::unpack(kf_bv::ld(b + (long long)i * KF_VEC), bv);\n"
-    "#endif\n"
-    "#pragma unroll\n"
-    "            for (int e = 0; e < KF_VEC; e++) {\n"
-    "#if KF_RMS\n"
-    "                float t = rstd * f[e];\n"
-    "#else\n"
-    "                float t = rstd * (f[e] - mean);\n"
-    "#endif\n"
-    "#if KF_HAS_W\n"
-    "                t = wv[e] * t;\n"
-    "#endif\n"
-    "#if KF_HAS_B\n"
-    "                t = t + bv[e];\n"
-    "#endif\n"
-    "                o[e] = t;\n"
-    "            }\n"
-    "            kf_yv::st(yr + (long long)i * KF_VEC, o);\n"
-    "        }\n"
-    "    }\n"
-    "}\n"
-    ;
 
 static kf_status row_render(const kf_template *t, int rms, const kf_job_sig *sig,
                             const int *knob_idx, char **source, char **launch_json, char *err,
@@ -302,7 +141,7 @@ static kf_status row_render(const kf_template *t, int rms, const kf_job_sig *sig
                          "kf_y_t *__restrict__ y, %skf_r_t *__restrict__ rstd_out\n\n%s\n",
                      r.w >= 0 ? "const kf_w_t *__restrict__ w, " : "",
                      r.b >= 0 ? "const kf_b_t *__restrict__ b, " : "",
-                     rms ? "" : "kf_m_t *__restrict__ mean_out, ", kf_cuda_norm_device);
+                     rms ? "" : "kf_m_t *__restrict__ mean_out, ", kf_body_cuda_norm_common_cuh);
     /* where row `row` starts: r * n in a contiguous tensor (the kernel as it always was) */
     for (int k = 0; k < 2; k++) {
         const kf_job_tensor *t = k ? y : x;
@@ -314,7 +153,7 @@ static kf_status row_render(const kf_template *t, int rms, const kf_job_sig *sig
             kf_strbuf_printf(&b, "#define %s(r) %s((unsigned)(r))\n", mac, fn);
         }
     }
-    kf_strbuf_printf(&b, "%s", row_kernel);
+    kf_strbuf_printf(&b, "%s", kf_body_cuda_norm_row_cu);
     unsigned grid[3] = {(unsigned)((r.rows + rpb - 1) / rpb), 1, 1};
     unsigned block[3] = {(unsigned)(tpr * rpb), 1, 1};
     unsigned smem = cache == 2 ? (unsigned)stage_bytes : 0;

@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "forge/templates/bodies.h"
 #include "forge/templates/template.h"
 
 static const kf_knob_def solve_knobs[] = {
@@ -157,118 +158,7 @@ static void solve_make_plan(const kf_job_sig *sig, const solve_shape *s, const i
     p->tiles = (s->k + p->threads - 1) / p->threads;
 }
 
-/* ---- the kernel ---- */
-
-static const char solve_kernel[] =
-    "#define KF_N4 ((KF_N + 3) / 4 * 4)\n"
-    "#define KF_P (KF_N4 + KF_PITCH) /* floats per shared row: row j holds column j of A */\n"
-    "\n"
-    "/* v[i0 .. i0 + V) from p (rows contiguous when V > 1) */\n"
-    "template <int V> __device__ __forceinline__ void kf_ld(float *v, const float *p)\n"
-    "{\n"
-    "    if (V == 4) {\n"
-    "        const float4 t = __ldg(reinterpret_cast<const float4 *>(p));\n"
-    "        v[0] = t.x, v[1] = t.y, v[2] = t.z, v[3] = t.w;\n"
-    "    } else if (V == 2) {\n"
-    "        const float2 t = __ldg(reinterpret_cast<const float2 *>(p));\n"
-    "        v[0] = t.x, v[1] = t.y;\n"
-    "    } else {\n"
-    "        v[0] = __ldg(p);\n"
-    "    }\n"
-    "}\n"
-    "\n"
-    "template <int V> __device__ __forceinline__ void kf_st(float *p, const float *v)\n"
-    "{\n"
-    "    if (V == 4)\n"
-    "        __stcs(reinterpret_cast<float4 *>(p), make_float4(v[0], v[1], v[2], v[3]));\n"
-    "    else if (V == 2)\n"
-    "        __stcs(reinterpret_cast<float2 *>(p), make_float2(v[0], v[1]));\n"
-    "    else\n"
-    "        __stcs(p, v[0]);\n"
-    "}\n"
-    "\n"
-    "/* one 16-byte broadcast load from shared memory (the compiler splits col[q] into four) */\n"
-    "__device__ __forceinline__ float4 kf_lds4(const float4 *p)\n"
-    "{\n"
-    "    float4 t;\n"
-    "    asm volatile(\"ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];\"\n"
-    "                 : \"=f\"(t.x), \"=f\"(t.y), \"=f\"(t.z), \"=f\"(t.w)\n"
-    "                 : \"r\"((unsigned)__cvta_generic_to_shared(p)) : \"memory\");\n"
-    "    return t;\n"
-    "}\n"
-    "\n"
-    "extern \"C\" __global__ void __launch_bounds__(KF_NT, KF_MINB)\n"
-    "kf_kernel(const float *__restrict__ a, const float *__restrict__ bm, float *__restrict__ x)\n"
-    "{\n"
-    "    extern __shared__ float4 kf_sm4[];\n"
-    "    float *sa = reinterpret_cast<float *>(kf_sm4);\n"
-    "    const int tile = (int)(blockIdx.x % KF_TILES);\n"
-    "    long long oa = 0, ob = 0, ox = 0;\n"
-    "    KF_BATCH_OFFSETS\n"
-    "    const int c = tile * KF_NT + threadIdx.x;\n"
-    "    const bool live = KF_K % KF_NT == 0 || c < KF_K;\n"
-    "    float v[KF_N4];\n"
-    "    /* the column first: its loads are in flight while A is staged */\n"
-    "    if (live) {\n"
-    "        const float *bp = bm + ob + (long long)c * KF_BJ;\n"
-    "#pragma unroll\n"
-    "        for (int i = 0; i < KF_N; i += KF_BVEC)\n"
-    "            kf_ld<KF_BVEC>(v + i, bp + (long long)i * KF_BI);\n"
-    "    }\n"
-    "    /* A transposed into shared memory, read along its faster dim */\n"
-    "#pragma unroll 8\n"
-    "    for (int e = threadIdx.x; e < KF_N * KF_N; e += KF_NT) {\n"
-    "#if KF_AJ_FAST\n"
-    "        const int i = e / KF_N, j = e % KF_N;\n"
-    "#else\n"
-    "        const int j = e / KF_N, i = e % KF_N;\n"
-    "#endif\n"
-    "#if KF_UPPER\n"
-    "        if (i > j) continue; /* the other triangle is never read */\n"
-    "#else\n"
-    "        if (i < j) continue;\n"
-    "#endif\n"
-    "        sa[j * KF_P + i] = __ldg(a + oa + (long long)i * KF_AI + (long long)j * KF_AJ);\n"
-    "    }\n"
-    "    __syncthreads();\n"
-    "    if (!live) return;\n"
-    "#pragma unroll\n"
-    "    for (int jj = 0; jj < KF_N; jj++) {\n"
-    "#if KF_UPPER\n"
-    "        const int j = KF_N - 1 - jj; /* backward substitution */\n"
-    "#else\n"
-    "        const int j = jj;\n"
-    "#endif\n"
-    "#if !KF_UNIT\n"
-    "        v[j] = v[j] / sa[j * KF_P + j];\n"
-    "#endif\n"
-    "        const float xj = v[j];\n"
-    "        const float4 *col = reinterpret_cast<const float4 *>(sa + j * KF_P);\n"
-    "#if KF_UPPER\n"
-    "#pragma unroll\n"
-    "        for (int q = 0; q < (j + 3) / 4; q++) {\n"
-    "            const float4 t = kf_lds4(col + q);\n"
-    "            const float tv[4] = {t.x, t.y, t.z, t.w};\n"
-    "#pragma unroll\n"
-    "            for (int e = 0; e < 4; e++)\n"
-    "                if (4 * q + e < j) v[4 * q + e] -= tv[e] * xj;\n"
-    "        }\n"
-    "#else\n"
-    "#pragma unroll\n"
-    "        for (int q = (j + 1) / 4; q < KF_N4 / 4; q++) {\n"
-    "            const float4 t = kf_lds4(col + q);\n"
-    "            const float tv[4] = {t.x, t.y, t.z, t.w};\n"
-    "#pragma unroll\n"
-    "            for (int e = 0; e < 4; e++)\n"
-    "                if (4 * q + e > j && 4 * q + e < KF_N) v[4 * q + e] -= tv[e] * xj;\n"
-    "        }\n"
-    "#endif\n"
-    "    }\n"
-    "    float *xp = x + ox + (long long)c * KF_XJ;\n"
-    "#pragma unroll\n"
-    "    for (int i = 0; i < KF_N; i += KF_XVEC)\n"
-    "        kf_st<KF_XVEC>(xp + (long long)i * KF_XI, v + i);\n"
-    "}\n";
+/* ---- the kernel: kernels/cuda_solve.cu, after the #defines render() prints ---- */
 
 static kf_status solve_render(const kf_job_sig *sig, const int *knob_idx, char **source,
                               char **launch_json, char *err, size_t errcap);
@@ -334,7 +224,7 @@ static kf_status solve_render(const kf_job_sig *sig, const int *knob_idx, char *
                          (long long)s.bsz[d], (long long)s.bsz[d], (long long)s.as[d],
                          (long long)s.bs[d], (long long)s.xs[d]);
     }
-    kf_strbuf_printf(&b, "    /* batch %lld */\n\n%s", (long long)s.batch, solve_kernel);
+    kf_strbuf_printf(&b, "    /* batch %lld */\n\n%s", (long long)s.batch, kf_body_cuda_solve_cu);
 
     const char *args[3] = {"const float*", "const float*", "float*"};
     const unsigned grid[3] = {(unsigned)(p.tiles * s.batch), 1, 1};

@@ -1,8 +1,6 @@
 /* The builtin template table and the helpers the templates share (template.h). The host
- * templates themselves live in templates_host_softmax.c, templates_host_norm.c,
- * templates_host_eltwise.c and templates_host_cat.c; the inline math their `math` knob selects
- * is kf_host_math_src below (declared in each user: it is private to the host templates and
- * their test). */
+ * templates themselves live in host_softmax.c, host_norm.c, host_eltwise.c and host_cat.c; the
+ * inline math their `math` knob selects is kernels/host_math.h (kf_body_host_math_h, bodies.h). */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -130,97 +128,3 @@ kf_status kf_template_host_finish(const kf_template *t, kf_strbuf *b, const char
     return KF_ERR_NOMEM;
 }
 
-/* ---- inline math for host kernels ---- */
-
-/* Float exp, sigmoid and erf that GCC vectorizes without -ffast-math: straight-line code,
- * selects as ternaries, fmaf for the polynomials (ISO C mode does not contract a*b+c on its
- * own), no float->int conversion (the round-to-integer trick keeps n in the bits of t, so NaN is
- * no undefined behaviour), unsigned arithmetic on the bit patterns. Each clamp costs a compare
- * and a blend (GCC keeps NaN through `x < lo ? lo : x`, and chained clamps cost more), so the
- * kernels use kf_expf_neg (one clamp) and build the rest on it. Worst relative errors, measured
- * over every float against double libm: kf_expf and kf_expf_neg 8.5e-8 (denormal results within
- * one denormal step), kf_sigmoidf 1.8e-7, kf_erff 3.6e-7 (6 steps of the float grid just below
- * 1; the rational fit itself is 2e-8).
- * Special values as libm: exp(-inf) = 0, exp(+inf) and overflow = +inf, exp(NaN) = NaN;
- * sigmoid(-inf) = 0, sigmoid(+inf) = 1; erf(+-inf) = +-1; NaN stays NaN throughout. */
-const char kf_host_math_src[] =
-    "/* ---- inline math (math=1): branch-free, vectorizable ---- */\n"
-    "static inline float kf_u2f(uint32_t u)\n"
-    "{\n"
-    "    union { uint32_t u; float f; } c;\n"
-    "    c.u = u;\n"
-    "    return c.f;\n"
-    "}\n"
-    "static inline uint32_t kf_f2u(float f)\n"
-    "{\n"
-    "    union { uint32_t u; float f; } c;\n"
-    "    c.f = f;\n"
-    "    return c.u;\n"
-    "}\n"
-    "/* exp(r) for |r| <= ln2/2: 1 + r + r^2 P(r), P of degree 4 (relative minimax fit, 3e-9) */\n"
-    "static inline float kf_exp_poly(float r)\n"
-    "{\n"
-    "    float p = 1.3814539416e-03f;\n"
-    "    p = fmaf(p, r, 8.3687454462e-03f);\n"
-    "    p = fmaf(p, r, 4.1668388993e-02f);\n"
-    "    p = fmaf(p, r, 1.6666521132e-01f);\n"
-    "    p = fmaf(p, r, 4.9999994040e-01f);\n"
-    "    return fmaf(p, r * r, r) + 1.0f;\n"
-    "}\n"
-    "/* clamped x (NaN stays NaN) -> t = 1.5 * 2^23 + n, n = round(x / ln2) in its low bits, and\n"
-    " * r = x - n ln2, with ln2 in two parts so that r is exact enough for any n in range */\n"
-    "#define KF_EXP_REDUCE(xc, t, r)                                  \\\n"
-    "    float t = fmaf(xc, 1.44269504088896341f, 0x1.8p23f);          \\\n"
-    "    float n_ = t - 0x1.8p23f;                                    \\\n"
-    "    float r = fmaf(n_, -0.693359375f, xc);                       \\\n"
-    "    r = fmaf(n_, 2.12194440e-4f, r)\n"
-    "/* exp(x) for x <= 0 or NaN (softmax's x - max): 2^n = 2^(n+64) * 2^-64, the first product\n"
-    " * exact, the second rounding once (to a denormal, or to 0 below exp(-104)) */\n"
-    "static inline float kf_expf_neg(float x)\n"
-    "{\n"
-    "    float xc = x < -104.0f ? -104.0f : x;\n"
-    "    KF_EXP_REDUCE(xc, t, r);\n"
-    "    float s = kf_u2f((kf_f2u(t) - 0x4B400000u + 191u) << 23);\n"
-    "    return kf_exp_poly(r) * s * 0x1p-64f;\n"
-    "}\n"
-    "/* exp(x) for any x: 2^n applied as 2^h * 2^(n-h), h = floor(n/2), so that both factors\n"
-    " * are normal for n in [-150, 129] and the result (denormal, or overflow to inf) rounds once\n"
-    " */\n"
-    "static inline float kf_expf(float x)\n"
-    "{\n"
-    "    float xc = x < -104.0f ? -104.0f : x;\n"
-    "    xc = xc > 89.0f ? 89.0f : xc; /* exp(89) > FLT_MAX */\n"
-    "    KF_EXP_REDUCE(xc, t, r);\n"
-    "    uint32_t n = kf_f2u(t) - 0x4B400000u;\n"
-    "    uint32_t h = (uint32_t)((int32_t)n >> 1);\n"
-    "    return kf_exp_poly(r) * kf_u2f((h + 127u) << 23) * kf_u2f((n - h + 127u) << 23);\n"
-    "}\n"
-    "/* 1 / (1 + exp(-z)) from e = exp(-|z|) <= 1, which cannot overflow: 1 / (1 + e) for z >= 0,\n"
-    " * e / (1 + e) below */\n"
-    "static inline float kf_sigmoidf(float z)\n"
-    "{\n"
-    "    float e = kf_expf_neg(-fabsf(z));\n"
-    "    return (z >= 0.0f ? 1.0f : e) / (1.0f + e);\n"
-    "}\n"
-    "/* erf(x) = x P(x^2) / Q(x^2) for |x| <= 3.925 (a relative minimax fit, 2e-8); beyond, erf\n"
-    " * rounds to +-1 in float, and the select drops whatever the rational gave there (NaN at\n"
-    " * inf) */\n"
-    "static inline float kf_erff(float x)\n"
-    "{\n"
-    "    float a = fabsf(x), u = a * a;\n"
-    "    float p = 2.041971186e-06f;\n"
-    "    p = fmaf(p, u, 2.848067523e-04f);\n"
-    "    p = fmaf(p, u, 3.779555667e-03f);\n"
-    "    p = fmaf(p, u, 5.279011766e-02f);\n"
-    "    p = fmaf(p, u, 1.907826764e-01f);\n"
-    "    p = fmaf(p, u, 1.128379145e+00f);\n"
-    "    float q = 3.800398222e-05f;\n"
-    "    q = fmaf(q, u, 1.165198537e-03f);\n"
-    "    q = fmaf(q, u, 1.499733027e-02f);\n"
-    "    q = fmaf(q, u, 1.142570311e-01f);\n"
-    "    q = fmaf(q, u, 5.024094646e-01f);\n"
-    "    q = fmaf(q, u, 1.0f);\n"
-    "    float y = a * p / q;\n"
-    "    return copysignf(a > 3.925f ? 1.0f : y, x);\n"
-    "}\n"
-    "\n";

@@ -1,5 +1,5 @@
 /* Host template for aten::cat: host_cat. A copy of raw element bits (uint8..uint64_t: any dtype
- * templates_cat.h allows), part by part (the inputs with elements, templates_cat.c): each part's
+ * cat.h allows), part by part (the inputs with elements, cat.c): each part's
  * slice of the output is a set of rows along the output's innermost collapsed dim, each row
  * copied from the input through its strides (memcpy where the input's row is contiguous too).
  * Rows are grouped into chunks of about `chunk` elements, the chunks of every part in one loop

@@ -5,7 +5,7 @@
  *                        as eager does) and aten::mul.Tensor; no broadcasting.
  * Knobs: unroll = elements per inner step; omp = chunks over OpenMP threads (0 off, 1 static
  * split, 2 dynamic: a thread takes one chunk at a time); chunk = elements per chunk; unary only:
- * math = 1 inline vectorizable forms (kf_host_math_src: gelu with kf_erff, tanh-gelu and silu as
+ * math = 1 inline vectorizable forms (kf_body_host_math_h: gelu with kf_erff, tanh-gelu and silu as
  * x * kf_sigmoidf(z), since 0.5 (1 + tanh(z/2)) = sigmoid(z)), 0 libm erff/tanhf/expf; listed
  * first so that the search starts from the fast one. */
 #include <math.h>
@@ -13,9 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "forge/templates/bodies.h"
 #include "forge/templates/template.h"
-
-extern const char kf_host_math_src[]; /* templates_host.c */
 
 static const kf_knob_def unary_knobs[] = {
     {"unroll", 3, {1, 4, 8}},
@@ -32,23 +31,7 @@ static const kf_knob_def binary_knobs[] = {
 };
 #define BINARY_NKNOBS ((int)(sizeof binary_knobs / sizeof binary_knobs[0]))
 
-/* The chunk loop; KF_F(i) computes element i. */
-static const char eltwise_loop[] =
-    "#define KF_NCHUNK ((KF_N + KF_CHUNK - 1) / KF_CHUNK)\n"
-    "{\n"
-    "#if KF_OMP == 1\n"
-    "#pragma omp parallel for schedule(static)\n"
-    "#elif KF_OMP == 2\n"
-    "#pragma omp parallel for schedule(dynamic, 1)\n"
-    "#endif\n"
-    "    for (int64_t ck = 0; ck < KF_NCHUNK; ck++) {\n"
-    "        int64_t lo = ck * KF_CHUNK, n = KF_N - lo < KF_CHUNK ? KF_N - lo : KF_CHUNK;\n"
-    "        int64_t hi = lo + n - n % KF_UNROLL;\n"
-    "        for (int64_t i = lo; i < hi; i += KF_UNROLL)\n"
-    "            for (int u = 0; u < KF_UNROLL; u++) KF_F(i + u);\n"
-    "        for (int t = 0; t < (int)(n % KF_UNROLL); t++) KF_F(hi + t); /* tail */\n"
-    "    }\n"
-    "}\n";
+/* The chunk loop, kernels/host_eltwise.c, is the kernel's body; KF_F(i) computes element i. */
 
 enum { UN_GELU_ERF = 0, UN_GELU_TANH = 1, UN_SILU = 2, UN_RELU = 3 };
 
@@ -147,8 +130,9 @@ static kf_status unary_render(const kf_job_sig *sig, const int *knob_idx, char *
                      "static inline float kf_f(float v)\n{\n%s}\n\n"
                      "#define KF_F(i) (y[i] = kf_f(x[i]))\n"
                      "void kf_kernel(const float *restrict x, float *restrict y)\n%s",
-                     (long long)kf_job_tensor_numel(&sig->in[0]), vals[3] ? kf_host_math_src : "",
-                     unary_fn[vals[3] != 0][unary_kind(sig)], eltwise_loop);
+                     (long long)kf_job_tensor_numel(&sig->in[0]),
+                     vals[3] ? kf_body_host_math_h : "", unary_fn[vals[3] != 0][unary_kind(sig)],
+                     kf_body_host_eltwise_c);
     static const char *const args[] = {"const float*", "float*"};
     return kf_template_host_finish(t, &b, args, 2, source, launch_json, err, errcap);
 }
@@ -181,7 +165,7 @@ static kf_status binary_render(const kf_job_sig *sig, const int *knob_idx, char 
     kf_strbuf_printf(&b,
                      "\nvoid kf_kernel(const float *restrict a, const float *restrict c, "
                      "float *restrict y)\n%s",
-                     eltwise_loop);
+                     kf_body_host_eltwise_c);
     static const char *const args[] = {"const float*", "const float*", "float*"};
     return kf_template_host_finish(t, &b, args, 3, source, launch_json, err, errcap);
 }

@@ -7,7 +7,9 @@
  * every knob combination renders a valid candidate, so any index vector with
  * 0 <= knob_idx[k] < knobs[k].n_values is legal.
  *
- * The signature (kf_job_sig) and its conventions are forge/job/sig.h's.
+ * The signature (kf_job_sig) and its conventions are forge/job/sig.h's. The fixed text of the
+ * kernels is in files under kernels/ (embedded at build time, bodies.h); README.md says which
+ * piece is where.
  *
  * A template's applies() is exact: it returns 1 only when the rendered kernel computes the op for
  * that signature (op name, dtypes, layouts, scalar values), else 0. render() must only be called
@@ -75,10 +77,11 @@ kf_status kf_template_host_finish(const kf_template *t, kf_strbuf *b, const char
                                   int n, char **source, char **launch_json, char *err,
                                   size_t errcap);
 
-/* ---- CUDA templates (backend "nvrtc"; templates_cuda*.c) ---- */
+/* ---- CUDA templates (backend "nvrtc"; cuda*.c) ---- */
 
-/* The start of a CUDA template's source: the comment, <cuda_fp16.h> and <cuda_bf16.h>, one
- * `#define KF_<KNOB> value` per knob, and device helpers every CUDA template may use:
+/* The start of a CUDA template's source: the comment, kernels/cuda_common.cuh (<cuda_fp16.h>,
+ * <cuda_bf16.h> and device helpers every CUDA template may use), and one
+ * `#define KF_<KNOB> value` per knob. The helpers:
  *   float kf_to_f(float|__half|__nv_bfloat16 v);     widen to float
  *   template <class T> T kf_from_f(float v);         round to T (RN, as torch does)
  * The kernel itself must be `extern "C" __global__ void kf_kernel(...)`. */

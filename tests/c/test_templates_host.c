@@ -6,7 +6,7 @@
  * chunks, huge values) split the grid between them. applies() refuses what a template cannot
  * serve exactly. Outputs are poisoned with NaN before each launch; inputs must come back
  * unchanged; every source passes the evaluator's source check. The inline math that the `math`
- * knob selects (kf_host_math_src) is checked on its own against libm in double over a sweep of
+ * knob selects (kf_body_host_math_h) is checked on its own against libm in double over a sweep of
  * all floats and the special values.
  *
  * Variants are built and checked by a few threads (compilation dominates the run time). */
@@ -28,7 +28,7 @@
 #include "forge/job/job.h"
 #include "forge/templates/template.h"
 
-extern const char kf_host_math_src[]; /* forge/templates/host.c */
+extern const char kf_body_host_math_h[]; /* forge/templates/kernels/host_math.h */
 
 static kf_compiler_i cc;
 
@@ -866,7 +866,7 @@ static void test_cat(void)
     }
 }
 
-/* ---- the inline math (kf_host_math_src) against libm in double ---- */
+/* ---- the inline math (kf_body_host_math_h) against libm in double ---- */
 
 static float f_of_bits(uint32_t u)
 {
@@ -930,7 +930,7 @@ static void test_math(void)
 
     kf_strbuf b = {0};
     kf_strbuf_printf(&b, "#include <math.h>\n#include <stdint.h>\n#define KF_N %lldLL\n%s",
-                     (long long)n, kf_host_math_src);
+                     (long long)n, kf_body_host_math_h);
     kf_strbuf_printf(&b, "void kf_kernel(const float *restrict x, float *restrict e,\n"
                          "               float *restrict en, float *restrict er,\n"
                          "               float *restrict sg)\n"

@@ -1,0 +1,80 @@
+/* ---- inline math (math=1): branch-free, vectorizable ---- */
+static inline float kf_u2f(uint32_t u)
+{
+    union { uint32_t u; float f; } c;
+    c.u = u;
+    return c.f;
+}
+static inline uint32_t kf_f2u(float f)
+{
+    union { uint32_t u; float f; } c;
+    c.f = f;
+    return c.u;
+}
+/* exp(r) for |r| <= ln2/2: 1 + r + r^2 P(r), P of degree 4 (relative minimax fit, 3e-9) */
+static inline float kf_exp_poly(float r)
+{
+    float p = 1.3814539416e-03f;
+    p = fmaf(p, r, 8.3687454462e-03f);
+    p = fmaf(p, r, 4.1668388993e-02f);
+    p = fmaf(p, r, 1.6666521132e-01f);
+    p = fmaf(p, r, 4.9999994040e-01f);
+    return fmaf(p, r * r, r) + 1.0f;
+}
+/* clamped x (NaN stays NaN) -> t = 1.5 * 2^23 + n, n = round(x / ln2) in its low bits, and
+ * r = x - n ln2, with ln2 in two parts so that r is exact enough for any n in range */
+#define KF_EXP_REDUCE(xc, t, r)                                  \
+    float t = fmaf(xc, 1.44269504088896341f, 0x1.8p23f);          \
+    float n_ = t - 0x1.8p23f;                                    \
+    float r = fmaf(n_, -0.693359375f, xc);                       \
+    r = fmaf(n_, 2.12194440e-4f, r)
+/* exp(x) for x <= 0 or NaN (softmax's x - max): 2^n = 2^(n+64) * 2^-64, the first product
+ * exact, the second rounding once (to a denormal, or to 0 below exp(-104)) */
+static inline float kf_expf_neg(float x)
+{
+    float xc = x < -104.0f ? -104.0f : x;
+    KF_EXP_REDUCE(xc, t, r);
+    float s = kf_u2f((kf_f2u(t) - 0x4B400000u + 191u) << 23);
+    return kf_exp_poly(r) * s * 0x1p-64f;
+}
+/* exp(x) for any x: 2^n applied as 2^h * 2^(n-h), h = floor(n/2), so that both factors
+ * are normal for n in [-150, 129] and the result (denormal, or overflow to inf) rounds once
+ */
+static inline float kf_expf(float x)
+{
+    float xc = x < -104.0f ? -104.0f : x;
+    xc = xc > 89.0f ? 89.0f : xc; /* exp(89) > FLT_MAX */
+    KF_EXP_REDUCE(xc, t, r);
+    uint32_t n = kf_f2u(t) - 0x4B400000u;
+    uint32_t h = (uint32_t)((int32_t)n >> 1);
+    return kf_exp_poly(r) * kf_u2f((h + 127u) << 23) * kf_u2f((n - h + 127u) << 23);
+}
+/* 1 / (1 + exp(-z)) from e = exp(-|z|) <= 1, which cannot overflow: 1 / (1 + e) for z >= 0,
+ * e / (1 + e) below */
+static inline float kf_sigmoidf(float z)
+{
+    float e = kf_expf_neg(-fabsf(z));
+    return (z >= 0.0f ? 1.0f : e) / (1.0f + e);
+}
+/* erf(x) = x P(x^2) / Q(x^2) for |x| <= 3.925 (a relative minimax fit, 2e-8); beyond, erf
+ * rounds to +-1 in float, and the select drops whatever the rational gave there (NaN at
+ * inf) */
+static inline float kf_erff(float x)
+{
+    float a = fabsf(x), u = a * a;
+    float p = 2.041971186e-06f;
+    p = fmaf(p, u, 2.848067523e-04f);
+    p = fmaf(p, u, 3.779555667e-03f);
+    p = fmaf(p, u, 5.279011766e-02f);
+    p = fmaf(p, u, 1.907826764e-01f);
+    p = fmaf(p, u, 1.128379145e+00f);
+    float q = 3.800398222e-05f;
+    q = fmaf(q, u, 1.165198537e-03f);
+    q = fmaf(q, u, 1.499733027e-02f);
+    q = fmaf(q, u, 1.142570311e-01f);
+    q = fmaf(q, u, 5.024094646e-01f);
+    q = fmaf(q, u, 1.0f);
+    float y = a * p / q;
+    return copysignf(a > 3.925f ? 1.0f : y, x);
+}
+
