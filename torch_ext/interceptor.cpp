@@ -71,8 +71,8 @@ bool matches_eager(const at::Tensor& k, const at::Tensor& e, double atol, double
   }
   if (k.numel() == 0) return true;
   if (!k.is_floating_point()) {
-    if (each_chunk(k, e, 0, [](const at::Tensor& kp, const at::Tensor& ep) { return at::equal(kp, ep); }))
-      return true;
+    const auto same = [](const at::Tensor& kp, const at::Tensor& ep) { return at::equal(kp, ep); };
+    if (each_chunk(k, e, 0, same)) return true;
     *why = "output differs from eager (exact comparison)";
     return false;
   }
@@ -86,7 +86,8 @@ bool matches_eager(const at::Tensor& k, const at::Tensor& e, double atol, double
     }
     if (at::isclose(kd, ed, rtol, atol, /*equal_nan=*/true).all().template item<bool>()) return true;
     const double max_abs = at::sub(kd, ed).abs().nan_to_num(0, 0, 0).max().template item<double>();
-    *why = c10::str("max abs error ", max_abs, " exceeds atol ", atol, " + rtol ", rtol, " * |eager|");
+    *why = c10::str("max abs error ", max_abs, " exceeds atol ", atol, " + rtol ", rtol,
+                    " * |eager|");
     return false;
   });
 }
@@ -339,6 +340,9 @@ bool Interceptor::serve_checked(kf_call& call, const c10::OperatorHandle& op, c1
   } catch (const std::exception& e) {
     check_cannot_run(call, e.what());  // e.g. out of memory for the copies
     return false;
+  } catch (...) {
+    check_cannot_run(call, "unknown error");
+    return false;
   }
   try {
     orig_.callBoxed(op, ks, &eager);  // before the kernel, which may write its arguments
@@ -351,7 +355,8 @@ bool Interceptor::serve_checked(kf_call& call, const c10::OperatorHandle& op, c1
   std::string why;
   bool ok = true, unchecked = false;
   try {
-    if (kf_dispatch_take_check_fault(rt_)) throw std::runtime_error("out of memory (kf_fail_next_checks)");
+    if (kf_dispatch_take_check_fault(rt_))
+      throw std::runtime_error("out of memory (kf_fail_next_checks)");
     for (size_t r = 0; ok && r < nret; r++) {
       const c10::IValue& kv = (*stack)[stack->size() - nret + r];
       ok = kv.isTensor() && eager[r].isTensor() &&
