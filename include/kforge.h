@@ -86,9 +86,12 @@ typedef struct kf_tensor {
 
 /* A kernel serves one exact signature. `tensors` holds the op's tensor arguments in schema order
  * (mutated arguments included), then the freshly allocated outputs in return order. `stream` is
- * the caller's current CUDA stream (CUstream) or NULL on CPU. Return 0 on success; any other value
- * makes the plugin run the original kernel instead, so a kernel that fails must not have written. */
+ * the caller's current CUDA stream (CUstream) or NULL on CPU. Return 0 on success. KF_KERNEL_LATER
+ * declines this one call (it cannot run now, e.g. not loadable during CUDA-graph capture); any
+ * other value is a failure: the plugin stops serving the kernel in this process (one warning).
+ * Either way the original kernel runs instead, so a kernel that declines must not have written. */
 typedef int (*kf_kernel_fn)(void *user, const kf_tensor *tensors, int n_tensors, void *stream);
+#define KF_KERNEL_LATER 1000
 
 typedef struct kf_runtime kf_runtime;
 
@@ -127,6 +130,9 @@ KF_API int kf_op_hidden_writes(const char *op, uint32_t *args, int *when_true);
 
 /* Look at the cache folder now and serve what is new; returns the entries decided so far. */
 KF_API int kf_reload_cache(kf_runtime *rt);
+/* Testing: the next `n` first-use checks fail as if they could not run (out of memory), to
+ * exercise that path (the entry is then rejected in this process). */
+KF_API void kf_fail_next_checks(kf_runtime *rt, int n);
 /* Fill fresh outputs with 0xff bytes before a kernel runs (verification: an untouched output
  * is then NaN / garbage, never a plausible zero). */
 KF_API void kf_set_poison(kf_runtime *rt, int on);

@@ -56,7 +56,9 @@ def stats() -> list[dict]:
     Keys: op, device, signature, key, calls, served, fallback, time_ms (estimated from sampled
     timings), share (of the recorded time measured the same way: CUDA device time, or host time),
     eager_us / served_us (mean sampled time per call, -1 when never sampled), intercepted (False
-    for rows seen only by the op observer), time_source, servable, has_kernel.
+    for rows seen only by the op observer), time_source, servable, has_kernel, served_slower,
+    stopped (why this process stopped serving the row's kernel: "slower", "launch_failed",
+    "check_failed", "check_error"; "" when it did not).
     """
     doc = _native.take_json(_native.lib().kf_stats_json(_native.runtime()))
     rows = doc["rows"]
@@ -148,7 +150,7 @@ def reload_cache() -> None:
 
 def add_kernel(op: str, example_args, source: str, launch, backend: str | None = None, *,
                kwargs: dict | None = None, atol: float | None = None, rtol: float | None = None,
-               random_inputs: int = 3, timeout: float = 600) -> dict:
+               random_inputs: int = 3, timeout: float = 600, allow_slower: bool = False) -> dict:
     """Compile a hand-written kernel for the exact signature of `op(*example_args)`, verify it
     against eager, and insert it into the cache; this process serves it from then on.
 
@@ -159,10 +161,12 @@ def add_kernel(op: str, example_args, source: str, launch, backend: str | None =
     checks the example and `random_inputs` random inputs of the same signature with poisoned
     outputs, at the dtype's tolerance unless atol/rtol are given, first in the forge worker's
     evaluator (inputs against guard pages / huge canaries: out-of-bounds reads are refused;
-    compute-sanitizer memcheck for CUDA when present), then served through the plugin. Returns
-    a dict with signature, cache_key, max_abs_err, max_rel_err, eager_us, kernel_us, speedup,
-    check (the evaluator's record, with its memcheck outcome). Raises KernelForgeError naming
-    the reason when compilation or verification fails; its `status` attribute is the node
+    compute-sanitizer memcheck for CUDA when present), then served through the plugin; then
+    times the kernel against eager (interleaved, in that child) and refuses one more than 5%
+    slower than eager unless `allow_slower` (the speed guard of a serving process may still stop
+    it). Returns a dict with signature, cache_key, max_abs_err, max_rel_err, eager_us, kernel_us,
+    speedup, check (the evaluator's record, with its memcheck outcome). Raises KernelForgeError
+    naming the reason when compilation or verification fails; its `status` attribute is the node
     status ("oob", "wrong", "untouched", "input_written", "compile_error", ...) where one applies.
     """
     import json
@@ -190,7 +194,8 @@ def add_kernel(op: str, example_args, source: str, launch, backend: str | None =
     try:
         torch.save({"op": name, "args": args, "kwargs": dict(kwargs or {}), "source": source,
                     "launch": launch_json, "backend": backend, "atol": atol, "rtol": rtol,
-                    "random_inputs": random_inputs}, os.path.join(job_dir, "job.pt"))
+                    "random_inputs": random_inputs, "allow_slower": bool(allow_slower)},
+                   os.path.join(job_dir, "job.pt"))
         env = dict(os.environ)
         env.pop("KFORGE_DISABLE", None)
         env["KFORGE_CACHE_DIR"] = cache_dir()

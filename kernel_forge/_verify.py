@@ -15,6 +15,8 @@ dtype's tolerance with NaN in the same places, the inputs it must not write are 
 afterwards (those it writes without returning them, batch norm's running statistics in
 training, must hold eager's values), different inputs give different outputs, and the source
 holds no call back into ATen, cuBLAS or cuDNN.
+A kernel slower than eager (by more than SLOWER_MARGIN, timed interleaved with eager) is
+refused unless the job says allow_slower.
 """
 
 from __future__ import annotations
@@ -88,25 +90,42 @@ def compare(k: torch.Tensor, e: torch.Tensor, atol: float, rtol: float, what: st
     return max_abs, max_rel
 
 
-def time_us(fn, device, reps=20):
-    for _ in range(3):
-        fn()
+# A kernel slower than eager by more than this is refused unless allow_slower (the margin of the
+# plugin's speed guard, which would stop serving it anyway).
+SLOWER_MARGIN = 0.05
+
+
+def _once_us(fn, device) -> float:
     if device.type == "cuda":
-        times = []
-        for _ in range(reps):
-            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            a.record()
-            fn()
-            b.record()
-            b.synchronize()
-            times.append(a.elapsed_time(b) * 1e3)
-        return statistics.median(times)
-    times = []
-    for _ in range(reps):
-        t0 = time.perf_counter_ns()
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
         fn()
-        times.append((time.perf_counter_ns() - t0) / 1e3)
-    return statistics.median(times)
+        b.record()
+        b.synchronize()
+        return a.elapsed_time(b) * 1e3
+    t0 = time.perf_counter_ns()
+    fn()
+    return (time.perf_counter_ns() - t0) / 1e3
+
+
+def time_pair_us(fn, device, set_bypass, reps=21):
+    """Median us of `fn` served (through the plugin) and eager (this thread bypassing it), timed
+    the same way and interleaved, so that a change of load on the machine hits both alike."""
+    served, eager = [], []
+    for i in range(3 + reps):
+        fn()  # served
+        t = _once_us(fn, device)
+        if i >= 3:
+            served.append(t)
+        set_bypass(1)
+        try:
+            fn()
+            t = _once_us(fn, device)
+        finally:
+            set_bypass(0)
+        if i >= 3:
+            eager.append(t)
+    return statistics.median(served), statistics.median(eager)
 
 
 def write_check_job(d: str, key: str, args, kwargs, backend: str, random_inputs: int, seed: int,
@@ -258,12 +277,12 @@ def run(job: dict) -> dict:
         lib.kf_set_poison(rt, 0)
 
     work = [clone_exact(a) for a in args]
-    kernel_us = time_us(lambda: fn(*work, **kwargs), device)
-    kf.disable()
-    try:
-        eager_us = time_us(lambda: fn(*work, **kwargs), device)
-    finally:
-        kf.enable()
+    kernel_us, eager_us = time_pair_us(lambda: fn(*work, **kwargs), device,
+                                       lib.kf_set_thread_bypass)
+    if kernel_us > eager_us * (1 + SLOWER_MARGIN) and not job.get("allow_slower"):
+        raise Refused(f"the kernel is slower than eager here ({kernel_us:.1f} us vs "
+                      f"{eager_us:.1f} us per call, more than {SLOWER_MARGIN:.0%} slower); "
+                      "pass allow_slower=True to insert it anyway")
 
     meta = {"source": source, "launch": launch, "max_abs_err": max_abs, "max_rel_err": max_rel,
             "atol": atol, "rtol": rtol, "eager_us": eager_us, "kernel_us": kernel_us,

@@ -65,6 +65,10 @@ void kf_cachelink_set_kernel(kf_runtime *rt, kf_slot *slot, kf_kernel *k)
     if (k) {
         k->retired_next = rt->retired; /* freed with the runtime: a reader may still hold it */
         rt->retired = k;
+        /* the speed guard judges this kernel on its own served samples */
+        atomic_store(&slot->sv_min_ns, 0);
+        atomic_store(&slot->guard_n, 0);
+        atomic_store(&slot->stopped, KF_STOP_NONE);
     }
     atomic_store_explicit(&slot->kernel, k, memory_order_release);
     pthread_mutex_unlock(&rt->lock);

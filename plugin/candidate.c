@@ -141,6 +141,7 @@ kf_status kf_candidate_register(kf_runtime *rt, uint64_t key, const char *backen
     kf_kernel *k = kf_served_kernel(rt, cc, &launch, blob, blob_len);
     if (!k) return KF_ERR_NOMEM;
     atomic_store(&k->checked, 1); /* the caller verifies it, with poisoned outputs */
+    k->unguarded = 1;             /* ...and times it against eager: the speed guard leaves it */
     kf_cachelink_set_kernel(rt, s, k);
     return KF_OK;
 }

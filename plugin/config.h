@@ -14,6 +14,8 @@ typedef struct kf_config {
     int record;            /* KFORGE_RECORD=1 or KFORGE_TUNE=1: also observe ops outside the list */
     int tune;              /* KFORGE_TUNE=1 */
     int sample_every;      /* KFORGE_SAMPLE_EVERY: time one call in N per signature (default 16) */
+    int eager_every;       /* KFORGE_EAGER_SAMPLE_EVERY: of a served signature's timed calls, one in
+                            * N runs eager, for the speed guard (default 4; 0: never) */
     double observer_prob;  /* KFORGE_OBSERVER_SAMPLE: share of non-intercepted calls observed */
     int n_ops;             /* the intercept list: KFORGE_OPS or the default list */
     char ops[KF_MAX_OPS][KF_OP_NAME_MAX];

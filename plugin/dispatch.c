@@ -60,6 +60,24 @@ void kf_dispatch_begin(kf_runtime *rt, const kf_sig *sig, kf_call *c)
     c->validate = rt->cfg.validate == KF_VALIDATE_ALWAYS ||
                   !atomic_load_explicit(&k->checked, memory_order_acquire);
     c->poison = atomic_load_explicit(&rt->poison, memory_order_relaxed);
+    /* The speed guard needs eager's time, and a kernel may serve from the first call: keep at
+     * least one eager sample for every eager_every - 1 served ones (only on timed calls; never
+     * for a candidate under verification: every call must be its). */
+    if (c->time_it && !c->validate && !k->unguarded && rt->cfg.eager_every > 0) {
+        uint64_t fb = atomic_load_explicit(&s->fb_timed, memory_order_relaxed);
+        uint64_t sv = atomic_load_explicit(&s->sv_timed, memory_order_relaxed);
+        c->eager_sample = fb * (uint64_t)(rt->cfg.eager_every - 1) < sv;
+    }
+}
+
+/* Stop serving `k` on `s` in this process; 1 for the one caller that did. The kernel itself
+ * stays on the runtime's retired list: another thread may still be running it. */
+static int detach(kf_slot *s, const kf_kernel *k, int why)
+{
+    kf_kernel *expect = (kf_kernel *)k;
+    if (!s || !k || !atomic_compare_exchange_strong(&s->kernel, &expect, NULL)) return 0;
+    atomic_store(&s->stopped, why);
+    return 1;
 }
 
 void kf_dispatch_start(kf_runtime *rt, kf_call *c, int served, void *stream)
@@ -99,13 +117,16 @@ void kf_slot_add_sample(kf_slot *s, int served, uint64_t ns)
         atomic_store_explicit(served ? &s->sv_first_ns : &s->fb_first_ns, ns, memory_order_relaxed);
     atomic_fetch_add_explicit(served ? &s->sv_time_ns : &s->fb_time_ns, ns, memory_order_relaxed);
     store_min(served ? &s->sv_min_ns : &s->fb_min_ns, ns ? ns : 1);
-    if (!served || atomic_load_explicit(&s->sv_timed, memory_order_relaxed) < KF_SPEED_MIN_SAMPLES)
-        return;
-    /* minima: robust to the cold first calls (thread pools, page faults) of either side */
+    /* decided on either kind of sample: the decisive one may be eager's */
+    uint64_t n = served ? atomic_fetch_add_explicit(&s->guard_n, 1, memory_order_relaxed) + 1
+                        : atomic_load_explicit(&s->guard_n, memory_order_relaxed);
+    if (n < KF_SPEED_EARLY_SAMPLES) return;
+    /* minima: robust to the cold first calls (thread pools, page faults) of either side; a
+     * kernel far slower is stopped after a few samples, a marginal one after more */
     uint64_t sv = atomic_load(&s->sv_min_ns), fb = atomic_load(&s->fb_min_ns);
-    if (!fb || (double)sv <= (double)fb * 1.05) return;
+    if (!fb || !sv || (double)sv <= (double)fb * (n < KF_SPEED_MIN_SAMPLES ? 2.0 : 1.05)) return;
     kf_kernel *k = atomic_load(&s->kernel);
-    if (!k || !atomic_compare_exchange_strong(&s->kernel, &k, NULL)) return;
+    if (!k || k->unguarded || !detach(s, k, KF_STOP_SLOWER)) return;
     atomic_store(&s->served_slower, 1);
     char op[KF_OP_NAME_MAX];
     kf_sig_op_name(s->key, s->len, op, sizeof op);
@@ -140,9 +161,8 @@ void kf_dispatch_recount_eager(kf_call *c)
 
 void kf_dispatch_reject(kf_runtime *rt, kf_call *c, const char *reason)
 {
-    kf_kernel *k = (kf_kernel *)c->kernel;
-    kf_kernel *expect = k;
-    atomic_compare_exchange_strong(&c->slot->kernel, &expect, NULL);
+    const kf_kernel *k = c->kernel;
+    detach(c->slot, k, KF_STOP_CHECK_FAILED);
     if (!k->cache_key[0]) return;
     /* mark the entry so that no later process serves it either */
     kf_cache *rw = NULL;
@@ -152,6 +172,31 @@ void kf_dispatch_reject(kf_runtime *rt, kf_call *c, const char *reason)
     else
         KF_WARN("could not mark cache entry %s disabled: %s", k->cache_key, kf_cache_errmsg(rw));
     kf_cache_free(rw);
+}
+
+int kf_dispatch_check_error(kf_runtime *rt, kf_call *c)
+{
+    (void)rt;
+    return detach(c->slot, c->kernel, KF_STOP_CHECK_ERROR);
+}
+
+int kf_dispatch_launch_failed(kf_runtime *rt, kf_call *c)
+{
+    (void)rt;
+    return detach(c->slot, c->kernel, KF_STOP_LAUNCH_FAILED);
+}
+
+int kf_dispatch_take_check_fault(kf_runtime *rt)
+{
+    int n = atomic_load_explicit(&rt->check_faults, memory_order_relaxed);
+    while (n > 0 && !atomic_compare_exchange_weak(&rt->check_faults, &n, n - 1)) {
+    }
+    return n > 0;
+}
+
+void kf_fail_next_checks(kf_runtime *rt, int n)
+{
+    if (rt) atomic_store(&rt->check_faults, n > 0 ? n : 0);
 }
 
 void kf_dispatch_learn_outputs(kf_slot *slot, const kf_out_layout *layout)

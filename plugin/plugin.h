@@ -33,6 +33,8 @@ typedef struct kf_call {
     int validate;              /* run eager too and compare (KFORGE_VALIDATE) before trusting */
     int poison;                /* fill fresh outputs with 0xff bytes before the kernel runs */
     int time_it;               /* a timing sample is due */
+    int eager_sample;          /* ...and it is the speed guard's: run eager although a kernel could
+                                * serve (torch_ext drops the kernel for this call, or the flag) */
     int capture;               /* copy this call's arguments and results for a tuning job */
     int gpu_token;
     uint64_t t0_ns;
@@ -49,6 +51,14 @@ void kf_kernel_tolerance(const kf_kernel *k, double *atol, double *rtol);
 void kf_dispatch_checked(kf_runtime *rt, kf_call *c);
 /* The kernel disagreed with eager: stop serving it in this process and mark its cache entry. */
 void kf_dispatch_reject(kf_runtime *rt, kf_call *c, const char *reason);
+/* The check could not run (out of memory, a device error): the kernel is not served again in
+ * this process; its cache entry stays (another process may check it). 1 for the one call that
+ * detached it (it warns), 0 when another call already had. */
+int kf_dispatch_check_error(kf_runtime *rt, kf_call *c);
+/* The kernel returned a failure (not KF_KERNEL_LATER): the same, after its first failure. */
+int kf_dispatch_launch_failed(kf_runtime *rt, kf_call *c);
+/* Testing (kf_fail_next_checks): 1 when this check is to fail as if it could not run. */
+int kf_dispatch_take_check_fault(kf_runtime *rt);
 /* A call that ended with eager's result after the kernel ran (a failed or impossible check):
  * count it as eager, not served. */
 void kf_dispatch_recount_eager(kf_call *c);
@@ -56,12 +66,14 @@ void kf_dispatch_recount_eager(kf_call *c);
  * outputs cannot be reproduced (non-tensor returns, a resized out=): never served, never asked
  * again. */
 void kf_dispatch_learn_outputs(kf_slot *slot, const kf_out_layout *layout);
-/* A timing sample of one call (served by a kernel, or eager). Also the speed guard: once a
- * kernel has KF_SPEED_MIN_SAMPLES served samples and eager has some, a kernel whose fastest
- * served call is slower than eager's fastest by more than 5% stops being served in this
- * process (its cache entry stays: it may win on another machine or in another process). */
+/* A timing sample of one call (served by a kernel, or eager). Also the speed guard: with eager
+ * samples (taken on served signatures too: kf_call.eager_sample) and, since the kernel was
+ * attached, KF_SPEED_EARLY_SAMPLES served ones, a kernel whose fastest served call is over 2x
+ * eager's fastest stops being served in this process; with KF_SPEED_MIN_SAMPLES, one over 5%
+ * slower (its cache entry stays: it may win on another machine or in another process). */
 void kf_slot_add_sample(kf_slot *slot, int served, uint64_t ns);
 #define KF_SPEED_MIN_SAMPLES 16
+#define KF_SPEED_EARLY_SAMPLES 4
 /* The signature key of a slot (what stats() and the tuning API call `key`). */
 uint64_t kf_slot_key(const kf_slot *slot);
 

@@ -41,6 +41,7 @@ struct kf_runtime {
     _Atomic int observer_on;   /* set by torch_ext when its op observer is installed */
     void *ext;                 /* torch_ext's registrations (C++), owned by torch_ext */
     _Atomic int poison;        /* fill fresh outputs with 0xff before a kernel runs (verification) */
+    _Atomic int check_faults;  /* testing: first-use checks still to fail (kf_fail_next_checks) */
     char torch_version[32];
     char errmsg[256];
 

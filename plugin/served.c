@@ -69,12 +69,16 @@ const void *kf_served_blob(const kf_served *s, size_t *len)
     return s->blob;
 }
 
-static kf_compiled *load_for(kf_served *s, int dev, void *stream, int cuda)
+static kf_compiled *load_for(kf_served *s, int dev, void *stream, int cuda, int *later)
 {
     kf_compiled *k = atomic_load_explicit(&s->loaded[dev], memory_order_acquire);
     if (k || atomic_load_explicit(&s->load_failed[dev], memory_order_relaxed)) return k;
-    /* loading a module while the stream is captured into a CUDA graph is not allowed */
-    if (cuda && kf_gpu_timer_capturing(s->rt->gtimer, stream)) return NULL;
+    /* loading a module while the stream is captured into a CUDA graph is not allowed: not a
+     * failure, it loads on a call outside the capture */
+    if (cuda && kf_gpu_timer_capturing(s->rt->gtimer, stream)) {
+        *later = 1;
+        return NULL;
+    }
     pthread_mutex_lock(&s->lock);
     k = atomic_load(&s->loaded[dev]);
     if (!k) {
@@ -105,8 +109,9 @@ int kf_served_launch(void *user, const kf_tensor *t, int n, void *stream)
     const int cuda = t[0].device_type == KF_DEV_CUDA;
     const int dev = cuda ? t[0].device_index : 0;
     if (dev < 0 || dev >= KF_MAX_DEVICES) return 11;
-    kf_compiled *k = load_for(s, dev, stream, cuda);
-    if (!k) return 12;
+    int later = 0;
+    kf_compiled *k = load_for(s, dev, stream, cuda, &later);
+    if (!k) return later ? KF_KERNEL_LATER : 12;
     void *ptrs[KF_LAUNCH_MAX_ARGS];
     for (int i = 0; i < n; i++) ptrs[i] = t[i].data;
     return s->cc->launch(s->cc->self, k, ptrs, n, stream);

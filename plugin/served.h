@@ -24,7 +24,8 @@ struct kf_kernel *kf_served_kernel(kf_runtime *rt, kf_compiler_i *cc, const kf_l
 const void *kf_served_blob(const kf_served *s, size_t *len);
 const char *kf_served_backend(const kf_served *s);
 /* kf_kernel_fn: loads the blob for the tensors' device on first use (never during CUDA-graph
- * capture), then launches with the tensors' data pointers. Non-zero: eager runs instead. */
+ * capture: KF_KERNEL_LATER), then launches with the tensors' data pointers. Non-zero: eager runs
+ * instead (and, but for KF_KERNEL_LATER, the kernel is no longer served). */
 int kf_served_launch(void *user, const kf_tensor *t, int n, void *stream);
 
 #endif

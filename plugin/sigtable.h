@@ -17,6 +17,7 @@ typedef struct kf_kernel {
     kf_kernel_fn fn;
     void *user;
     _Atomic int checked;   /* passed the first-use check in this process (or needs none) */
+    int unguarded;         /* a candidate under verification: the speed guard leaves it */
     double atol, rtol;     /* the tolerance of that check */
     char cache_key[33];    /* the cache entry it came from; "" when registered directly */
     kf_served *served;     /* the compiled kernel behind fn, when it is ours (owned) */
@@ -47,7 +48,11 @@ typedef struct kf_slot {
      * that stops serving a kernel which is slower here than eager (kf_slot_add_sample). */
     _Atomic uint64_t fb_min_ns, sv_min_ns;
     _Atomic int served_slower; /* that guard stopped serving this signature's kernel */
+    _Atomic uint64_t guard_n;  /* served samples since the current kernel was attached */
+    _Atomic int stopped;       /* why its kernel was detached in this process (KF_STOP_*) */
 } kf_slot;
+
+enum { KF_STOP_NONE, KF_STOP_SLOWER, KF_STOP_LAUNCH_FAILED, KF_STOP_CHECK_FAILED, KF_STOP_CHECK_ERROR };
 
 typedef struct kf_sigtable kf_sigtable;
 

@@ -80,6 +80,9 @@ static void add_row(kf_slot *s, void *user)
     cJSON_AddNumberToObject(r, "eager_us", per_call_us(&s->fb_time_ns, &s->fb_timed, &s->fb_first_ns));
     cJSON_AddNumberToObject(r, "served_us", per_call_us(&s->sv_time_ns, &s->sv_timed, &s->sv_first_ns));
     cJSON_AddBoolToObject(r, "served_slower", atomic_load(&s->served_slower));
+    static const char *const stopped[] = {"", "slower", "launch_failed", "check_failed", "check_error"};
+    int why = atomic_load(&s->stopped);
+    cJSON_AddStringToObject(r, "stopped", why > 0 && why <= KF_STOP_CHECK_ERROR ? stopped[why] : "");
     cJSON_AddNumberToObject(r, "timed_calls",
                             (double)(atomic_load(&s->fb_timed) + atomic_load(&s->sv_timed)));
     cJSON_AddBoolToObject(r, "intercepted", !observed);
@@ -151,6 +154,7 @@ char *kf_ops_json(kf_runtime *rt)
     cJSON_AddBoolToObject(doc, "tune", rt->cfg.tune);
     cJSON_AddBoolToObject(doc, "observer", atomic_load(&rt->observer_on));
     cJSON_AddNumberToObject(doc, "sample_every", rt->cfg.sample_every);
+    cJSON_AddNumberToObject(doc, "eager_sample_every", rt->cfg.eager_every);
     cJSON_AddStringToObject(doc, "bad_ops", rt->cfg.bad_ops);
     cJSON_AddStringToObject(doc, "error", rt->errmsg);
     cJSON_AddStringToObject(doc, "cache_dir", rt->cfg.cache_dir);

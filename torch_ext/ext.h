@@ -53,6 +53,7 @@ class Interceptor final : public c10::OperatorKernel {
   bool serve(kf_call& call, torch::jit::Stack* stack, void* stream);
   bool serve_checked(kf_call& call, const c10::OperatorHandle& op, c10::DispatchKeySet ks,
                      torch::jit::Stack* stack, void* stream);
+  void check_cannot_run(kf_call& call, const char* why);
   void record_outputs(kf_slot* slot, const torch::jit::Stack& stack,
                       const std::vector<at::Tensor>& written_before,
                       const std::vector<std::vector<int64_t>>& sizes_before);

@@ -4,6 +4,9 @@
 #include <ATen/MemoryOverlap.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 
+#include <algorithm>
+#include <stdexcept>
+
 #include "torch_ext/ext.h"
 #include "common/log.h"
 
@@ -38,8 +41,29 @@ void poison(const at::Tensor& t) {
   bytes.fill_(255);
 }
 
+// Elements compared at a time: the check's extra memory is a few buffers of this many elements,
+// whatever the size of the output (on a GPU, device memory).
+constexpr int64_t kCheckChunk = int64_t{1} << 18;
+
+// fn(k_part, e_part) over matching views of k and e of at most kCheckChunk elements each (narrowed
+// along `dim`, then the next dims while one index of `dim` is still too large); false as soon as
+// fn says so.
+template <class F>
+bool each_chunk(const at::Tensor& k, const at::Tensor& e, int64_t dim, const F& fn) {
+  if (k.numel() <= kCheckChunk || dim >= k.dim()) return fn(k, e);
+  const int64_t size = k.size(dim), inner = k.numel() / size;
+  const int64_t step = std::max<int64_t>(1, kCheckChunk / inner);
+  for (int64_t i = 0; i < size; i += step) {
+    const int64_t len = std::min(step, size - i);
+    const at::Tensor kp = k.narrow(dim, i, len), ep = e.narrow(dim, i, len);
+    if (!(inner > kCheckChunk ? each_chunk(kp, ep, dim + 1, fn) : fn(kp, ep))) return false;
+  }
+  return true;
+}
+
 // Kernel output `k` against eager's `e`: same shape and dtype, NaN in the same places, and
-// |k - e| <= atol + rtol * |e| elsewhere (exact for integers). `why` says what failed.
+// |k - e| <= atol + rtol * |e| elsewhere (exact for integers). Compared chunk by chunk at the
+// output's precision (half types in float32, where they are exact). `why` says what failed.
 bool matches_eager(const at::Tensor& k, const at::Tensor& e, double atol, double rtol, std::string* why) {
   if (k.sizes() != e.sizes() || k.scalar_type() != e.scalar_type()) {
     *why = "output shape or dtype differs from eager";
@@ -47,19 +71,25 @@ bool matches_eager(const at::Tensor& k, const at::Tensor& e, double atol, double
   }
   if (k.numel() == 0) return true;
   if (!k.is_floating_point()) {
-    if (at::equal(k, e)) return true;
+    const auto same = [](const at::Tensor& kp, const at::Tensor& ep) { return at::equal(kp, ep); };
+    if (each_chunk(k, e, 0, same)) return true;
     *why = "output differs from eager (exact comparison)";
     return false;
   }
-  const at::Tensor kd = k.to(at::kDouble), ed = e.to(at::kDouble);
-  if (!at::equal(kd.isnan(), ed.isnan())) {
-    *why = "NaN positions differ from eager";
+  const at::ScalarType st = k.scalar_type();
+  const at::ScalarType wide = st == at::kFloat || st == at::kDouble ? st : at::kFloat;
+  return each_chunk(k, e, 0, [&](const at::Tensor& kp, const at::Tensor& ep) {
+    const at::Tensor kd = kp.to(wide), ed = ep.to(wide);
+    if (!at::equal(kd.isnan(), ed.isnan())) {
+      *why = "NaN positions differ from eager";
+      return false;
+    }
+    if (at::isclose(kd, ed, rtol, atol, /*equal_nan=*/true).all().template item<bool>()) return true;
+    const double max_abs = at::sub(kd, ed).abs().nan_to_num(0, 0, 0).max().template item<double>();
+    *why = c10::str("max abs error ", max_abs, " exceeds atol ", atol, " + rtol ", rtol,
+                    " * |eager|");
     return false;
-  }
-  if (at::isclose(kd, ed, rtol, atol, /*equal_nan=*/true).all().template item<bool>()) return true;
-  const double max_abs = at::sub(kd, ed).abs().nan_to_num(0, 0, 0).max().template item<double>();
-  *why = c10::str("max abs error ", max_abs, " exceeds atol ", atol, " + rtol ", rtol, " * |eager|");
-  return false;
+  });
 }
 
 void* current_cuda_stream(int device_index) {
@@ -87,7 +117,7 @@ void Interceptor::operator()(const c10::OperatorHandle& op, c10::DispatchKeySet 
   }
   kf_call call;
   kf_dispatch_begin(rt_, &sig, &call);
-  if (t_depth > 0) call.time_it = 0;
+  if (t_depth > 0) call.time_it = call.eager_sample = 0;
   DepthGuard depth;
   void* stream = nullptr;
   // a capture needs the current stream too: only it tells whether a CUDA graph is being captured
@@ -99,6 +129,14 @@ void Interceptor::operator()(const c10::OperatorHandle& op, c10::DispatchKeySet 
       call.time_it = 0;
       call.capture = 0;  // and no telling whether a graph is being captured
     }
+  }
+  // The speed guard's eager sample: this call runs eager, timed, instead of the kernel (not
+  // inside a CUDA-graph capture, which is not timed and would keep eager in the graph).
+  if (call.eager_sample && call.kernel) {
+    if (call.time_it && !(sig.device_type == KF_DEV_CUDA && kf_runtime_capturing(rt_, stream)))
+      call.kernel = nullptr;
+    else
+      call.eager_sample = 0;
   }
   if (call.kernel &&
       (call.validate ? serve_checked(call, op, ks, stack, stream) : serve(call, stack, stream)))
@@ -208,6 +246,12 @@ bool Interceptor::serve(kf_call& call, torch::jit::Stack* stack, void* stream) {
   std::vector<kf_tensor> tensors;
   std::vector<at::Tensor> args_t;  // tensor arguments by argument index (undefined otherwise)
   std::vector<at::Tensor> outs;
+  // timed from here: allocating the outputs is part of a served call, as it is of eager's
+  kf_dispatch_start(rt_, &call, 1, stream);
+  const auto refuse = [&] {
+    kf_dispatch_cancel(rt_, &call);
+    return false;
+  };
   try {
     c10::IValue* args = stack->data() + (stack->size() - info_->n_args);
     args_t.resize(info_->n_args);
@@ -223,12 +267,12 @@ bool Interceptor::serve(kf_call& call, torch::jit::Stack* stack, void* stream) {
       if (args[i].isTensor() && args[i].toTensor().defined()) {
         args_t[i] = args[i].toTensor();
         kf_tensor kt;
-        if (!on_device(args_t[i]) || !to_kf_tensor(args_t[i], &kt)) return false;
+        if (!on_device(args_t[i]) || !to_kf_tensor(args_t[i], &kt)) return refuse();
         tensors.push_back(kt);
       } else if (args[i].isTensorList()) {
         for (const at::Tensor& t : args[i].toTensorList().vec()) {
           kf_tensor kt;
-          if (!on_device(t) || !to_kf_tensor(t, &kt)) return false;
+          if (!on_device(t) || !to_kf_tensor(t, &kt)) return refuse();
           tensors.push_back(kt);
         }
       }
@@ -241,7 +285,7 @@ bool Interceptor::serve(kf_call& call, torch::jit::Stack* stack, void* stream) {
         if (i != w && args_t[i].defined() && args_t[i].has_storage() &&
             args_t[w].storage().is_alias_of(args_t[i].storage()) &&
             at::get_overlap_status(args_t[w], args_t[i]) != at::MemOverlapStatus::No)
-          return false;
+          return refuse();
     }
     for (int r = 0; r < layout.n; r++) {
       const auto& o = layout.o[r];
@@ -249,10 +293,10 @@ bool Interceptor::serve(kf_call& call, torch::jit::Stack* stack, void* stream) {
         const at::Tensor& w = args_t[o.alias_arg];
         for (size_t i = 0; i < info_->n_args; i++) {
           if (static_cast<int>(i) == o.alias_arg) continue;
-          if (args_t[i].defined() && !may_write_over(w, args_t[i])) return false;
+          if (args_t[i].defined() && !may_write_over(w, args_t[i])) return refuse();
           if (args[i].isTensorList())
             for (const at::Tensor& t : args[i].toTensorList().vec())
-              if (!may_write_over(w, t)) return false;
+              if (!may_write_over(w, t)) return refuse();
         }
         outs.push_back(w);
         continue;
@@ -261,25 +305,35 @@ bool Interceptor::serve(kf_call& call, torch::jit::Stack* stack, void* stream) {
                                        c10::IntArrayRef(o.strides, o.ndim),
                                        at::TensorOptions().dtype(from_kf_dtype(o.dtype)).device(device));
       kf_tensor kt;
-      if (!to_kf_tensor(t, &kt)) return false;
+      if (!to_kf_tensor(t, &kt)) return refuse();
       if (call.poison) poison(t);
       tensors.push_back(kt);
       outs.push_back(std::move(t));
     }
   } catch (...) {
-    return false;
+    return refuse();
   }
-  kf_dispatch_start(rt_, &call, 1, stream);
   const int rc = kf_kernel_launch(call.kernel, tensors.data(), static_cast<int>(tensors.size()), stream);
   if (rc != 0) {
     kf_dispatch_cancel(rt_, &call);
-    KF_WARN("kernel for %s returned %d; running the original kernel", info_->name.c_str(), rc);
+    // a failure, unless the kernel only declined this call: not served again here, one warning
+    if (rc != KF_KERNEL_LATER && kf_dispatch_launch_failed(rt_, &call))
+      KF_WARN("kernel for %s returned %d; it is not served again in this process (the original "
+              "kernel runs instead)", info_->name.c_str(), rc);
     return false;
   }
   kf_dispatch_end(rt_, &call, 1, stream);
   torch::jit::drop(*stack, info_->n_args);
   for (auto& t : outs) stack->emplace_back(std::move(t));
   return true;
+}
+
+// A check that cannot run counts as a failure of the entry in this process: otherwise every
+// later call would run the kernel, eager and the failing check again.
+void Interceptor::check_cannot_run(kf_call& call, const char* why) {
+  if (kf_dispatch_check_error(rt_, &call))
+    KF_WARN("could not check the kernel for %s against eager (%s); it is not served in this "
+            "process, eager's result is used", info_->name.c_str(), why);
 }
 
 // First use of a kernel in this process (KFORGE_VALIDATE=first) or every use (always): run eager
@@ -301,6 +355,14 @@ bool Interceptor::serve_checked(kf_call& call, const c10::OperatorHandle& op, c1
         eager[i] = clones[i];
       }
     }
+  } catch (const std::exception& e) {
+    check_cannot_run(call, e.what());  // e.g. out of memory for the copies
+    return false;
+  } catch (...) {
+    check_cannot_run(call, "unknown error");
+    return false;
+  }
+  try {
     orig_.callBoxed(op, ks, &eager);  // before the kernel, which may write its arguments
   } catch (...) {
     return false;  // the normal eager path runs and raises the same error for the user
@@ -311,6 +373,8 @@ bool Interceptor::serve_checked(kf_call& call, const c10::OperatorHandle& op, c1
   std::string why;
   bool ok = true, unchecked = false;
   try {
+    if (kf_dispatch_take_check_fault(rt_))
+      throw std::runtime_error("out of memory (kf_fail_next_checks)");
     for (size_t r = 0; ok && r < nret; r++) {
       const c10::IValue& kv = (*stack)[stack->size() - nret + r];
       ok = kv.isTensor() && eager[r].isTensor() &&
@@ -326,14 +390,17 @@ bool Interceptor::serve_checked(kf_call& call, const c10::OperatorHandle& op, c1
     ok = false;
     unchecked = true;
     why = e.what();
+  } catch (...) {
+    ok = false;
+    unchecked = true;
+    why = "unknown error";
   }
   if (ok) {
     kf_dispatch_checked(rt_, &call);
     return true;
   }
   if (unchecked) {
-    KF_WARN("could not check the kernel for %s against eager (%s); eager's result is used",
-            info_->name.c_str(), why.c_str());
+    check_cannot_run(call, why.c_str());
   } else {
     KF_WARN("served kernel for %s disagrees with eager (%s); it is disabled and eager's result "
             "is returned", info_->name.c_str(), why.c_str());
