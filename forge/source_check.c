@@ -1,20 +1,28 @@
-/* Static checks on a candidate's source (eval.h, kf_source_check).
+/* Static checks on a candidate's source (source_check.h).
  *
- * Two layers. First the rules of FORBIDDEN in kernel_forge/_verify.py, applied the same way to
- * the raw text (comments included): no calls back into ATen/libtorch, no cuBLAS/cuDNN/cuSPARSE/
- * cuFFT, no host synchronization, no dlopen/dlsym/system/popen/fork/exec. Then, on the text with
- * comments removed and string literals skipped: only whitelisted #includes, no inline assembly in
- * host code, no system calls or process control, no file I/O, no code run at load time, no
- * trigraphs (which could hide a directive from this scan).
+ * Two layers. First the forbidden names (no calls back into ATen/libtorch, no cuBLAS/cuDNN/
+ * cuSPARSE/cuFFT, no host synchronization, no dlopen/dlsym/system/popen/fork/exec) on the raw
+ * text, comments included. Then, on the text with comments removed and string literals skipped:
+ * only whitelisted #includes and directives (no #line, which could fake the preprocessor's line
+ * markers), no system calls or process control, no file I/O, no code run at load time, no
+ * trigraphs (which could hide a directive from this scan). Host code also: no inline assembly,
+ * no attributes (section, constructor, alias, ifunc: code run at dlopen), no extern
+ * declarations, and only `#define KF_...` before its last #include, so its macros cannot change
+ * what a system header says.
  *
- * This is defence in depth, not a sandbox: the macro language can assemble any name. The real
- * guarantees are that candidates run only in the evaluator child, and are verified there. */
+ * The macro language can assemble any name, so for host code the host compiler runs its
+ * preprocessor with the real compile's flags and checks the result too
+ * (kf_source_check_preprocessed), then compiles exactly that text. CUDA code gets only the raw
+ * check: NVRTC has no separate preprocessor pass, and device code cannot run at load time. This
+ * is defence in depth, not a sandbox: candidates also run only in the evaluator child, and are
+ * verified there. */
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "eval.h"
+#include "kforge.h"
+#include "source_check.h"
 
 static const char *const allowed_headers[] = {
     "math.h",     "stdint.h",    "stddef.h",    "string.h",  "float.h",
@@ -102,20 +110,30 @@ static int starts_with_ci(const char *w, size_t n, const char *prefix)
     return 1;
 }
 
-/* After the word ending at p: optional blanks, then '('? */
+/* After the word ending at p: optional blanks and ')' (a parenthesized name, "(write)(...)"),
+ * then '('? */
 static int called(const char *p)
 {
-    while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r' || *p == '\f' || *p == '\v') p++;
+    while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r' || *p == '\f' || *p == '\v' ||
+           *p == ')')
+        p++;
     return *p == '(';
 }
 
-/* Layer 1: _verify.py's FORBIDDEN, on the raw text. */
-static int check_forbidden(const char *src, char *err, size_t errcap)
+/* Line numbers: `map` (may be NULL) gives the source line of each line of the checked text. */
+static int line_in(const char *txt, const char *at, const int *map)
+{
+    int line = line_of(txt, at);
+    return map ? map[line - 1] : line;
+}
+
+/* Layer 1: the forbidden names, on the raw text. */
+static int check_forbidden(const char *src, const int *map, char *err, size_t errcap)
 {
     const char *hit;
     if ((hit = strstr(src, "ATen/")) || (hit = strstr(src, "<torch/")))
         return refuse(err, errcap, "calls back into ATen/libtorch", hit, hit[0] == 'A' ? 5 : 7,
-                      line_of(src, hit));
+                      line_in(src, hit, map));
     for (const char *p = src; *p;) {
         if (!word_char(*p)) {
             p++;
@@ -128,19 +146,19 @@ static int check_forbidden(const char *src, char *err, size_t errcap)
             (n == 3 && !memcmp(w, "c10", 3))) {
             if (p[0] == ':' && p[1] == ':')
                 return refuse(err, errcap, "calls back into ATen/libtorch", w, n + 2,
-                              line_of(src, w));
+                              line_in(src, w, map));
         }
         if (starts_with_ci(w, n, "cublas") || starts_with_ci(w, n, "cudnn") ||
             starts_with_ci(w, n, "cusparse") || starts_with_ci(w, n, "cufft"))
-            return refuse(err, errcap, "calls cuBLAS/cuDNN libraries", w, n, line_of(src, w));
+            return refuse(err, errcap, "calls cuBLAS/cuDNN libraries", w, n, line_in(src, w, map));
         if (IN(w, n, host_sync))
-            return refuse(err, errcap, "synchronizes the host", w, n, line_of(src, w));
+            return refuse(err, errcap, "synchronizes the host", w, n, line_in(src, w, map));
         if ((n == 6 && !memcmp(w, "dlopen", 6)) || (n == 5 && !memcmp(w, "dlsym", 5)) ||
             (n == 5 && !memcmp(w, "popen", 5)) ||
             (((n == 6 && !memcmp(w, "system", 6)) || (n == 4 && !memcmp(w, "fork", 4)) ||
               is_exec(w, n)) &&
              called(p)))
-            return refuse(err, errcap, "loads code or starts processes", w, n, line_of(src, w));
+            return refuse(err, errcap, "loads code or starts processes", w, n, line_in(src, w, map));
     }
     return 1;
 }
@@ -211,54 +229,158 @@ static int header_allowed(const char *h, size_t n)
     return 1;
 }
 
-/* Preprocessor lines: only `#include <whitelisted.h>`. */
-static int check_directives(const char *txt, char *err, size_t errcap)
+static const char *const directives_allowed[] = {
+    "include", "define", "undef", "if",    "ifdef",   "ifndef", "elif",
+    "elifdef", "elifndef", "else", "endif", "pragma", "error",  "warning",
+};
+
+/* Where the directive on [p, eol) starts (after '#' or '%:' and blanks), or NULL if the line is
+ * not a directive. */
+static const char *directive_name(const char *p, const char *eol)
 {
-    int line = 1;
+    const char *q = p;
+    while (q < eol && (*q == ' ' || *q == '\t' || *q == '\r' || *q == '\f' || *q == '\v')) q++;
+    if (!(q < eol && (*q == '#' || (q[0] == '%' && q + 1 < eol && q[1] == ':')))) return NULL;
+    q += *q == '#' ? 1 : 2;
+    while (q < eol && (*q == ' ' || *q == '\t')) q++;
+    return q;
+}
+
+static int is_word(const char *w, size_t n, const char *lit)
+{
+    return strlen(lit) == n && !memcmp(w, lit, n);
+}
+
+/* Preprocessor lines: only whitelisted directives (no #line or GNU line markers, which could
+ * fake the preprocessor's own markers), only `#include <whitelisted.h>`, and in host code only
+ * conditionals and `#define KF_...` before the last #include. */
+static int check_directives(const char *txt, int host, char *err, size_t errcap)
+{
+    int last_include = 0, line = 1, early_len = 0, early_line = 0;
+    const char *early = NULL; /* the first directive host code may not have before an #include */
     for (const char *p = txt; *p; line++) {
         const char *eol = strchr(p, '\n');
         if (!eol) eol = p + strlen(p);
-        const char *q = p;
-        while (q < eol && (*q == ' ' || *q == '\t' || *q == '\r' || *q == '\f' || *q == '\v')) q++;
-        int directive = q < eol && (*q == '#' || (q[0] == '%' && q + 1 < eol && q[1] == ':'));
-        if (directive) {
-            q += *q == '#' ? 1 : 2;
-            while (q < eol && (*q == ' ' || *q == '\t')) q++;
+        const char *q = directive_name(p, eol), *name = q;
+        while (q && q < eol && word_char(*q)) q++;
+        if (q && is_word(name, (size_t)(q - name), "include")) last_include = line;
+        p = *eol ? eol + 1 : eol;
+    }
+    line = 1;
+    for (const char *p = txt; *p; line++) {
+        const char *eol = strchr(p, '\n');
+        if (!eol) eol = p + strlen(p);
+        int shown = (int)(eol - p > 80 ? 80 : eol - p);
+        const char *q = directive_name(p, eol);
+        if (q) {
             const char *name = q;
             while (q < eol && word_char(*q)) q++;
             size_t nl = (size_t)(q - name);
-            if ((nl == 7 && !memcmp(name, "include", 7)) ||
-                (nl == 12 && !memcmp(name, "include_next", 12)) ||
-                (nl == 6 && !memcmp(name, "import", 6)) || (nl == 5 && !memcmp(name, "embed", 5))) {
+            if (nl == 0 ? q < eol && *q != ' ' && *q != '\t' && *q != '\r'
+                        : !IN(name, nl, directives_allowed)) {
+                snprintf(err, errcap,
+                         "the source has '%.*s' (line %d); only #include #define #undef #if "
+                         "#ifdef #ifndef #elif #else #endif #pragma #error #warning are allowed",
+                         shown, p, line);
+                return 0;
+            }
+            if (is_word(name, nl, "include")) {
                 while (q < eol && (*q == ' ' || *q == '\t')) q++;
                 const char *h = q + 1, *close = NULL;
                 if (q < eol && *q == '<') close = memchr(h, '>', (size_t)(eol - h));
                 const char *rest = close ? close + 1 : eol;
                 while (rest < eol && (*rest == ' ' || *rest == '\t' || *rest == '\r')) rest++;
-                if (nl != 7 || !close || rest != eol || !header_allowed(h, (size_t)(close - h))) {
+                if (!close || rest != eol || !header_allowed(h, (size_t)(close - h))) {
                     snprintf(err, errcap,
                              "the source has '%.*s' (line %d); only #include <math.h> <stdint.h> "
                              "<stddef.h> <string.h> <float.h> <limits.h> <omp.h> <cuda_fp16.h> "
                              "<cuda_bf16.h> <cuda_fp8.h> <cooperative_groups.h> "
                              "<cooperative_groups/*.h> are allowed",
-                             (int)(eol - p > 80 ? 80 : eol - p), p, line);
+                             shown, p, line);
                     return 0;
                 }
+            }
+            if (host && line < last_include && !early &&
+                (is_word(name, nl, "undef") || is_word(name, nl, "pragma") ||
+                 is_word(name, nl, "define"))) {
+                while (q < eol && (*q == ' ' || *q == '\t')) q++;
+                if (!is_word(name, nl, "define") || eol - q < 3 || memcmp(q, "KF_", 3))
+                    early = p, early_len = shown, early_line = line;
             }
         }
         p = *eol ? eol + 1 : eol;
     }
+    if (early) { /* reported after the include whitelist, which says more */
+        snprintf(err, errcap,
+                 "the source has '%.*s' (line %d) before its last #include; host code may only "
+                 "#define KF_... names there (a system header must not see the kernel's macros)",
+                 early_len, early, early_line);
+        return 0;
+    }
     return 1;
 }
 
-/* Identifiers outside string and character literals. */
-static int check_words(const char *txt, int cuda, char *err, size_t errcap)
+/* GCC builtins that reach the stack frame, the return path or the instruction cache (host). */
+static const char *const builtins_refused[] = {
+    "__builtin_apply",          "__builtin_apply_args",     "__builtin_return",
+    "__builtin_frame_address",  "__builtin_return_address", "__builtin_extract_return_addr",
+    "__builtin_frob_return_addr", "__builtin_eh_return",    "__builtin_unwind_init",
+    "__builtin_dwarf_cfa",      "__builtin_call_with_static_chain", "__builtin___clear_cache",
+    "__builtin_longjmp",        "__builtin_setjmp",
+};
+
+/* Why the identifier w[0..n) (followed by `after`) is refused, or NULL. */
+static const char *word_rule(const char *w, size_t n, const char *after, int cuda)
+{
+    if (!cuda && (is_word(w, n, "asm") || is_word(w, n, "__asm") || is_word(w, n, "__asm__")))
+        return "uses inline assembly in host code";
+    if (!cuda && (is_word(w, n, "__attribute__") || is_word(w, n, "__attribute") ||
+                  is_word(w, n, "__declspec")))
+        return "uses an attribute (a section or constructor could run code when it is loaded)";
+    if (!cuda && is_word(w, n, "extern"))
+        return "declares an external symbol (only the whitelisted headers may)";
+    if (!cuda && IN(w, n, builtins_refused))
+        return "uses a builtin that reaches the stack frame or return path";
+    if (IN(w, n, process_always) ||
+        ((is_word(w, n, "system") || is_word(w, n, "fork") || is_exec(w, n)) && called(after)))
+        return "loads code or starts processes";
+    if (is_word(w, n, "syscall") || (n >= 5 && !memcmp(w, "__NR_", 5)) ||
+        (IN(w, n, syscalls_called) && called(after)))
+        return "makes system calls";
+    if (IN(w, n, file_always) || (IN(w, n, file_called) && called(after)))
+        return "does file I/O";
+    if (is_word(w, n, "constructor") || is_word(w, n, "destructor") || is_word(w, n, "_init") ||
+        is_word(w, n, "_fini"))
+        return "runs code when it is loaded";
+    return NULL;
+}
+
+/* '[' or its digraph '<:' at p: the length, else 0. */
+static int open_bracket(const char *p)
+{
+    return *p == '[' ? 1 : (p[0] == '<' && p[1] == ':') ? 2 : 0;
+}
+
+/* Identifiers (and, in host code, `[[` attribute brackets) outside string and character
+ * literals. A `__builtin_` name is also checked without its prefix (`__builtin_execl`). */
+static int check_words(const char *txt, int cuda, const int *map, char *err, size_t errcap)
 {
     for (const char *p = txt; *p;) {
         if (*p == '"' || *p == '\'') {
             char c = *p++;
             while (*p && *p != c && *p != '\n') p += (*p == '\\' && p[1]) ? 2 : 1;
             if (*p == c) p++;
+            continue;
+        }
+        int ob = cuda ? 0 : open_bracket(p);
+        if (ob) {
+            const char *q = p + ob;
+            while (*q == ' ' || *q == '\t' || *q == '\n' || *q == '\r') q++;
+            if (open_bracket(q))
+                return refuse(err, errcap,
+                              "uses an attribute (a section or constructor could run code when "
+                              "it is loaded)", p, (size_t)(q - p) + 2, line_in(txt, p, map));
+            p += ob;
             continue;
         }
         if (!word_char(*p)) {
@@ -269,21 +391,9 @@ static int check_words(const char *txt, int cuda, char *err, size_t errcap)
         while (word_char(*p)) p++;
         size_t n = (size_t)(p - w);
         if (isdigit((unsigned char)*w)) continue; /* a number (1e5f, 0x1F) */
-        int line = line_of(txt, w);
-        if (!cuda && ((n == 3 && !memcmp(w, "asm", 3)) || (n == 5 && !memcmp(w, "__asm", 5)) ||
-                      (n == 7 && !memcmp(w, "__asm__", 7))))
-            return refuse(err, errcap, "uses inline assembly in host code", w, n, line);
-        if (IN(w, n, process_always))
-            return refuse(err, errcap, "loads code or starts processes", w, n, line);
-        if ((n == 7 && !memcmp(w, "syscall", 7)) || (n >= 5 && !memcmp(w, "__NR_", 5)) ||
-            (IN(w, n, syscalls_called) && called(p)))
-            return refuse(err, errcap, "makes system calls", w, n, line);
-        if (IN(w, n, file_always) || (IN(w, n, file_called) && called(p)))
-            return refuse(err, errcap, "does file I/O", w, n, line);
-        if ((n == 11 && !memcmp(w, "constructor", 11)) ||
-            (n == 10 && !memcmp(w, "destructor", 10)) || (n == 5 && !memcmp(w, "_init", 5)) ||
-            (n == 5 && !memcmp(w, "_fini", 5)))
-            return refuse(err, errcap, "runs code when it is loaded", w, n, line);
+        const char *why = word_rule(w, n, p, cuda);
+        if (!why && n > 10 && !memcmp(w, "__builtin_", 10)) why = word_rule(w + 10, n - 10, p, cuda);
+        if (why) return refuse(err, errcap, why, w, n, line_in(txt, w, map));
     }
     return 1;
 }
@@ -312,7 +422,7 @@ int kf_source_check_backend(const char *source, const char *backend, char *err, 
         snprintf(err, errcap, "no source");
         return 0;
     }
-    if (!check_forbidden(source, err, errcap)) return 0;
+    if (!check_forbidden(source, NULL, err, errcap)) return 0;
     static const char trigraph_tails[] = "=/'()!<>-";
     for (const char *p = source; (p = strstr(p, "??")); p++)
         if (p[2] && strchr(trigraph_tails, p[2])) {
@@ -326,7 +436,7 @@ int kf_source_check_backend(const char *source, const char *backend, char *err, 
         return 0;
     }
     int cuda = backend ? !strcmp(backend, "nvrtc") : looks_cuda(txt);
-    int ok = check_directives(txt, err, errcap) && check_words(txt, cuda, err, errcap);
+    int ok = check_directives(txt, !cuda, err, errcap) && check_words(txt, cuda, NULL, err, errcap);
     free(txt);
     return ok;
 }
@@ -334,4 +444,109 @@ int kf_source_check_backend(const char *source, const char *backend, char *err, 
 int kf_source_check(const char *source, char *err, size_t errcap)
 {
     return kf_source_check_backend(source, NULL, err, errcap);
+}
+
+/* A GNU line marker `# 12 "file" flags`: the line number and the quoted file name (with its
+ * quotes, escapes as written). 0 if the line is not one. */
+static int line_marker(const char *p, const char *eol, int *lineno, const char **name,
+                       size_t *name_len)
+{
+    if (p[0] != '#' || p[1] != ' ' || !isdigit((unsigned char)p[2])) return 0;
+    char *end;
+    long v = strtol(p + 2, &end, 10);
+    if (end >= eol || *end != ' ' || end[1] != '"' || v < 0 || v > 100000000) return 0;
+    const char *q = end + 2;
+    while (q < eol && *q != '"') q += (*q == '\\' && q + 1 < eol) ? 2 : 1;
+    if (q >= eol) return 0;
+    *lineno = (int)v;
+    *name = end + 1;
+    *name_len = (size_t)(q + 1 - *name);
+    return 1;
+}
+
+int kf_source_check_preprocessed(const char *pp, char *err, size_t errcap)
+{
+    char dummy[1];
+    if (!err || !errcap) err = dummy, errcap = sizeof dummy;
+    err[0] = 0;
+    if (!pp) {
+        snprintf(err, errcap, "no preprocessed source");
+        return 0;
+    }
+    /* The main file is the one the first marker names; its lines are gathered (with their
+     * source line numbers) and checked like host source, everything else is a system header. */
+    size_t n = strlen(pp), lines = 1;
+    for (const char *p = pp; *p; p++) lines += *p == '\n';
+    char *txt = malloc(n + 1);
+    int *map = malloc((lines + 1) * sizeof *map);
+    if (!txt || !map) {
+        free(txt);
+        free(map);
+        snprintf(err, errcap, "out of memory");
+        return 0;
+    }
+    const char *main_name = NULL;
+    size_t main_len = 0, o = 0, k = 0;
+    int in_main = 0, lineno = 1, ok = 1;
+    for (const char *p = pp; *p && ok;) {
+        const char *eol = strchr(p, '\n');
+        if (!eol) eol = p + strlen(p);
+        const char *name;
+        size_t nl;
+        int at;
+        if (line_marker(p, eol, &at, &name, &nl)) {
+            if (!main_name) main_name = name, main_len = nl;
+            in_main = nl == main_len && !memcmp(name, main_name, nl);
+            lineno = at;
+        } else {
+            if (in_main) {
+                const char *q = p;
+                while (q < eol && (*q == ' ' || *q == '\t')) q++;
+                if (q < eol && *q == '#') {
+                    /* what the preprocessor passes on: pragmas (from #pragma and _Pragma) */
+                    const char *d = q + 1;
+                    while (d < eol && (*d == ' ' || *d == '\t')) d++;
+                    int omp = eol - d > 11 && !memcmp(d, "pragma omp ", 11);
+                    int gcc = (eol - d >= 17 && !memcmp(d, "pragma GCC unroll", 17)) ||
+                              (eol - d >= 16 && !memcmp(d, "pragma GCC ivdep", 16));
+                    if (!omp && !gcc) {
+                        snprintf(err, errcap,
+                                 "after preprocessing, the source has '%.*s' (line %d); only "
+                                 "#pragma omp and #pragma GCC unroll/ivdep are allowed",
+                                 (int)(eol - q > 80 ? 80 : eol - q), q, lineno);
+                        ok = 0;
+                    }
+                } else {
+                    memcpy(txt + o, p, (size_t)(eol - p));
+                    o += (size_t)(eol - p);
+                    txt[o++] = '\n';
+                    map[k++] = lineno;
+                }
+            }
+            lineno++;
+        }
+        p = *eol ? eol + 1 : eol;
+    }
+    txt[o] = 0;
+    if (ok && !main_name) {
+        snprintf(err, errcap, "the preprocessor output has no line markers (cannot tell the "
+                              "kernel's lines from the headers')");
+        ok = 0;
+    }
+    map[k] = lineno; /* the line after the last one */
+    if (ok && (!check_forbidden(txt, map, err, errcap) || !check_words(txt, 0, map, err, errcap))) {
+        /* name the pass, so a refusal of a name no line shows explains itself */
+        char why[512];
+        snprintf(why, sizeof why, "%s", err);
+        snprintf(err, errcap, "after preprocessing (macros expanded), %s", why);
+        ok = 0;
+    }
+    free(txt);
+    free(map);
+    return ok;
+}
+
+KF_API int kf_source_check_text(const char *backend, const char *source, char *err, size_t errcap)
+{
+    return kf_source_check_backend(source, backend, err, errcap);
 }
