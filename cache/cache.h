@@ -8,7 +8,8 @@
  * <key> is the 32-hex-digit XXH3-128 key. Writes go to a temp file in the same folder, are
  * fsync'ed and renamed, blob first and manifest last, so a reader never sees a partial entry.
  * Everything read from disk or from a bundle is untrusted: every field is validated, and a bad
- * entry is skipped with one warning naming the file, never served, never a crash. */
+ * entry is skipped with one warning naming the file (once per handle, file and problem), never
+ * served, never a crash. Validation proves a file intact, not its code good: see import. */
 #ifndef KF_CACHE_CACHE_H
 #define KF_CACHE_CACHE_H
 
@@ -104,8 +105,9 @@ const char *kf_cache_dir(const kf_cache *c); /* NULL for a bundle */
  * Entries read back must satisfy the same rule, so a manifest cannot claim another's key. */
 kf_status kf_cache_insert(kf_cache *c, const kf_cache_entry *e, const void *blob, size_t blob_len);
 
-/* Every valid entry (bad ones skipped, each with one warning naming the file). The array and
- * the entries belong to the caller: kf_cache_entries_free. */
+/* Every valid entry (bad ones skipped, each with a warning naming the file the first time this
+ * handle lists it with that problem). The array and the entries belong to the caller:
+ * kf_cache_entries_free. */
 kf_status kf_cache_list(kf_cache *c, kf_cache_entry ***entries, int *n);
 void kf_cache_entries_free(kf_cache_entry **entries, int n);
 kf_status kf_cache_get(kf_cache *c, const char *key_hex, kf_cache_entry **out);
