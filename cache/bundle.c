@@ -543,11 +543,62 @@ out:
 
 /* ---- import ---- */
 
-kf_status kf_cache_import(kf_cache *c, const char *bundle_path, int *n_installed)
+/* A host entry's blob built here; the shallow entry t gets its hash and size. KF_OK or a
+ * reason in err (the entry is then skipped). */
+static kf_status rebuilt(const kf_bundle_entry *be, kf_cache_rebuild_fn rebuild, void *user,
+                         kf_cache_entry *t, void **blob, size_t *len, char *err, size_t cap)
+{
+    *blob = NULL;
+    *len = 0;
+    if (!rebuild) {
+        kf_errf(err, cap, "no compiler was given to rebuild it here");
+        return KF_ERR_UNSUPPORTED;
+    }
+    kf_status st = rebuild(user, be->e, blob, len, err, cap);
+    if (st == KF_OK && (!*blob || !*len || *len > KF_CACHE_MAX_BLOB)) {
+        kf_errf(err, cap, "the rebuild gave no usable blob");
+        st = KF_ERR_KERNEL;
+    }
+    if (st != KF_OK) {
+        free(*blob);
+        *blob = NULL;
+        return st;
+    }
+    *t = *be->e;
+    kf_hash128_hex(*blob, *len, t->blob_hash);
+    t->blob_size = *len;
+    return KF_OK;
+}
+
+/* Under the lock: an entry disabled here keeps that (and its reason) when the bundle brings the
+ * same key enabled. *local holds the local manifest, whose strings t may now borrow. */
+static kf_status keep_local_disabled(kf_cache *c, kf_cache_entry *t, char **json,
+                                     kf_cache_entry **local, char *err, size_t cap)
+{
+    *local = NULL;
+    if (t->disabled || kf_cache_get_unlocked(c, t->key_hex, local) != KF_OK) return KF_OK;
+    if (!(*local)->disabled) return KF_OK;
+    kf_cache_entry u = *t, shallow;
+    u.disabled = 1;
+    u.disabled_reason = (*local)->disabled_reason;
+    char *j = NULL;
+    kf_status st = kf_entry_prepare(&u, NULL, 0, 1, &shallow, &j, err, cap);
+    if (st != KF_OK) return st;
+    free(*json);
+    *json = j;
+    *t = shallow;
+    return KF_OK;
+}
+
+kf_status kf_cache_import(kf_cache *c, const char *bundle_path, kf_cache_rebuild_fn rebuild,
+                          void *user, int *n_installed)
 {
     kf_bundle *b = NULL;
     char **json = NULL;
-    kf_cache_entry *t = NULL;
+    kf_cache_entry *t = NULL, **local = NULL;
+    void **built = NULL;
+    size_t *built_len = NULL;
+    char err[ERRCAP];
     if (n_installed) *n_installed = 0;
     if (!kf_cache_usable(c)) return KF_ERR_INVALID;
     if (!bundle_path || !*bundle_path) {
@@ -561,22 +612,40 @@ kf_status kf_cache_import(kf_cache *c, const char *bundle_path, int *n_installed
     }
     kf_status st = kf_bundle_load(bundle_path, &b, c->err, sizeof c->err);
     if (st != KF_OK) return st;
-    /* everything is serialized and checked before the first file is written */
-    json = calloc((size_t)b->n + 1, sizeof *json);
-    t = calloc((size_t)b->n + 1, sizeof *t);
-    if (!json || !t) {
+    /* everything is serialized and checked (host code rebuilt) before the first file is written */
+    size_t m = (size_t)b->n + 1;
+    json = calloc(m, sizeof *json);
+    t = calloc(m, sizeof *t);
+    local = calloc(m, sizeof *local);
+    built = calloc(m, sizeof *built);
+    built_len = calloc(m, sizeof *built_len);
+    if (!json || !t || !local || !built || !built_len) {
         kf_cache_set_err(c, "import: out of memory");
         st = KF_ERR_NOMEM;
         goto out;
     }
     for (int i = 0; i < b->n; i++) {
-        char err[ERRCAP];
-        st = kf_entry_prepare(b->entries[i].e, NULL, 0, 1, &t[i], &json[i], err, sizeof err);
+        const kf_bundle_entry *be = &b->entries[i];
+        kf_cache_entry host;
+        const kf_cache_entry *e = be->e;
+        if (!strcmp(e->backend, "host")) {
+            st = rebuilt(be, rebuild, user, &host, &built[i], &built_len[i], err, sizeof err);
+            if (st == KF_ERR_NOMEM) goto nomem;
+            if (st != KF_OK) {
+                KF_WARN("bundle %.400s: host entry %s (%s) not installed: its shared object is "
+                        "never used as shipped, and %s", bundle_path, e->key_hex, e->signature,
+                        err);
+                continue;
+            }
+            e = &host;
+        }
+        st = kf_entry_prepare(e, NULL, 0, 1, &t[i], &json[i], err, sizeof err);
         if (st != KF_OK) {
             kf_cache_set_err(c, "bundle %.400s: %s", bundle_path, err);
             goto out;
         }
     }
+    st = KF_OK;
     int lk = kf_cache_lock(c, 1);
     if (lk < 0) {
         st = KF_ERR_IO;
@@ -584,8 +653,15 @@ kf_status kf_cache_import(kf_cache *c, const char *bundle_path, int *n_installed
     }
     int done = 0;
     for (int i = 0; i < b->n && st == KF_OK; i++) {
-        st = kf_cache_insert_locked(c, &t[i], json[i], b->entries[i].blob,
-                                    b->entries[i].blob_len);
+        if (!json[i]) continue; /* skipped above */
+        st = keep_local_disabled(c, &t[i], &json[i], &local[i], err, sizeof err);
+        if (st != KF_OK) {
+            kf_cache_set_err(c, "bundle %.400s: %s", bundle_path, err);
+            break;
+        }
+        const void *blob = built[i] ? built[i] : b->entries[i].blob;
+        size_t len = built[i] ? built_len[i] : b->entries[i].blob_len;
+        st = kf_cache_insert_locked(c, &t[i], json[i], blob, len);
         if (st == KF_OK) done++;
     }
     if (done) {
@@ -594,11 +670,21 @@ kf_status kf_cache_import(kf_cache *c, const char *bundle_path, int *n_installed
     }
     kf_cache_unlock(lk);
     if (n_installed) *n_installed = done;
+    goto out;
+
+nomem:
+    kf_cache_set_err(c, "import: out of memory");
 out:
-    if (json)
-        for (int i = 0; i < b->n; i++) free(json[i]);
+    for (int i = 0; b && i < b->n; i++) {
+        if (json) free(json[i]);
+        if (local) kf_cache_entry_free(local[i]);
+        if (built) free(built[i]);
+    }
     free(json);
     free(t);
+    free(local);
+    free(built);
+    free(built_len);
     kf_bundle_free(b);
     return st;
 }

@@ -8,7 +8,8 @@
  * <key> is the 32-hex-digit XXH3-128 key. Writes go to a temp file in the same folder, are
  * fsync'ed and renamed, blob first and manifest last, so a reader never sees a partial entry.
  * Everything read from disk or from a bundle is untrusted: every field is validated, and a bad
- * entry is skipped with one warning naming the file, never served, never a crash. */
+ * entry is skipped with one warning naming the file (once per handle, file and problem), never
+ * served, never a crash. Validation proves a file intact, not its code good: see import. */
 #ifndef KF_CACHE_CACHE_H
 #define KF_CACHE_CACHE_H
 
@@ -87,8 +88,10 @@ typedef struct kf_cache kf_cache;
  * memory) to a handle that carries the reason for kf_cache_errmsg and must be kf_cache_free'd;
  * every other call on it fails. A handle is used by one thread at a time. */
 kf_status kf_cache_open(kf_cache **out, const char *dir, int read_only);
-/* A read-only cache held in memory, loaded from a bundle file (KFORGE_CACHE=FILE). Every member
- * is validated first; any problem fails the whole open (failed handle as for kf_cache_open). */
+/* A read-only cache held in memory, loaded from a bundle file (KFORGE_CACHE=FILE). Its structure
+ * is validated first (as for kf_cache_import); any problem fails the whole open (failed handle as
+ * for kf_cache_open). kf_cache_read_blob gives the shipped bytes: a host entry's must not be
+ * loaded as they are (plugin/cachelink.c rebuilds it from its source). */
 kf_status kf_cache_open_bundle(kf_cache **out, const char *bundle_path);
 void kf_cache_free(kf_cache *c);
 const char *kf_cache_errmsg(const kf_cache *c);
@@ -104,8 +107,9 @@ const char *kf_cache_dir(const kf_cache *c); /* NULL for a bundle */
 kf_status kf_cache_insert(kf_cache *c, const kf_cache_entry *e, const void *blob, size_t blob_len,
                           char key_hex[KF_KEY_HEX]);
 
-/* Every valid entry (bad ones skipped, each with one warning naming the file). The array and
- * the entries belong to the caller: kf_cache_entries_free. */
+/* Every valid entry (bad ones skipped, each with a warning naming the file the first time this
+ * handle lists it with that problem). The array and the entries belong to the caller:
+ * kf_cache_entries_free. */
 kf_status kf_cache_list(kf_cache *c, kf_cache_entry ***entries, int *n);
 void kf_cache_entries_free(kf_cache_entry **entries, int n);
 kf_status kf_cache_get(kf_cache *c, const char *key_hex, kf_cache_entry **out);
@@ -119,11 +123,21 @@ kf_status kf_cache_set_disabled(kf_cache *c, const char *key_hex, int disabled, 
 uint64_t kf_cache_generation(kf_cache *c);
 
 /* Bundles: one file holding the selected entries and a checksummed index. `ops` filters by op
- * name (NULL/0: all). Import validates every member (checksums, sizes, names: no path escapes,
- * known formats and versions, manifest <-> blob consistency) before installing anything. */
+ * name (NULL/0: all). Import checks the bundle's structure (checksums, sizes, names: no path
+ * escapes, known formats and versions, every manifest's fields and its key, manifest <-> blob
+ * hash) before installing anything; that proves the file is intact, not that its code is good.
+ * So a host entry (a shared object: native code that would run in the user's process) is never
+ * installed as shipped: `rebuild` builds its blob here from the entry's source, after the source
+ * check, or refuses, and a refused entry is skipped with a warning (with rebuild NULL every host
+ * entry is skipped). nvrtc cubins (device code only) are installed as shipped; every entry is
+ * still checked against eager on first use (KFORGE_VALIDATE). An entry disabled here stays
+ * disabled, with its local reason, when a bundle brings the same key. */
+typedef kf_status (*kf_cache_rebuild_fn)(void *user, const kf_cache_entry *e, void **blob,
+                                         size_t *len, char *err, size_t errcap);
 kf_status kf_cache_export(kf_cache *c, const char *bundle_path, const char *const *ops, int n_ops,
                           int *n_exported);
-kf_status kf_cache_import(kf_cache *c, const char *bundle_path, int *n_installed);
+kf_status kf_cache_import(kf_cache *c, const char *bundle_path, kf_cache_rebuild_fn rebuild,
+                          void *user, int *n_installed);
 
 /* Re-read and re-hash every entry; `report` gets one line per problem. Returns the problem count. */
 typedef void (*kf_cache_report_fn)(void *user, const char *key_hex, const char *problem);

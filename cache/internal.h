@@ -41,6 +41,11 @@ struct kf_cache {
     int read_only;
     unsigned tmp_seq; /* makes temp names unique within this handle */
     kf_bundle *bundle;
+    struct {
+        char key[KF_KEY_HEX];
+        uint64_t hash; /* of the message */
+    } *warned;        /* bad entries already warned about (kf_cache_list) */
+    int n_warned, cap_warned;
     char err[KF_CACHE_ERR_MAX];
 };
 
@@ -85,6 +90,8 @@ kf_status kf_cache_insert_locked(kf_cache *c, const kf_cache_entry *e, const cha
                                  const void *blob, size_t blob_len);
 kf_status kf_cache_bump_generation(kf_cache *c);
 kf_status kf_cache_list_unlocked(kf_cache *c, kf_cache_entry ***entries, int *n);
+/* entries/<key>.json under a lock the caller holds (no message kept on the handle). */
+kf_status kf_cache_get_unlocked(kf_cache *c, const char *key_hex, kf_cache_entry **out);
 kf_status kf_cache_read_blob_unlocked(kf_cache *c, const kf_cache_entry *e, void **blob,
                                       size_t *len);
 

@@ -15,6 +15,9 @@
 
 #include "common/log.h"
 
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
 #define ERRCAP (KF_CACHE_ERR_MAX / 2)
 
 static const char *where(const kf_cache *c) { return c->dir ? c->dir : "(bundle)"; }
@@ -126,6 +129,7 @@ void kf_cache_free(kf_cache *c)
     if (c->efd >= 0) close(c->efd);
     if (c->dfd >= 0) close(c->dfd);
     kf_bundle_free(c->bundle);
+    free(c->warned);
     free(c->dir);
     free(c);
 }
@@ -316,6 +320,28 @@ static kf_status list_bundle(kf_cache *c, kf_cache_entry ***out, int *n)
     return KF_OK;
 }
 
+/* "skipping a bad entry" once per file and problem for this handle: a process that reloads
+ * the folder every few seconds would otherwise repeat it forever. */
+static void warn_once(kf_cache *c, const char *key_hex, const char *err)
+{
+    uint64_t h = XXH3_64bits(err, strlen(err));
+    for (int i = 0; i < c->n_warned; i++)
+        if (c->warned[i].hash == h && !strcmp(c->warned[i].key, key_hex)) {
+            KF_DEBUG("skipping a bad entry (as before): %s", err);
+            return;
+        }
+    KF_WARN("skipping a bad entry: %s", err);
+    if (c->n_warned == c->cap_warned) {
+        int cap = c->cap_warned ? 2 * c->cap_warned : 8;
+        void *p = realloc(c->warned, (size_t)cap * sizeof *c->warned);
+        if (!p) return; /* worst case it is said again */
+        c->warned = p;
+        c->cap_warned = cap;
+    }
+    snprintf(c->warned[c->n_warned].key, KF_KEY_HEX, "%s", key_hex);
+    c->warned[c->n_warned++].hash = h;
+}
+
 kf_status kf_cache_list_unlocked(kf_cache *c, kf_cache_entry ***out, int *n)
 {
     if (c->bundle) return list_bundle(c, out, n);
@@ -334,7 +360,7 @@ kf_status kf_cache_list_unlocked(kf_cache *c, kf_cache_entry ***out, int *n)
         st = load_entry(c, keys[i], 1, &v[cnt], err, sizeof err);
         if (st == KF_OK) cnt++;
         else if (st == KF_ERR_NOMEM) goto fail;
-        else if (st != KF_ERR_NOT_FOUND) KF_WARN("skipping a bad entry: %s", err);
+        else if (st != KF_ERR_NOT_FOUND) warn_once(c, keys[i], err);
         /* NOT_FOUND: removed since the scan (a reader without the lock) */
     }
     free(keys);
@@ -394,6 +420,12 @@ kf_status kf_cache_get(kf_cache *c, const char *key_hex, kf_cache_entry **out)
     kf_status st = load_entry(c, key_hex, 1, out, c->err, sizeof c->err);
     kf_cache_unlock(lk);
     return st;
+}
+
+kf_status kf_cache_get_unlocked(kf_cache *c, const char *key_hex, kf_cache_entry **out)
+{
+    char err[KF_CACHE_ERR_MAX];
+    return load_entry(c, key_hex, 0, out, err, sizeof err);
 }
 
 /* The blob must have exactly the size and hash its manifest names. */

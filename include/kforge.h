@@ -143,6 +143,10 @@ KF_API char *kf_signature_info_json(kf_runtime *rt, uint64_t key);
  * returned in *log, to be released with kf_free. */
 KF_API kf_status kf_candidate_register(kf_runtime *rt, uint64_t key, const char *backend,
                                        const char *source, const char *launch_json, char **log);
+/* The static source check (compile/source_check.h) on the raw text, for backend "host" or "nvrtc":
+ * 1 when it passes, 0 with the reason in err. The host compiler also checks its preprocessor's
+ * output; this one needs no compiler. */
+KF_API int kf_source_check_text(const char *backend, const char *source, char *err, size_t errcap);
 /* Insert the candidate serving `key` into the cache folder, with the verification results in
  * `meta_json` (max_abs_err, max_rel_err, atol, rtol, eager_us, kernel_us, proposer, job,
  * compile_options). The cache key (32 hex + NUL) is written to key_out. */

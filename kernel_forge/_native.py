@@ -84,6 +84,7 @@ def _bind(lib):
         "kf_candidate_register": ([c.c_void_p, c.c_uint64, c.c_char_p, c.c_char_p, c.c_char_p,
                                    c.POINTER(c.c_void_p)], c.c_int),
         "kf_candidate_insert": ([c.c_void_p, c.c_uint64, c.c_char_p, c.c_char_p], c.c_int),
+        "kf_source_check_text": ([c.c_char_p, c.c_char_p, c.c_char_p, c.c_size_t], c.c_int),
         "kf_cache_entries_json": ([c.c_void_p], c.c_void_p),
         "kf_cache_dir_ls_json": ([c.c_char_p], c.c_void_p),
         "kf_cache_dir_show_json": ([c.c_char_p, c.c_char_p, c.c_char_p, c.c_size_t], c.c_void_p),
@@ -184,3 +185,12 @@ def status_str(code: int) -> str:
 def dtype_name(code: int) -> str:
     """The name of a kf_dtype code ("f32", "bf16", ...; "?" when unknown): C's dtype table."""
     return lib().kf_dtype_name(code).decode()
+
+
+def source_check(backend: str, source: str) -> str | None:
+    """The plugin's static source check (compile/source_check.c owns the rules): None when the
+    source passes, else the reason. The host compiler also checks its preprocessor's output."""
+    err = ctypes.create_string_buffer(1024)
+    if lib().kf_source_check_text(backend.encode(), source.encode(), err, len(err)):
+        return None
+    return err.value.decode("utf-8", "replace")

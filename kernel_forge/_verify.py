@@ -14,7 +14,9 @@ every fresh output pre-filled with 0xff bytes, the kernel's outputs match eager 
 dtype's tolerance with NaN in the same places, the inputs it must not write are bit-identical
 afterwards (those it writes without returning them, batch norm's running statistics in
 training, must hold eager's values), different inputs give different outputs, and the source
-holds no call back into ATen, cuBLAS or cuDNN.
+passes the plugin's static check (compile/source_check.c: no call back into ATen, cuBLAS or
+cuDNN, no system calls, no code run at load time, ...; the host compiler checks its
+preprocessor's output as well).
 A kernel slower than eager (by more than SLOWER_MARGIN, timed interleaved with eager) is
 refused unless the job says allow_slower.
 """
@@ -24,7 +26,6 @@ from __future__ import annotations
 import ctypes
 import json
 import os
-import re
 import statistics
 import subprocess
 import sys
@@ -35,16 +36,6 @@ import torch
 
 from ._jobs import (NotTunable, arg_value, clone_exact, hidden_writes, random_like,
                     shift_invariant_dim, tensors_of, tolerance, worker_path, write_job)
-
-FORBIDDEN = [
-    (re.compile(r"\bat::|\btorch::|\bc10::|ATen/|<torch/"), "calls back into ATen/libtorch"),
-    (re.compile(r"\bcublas|\bcudnn|\bcusparse|\bcufft", re.I), "calls cuBLAS/cuDNN libraries"),
-    (re.compile(r"\bcuda(Device|Stream|Event)Synchronize\b|\bcu(Ctx|Stream|Event)Synchronize\b"),
-     "synchronizes the host"),
-    (re.compile(r"\bdlopen\b|\bdlsym\b|\bsystem\s*\(|\bpopen\b|\bfork\s*\(|\bexec[lv]p?e?\s*\("),
-     "loads code or starts processes"),
-]
-
 
 class Refused(Exception):
     def __init__(self, reason: str, status: str = "refused"):
@@ -174,10 +165,9 @@ def run(job: dict) -> dict:
 
     op, args, kwargs = job["op"], tuple(job["args"]), dict(job["kwargs"])
     source, launch, backend = job["source"], job["launch"], job["backend"]
-    for pattern, why in FORBIDDEN:
-        m = pattern.search(source)
-        if m:
-            raise Refused(f"the source {why} ('{m.group(0)}'); kernels must be self-contained")
+    why = _native.source_check(backend, source)
+    if why:
+        raise Refused(why)
     fn = kf._resolve_op(op)
     key = kf.signature_key(op, *[clone_exact(a) for a in args], **kwargs)
     lib, rt = _native.lib(), _native.runtime()

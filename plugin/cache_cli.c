@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cache/cache.h"
+#include "plugin/rebuild.h"
 
 static kf_status open_dir(kf_cache **c, const char *dir, int read_only, char *err, size_t cap)
 {
@@ -110,8 +111,11 @@ KF_API kf_status kf_cache_dir_import(const char *dir, const char *path, int *n, 
 {
     *n = 0;
     kf_cache *c = NULL;
+    kf_rebuilder rb = {0}; /* host entries are compiled here from their source */
     kf_status st = open_dir(&c, dir, 0, err, cap);
-    if (st == KF_OK && (st = kf_cache_import(c, path, n)) != KF_OK) snprintf(err, cap, "%s", kf_cache_errmsg(c));
+    if (st == KF_OK && (st = kf_cache_import(c, path, kf_rebuild_for_import, &rb, n)) != KF_OK)
+        snprintf(err, cap, "%s", kf_cache_errmsg(c));
+    kf_rebuilder_free(&rb);
     kf_cache_free(c);
     return st;
 }

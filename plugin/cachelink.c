@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include "common/log.h"
+#include "plugin/rebuild.h"
 #include "plugin/served.h"
 
 static int backend_index(const char *backend)
@@ -220,7 +221,14 @@ static int attach_entry(kf_runtime *rt, kf_cache *from, const kf_cache_entry *e,
     }
     void *blob = NULL;
     size_t blob_len = 0;
-    if (kf_cache_read_blob(from, e, &blob, &blob_len) != KF_OK) {
+    if (bi == 0 && from == rt->bundle) {
+        /* a bundle's shared object is never loaded as shipped: built here from its source */
+        char why[1024];
+        if (kf_rebuild_host_blob(cc, e, &blob, &blob_len, why, sizeof why) != KF_OK) {
+            KF_WARN("bundle entry %s (%s): %s; not served", e->key_hex, e->signature, why);
+            return ATTACH_DONE;
+        }
+    } else if (kf_cache_read_blob(from, e, &blob, &blob_len) != KF_OK) {
         KF_WARN("cache entry %s: %s; skipped", e->key_hex, kf_cache_errmsg(from));
         return ATTACH_DONE;
     }

@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "common/log.h"
+#include "compile/source_check.h"
 #include "plugin/cachelink.h"
 #include "plugin/runtime.h"
 #include "plugin/served.h"
@@ -115,7 +116,11 @@ kf_status kf_candidate_register(kf_runtime *rt, uint64_t key, const char *backen
         return KF_ERR_UNSUPPORTED;
     }
     kf_launch launch;
-    char err[256];
+    char err[512];
+    if (!kf_source_check_backend(source, backend, err, sizeof err)) {
+        kf_runtime_set_error(rt, "%s", err); /* the host compiler checks again after cc -E */
+        return KF_ERR_INVALID;
+    }
     kf_status st = kf_launch_parse(launch_json, &launch, err, sizeof err);
     if (st != KF_OK) {
         kf_runtime_set_error(rt, "launch record: %s", err);

@@ -18,6 +18,7 @@
 
 #include "compile/compiler.h"
 #include "forge/job/job.h"
+#include "compile/source_check.h" /* kf_source_check_backend & co */
 
 #ifdef __cplusplus
 extern "C" {
@@ -78,14 +79,6 @@ kf_status kf_eval_run(kf_eval *ev, kf_compiler_i *cc, kf_compiled *k, const kf_l
  * Async-signal-safe (reads ev, writes msg). */
 int kf_eval_fault_describe(const kf_eval *ev, const void *addr, char *msg, size_t cap,
                            int *failed_case);
-
-/* Static checks on a candidate's source (no calls back into ATen/libtorch, cuBLAS/cuDNN, no host
- * synchronization, no dlopen/system/fork/exec, only whitelisted #includes, no inline assembly in
- * host code, no system calls, no file I/O, ...). 1 when it passes; 0 and a reason in err when it
- * fails. `backend` ("host" | "nvrtc") decides whether inline assembly (PTX) is allowed;
- * kf_source_check guesses it (CUDA when the source declares a __global__ kernel). */
-int kf_source_check_backend(const char *source, const char *backend, char *err, size_t errcap);
-int kf_source_check(const char *source, char *err, size_t errcap);
 
 #ifdef __cplusplus
 }

@@ -91,7 +91,9 @@ static void contract(kf_strbuf *b, const kf_job *j)
         kf_strbuf_printf(b,
             "- C11. Entry: `void kf_kernel(<one typed pointer per argument, in the order above>)`, "
             "inputs as `const T *`.\n- Allowed includes: math.h, stdint.h, stddef.h, string.h, "
-            "float.h, limits.h, omp.h. No I/O, no system calls, no allocation needed.\n"
+            "float.h, limits.h, omp.h, all before any macro but `#define KF_...`. No I/O, no system "
+            "calls, no allocation needed; no attributes, asm, extern declarations, or pragmas "
+            "but `#pragma omp`.\n"
             "- Launch record: {\"entry\": \"kf_kernel\", \"grid\": [1,1,1], \"block\": [1,1,1], "
             "\"smem\": 0, \"args\": [\"const float*\", ..., \"float*\"]} (grid/block unused on CPU).\n");
     else

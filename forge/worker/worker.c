@@ -112,8 +112,12 @@ static void evaluate(worker *w, int id, wnode *n)
     snprintf(name, sizeof name, "%d.log", id);
     kf_worker_write_text(dir, name, log ? log : "");
     if (st != KF_OK) {
-        n->status = KF_NODE_COMPILE_ERROR;
-        n->error = kf_aprintf("%s compile failed: %.1500s", w->cc.name, log ? log : kf_status_str(st));
+        /* the host compiler's own check of its preprocessor output (macro-built names) */
+        int refused = st == KF_ERR_INVALID && log && strstr(log, "compile: refused: ");
+        n->status = refused ? KF_NODE_REJECTED : KF_NODE_COMPILE_ERROR;
+        n->error = refused ? strdup(strstr(log, "refused: ") + 9)
+                           : kf_aprintf("%s compile failed: %.1500s", w->cc.name,
+                                        log ? log : kf_status_str(st));
         goto done;
     }
     char *blob_path = kf_worker_path(dir, "%d.blob", id);

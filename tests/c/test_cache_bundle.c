@@ -81,7 +81,7 @@ static void test_round_trip(const char *root, kf_cache *src)
     char *d2 = path_join(root, "dst");
     kf_cache *dst = open_rw(d2);
     n = -1;
-    if (!CHECK_EQ_INT(kf_cache_import(dst, bundle, &n), KF_OK))
+    if (!CHECK_EQ_INT(kf_cache_import(dst, bundle, test_rebuild, NULL, &n), KF_OK))
         printf("     %s\n", kf_cache_errmsg(dst));
     CHECK_EQ_INT(n, N_SRC);
     CHECK(kf_cache_generation(dst) > 0);
@@ -89,14 +89,14 @@ static void test_round_trip(const char *root, kf_cache *src)
     CHECK_EQ_INT(kf_cache_verify(dst, NULL, NULL), 0);
 
     /* importing again replaces, still N entries */
-    CHECK_EQ_INT(kf_cache_import(dst, bundle, &n), KF_OK);
+    CHECK_EQ_INT(kf_cache_import(dst, bundle, test_rebuild, NULL, &n), KF_OK);
     CHECK_EQ_INT(n_entries(dst), N_SRC);
     CHECK_EQ_INT(count_temp_files(d2), 0);
 
     /* a read-only cache cannot import */
     kf_cache *ro = NULL;
     CHECK_EQ_INT(kf_cache_open(&ro, d2, 1), KF_OK);
-    CHECK_EQ_INT(kf_cache_import(ro, bundle, &n), KF_ERR_INVALID);
+    CHECK_EQ_INT(kf_cache_import(ro, bundle, test_rebuild, NULL, &n), KF_ERR_INVALID);
     CHECK_CONTAINS(kf_cache_errmsg(ro), "read-only");
     kf_cache_free(ro);
 
@@ -116,7 +116,7 @@ static void test_round_trip(const char *root, kf_cache *src)
         CHECK_CONTAINS(kf_cache_errmsg(b), "read-only");
         CHECK_EQ_INT(kf_cache_clear(b), KF_ERR_INVALID);
         CHECK_EQ_INT(kf_cache_set_disabled(b, g_src[0].key_hex, 1, "x"), KF_ERR_INVALID);
-        CHECK_EQ_INT(kf_cache_import(b, bundle, &n), KF_ERR_INVALID);
+        CHECK_EQ_INT(kf_cache_import(b, bundle, test_rebuild, NULL, &n), KF_ERR_INVALID);
         CHECK_EQ_INT(kf_cache_verify(b, NULL, NULL), 0);
         /* a manifest changed by the caller no longer matches the bundle's blob */
         CHECK_EQ_INT(kf_cache_get(b, g_src[0].key_hex, &e), KF_OK);
@@ -152,7 +152,7 @@ static void test_filter(const char *root, kf_cache *src)
     CHECK_EQ_INT(n, 2);
     char *d = path_join(root, "gelu");
     kf_cache *c = open_rw(d);
-    CHECK_EQ_INT(kf_cache_import(c, bundle, &n), KF_OK);
+    CHECK_EQ_INT(kf_cache_import(c, bundle, test_rebuild, NULL, &n), KF_OK);
     CHECK_EQ_INT(n, 2);
     kf_cache_entry **v = NULL;
     int m = 0;
@@ -295,7 +295,7 @@ static void expect_rejected(const char *path, kf_cache *dst, const char *dstdir,
 {
     uint64_t g = kf_cache_generation(dst);
     int n = -1;
-    kf_status st = kf_cache_import(dst, path, &n);
+    kf_status st = kf_cache_import(dst, path, test_rebuild, NULL, &n);
     int ok = CHECK(st != KF_OK);
     ok &= CHECK_EQ_INT(n, 0);
     ok &= CHECK_CONTAINS(kf_cache_errmsg(dst), want);
@@ -462,7 +462,7 @@ static void test_hostile(const char *root, const char *srcdir, kf_cache *src)
     /* a file that is not there */
     char *missing = path_join(root, "missing.kfb");
     n = -1;
-    CHECK_EQ_INT(kf_cache_import(dst, missing, &n), KF_ERR_NOT_FOUND);
+    CHECK_EQ_INT(kf_cache_import(dst, missing, test_rebuild, NULL, &n), KF_ERR_NOT_FOUND);
     CHECK_CONTAINS(kf_cache_errmsg(dst), missing);
     free(missing);
 

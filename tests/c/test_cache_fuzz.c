@@ -221,7 +221,7 @@ static void fuzz_bundle(int iters)
         kf_cache_free(b); /* failed handles too */
         if (it % 25 == 0) {
             int k = 0;
-            if (kf_cache_import(dst, path, &k) == KF_OK) imported++;
+            if (kf_cache_import(dst, path, test_rebuild, NULL, &k) == KF_OK) imported++;
         }
     }
     printf("bundle fuzz: %d of %d opened, %d imports accepted\n", opened, iters, imported);

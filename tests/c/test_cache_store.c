@@ -469,22 +469,23 @@ static void test_bad_manifests(void)
 
     kf_cache_entry **v = NULL;
     int n = 0;
-    for (int round = 0; round < 2; round++) { /* one warning per bad file, per list */
+    for (int round = 0; round < 2; round++) { /* one warning per bad file, the first time */
         log_reset();
         CHECK_EQ_INT(kf_cache_list(c, &v, &n), KF_OK);
         CHECK_EQ_INT(n, 1);
         if (n == 1) CHECK_STR(v[0]->key_hex, t[5].key_hex);
         kf_cache_entries_free(v, n);
-        CHECK_EQ_INT(g_log.n_warn, 6);
+        CHECK_EQ_INT(g_log.n_warn, round ? 0 : 6);
+        if (round) continue;
         const char *names[] = {t[0].key_hex, t[1].key_hex, t[6].key_hex, t[3].key_hex,
                                t[4].key_hex, fifo_key};
         for (int i = 0; i < 6; i++) CHECK_CONTAINS(g_log.all, names[i]);
+        CHECK_CONTAINS(g_log.all, "not valid JSON (at byte");
+        CHECK_CONTAINS(g_log.all, "does not match its name");
+        CHECK_CONTAINS(g_log.all, "is not the key of its signature");
+        CHECK_CONTAINS(g_log.all, "symbolic link");
+        CHECK_CONTAINS(g_log.all, "not a regular file");
     }
-    CHECK_CONTAINS(g_log.all, "not valid JSON (at byte");
-    CHECK_CONTAINS(g_log.all, "does not match its name");
-    CHECK_CONTAINS(g_log.all, "is not the key of its signature");
-    CHECK_CONTAINS(g_log.all, "symbolic link");
-    CHECK_CONTAINS(g_log.all, "not a regular file");
 
     /* get refuses each of them with a message naming the file */
     kf_cache_entry *e = NULL;

@@ -149,6 +149,27 @@ static inline kf_status test_insert(kf_cache *c, test_entry *t)
     return kf_cache_insert(c, &t->e, t->blob, t->blob_len, NULL);
 }
 
+/* The stand-in for the host compiler in kf_cache_import: "builds" a test entry's blob from its
+ * source (the op and seed test_entry_init wrote there), as the real rebuild compiles it. */
+static inline kf_status test_rebuild(void *user, const kf_cache_entry *e, void **blob,
+                                     size_t *len, char *err, size_t cap)
+{
+    (void)user;
+    const char *at = e->source ? strstr(e->source, " #") : NULL;
+    int seed;
+    if (!at || sscanf(at + 2, "%d", &seed) != 1) {
+        snprintf(err, cap, "not a test entry's source");
+        return KF_ERR_INVALID;
+    }
+    test_entry t;
+    test_entry_init(&t, e->op, seed);
+    *blob = malloc(t.blob_len);
+    if (!*blob) return KF_ERR_NOMEM;
+    memcpy(*blob, t.blob, t.blob_len);
+    *len = t.blob_len;
+    return KF_OK;
+}
+
 /* ---- captured log lines (the sink is set once per process: LeakSanitizer and the
  * intentionally leaked old sink do not mix) ---- */
 
