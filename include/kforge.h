@@ -69,6 +69,18 @@ KF_API int kf_dtype_from_name(const char *name); /* KF_DTYPE_UNKNOWN when not in
  * integers and bool exact (0). */
 KF_API kf_status kf_tolerance(const char *op, int dtype, double *atol, double *rtol);
 
+/* The eager-match rule (common/match.c; docs/architecture.md "Verification"): n elements of `dtype` in two
+ * dense host buffers, the kernel's `got` against eager's `want`. A float element matches when
+ * |k - e| <= atol + rtol * |e|, with NaN exactly where eager has NaN and infinities equal;
+ * integers and bools must be bit-identical. Returns the number of elements that do not match
+ * (-1 for a bad argument); *r gets the first of them and the error maxima over finite pairs. */
+typedef struct kf_match_result {
+    int64_t bad, first_bad, nonfinite_bad; /* nonfinite_bad: NaN/Inf where eager differs */
+    double max_abs, max_rel;
+} kf_match_result;
+KF_API int64_t kf_match_dense(int dtype, const void *got, const void *want, int64_t n, double atol,
+                              double rtol, kf_match_result *r);
+
 typedef enum kf_device_type {
     KF_DEV_CPU = 0,
     KF_DEV_CUDA = 1,

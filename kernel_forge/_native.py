@@ -54,6 +54,13 @@ def _configure_logger():
             logger.addHandler(h)
 
 
+class MatchResult(ctypes.Structure):
+    """kf_match_result (include/kforge.h)."""
+    _fields_ = [("bad", ctypes.c_int64), ("first_bad", ctypes.c_int64),
+                ("nonfinite_bad", ctypes.c_int64), ("max_abs", ctypes.c_double),
+                ("max_rel", ctypes.c_double)]
+
+
 def _bind(lib):
     c = ctypes
     sigs = {
@@ -66,6 +73,8 @@ def _bind(lib):
         "kf_dtype_from_name": ([c.c_char_p], c.c_int),
         "kf_tolerance": ([c.c_char_p, c.c_int, c.POINTER(c.c_double), c.POINTER(c.c_double)],
                          c.c_int),
+        "kf_match_dense": ([c.c_int, c.c_void_p, c.c_void_p, c.c_int64, c.c_double, c.c_double,
+                            c.POINTER(MatchResult)], c.c_int64),
         "kf_set_log_callback": ([_LOG_FN, c.c_void_p], None),
         "kf_set_enabled": ([c.c_void_p, c.c_int], None),
         "kf_enabled": ([c.c_void_p], c.c_int),

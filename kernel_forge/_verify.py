@@ -34,8 +34,10 @@ import traceback
 
 import torch
 
-from ._jobs import (NotTunable, arg_value, clone_exact, hidden_writes, random_like,
-                    shift_invariant_dim, tensors_of, tolerance, worker_path, write_job)
+from . import _native
+from ._jobs import (_TORCH_DTYPES, NotTunable, arg_value, clone_exact, hidden_writes,
+                    random_like, shift_invariant_dim, tensors_of, tolerance, worker_path,
+                    write_job)
 
 class Refused(Exception):
     def __init__(self, reason: str, status: str = "refused"):
@@ -50,35 +52,32 @@ def storage_bytes(t: torch.Tensor) -> torch.Tensor:
 
 
 def compare(k: torch.Tensor, e: torch.Tensor, atol: float, rtol: float, what: str):
-    """(max_abs, max_rel) of k against e, or Refused with the reason."""
+    """(max_abs, max_rel) of k against e, or Refused with the reason: the eager-match rule of
+    common/match.c (kf_match_dense), the one the worker and the first-use check use."""
     if k.shape != e.shape or k.dtype != e.dtype:
         raise Refused(f"{what}: shape/dtype {tuple(k.shape)}/{k.dtype} != eager {tuple(e.shape)}/{e.dtype}",
                       "wrong")
     if k.numel() == 0:
         return 0.0, 0.0
+    name = next((n for n, t in _TORCH_DTYPES.items() if t == k.dtype), None)
+    lib = _native.lib()
+    code = lib.kf_dtype_from_name(name.encode()) if name else 0
+    kh, eh = k.detach().cpu().contiguous(), e.detach().cpu().contiguous()
+    r = _native.MatchResult()
+    bad = lib.kf_match_dense(code, ctypes.c_void_p(kh.data_ptr()), ctypes.c_void_p(eh.data_ptr()),
+                             kh.numel(), atol, rtol, ctypes.byref(r))
+    if bad < 0:
+        raise Refused(f"{what}: no comparison rule for dtype {k.dtype}", "wrong")
+    if bad == 0:
+        return r.max_abs, r.max_rel
     if not k.dtype.is_floating_point:
-        if not torch.equal(k, e):
-            raise Refused(f"{what}: differs from eager (exact comparison)", "wrong")
-        return 0.0, 0.0
-    # half types are exact in float32; float32/64 are compared in float64
-    wide = torch.float64 if k.dtype in (torch.float32, torch.float64) else torch.float32
-    kd, ed = k.to(wide), e.to(wide)
-    if not torch.equal(kd.isnan(), ed.isnan()):
-        raise Refused(f"{what}: NaN positions differ from eager ({int(kd.isnan().sum())} NaN vs "
-                      f"{int(ed.isnan().sum())}); an output the kernel never wrote stays NaN")
-    if not torch.equal(kd.isinf() & (kd > 0), ed.isinf() & (ed > 0)) or \
-            not torch.equal(kd.isinf() & (kd < 0), ed.isinf() & (ed < 0)):
-        raise Refused(f"{what}: Inf positions differ from eager", "wrong")
-    finite = ed.isfinite()
-    diff = (kd - ed).abs()[finite]
-    ref = ed.abs()[finite]
-    max_abs = float(diff.max()) if diff.numel() else 0.0
-    max_rel = float((diff / ref.clamp_min(1e-30)).max()) if diff.numel() else 0.0
-    bad = diff > atol + rtol * ref
-    if bool(bad.any()):
-        raise Refused(f"{what}: {int(bad.sum())} of {e.numel()} elements outside atol={atol:g} "
-                      f"rtol={rtol:g} (max abs error {max_abs:.3g})", "wrong")
-    return max_abs, max_rel
+        raise Refused(f"{what}: differs from eager (exact comparison)", "wrong")
+    if r.nonfinite_bad:
+        raise Refused(f"{what}: NaN or Inf positions differ from eager ({int(kh.isnan().sum())} NaN "
+                      f"vs {int(eh.isnan().sum())}); an output the kernel never wrote stays NaN",
+                      "wrong")
+    raise Refused(f"{what}: {bad} of {e.numel()} elements outside atol={atol:g} rtol={rtol:g} "
+                  f"(max abs error {r.max_abs:.3g})", "wrong")
 
 
 # A kernel slower than eager by more than this is refused unless allow_slower (the margin of the

@@ -1,100 +1,15 @@
 /* Comparing a candidate's output with eager's, element by element (eval_impl.h).
  *
- * Floats (f32, f64, f16, bf16, fp8, complex parts) pass when |k - e| <= atol + rtol*|e|, with NaN
- * exactly where eager has NaN and infinities equal; integers and bools must be bit-identical. An
+ * The rule is common/match.h's (the one the plugin's first-use check and add_kernel use): floats
+ * pass when |k - e| <= atol + rtol*|e|, with NaN exactly where eager has NaN and infinities
+ * equal; integers and bools must be bit-identical. An
  * element that fails and still holds the poison bytes (where eager's bytes are different) counts
  * as poisoned: the kernel never wrote it. */
 #include <math.h>
 #include <string.h>
 
+#include "common/match.h"
 #include "forge/eval/eval_impl.h"
-
-static double half_to_double(uint16_t h)
-{
-    /* bit manipulation into a float: this runs once per element of every output */
-    uint32_t sign = (uint32_t)(h >> 15) << 31, e = (h >> 10) & 0x1f, m = h & 0x3ff, u;
-    if (e == 31) {
-        u = sign | 0x7f800000u | (m << 13); /* inf / nan */
-    } else if (e == 0) {
-        float v = (float)m * 5.9604644775390625e-8f; /* subnormal: m * 2^-24, exact */
-        return sign ? -(double)v : v;
-    } else {
-        u = sign | ((e + 112) << 23) | (m << 13);
-    }
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
-
-static double bf16_to_double(uint16_t b)
-{
-    uint32_t u = (uint32_t)b << 16;
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
-
-/* float8 e4m3fn: bias 7, no infinities, S.1111.111 is NaN */
-static double e4m3_to_double(uint8_t b)
-{
-    int s = b >> 7, e = (b >> 3) & 0xf, m = b & 7;
-    double v;
-    if (e == 15 && m == 7)
-        v = NAN;
-    else if (e == 0)
-        v = ldexp(m, -9);
-    else
-        v = ldexp(m | 8, e - 10);
-    return s ? -v : v;
-}
-
-/* float8 e5m2: IEEE-like, bias 15 */
-static double e5m2_to_double(uint8_t b)
-{
-    int s = b >> 7, e = (b >> 2) & 0x1f, m = b & 3;
-    double v;
-    if (e == 31)
-        v = m ? NAN : INFINITY;
-    else if (e == 0)
-        v = ldexp(m, -16);
-    else
-        v = ldexp(m | 4, e - 17);
-    return s ? -v : v;
-}
-
-double kf_ev_decode(int dtype, const unsigned char *p)
-{
-    union {
-        float f;
-        double d;
-        int8_t i8;
-        uint8_t u8;
-        int16_t i16;
-        uint16_t u16;
-        int32_t i32;
-        int64_t i64;
-    } u;
-    int es = kf_dtype_size(dtype);
-    if (dtype == KF_C64) es = 4;
-    if (dtype == KF_C128) es = 8;
-    if (es <= 0 || es > 8) return NAN;
-    memcpy(&u, p, (size_t)es);
-    switch (dtype) {
-    case KF_F32: case KF_C64: return u.f;
-    case KF_F64: case KF_C128: return u.d;
-    case KF_F16: return half_to_double(u.u16);
-    case KF_BF16: return bf16_to_double(u.u16);
-    case KF_F8E4M3: return e4m3_to_double(u.u8);
-    case KF_F8E5M2: return e5m2_to_double(u.u8);
-    case KF_I8: return u.i8;
-    case KF_U8: return u.u8;
-    case KF_BOOL: return u.u8;
-    case KF_I16: return u.i16;
-    case KF_I32: return u.i32;
-    case KF_I64: return (double)u.i64;
-    default: return NAN;
-    }
-}
 
 static int is_float(int dtype)
 {
@@ -107,27 +22,20 @@ static int is_float(int dtype)
     }
 }
 
-/* One float component: 1 if within tolerance; updates the error maxima for finite pairs. */
+/* One float component: 1 if within tolerance (kf_match_value, the one rule); updates the error
+ * maxima for finite pairs. */
 static int float_ok(double k, double e, double atol, double rtol, ev_cmp *c, double *abs_err)
 {
-    *abs_err = 0;
-    if (isnan(e)) {
-        if (!isnan(k)) *abs_err = INFINITY;
-        return isnan(k);
-    }
-    if (isnan(k)) {
-        *abs_err = INFINITY;
-        return 0;
-    }
-    if (isinf(e) || isinf(k)) {
-        *abs_err = k == e ? 0 : INFINITY;
-        return k == e;
+    int ok = kf_match_value(k, e, atol, rtol);
+    if (isnan(e) || isnan(k) || isinf(e) || isinf(k)) {
+        *abs_err = ok ? 0 : INFINITY;
+        return ok;
     }
     double d = fabs(k - e);
     *abs_err = d;
     if (d > c->max_abs) c->max_abs = d;
     if (e != 0 && d / fabs(e) > c->max_rel) c->max_rel = d / fabs(e);
-    return d <= atol + rtol * fabs(e);
+    return ok;
 }
 
 static int all_bytes(const unsigned char *p, int n, unsigned char v)
@@ -153,14 +61,14 @@ static int decode_block(int dtype, const unsigned char *p, int64_t n, double *ou
         for (int64_t i = 0; i < n; i++) {
             uint16_t h;
             memcpy(&h, p + 2 * i, 2);
-            out[i] = bf16_to_double(h);
+            out[i] = kf_bf16_to_double(h);
         }
         return 1;
     case KF_F16:
         for (int64_t i = 0; i < n; i++) {
             uint16_t h;
             memcpy(&h, p + 2 * i, 2);
-            out[i] = half_to_double(h);
+            out[i] = kf_half_to_double(h);
         }
         return 1;
     default: return 0;
@@ -177,21 +85,21 @@ static void compare_one(const kf_job_tensor *t, const unsigned char *k, const un
     if (fl) {
         for (int p = 0; p < parts; p++) {
             double ae;
-            if (!float_ok(kf_ev_decode(t->dtype, k + p * part_size),
-                          kf_ev_decode(t->dtype, e + p * part_size), atol, rtol, c, &ae))
+            if (!float_ok(kf_decode_value(t->dtype, k + p * part_size),
+                          kf_decode_value(t->dtype, e + p * part_size), atol, rtol, c, &ae))
                 ok = 0;
             if (ae > worst) worst = ae;
         }
     } else if (memcmp(k, e, (size_t)es) != 0) {
         ok = 0;
-        worst = fabs(kf_ev_decode(t->dtype, k) - kf_ev_decode(t->dtype, e));
+        worst = fabs(kf_decode_value(t->dtype, k) - kf_decode_value(t->dtype, e));
         if (worst > c->max_abs) c->max_abs = worst;
     }
     if (!ok) {
         if (c->bad++ == 0) {
             c->first_bad = n;
-            c->first_got = kf_ev_decode(t->dtype, k);
-            c->first_exp = kf_ev_decode(t->dtype, e);
+            c->first_got = kf_decode_value(t->dtype, k);
+            c->first_exp = kf_decode_value(t->dtype, e);
         }
         if (c->worst_at < 0 || worst > c->worst_abs) c->worst_at = n, c->worst_abs = worst;
         if (all_bytes(k, es, EV_POISON) && !all_bytes(e, es, EV_POISON) && c->poisoned++ == 0)

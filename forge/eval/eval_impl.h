@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/match.h"
 #include "forge/eval/eval.h"
 
 /* Bytes around every buffer (any other value there = an OOB write), also what a stray read
@@ -120,6 +121,5 @@ typedef struct ev_cmp {
 void kf_ev_compare(const kf_job_tensor *t, const unsigned char *got, const unsigned char *exp,
                    double atol, double rtol, ev_cmp *c);
 /* The value of one element as a double (ints converted, NaN kept); complex: the real part. */
-double kf_ev_decode(int dtype, const unsigned char *p);
 
 #endif

@@ -408,32 +408,32 @@ static void test_compare(void)
     unsigned char b[8];
     uint16_t h;
     h = 0x3c00, memcpy(b, &h, 2);
-    CHECK(kf_ev_decode(KF_F16, b) == 1.0);
+    CHECK(kf_decode_value(KF_F16, b) == 1.0);
     h = 0xc000, memcpy(b, &h, 2);
-    CHECK(kf_ev_decode(KF_F16, b) == -2.0);
+    CHECK(kf_decode_value(KF_F16, b) == -2.0);
     h = 0x0001, memcpy(b, &h, 2);
-    CHECK(kf_ev_decode(KF_F16, b) == ldexp(1, -24));
+    CHECK(kf_decode_value(KF_F16, b) == ldexp(1, -24));
     h = 0x7c00, memcpy(b, &h, 2);
-    CHECK(isinf(kf_ev_decode(KF_F16, b)));
+    CHECK(isinf(kf_decode_value(KF_F16, b)));
     h = 0x7e00, memcpy(b, &h, 2);
-    CHECK(isnan(kf_ev_decode(KF_F16, b)));
+    CHECK(isnan(kf_decode_value(KF_F16, b)));
     h = 0x3f80, memcpy(b, &h, 2);
-    CHECK(kf_ev_decode(KF_BF16, b) == 1.0);
+    CHECK(kf_decode_value(KF_BF16, b) == 1.0);
     h = 0xc0a0, memcpy(b, &h, 2);
-    CHECK(kf_ev_decode(KF_BF16, b) == -5.0);
+    CHECK(kf_decode_value(KF_BF16, b) == -5.0);
     b[0] = 0x38;
-    CHECK(kf_ev_decode(KF_F8E4M3, b) == 1.0);
+    CHECK(kf_decode_value(KF_F8E4M3, b) == 1.0);
     b[0] = 0x7f;
-    CHECK(isnan(kf_ev_decode(KF_F8E4M3, b)));
+    CHECK(isnan(kf_decode_value(KF_F8E4M3, b)));
     b[0] = 0x7e; /* the largest e4m3fn: 448 */
-    CHECK(kf_ev_decode(KF_F8E4M3, b) == 448.0);
+    CHECK(kf_decode_value(KF_F8E4M3, b) == 448.0);
     b[0] = 0x3c;
-    CHECK(kf_ev_decode(KF_F8E5M2, b) == 1.0);
+    CHECK(kf_decode_value(KF_F8E5M2, b) == 1.0);
     b[0] = 0x7c;
-    CHECK(isinf(kf_ev_decode(KF_F8E5M2, b)));
+    CHECK(isinf(kf_decode_value(KF_F8E5M2, b)));
     int32_t i32 = -7;
     memcpy(b, &i32, 4);
-    CHECK(kf_ev_decode(KF_I32, b) == -7.0);
+    CHECK(kf_decode_value(KF_I32, b) == -7.0);
 
     /* f16 within / outside tolerance, NaN and Inf placement */
     kf_job_tensor t = {.dtype = KF_F16, .ndim = 1, .sizes = {5}, .strides = {1}};
