@@ -12,9 +12,12 @@
 /* The only process-wide pointer of the plugin: the runtime torch_ext created at load. */
 static _Atomic(kf_runtime *) g_runtime;
 
-static void gpu_sample_done(void *user, int served, uint64_t ns)
+/* A sample holds no pin on its slot: it counts only if the slot was not recycled meanwhile. */
+static void gpu_sample_done(void *user, uint64_t gen, int served, uint64_t ns)
 {
+    if (!kf_slot_pin_gen(user, (uint32_t)gen)) return;
     kf_slot_add_sample(user, served, ns);
+    kf_slot_unpin(user);
 }
 
 kf_status kf_runtime_create(kf_runtime **out, const kf_config *cfg)
@@ -27,7 +30,7 @@ kf_status kf_runtime_create(kf_runtime **out, const kf_config *cfg)
     if (rt->cfg.sample_every < 1) rt->cfg.sample_every = 1; /* it is a divisor on the hot path */
     pthread_mutex_init(&rt->lock, NULL);
     pthread_mutex_init(&rt->cache_lock, NULL);
-    st = kf_sigtable_create(&rt->sigs, KF_SIGTABLE_LOG2);
+    st = kf_sigtable_create(&rt->sigs, cfg->sigtable_log2 ? (uint32_t)cfg->sigtable_log2 : KF_SIGTABLE_LOG2);
     if (st) goto fail_sigs;
     st = kf_gpu_timer_create(&rt->gtimer, gpu_sample_done);
     if (st) goto fail_timer;
@@ -49,6 +52,7 @@ void kf_runtime_free(kf_runtime *rt)
     if (!rt) return;
     kf_runtime *expect = rt;
     atomic_compare_exchange_strong(&g_runtime, &expect, NULL);
+    kf_cachelink_stop(rt); /* its thread attaches kernels: stopped before they are freed */
     for (kf_kernel *k = rt->retired, *next; k; k = next) {
         next = k->retired_next;
         kf_served_free(k->served);
