@@ -631,7 +631,7 @@ kf_status kf_cache_set_disabled(kf_cache *c, const char *key_hex, int disabled, 
     kf_cache_entry *e = NULL;
     char *json = NULL, err[KF_CACHE_ERR_MAX - 128];
     int lk = kf_cache_lock(c, 1);
-    if (lk < 0) return KF_ERR_IO;
+    if (lk < 0) return kf_lock_status(lk);
     kf_status st = load_entry(c, key_hex, 0, &e, c->err, sizeof c->err);
     if (st != KF_OK) goto out;
     free(e->disabled_reason);

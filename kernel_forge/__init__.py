@@ -55,7 +55,8 @@ def stats() -> list[dict]:
     """Recorded calls per signature, hottest first.
 
     Keys: op, device, signature, key, calls, served, fallback, time_ms (estimated from sampled
-    timings), share (of the recorded time measured the same way: CUDA device time, or host time),
+    timings), share (of the recorded time measured the same way: CUDA device time, or host time;
+    the time of signatures evicted from the table, signature_table(), included),
     eager_us / served_us (mean sampled time per call, -1 when never sampled), intercepted (False
     for rows seen only by the op observer), time_source, servable, has_kernel.
     """

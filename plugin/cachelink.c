@@ -370,6 +370,58 @@ static void reload_locked(kf_runtime *rt, int force)
     load_from(rt, rt->cache); /* sets reload_retry again if the folder was locked */
 }
 
+static kf_status try_disable(kf_runtime *rt, const char *key_hex, const char *reason)
+{
+    kf_cache *rw = NULL;
+    kf_status st = kf_cache_open(&rw, rt->cfg.cache_dir, 0);
+    kf_cache_set_nowait(rw, 1);
+    if (st == KF_OK) st = kf_cache_set_disabled(rw, key_hex, 1, reason);
+    if (st == KF_OK)
+        KF_INFO("cache entry %s marked disabled", key_hex);
+    else if (st != KF_ERR_BUSY)
+        KF_WARN("could not mark cache entry %s disabled: %s", key_hex, kf_cache_errmsg(rw));
+    kf_cache_free(rw);
+    return st;
+}
+
+/* Left for the reload thread; 0 when the queue is full. */
+static int queue_disable(kf_runtime *rt, const char *key_hex, const char *reason)
+{
+    pthread_mutex_lock(&rt->lock);
+    int n = rt->n_to_disable, ok = n < KF_MAX_TO_DISABLE;
+    if (ok) {
+        snprintf(rt->to_disable[n].key, sizeof rt->to_disable[n].key, "%s", key_hex);
+        snprintf(rt->to_disable[n].reason, sizeof rt->to_disable[n].reason, "%s", reason);
+        rt->n_to_disable = n + 1;
+    }
+    pthread_mutex_unlock(&rt->lock);
+    if (!ok)
+        KF_WARN("cache entry %s: the cache is locked by another process; not marked disabled "
+                "(later processes check it again on first use)", key_hex);
+    return ok;
+}
+
+void kf_cachelink_disable_entry(kf_runtime *rt, const char *key_hex, const char *reason)
+{
+    if (try_disable(rt, key_hex, reason) == KF_ERR_BUSY && queue_disable(rt, key_hex, reason))
+        KF_INFO("cache entry %s: the cache is locked by another process; it is marked disabled "
+                "once the lock is free", key_hex);
+}
+
+/* The reload thread's share of kf_cachelink_disable_entry (no lock held while writing). */
+static void disable_queued(kf_runtime *rt)
+{
+    struct kf_disable_req q[KF_MAX_TO_DISABLE];
+    pthread_mutex_lock(&rt->lock);
+    int n = rt->n_to_disable;
+    memcpy(q, rt->to_disable, (size_t)n * sizeof q[0]);
+    rt->n_to_disable = 0;
+    pthread_mutex_unlock(&rt->lock);
+    for (int i = 0; i < n; i++)
+        if (try_disable(rt, q[i].key, q[i].reason) == KF_ERR_BUSY)
+            queue_disable(rt, q[i].key, q[i].reason);
+}
+
 /* The reload thread: looks every KFORGE_RELOAD_MS, or when kf_cachelink_poll wakes it. */
 static void *reload_main(void *arg)
 {
@@ -389,6 +441,7 @@ static void *reload_main(void *arg)
         reload_locked(rt, 0);
         if (rt->n_pending) atomic_store(&rt->cuda_pending, 1); /* retried by the next CUDA call */
         pthread_mutex_unlock(&rt->cache_lock);
+        disable_queued(rt);
         pthread_mutex_lock(&rt->reload_mu);
     }
     pthread_mutex_unlock(&rt->reload_mu);
@@ -484,6 +537,7 @@ void kf_cachelink_poll(kf_runtime *rt)
     reload_locked(rt, 0);
     if (rt->n_pending) atomic_store(&rt->cuda_pending, 1);
     pthread_mutex_unlock(&rt->cache_lock);
+    disable_queued(rt);
 }
 
 int kf_reload_cache(kf_runtime *rt)

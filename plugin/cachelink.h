@@ -21,6 +21,10 @@ void kf_cachelink_attach_cuda(kf_runtime *rt);
 /* Looks at the clock; once KFORGE_RELOAD_MS passed, wakes the reload thread. The caller calls
  * it only every few hundred calls. Never waits. */
 void kf_cachelink_poll(kf_runtime *rt);
+/* Mark a cache entry disabled (a kernel failed its first-use check), so that no later process
+ * serves it. Never waits: while another process holds the folder's lock, the reload thread
+ * marks it later. */
+void kf_cachelink_disable_entry(kf_runtime *rt, const char *key_hex, const char *reason);
 /* The compiler for a backend name, created on first use; NULL (with rt->errmsg) if unavailable. */
 kf_compiler_i *kf_cachelink_compiler(kf_runtime *rt, const char *backend, const char **toolchain);
 /* Put `k` on the slot (replacing any kernel); the previous one is retired, not freed. */

@@ -151,14 +151,7 @@ void kf_dispatch_reject(kf_runtime *rt, kf_call *c, const char *reason)
     kf_kernel *expect = k;
     atomic_compare_exchange_strong(&c->slot->kernel, &expect, NULL);
     if (!k->cache_key[0]) return;
-    /* mark the entry so that no later process serves it either */
-    kf_cache *rw = NULL;
-    if (kf_cache_open(&rw, rt->cfg.cache_dir, 0) == KF_OK &&
-        kf_cache_set_disabled(rw, k->cache_key, 1, reason) == KF_OK)
-        KF_INFO("cache entry %s marked disabled", k->cache_key);
-    else
-        KF_WARN("could not mark cache entry %s disabled: %s", k->cache_key, kf_cache_errmsg(rw));
-    kf_cache_free(rw);
+    kf_cachelink_disable_entry(rt, k->cache_key, reason); /* no later process serves it either */
 }
 
 void kf_dispatch_learn_outputs(kf_slot *slot, const kf_out_layout *layout)

@@ -27,6 +27,7 @@ typedef struct kf_op_info {
 } kf_op_info;
 
 #define KF_MAX_CAPTURE_PENDING 256
+#define KF_MAX_TO_DISABLE 16
 
 struct kf_runtime {
     _Atomic int enabled;
@@ -66,6 +67,9 @@ struct kf_runtime {
     pthread_mutex_t reload_mu;
     pthread_cond_t reload_cond;
     int reload_stop;
+    /* Entries to mark disabled once the folder's lock is free (cachelink.c), under `lock`. */
+    struct kf_disable_req { char key[KF_KEY_HEX]; char reason[160]; } to_disable[KF_MAX_TO_DISABLE];
+    int n_to_disable;
 
     /* Capture requests for signatures not seen yet (plugin/tuning.c), under `lock`; the hot
      * path only reads n_capture_pending. */

@@ -1,7 +1,7 @@
 /* The runtime's cache reload never waits for the folder's lock: with an entry inserted and the
- * lock then held by another process, the reload thread's look and an explicit reload return at
- * once without it, and the entry is read once the lock is released. The thread stops cleanly
- * when the runtime is freed. */
+ * lock then held by another process, the reload thread's look, an explicit reload and marking
+ * an entry disabled (a failed first-use check) return at once without it; the entry is read,
+ * and marked, once the lock is released. The thread stops cleanly when the runtime is freed. */
 #include <errno.h>
 #include <signal.h>
 #include <sys/file.h>
@@ -105,6 +105,14 @@ static void test_held_lock(void)
     pthread_mutex_lock(&rt->cache_lock);
     CHECK_EQ_INT(rt->reload_retry, 1);
     pthread_mutex_unlock(&rt->cache_lock);
+    test_entry t;
+    test_entry_init(&t, "aten::_softmax", 9); /* the child's entry */
+    t0 = now_s();
+    kf_cachelink_disable_entry(rt, t.key_hex, "disagreed with eager (test)");
+    CHECK(now_s() - t0 < 0.2);
+    pthread_mutex_lock(&rt->lock);
+    CHECK_EQ_INT(rt->n_to_disable, 1); /* left for the reload thread */
+    pthread_mutex_unlock(&rt->lock);
 
     close(release);
     int status = 0;
@@ -119,6 +127,23 @@ static void test_held_lock(void)
     pthread_mutex_lock(&rt->cache_lock);
     CHECK_EQ_INT(rt->reload_retry, 0);
     pthread_mutex_unlock(&rt->cache_lock);
+    kf_cache *ro = NULL;
+    kf_cache_entry *e = NULL;
+    int disabled = 0;
+    for (int i = 0; i < 200 && !disabled; i++) {
+        kf_cache_free(ro);
+        ro = NULL;
+        if (kf_cache_open(&ro, dir, 1) == KF_OK && kf_cache_get(ro, t.key_hex, &e) == KF_OK)
+            disabled = e->disabled;
+        kf_cache_entry_free(e);
+        e = NULL;
+        if (!disabled) sleep_ms(10);
+    }
+    kf_cache_free(ro);
+    CHECK_EQ_INT(disabled, 1);
+    pthread_mutex_lock(&rt->lock);
+    CHECK_EQ_INT(rt->n_to_disable, 0);
+    pthread_mutex_unlock(&rt->lock);
 out:
     kf_runtime_free(rt); /* joins the thread */
     rm_rf(dir);
