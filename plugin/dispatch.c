@@ -73,7 +73,8 @@ void kf_dispatch_start(kf_runtime *rt, kf_call *c, int served, void *stream)
 {
     if (!c->slot || !c->time_it) return;
     if (c->slot->device_type == KF_DEV_CUDA)
-        c->gpu_token = kf_gpu_timer_start(rt->gtimer, stream, c->slot, kf_slot_gen(c->slot), served);
+        c->gpu_token =
+            kf_gpu_timer_start(rt->gtimer, stream, c->slot, kf_slot_gen(c->slot), served);
     else
         c->t0_ns = kf_now_ns();
 }

@@ -27,7 +27,7 @@ typedef struct kf_slot kf_slot;
 typedef struct kf_kernel kf_kernel;
 
 typedef struct kf_call {
-    kf_slot *slot;             /* NULL: not recorded (no slot free); pinned until kf_dispatch_done */
+    kf_slot *slot;             /* NULL: not recorded (no free slot); pinned until dispatch_done */
     const kf_kernel *kernel;   /* non-NULL: a kernel may serve this call */
     const kf_out_layout *outs; /* eager's outputs for this signature, when known */
     int learn;                 /* eager's outputs are still to be learned from this call */

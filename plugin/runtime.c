@@ -30,7 +30,8 @@ kf_status kf_runtime_create(kf_runtime **out, const kf_config *cfg)
     if (rt->cfg.sample_every < 1) rt->cfg.sample_every = 1; /* it is a divisor on the hot path */
     pthread_mutex_init(&rt->lock, NULL);
     pthread_mutex_init(&rt->cache_lock, NULL);
-    st = kf_sigtable_create(&rt->sigs, cfg->sigtable_log2 ? (uint32_t)cfg->sigtable_log2 : KF_SIGTABLE_LOG2);
+    uint32_t log2 = cfg->sigtable_log2 ? (uint32_t)cfg->sigtable_log2 : KF_SIGTABLE_LOG2;
+    st = kf_sigtable_create(&rt->sigs, log2);
     if (st) goto fail_sigs;
     st = kf_gpu_timer_create(&rt->gtimer, gpu_sample_done);
     if (st) goto fail_timer;

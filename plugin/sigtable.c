@@ -9,7 +9,11 @@ enum { SLOT_EMPTY = 0, SLOT_FILLING = 1, SLOT_READY = 2 };
 #define CTL_PINS 0xffffffffull
 #define CTL_STATE_SHIFT 32
 #define CTL_GEN_SHIFT 34
-#define CTL(state, gen) (((uint64_t)(state) << CTL_STATE_SHIFT) | ((uint64_t)(gen) << CTL_GEN_SHIFT))
+#define CTL(state, gen) \
+    (((uint64_t)(state) << CTL_STATE_SHIFT) | ((uint64_t)(gen) << CTL_GEN_SHIFT))
+/* Added to the word: EMPTY -> FILLING, FILLING -> READY, keeping pins and generation. */
+#define CTL_CLAIM ((uint64_t)SLOT_FILLING << CTL_STATE_SHIFT)
+#define CTL_PUBLISH ((uint64_t)(SLOT_READY - SLOT_FILLING) << CTL_STATE_SHIFT)
 
 static int ctl_state(uint64_t c) { return (int)((c >> CTL_STATE_SHIFT) & 3); }
 static uint32_t ctl_gen(uint64_t c) { return (uint32_t)(c >> CTL_GEN_SHIFT); }
@@ -136,8 +140,7 @@ static kf_slot *fill(kf_sigtable *t, kf_slot *s, uint64_t hash, const uint8_t *k
     atomic_store_explicit(&s->clock_calls, 1, memory_order_relaxed);
     atomic_store_explicit(&s->hash, ok ? hash : 0, memory_order_relaxed);
     atomic_store_explicit(&t->tags[s - t->slots], ok ? hash : 0, memory_order_relaxed);
-    atomic_fetch_add_explicit(&s->ctl, ((uint64_t)(SLOT_READY - SLOT_FILLING) << CTL_STATE_SHIFT) + 1,
-                              memory_order_release);
+    atomic_fetch_add_explicit(&s->ctl, CTL_PUBLISH + 1, memory_order_release);
     if (ok) return s;
     kf_slot_unpin(s);
     return NULL;
@@ -164,7 +167,8 @@ static void recycle(kf_sigtable *t, kf_slot *s)
 {
     uint64_t calls = atomic_load_explicit(&s->calls, memory_order_relaxed);
     if (calls) {
-        int d = s->device_type == KF_DEV_CUDA && !(s->flags & KF_SLOT_OBSERVED) ? EV_DEVICE : EV_HOST;
+        int cuda = s->device_type == KF_DEV_CUDA && !(s->flags & KF_SLOT_OBSERVED);
+        int d = cuda ? EV_DEVICE : EV_HOST;
         atomic_fetch_add(&t->ev[d].rows, 1);
         atomic_fetch_add(&t->ev[d].calls, calls);
         atomic_fetch_add(&t->ev[d].served, atomic_load(&s->served));
@@ -196,13 +200,13 @@ static kf_slot *take_victim(kf_sigtable *t, kf_set *set, kf_slot *ways)
             continue; /* called since the hand last passed: a second chance */
         }
         uint64_t want = CTL(SLOT_READY, ctl_gen(c));
-        if (!atomic_compare_exchange_strong_explicit(&s->ctl, &want, CTL(SLOT_FILLING, ctl_gen(c) + 1),
-                                                     memory_order_acq_rel, memory_order_relaxed))
+        uint64_t mine = CTL(SLOT_FILLING, ctl_gen(c) + 1);
+        if (!atomic_compare_exchange_strong_explicit(&s->ctl, &want, mine, memory_order_acq_rel,
+                                                     memory_order_relaxed))
             continue; /* pinned meanwhile */
         /* a pinned holder may have set a kernel or a capture request just before its unpin */
         if (atomic_load(&s->kernel) || atomic_load(&s->capture_want) > 0) {
-            atomic_fetch_add_explicit(&s->ctl, (uint64_t)(SLOT_READY - SLOT_FILLING) << CTL_STATE_SHIFT,
-                                      memory_order_release);
+            atomic_fetch_add_explicit(&s->ctl, CTL_PUBLISH, memory_order_release);
             continue;
         }
         set->hand = (w + 1) % KF_SIGTABLE_WAYS;
@@ -238,7 +242,7 @@ kf_slot *kf_sigtable_get(kf_sigtable *t, uint64_t hash, const uint8_t *key, uint
     uint32_t set_i = (uint32_t)hash & t->set_mask;
     size_t base = (size_t)set_i * KF_SIGTABLE_WAYS;
     kf_slot *ways = &t->slots[base];
-    /* the fast path: the tags of one set (two cache lines), then the one slot that matches */
+    /* the fast path: the tags of one set (128 bytes), then the one slot that matches */
     for (int w = 0; w < KF_SIGTABLE_WAYS; w++)
         if (atomic_load_explicit(&t->tags[base + w], memory_order_relaxed) == hash &&
             pin_ready(&ways[w], key, hash, len, NULL))
@@ -250,9 +254,9 @@ kf_slot *kf_sigtable_get(kf_sigtable *t, uint64_t hash, const uint8_t *key, uint
         uint64_t c = atomic_load_explicit(&s->ctl, memory_order_acquire);
         for (;;) {
             if (ctl_state(c) == SLOT_EMPTY) {
-                if (atomic_compare_exchange_weak_explicit(&s->ctl, &c,
-                                                          c + ((uint64_t)SLOT_FILLING << CTL_STATE_SHIFT),
-                                                          memory_order_acquire, memory_order_acquire))
+                if (atomic_compare_exchange_weak_explicit(&s->ctl, &c, c + CTL_CLAIM,
+                                                          memory_order_acquire,
+                                                          memory_order_acquire))
                     return fill(t, s, hash, key, len, flags, device_type, device_index);
                 continue;
             }

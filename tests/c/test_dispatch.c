@@ -773,6 +773,12 @@ static void test_threads(void)
     kf_runtime_free(m.rt);
 }
 
+static cJSON *evicted_host(cJSON *doc)
+{
+    cJSON *t = cJSON_GetObjectItem(doc, "table");
+    return cJSON_GetObjectItem(cJSON_GetObjectItem(t, "evicted"), "host");
+}
+
 /* A signature table with no slot to recycle (every one pinned by a call still in flight): calls
  * are dropped and counted, never crash. Once the calls are done, slots are recycled and nothing
  * is dropped however many signatures come, with the evicted rows' calls kept in the totals. */
@@ -829,7 +835,7 @@ static void test_table_full(void)
     double calls = 0;
     cJSON *r;
     cJSON_ArrayForEach(r, cJSON_GetObjectItem(doc, "rows")) calls += num(r, "calls");
-    cJSON *ev = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(doc, "table"), "evicted"), "host");
+    cJSON *ev = evicted_host(doc);
     CHECK(num(ev, "rows") + n_rows(doc) == 1000 + cap);
     CHECK(calls + num(ev, "calls") == 1000 + cap); /* every call is in a row or the totals */
     CHECK(num(ev, "fallback") == num(ev, "calls"));
@@ -839,7 +845,7 @@ static void test_table_full(void)
     doc = stats(rt);
     CHECK(num(doc, "dropped") == 0);
     CHECK_EQ_INT(n_rows(doc), 0);
-    ev = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(doc, "table"), "evicted"), "host");
+    ev = evicted_host(doc);
     CHECK(num(ev, "rows") == 0 && num(ev, "calls") == 0);
     cJSON_Delete(doc);
     kf_runtime_free(rt);

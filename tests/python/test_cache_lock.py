@@ -10,6 +10,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from conftest import ROOT, run_python
 
 # Records softmax(11, 29) calls (so its signature and output layout are known), then reports
@@ -93,3 +95,80 @@ def test_a_held_cache_lock_never_stalls_the_calls(tmp_path):
     assert res["served_at"] >= released_at - 0.5
     assert res["served_at"] - released_at < 30
     assert res["worst_call_s"] < 0.05, res  # no call waited for the lock
+
+
+# CUDA: the nvrtc entry is already in the folder, but the lock is held from before the process
+# starts, so neither the load at import nor the CUDA calls' attach can read it until it is free.
+HOLD_ONLY = r"""
+import fcntl, os, signal, sys
+fd = os.open(os.path.join(sys.argv[1], "lock"), os.O_RDWR | os.O_CREAT, 0o600)
+fcntl.flock(fd, fcntl.LOCK_EX)
+print("LOCKED", flush=True)
+os.kill(os.getpid(), signal.SIGSTOP)
+"""
+
+WATCH_CUDA = r"""
+import json, os, sys, time, torch, kernel_forge as kf
+flag = sys.argv[1]
+x = torch.randn(64, 1024, device="cuda", dtype=torch.bfloat16)
+for _ in range(20):  # CUDA context, lazy loading: not the plugin's
+    torch.softmax(x, -1)
+torch.cuda.synchronize()
+print("READY", flush=True)
+worst_locked, t_end, served_at = 0.0, time.time() + 120, None
+while time.time() < t_end:
+    released = os.path.exists(flag)
+    t0 = time.perf_counter()
+    torch.softmax(x, -1)
+    torch.cuda.synchronize()
+    if not released:
+        worst_locked = max(worst_locked, time.perf_counter() - t0)
+    if any(r["served"] for r in kf.stats() if r["op"] == "aten::_softmax"):
+        served_at = time.time()
+        break
+    time.sleep(0.002)
+print(json.dumps({"worst_locked_s": worst_locked, "served_at": served_at}), flush=True)
+"""
+
+INSERT_CUDA = (
+    "import os, torch, kernel_forge as kf\n"
+    "src = open(os.path.join('tests', 'fixtures', 'cuda', 'softmax_bf16_rows.cu')).read()\n"
+    "src = '#define KF_ROWS 64\\n#define KF_COLS 1024\\n' + src\n"
+    "x = torch.randn(64, 1024, device='cuda', dtype=torch.bfloat16)\n"
+    "kf.add_kernel('aten::_softmax', (x, -1, False), src, {'entry': 'kf_kernel', "
+    "'grid': [64, 1, 1], 'block': [1024, 1, 1], 'smem': 0, "
+    "'args': ['const __nv_bfloat16*', '__nv_bfloat16*']})\n")
+
+
+@pytest.mark.gpu
+def test_a_held_cache_lock_never_stalls_cuda_calls(tmp_path):
+    d = str(tmp_path / "cache")
+    p = run_python(INSERT_CUDA, {"KFORGE_CACHE_DIR": d})
+    assert p.returncode == 0, p.stderr
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KFORGE_")}
+    env.update(KFORGE_CACHE_DIR=d, KFORGE_RELOAD_MS="50")
+    flag = str(tmp_path / "released")
+    holder = subprocess.Popen([sys.executable, "-c", HOLD_ONLY, d], env=env, cwd=ROOT, text=True,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    watcher = None
+    try:
+        assert holder.stdout.readline().strip() == "LOCKED"
+        watcher = subprocess.Popen([sys.executable, "-c", WATCH_CUDA, flag], env=env, cwd=ROOT,
+                                   text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        assert watcher.stdout.readline().strip() == "READY"
+        time.sleep(2.0)
+        assert watcher.poll() is None, "served while the lock was held?"
+        open(flag, "w").close()
+        released_at = time.time()
+        holder.send_signal(signal.SIGCONT)
+        holder.wait(timeout=30)
+        out, err = watcher.communicate(timeout=180)
+    finally:
+        for proc in (holder, watcher):
+            if proc and proc.poll() is None:
+                proc.send_signal(signal.SIGCONT)
+                proc.kill()
+    res = json.loads(out.strip().splitlines()[-1])
+    assert res["served_at"] is not None, err
+    assert res["served_at"] >= released_at - 0.5
+    assert res["worst_locked_s"] < 0.05, res
