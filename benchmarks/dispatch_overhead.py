@@ -8,6 +8,12 @@ the cost of the served path, output allocation and kernel call included), altern
 several times so machine noise hits them alike, and reports medians and differences per call.
 
     python benchmarks/dispatch_overhead.py [--calls 20000] [--rounds 5]
+
+With --shapes N it measures instead the cost of a call when every shape is new (a decode loop
+with a growing KV cache): N distinct (4,) views, each called twice, per window of 10,000, with
+the plugin on and with it disabled; flat windows mean the signature table stays bounded.
+
+    python benchmarks/dispatch_overhead.py --shapes 100000
 """
 
 import argparse
@@ -50,6 +56,48 @@ if mode == "served":  # every case must really have been served
     assert sum(v > 0 for v in served.values()) >= len(cases), served
 print(json.dumps(out))
 """
+
+SHAPES = r"""
+import json, sys, time, torch
+mode, n, w = sys.argv[1], int(sys.argv[2]), 10000
+torch.set_num_threads(1)
+if mode == "on":
+    import kernel_forge as kf
+buf = torch.randn(4 * n + 8)
+windows = []
+for start in range(0, n, w):
+    views = [buf.as_strided((4,), (start + j + 1,)) for j in range(min(w, n - start))]
+    t0 = time.perf_counter_ns()
+    for v in views:  # a new shape, then the same shape again
+        torch.relu(v)
+        torch.relu(v)
+    windows.append((time.perf_counter_ns() - t0) / (2 * len(views)))
+out = {"windows_ns": windows}
+if mode == "on":
+    out["table"] = kf.signature_table()
+print(json.dumps(out))
+"""
+
+
+def shapes(n):
+    """Per-call ns by window of 10,000 new shapes, plugin on vs KFORGE_DISABLE=1."""
+    res = {}
+    for mode in ("off", "on"):
+        env = {k: v for k, v in os.environ.items() if not k.startswith("KFORGE_")}
+        if mode == "off":
+            env["KFORGE_DISABLE"] = "1"
+        r = subprocess.run([sys.executable, "-c", SHAPES, mode, str(n)], env=env,
+                           capture_output=True, text=True, check=True)
+        res[mode] = json.loads(r.stdout.strip().splitlines()[-1])
+    print(f"ns per call by window of 10,000 new shapes (each called twice), {n} shapes, CPU")
+    print(f"{'window':>8} {'disabled':>10} {'plugin on':>10}")
+    for i, (off, on) in enumerate(zip(res["off"]["windows_ns"], res["on"]["windows_ns"])):
+        print(f"{i:8} {off:10.0f} {on:10.0f}")
+    t = res["on"]["table"]
+    print(f"table: {t['occupied']}/{t['capacity']} slots, {t['evicted']['host']['rows']} "
+          f"signatures evicted, {t['dropped']} calls dropped")
+    return res
+
 
 # Host kernels for the exact signatures above (f32, contiguous), for the "served" mode.
 KERNELS = [
@@ -108,7 +156,14 @@ def main():
     p.add_argument("--calls", type=int, default=20000)
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--json", help="write the raw numbers here")
+    p.add_argument("--shapes", type=int, help="measure N new shapes instead (see above)")
     args = p.parse_args()
+    if args.shapes:
+        res = shapes(args.shapes)
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(res, f, indent=1)
+        return
     modes = ["none", "on", "off", "on-unsampled", "served"]
     setup_cache()
     samples = {m: [] for m in modes}

@@ -96,6 +96,9 @@ kf_status kf_cache_open_bundle(kf_cache **out, const char *bundle_path);
 void kf_cache_free(kf_cache *c);
 const char *kf_cache_errmsg(const kf_cache *c);
 const char *kf_cache_dir(const kf_cache *c); /* NULL for a bundle */
+/* With `on`, a call that needs the folder's lock while another process holds it fails at once
+ * with KF_ERR_BUSY instead of waiting (the plugin's reload: a stopped writer must not hang it). */
+void kf_cache_set_nowait(kf_cache *c, int on);
 
 /* Insert (or replace) an entry: blob_hash/blob_size/created are filled in here. Atomic and
  * locked: two processes inserting at once leave two complete entries (or one, same key).

@@ -39,6 +39,7 @@ struct kf_cache {
     char *dir;        /* NULL for a bundle */
     int dfd, efd;     /* the folder and entries/ (O_DIRECTORY), -1 for a bundle */
     int read_only;
+    int nowait;       /* kf_cache_set_nowait: a held lock is KF_ERR_BUSY, not a wait */
     unsigned tmp_seq; /* makes temp names unique within this handle */
     kf_bundle *bundle;
     struct {
@@ -70,7 +71,13 @@ void kf_printable(const char *s, size_t n, char *out, size_t cap);
 
 /* ---- the lock (lock.c) ---- */
 /* flock on <dir>/lock. Returns the descriptor, -2 when a read-only cache has no usable lock
- * file (readers then go without), or -1 with c->err set. */
+ * file (readers then go without), KF_LOCK_BUSY when c->nowait and another process holds it, or
+ * -1; both with c->err set. kf_lock_status maps a failure to its status. */
+#define KF_LOCK_BUSY (-3)
+static inline kf_status kf_lock_status(int lk)
+{
+    return lk == KF_LOCK_BUSY ? KF_ERR_BUSY : KF_ERR_IO;
+}
 int kf_cache_lock(kf_cache *c, int exclusive);
 void kf_cache_unlock(int fd);
 

@@ -26,8 +26,13 @@ int kf_cache_lock(kf_cache *c, int exclusive)
         close(fd);
         return -1;
     }
-    while (flock(fd, exclusive ? LOCK_EX : LOCK_SH) < 0) {
+    while (flock(fd, (exclusive ? LOCK_EX : LOCK_SH) | (c->nowait ? LOCK_NB : 0)) < 0) {
         if (errno == EINTR) continue;
+        if (errno == EWOULDBLOCK && c->nowait) {
+            kf_cache_set_err(c, "cache %s is locked by another process; not waiting", c->dir);
+            close(fd);
+            return KF_LOCK_BUSY;
+        }
         kf_cache_set_err(c, "cache %s: flock: %s", c->dir, strerror(errno));
         close(fd);
         return -1;

@@ -144,6 +144,11 @@ const char *kf_cache_dir(const kf_cache *c)
     return c ? c->dir : NULL;
 }
 
+void kf_cache_set_nowait(kf_cache *c, int on)
+{
+    if (c) c->nowait = on != 0;
+}
+
 static int writable(kf_cache *c, const char *what)
 {
     if (!c->read_only) return 1;
@@ -385,7 +390,7 @@ kf_status kf_cache_list(kf_cache *c, kf_cache_entry ***entries, int *n)
         return KF_ERR_INVALID;
     }
     int lk = c->bundle ? -2 : kf_cache_lock(c, 0);
-    if (lk == -1) return KF_ERR_IO;
+    if (lk == -1 || lk == KF_LOCK_BUSY) return kf_lock_status(lk);
     kf_status st = kf_cache_list_unlocked(c, entries, n);
     kf_cache_unlock(lk);
     return st;
@@ -416,7 +421,7 @@ kf_status kf_cache_get(kf_cache *c, const char *key_hex, kf_cache_entry **out)
         return st;
     }
     int lk = kf_cache_lock(c, 0);
-    if (lk == -1) return KF_ERR_IO;
+    if (lk == -1 || lk == KF_LOCK_BUSY) return kf_lock_status(lk);
     kf_status st = load_entry(c, key_hex, 1, out, c->err, sizeof c->err);
     kf_cache_unlock(lk);
     return st;
@@ -500,7 +505,7 @@ kf_status kf_cache_read_blob(kf_cache *c, const kf_cache_entry *e, void **blob, 
         return KF_ERR_INVALID;
     }
     int lk = c->bundle ? -2 : kf_cache_lock(c, 0);
-    if (lk == -1) return KF_ERR_IO;
+    if (lk == -1 || lk == KF_LOCK_BUSY) return kf_lock_status(lk);
     kf_status st = kf_cache_read_blob_unlocked(c, e, blob, len);
     kf_cache_unlock(lk);
     return st;
@@ -661,7 +666,7 @@ kf_status kf_cache_set_disabled(kf_cache *c, const char *key_hex, int disabled, 
     kf_cache_entry *e = NULL;
     char *json = NULL, err[KF_CACHE_ERR_MAX - 128];
     int lk = kf_cache_lock(c, 1);
-    if (lk < 0) return KF_ERR_IO;
+    if (lk < 0) return kf_lock_status(lk);
     kf_status st = load_entry(c, key_hex, 0, &e, c->err, sizeof c->err);
     if (st != KF_OK) goto out;
     free(e->disabled_reason);

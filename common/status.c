@@ -15,6 +15,7 @@ const char *kf_status_str(kf_status s)
     case KF_ERR_KERNEL: return "kernel failed";
     case KF_ERR_CUDA: return "CUDA error";
     case KF_ERR_IO: return "I/O error";
+    case KF_ERR_BUSY: return "busy";
     }
     return "unknown status";
 }

@@ -36,6 +36,7 @@ typedef enum kf_status {
     KF_ERR_KERNEL = 6,      /* a kernel reported failure */
     KF_ERR_CUDA = 7,        /* a CUDA driver call failed or the driver is missing */
     KF_ERR_IO = 8,
+    KF_ERR_BUSY = 9,        /* a lock is held elsewhere and the caller asked not to wait */
 } kf_status;
 
 KF_API const char *kf_status_str(kf_status s);

@@ -14,8 +14,9 @@ from . import _native
 
 __all__ = [
     "KernelForgeError", "library_path", "load", "enable", "disable", "enabled",
-    "intercepted_ops", "ops_info", "stats", "reset_stats", "set_recording", "signature_key",
-    "add_kernel", "cache_entries", "reload_cache", "cache_dir", "tune", "__version__",
+    "intercepted_ops", "ops_info", "stats", "signature_table", "reset_stats", "set_recording",
+    "signature_key", "add_kernel", "cache_entries", "reload_cache", "cache_dir", "tune",
+    "__version__",
 ]
 
 __version__ = "0.1.0"
@@ -54,7 +55,8 @@ def stats() -> list[dict]:
     """Recorded calls per signature, hottest first.
 
     Keys: op, device, signature, key, calls, served, fallback, time_ms (estimated from sampled
-    timings), share (of the recorded time measured the same way: CUDA device time, or host time),
+    timings), share (of the recorded time measured the same way: CUDA device time, or host time;
+    the time of signatures evicted from the table, signature_table(), included),
     eager_us / served_us (mean sampled time per call, -1 when never sampled), intercepted (False
     for rows seen only by the op observer), time_source, servable, has_kernel, served_slower,
     stopped (why this process stopped serving the row's kernel: "slower", "launch_failed",
@@ -63,8 +65,9 @@ def stats() -> list[dict]:
     doc = _native.take_json(_native.lib().kf_stats_json(_native.runtime()))
     rows = doc["rows"]
     # Device time (CUDA events) and host time are not comparable: each row's share is taken
-    # among the rows measured the same way.
-    totals = {}
+    # among the rows measured the same way, evicted signatures' time included.
+    evicted = doc.get("table", {}).get("evicted", {})
+    totals = {basis: evicted.get(basis, {}).get("time_ms", 0.0) for basis in ("host", "device")}
     for r in rows:
         r["calls"] = int(r["calls"])
         r["served"] = int(r["served"])
@@ -76,6 +79,18 @@ def stats() -> list[dict]:
         r["share"] = r["time_ms"] / total if total > 0 else 0.0
     rows.sort(key=lambda r: (-r["time_ms"], -r["calls"], r["signature"]))
     return rows
+
+
+def signature_table() -> dict:
+    """The signature table behind stats(): `capacity` (slots, KFORGE_SIGNATURES), `occupied`,
+    `dropped` (calls not recorded because no slot of their set could be recycled at that
+    moment), and `evicted`: per time basis ("host", "device"), the `rows`, `calls`, `served`,
+    `fallback` and estimated `time_ms` of cold signatures whose slots were recycled for new
+    ones (their rows are gone from stats(); their time still counts in every `share`)."""
+    doc = _native.take_json(_native.lib().kf_stats_json(_native.runtime()))
+    table = dict(doc["table"])
+    table["dropped"] = int(doc["dropped"])
+    return table
 
 
 def _time_basis(row) -> str:

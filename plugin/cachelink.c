@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "common/log.h"
 #include "plugin/rebuild.h"
@@ -165,6 +166,17 @@ static void mark_attached(kf_runtime *rt, const char *key)
     snprintf(rt->attached[rt->n_attached++], KF_KEY_HEX, "%s", key);
 }
 
+/* Not decided after all (the folder was locked, or no slot was free): looked at again later. */
+static void unmark_attached(kf_runtime *rt, const char *key)
+{
+    for (int i = rt->n_attached - 1; i >= 0; i--) {
+        if (strcmp(rt->attached[i], key)) continue;
+        memcpy(rt->attached[i], rt->attached[--rt->n_attached], KF_KEY_HEX);
+        break;
+    }
+    rt->reload_retry = 1;
+}
+
 /* Stop serving an entry another process marked disabled. */
 static void detach_disabled(kf_runtime *rt, const kf_cache_entry *e)
 {
@@ -175,9 +187,10 @@ static void detach_disabled(kf_runtime *rt, const kf_cache_entry *e)
         KF_WARN("cache entry %s (%s) was disabled: %s; using eager", e->key_hex, e->signature,
                 e->disabled_reason ? e->disabled_reason : "no reason given");
     }
+    kf_slot_unpin(s);
 }
 
-enum { ATTACH_DONE = 1, ATTACH_LATER = 0 };
+enum { ATTACH_DONE = 1, ATTACH_LATER = 0, ATTACH_BUSY = 2 };
 
 /* Under cache_lock. Attach one entry if it was built for exactly this environment. */
 static int attach_entry(kf_runtime *rt, kf_cache *from, const kf_cache_entry *e, int allow_cuda)
@@ -221,6 +234,7 @@ static int attach_entry(kf_runtime *rt, kf_cache *from, const kf_cache_entry *e,
     }
     void *blob = NULL;
     size_t blob_len = 0;
+    kf_status rs = KF_OK;
     if (bi == 0 && from == rt->bundle) {
         /* a bundle's shared object is never loaded as shipped: built here from its source */
         char why[1024];
@@ -228,29 +242,54 @@ static int attach_entry(kf_runtime *rt, kf_cache *from, const kf_cache_entry *e,
             KF_WARN("bundle entry %s (%s): %s; not served", e->key_hex, e->signature, why);
             return ATTACH_DONE;
         }
-    } else if (kf_cache_read_blob(from, e, &blob, &blob_len) != KF_OK) {
+    } else {
+        rs = kf_cache_read_blob(from, e, &blob, &blob_len);
+    }
+    if (rs == KF_ERR_BUSY) {
+        unmark_attached(rt, e->key_hex);
+        return ATTACH_BUSY;
+    }
+    if (rs != KF_OK) {
         KF_WARN("cache entry %s: %s; skipped", e->key_hex, kf_cache_errmsg(from));
         return ATTACH_DONE;
     }
     kf_slot *slot = kf_sigtable_get(rt->sigs, kf_sig_hash(e->sig, e->sig_len), e->sig, e->sig_len, 0,
                                     dtype, didx);
     const kf_out_layout *seen = slot ? atomic_load(&slot->outs) : NULL;
-    if (!slot || (seen && memcmp(seen, &outs, sizeof outs) != 0)) {
-        KF_WARN("cache entry %s (%s): %s; not served", e->key_hex, e->signature,
-                slot ? "its outputs differ from what eager produced in this process" : "table full");
+    if (!slot) { /* every slot of its set is in use right now */
+        unmark_attached(rt, e->key_hex);
+        free(blob);
+        return ATTACH_DONE;
+    }
+    if (seen && memcmp(seen, &outs, sizeof outs) != 0) {
+        KF_WARN("cache entry %s (%s): its outputs differ from what eager produced in this "
+                "process; not served", e->key_hex, e->signature);
+        kf_slot_unpin(slot);
         free(blob);
         return ATTACH_DONE;
     }
     kf_kernel *k = kf_served_kernel(rt, cc, &launch, blob, blob_len);
-    if (!k) return ATTACH_DONE;
+    if (!k) {
+        kf_slot_unpin(slot);
+        return ATTACH_DONE;
+    }
     k->atol = e->atol;
     k->rtol = e->rtol;
     atomic_store(&k->checked, rt->cfg.validate == KF_VALIDATE_OFF);
     snprintf(k->cache_key, sizeof k->cache_key, "%s", e->key_hex);
     kf_slot_set_outs(slot, &outs);
     kf_cachelink_set_kernel(rt, slot, k);
+    kf_slot_unpin(slot); /* a slot with a kernel is never recycled */
     KF_INFO("serving %s from the cache (%s, %s)", e->signature, e->backend, e->key_hex);
     return ATTACH_DONE;
+}
+
+/* Already waiting for a CUDA call (a reload that is retried lists it again). */
+static int is_pending(kf_runtime *rt, const kf_cache_entry *e)
+{
+    for (int i = 0; i < rt->n_pending; i++)
+        if (!strcmp(rt->pending[i]->key_hex, e->key_hex)) return 1;
+    return 0;
 }
 
 /* Under cache_lock: attach what can be, keep nvrtc entries pending until a CUDA call. */
@@ -258,12 +297,18 @@ static void load_from(kf_runtime *rt, kf_cache *c)
 {
     kf_cache_entry **entries = NULL;
     int n = 0;
-    if (kf_cache_list(c, &entries, &n) != KF_OK) {
+    kf_status st = kf_cache_list(c, &entries, &n);
+    if (st == KF_ERR_BUSY) {
+        KF_DEBUG("kernel cache: %s", kf_cache_errmsg(c));
+        rt->reload_retry = 1;
+        return;
+    }
+    if (st != KF_OK) {
         KF_WARN("kernel cache: %s", kf_cache_errmsg(c));
         return;
     }
     for (int i = 0; i < n; i++) {
-        if (attach_entry(rt, c, entries[i], 0) == ATTACH_LATER) {
+        if (attach_entry(rt, c, entries[i], 0) == ATTACH_LATER && !is_pending(rt, entries[i])) {
             void *p = realloc(rt->pending, (size_t)(rt->n_pending + 1) * sizeof *rt->pending);
             if (p) {
                 rt->pending = p;
@@ -276,25 +321,40 @@ static void load_from(kf_runtime *rt, kf_cache *c)
     kf_cache_entries_free(entries, n);
 }
 
-static void attach_pending(kf_runtime *rt)
+/* Under cache_lock: attach up to `max` pending nvrtc entries. Stops at a held folder lock and
+ * clears cuda_pending: the reload thread sets it again at its next tick, so a held lock costs
+ * the CUDA calls one try per tick, not one per call. */
+static void attach_pending(kf_runtime *rt, int max)
 {
     kf_cache *from = rt->cache ? rt->cache : rt->bundle;
-    for (int i = 0; i < rt->n_pending; i++) {
+    int done = 0, busy = 0;
+    for (; done < rt->n_pending && done < max && !busy; done++) {
         kf_cache *src = from;
-        kf_cache_entry *e = rt->pending[i];
+        kf_cache_entry *e = rt->pending[done];
         /* a pending entry may come from the bundle: try the folder first, then the bundle */
         if (rt->cache && rt->bundle) {
             kf_cache_entry *probe = NULL;
-            if (kf_cache_get(rt->cache, e->key_hex, &probe) != KF_OK) src = rt->bundle;
+            kf_status st = kf_cache_get(rt->cache, e->key_hex, &probe);
             kf_cache_entry_free(probe);
+            if (st == KF_ERR_BUSY) {
+                busy = 1;
+                break;
+            }
+            if (st != KF_OK) src = rt->bundle;
         }
-        attach_entry(rt, src, e, 1);
+        if (attach_entry(rt, src, e, 1) == ATTACH_BUSY) {
+            busy = 1;
+            break;
+        }
         kf_cache_entry_free(e);
     }
-    free(rt->pending);
-    rt->pending = NULL;
-    rt->n_pending = 0;
-    atomic_store(&rt->cuda_pending, 0);
+    rt->n_pending -= done;
+    memmove(rt->pending, rt->pending + done, (size_t)rt->n_pending * sizeof *rt->pending);
+    if (!rt->n_pending) {
+        free(rt->pending);
+        rt->pending = NULL;
+    }
+    atomic_store(&rt->cuda_pending, rt->n_pending > 0 && !busy);
 }
 
 static int dir_exists(const char *path)
@@ -315,12 +375,124 @@ static void reload_locked(kf_runtime *rt, int force)
             kf_cache_free(rt->cache);
             rt->cache = NULL;
         }
+        kf_cache_set_nowait(rt->cache, 1); /* never wait for a writer, even a stopped one */
     }
     if (!rt->cache) return;
     uint64_t gen = kf_cache_generation(rt->cache);
-    if (!force && gen == rt->cache_gen) return;
+    if (!force && !rt->reload_retry && gen == rt->cache_gen) return;
     rt->cache_gen = gen;
-    load_from(rt, rt->cache);
+    rt->reload_retry = 0;
+    load_from(rt, rt->cache); /* sets reload_retry again if the folder was locked */
+}
+
+static kf_status try_disable(kf_runtime *rt, const char *key_hex, const char *reason)
+{
+    kf_cache *rw = NULL;
+    kf_status st = kf_cache_open(&rw, rt->cfg.cache_dir, 0);
+    kf_cache_set_nowait(rw, 1);
+    if (st == KF_OK) st = kf_cache_set_disabled(rw, key_hex, 1, reason);
+    if (st == KF_OK)
+        KF_INFO("cache entry %s marked disabled", key_hex);
+    else if (st != KF_ERR_BUSY)
+        KF_WARN("could not mark cache entry %s disabled: %s", key_hex, kf_cache_errmsg(rw));
+    kf_cache_free(rw);
+    return st;
+}
+
+/* Left for the reload thread; 0 when the queue is full. */
+static int queue_disable(kf_runtime *rt, const char *key_hex, const char *reason)
+{
+    pthread_mutex_lock(&rt->lock);
+    int n = rt->n_to_disable, ok = n < KF_MAX_TO_DISABLE;
+    if (ok) {
+        snprintf(rt->to_disable[n].key, sizeof rt->to_disable[n].key, "%s", key_hex);
+        snprintf(rt->to_disable[n].reason, sizeof rt->to_disable[n].reason, "%s", reason);
+        rt->n_to_disable = n + 1;
+    }
+    pthread_mutex_unlock(&rt->lock);
+    if (!ok)
+        KF_WARN("cache entry %s: the cache is locked by another process; not marked disabled "
+                "(later processes check it again on first use)", key_hex);
+    return ok;
+}
+
+void kf_cachelink_disable_entry(kf_runtime *rt, const char *key_hex, const char *reason)
+{
+    if (try_disable(rt, key_hex, reason) == KF_ERR_BUSY && queue_disable(rt, key_hex, reason))
+        KF_INFO("cache entry %s: the cache is locked by another process; it is marked disabled "
+                "once the lock is free", key_hex);
+}
+
+/* The reload thread's share of kf_cachelink_disable_entry (no lock held while writing). */
+static void disable_queued(kf_runtime *rt)
+{
+    struct kf_disable_req q[KF_MAX_TO_DISABLE];
+    pthread_mutex_lock(&rt->lock);
+    int n = rt->n_to_disable;
+    memcpy(q, rt->to_disable, (size_t)n * sizeof q[0]);
+    rt->n_to_disable = 0;
+    pthread_mutex_unlock(&rt->lock);
+    for (int i = 0; i < n; i++)
+        if (try_disable(rt, q[i].key, q[i].reason) == KF_ERR_BUSY)
+            queue_disable(rt, q[i].key, q[i].reason);
+}
+
+/* The reload thread: looks every KFORGE_RELOAD_MS, or when kf_cachelink_poll wakes it. */
+static void *reload_main(void *arg)
+{
+    kf_runtime *rt = arg;
+    pthread_mutex_lock(&rt->reload_mu);
+    while (!rt->reload_stop) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        uint64_t ms = rt->cfg.reload_every_ms > 0 ? (uint64_t)rt->cfg.reload_every_ms : 1000;
+        uint64_t ns = (uint64_t)ts.tv_nsec + (ms % 1000) * 1000000u;
+        ts.tv_sec += (time_t)(ms / 1000 + ns / 1000000000u);
+        ts.tv_nsec = (long)(ns % 1000000000u);
+        pthread_cond_timedwait(&rt->reload_cond, &rt->reload_mu, &ts);
+        if (rt->reload_stop) break;
+        pthread_mutex_unlock(&rt->reload_mu);
+        pthread_mutex_lock(&rt->cache_lock);
+        reload_locked(rt, 0);
+        if (rt->n_pending) atomic_store(&rt->cuda_pending, 1); /* retried by the next CUDA call */
+        pthread_mutex_unlock(&rt->cache_lock);
+        disable_queued(rt);
+        pthread_mutex_lock(&rt->reload_mu);
+    }
+    pthread_mutex_unlock(&rt->reload_mu);
+    return NULL;
+}
+
+static void start_reloader(kf_runtime *rt)
+{
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&rt->reload_cond, &ca);
+    pthread_condattr_destroy(&ca);
+    pthread_mutex_init(&rt->reload_mu, NULL);
+    rt->reload_stop = 0;
+    if (pthread_create(&rt->reloader, NULL, reload_main, rt) == 0) {
+        rt->reloader_on = 1;
+        return;
+    }
+    KF_WARN("could not start the cache reload thread; new cache entries are picked up by "
+            "the calls themselves (never waiting for the cache's lock)");
+    pthread_cond_destroy(&rt->reload_cond);
+    pthread_mutex_destroy(&rt->reload_mu);
+}
+
+void kf_cachelink_stop(kf_runtime *rt)
+{
+    if (!rt->reloader_on) return;
+    pthread_mutex_lock(&rt->reload_mu);
+    rt->reload_stop = 1;
+    pthread_cond_signal(&rt->reload_cond);
+    pthread_mutex_unlock(&rt->reload_mu);
+    pthread_join(rt->reloader, NULL);
+    rt->reloader_on = 0;
+    pthread_cond_destroy(&rt->reload_cond);
+    pthread_mutex_destroy(&rt->reload_mu);
 }
 
 void kf_cachelink_init(kf_runtime *rt)
@@ -338,6 +510,7 @@ void kf_cachelink_init(kf_runtime *rt)
     reload_locked(rt, 1);
     atomic_store(&rt->next_check_ns, kf_now_ns() + (uint64_t)rt->cfg.reload_every_ms * 1000000u);
     pthread_mutex_unlock(&rt->cache_lock);
+    start_reloader(rt);
 }
 
 void kf_cachelink_free(kf_runtime *rt)
@@ -352,10 +525,13 @@ void kf_cachelink_free(kf_runtime *rt)
             rt->compilers[i].destroy(rt->compilers[i].self);
 }
 
+/* Entries attached per CUDA call: a cache of thousands must not stall one call. */
+#define KF_ATTACH_PER_CALL 32
+
 void kf_cachelink_attach_cuda(kf_runtime *rt)
 {
-    pthread_mutex_lock(&rt->cache_lock);
-    if (atomic_load(&rt->cuda_pending)) attach_pending(rt);
+    if (pthread_mutex_trylock(&rt->cache_lock) != 0) return; /* a later call tries again */
+    if (atomic_load(&rt->cuda_pending)) attach_pending(rt, KF_ATTACH_PER_CALL);
     pthread_mutex_unlock(&rt->cache_lock);
 }
 
@@ -368,9 +544,15 @@ void kf_cachelink_poll(kf_runtime *rt)
     if (!atomic_compare_exchange_strong(&rt->next_check_ns, &due,
                                         now + (uint64_t)rt->cfg.reload_every_ms * 1000000u))
         return;
+    if (rt->reloader_on) {
+        pthread_cond_signal(&rt->reload_cond); /* no waiting: the thread does the reading */
+        return;
+    }
     if (pthread_mutex_trylock(&rt->cache_lock) != 0) return;
     reload_locked(rt, 0);
+    if (rt->n_pending) atomic_store(&rt->cuda_pending, 1);
     pthread_mutex_unlock(&rt->cache_lock);
+    disable_queued(rt);
 }
 
 int kf_reload_cache(kf_runtime *rt)

@@ -1,18 +1,30 @@
 /* The link between the runtime and the kernel cache: entries are attached to their signatures
  * (kernel + eager's output layout) when the plugin loads, nvrtc ones at the first CUDA call,
- * and again whenever the cache's generation changes (another process inserted an entry). */
+ * and again whenever the cache's generation changes (another process inserted an entry).
+ *
+ * The user's calls never wait for the cache: changes are picked up by a background thread, every
+ * read of the folder uses a non-blocking flock (a writer holding the lock, even a stopped one,
+ * means "look again at the next tick"), and the hot path takes cache_lock only with trylock. */
 #ifndef KF_PLUGIN_CACHELINK_H
 #define KF_PLUGIN_CACHELINK_H
 
 #include "plugin/runtime.h"
 
+/* Loads the cache (without waiting for its lock) and starts the reload thread. */
 void kf_cachelink_init(kf_runtime *rt);
+/* Stops the reload thread: before anything it may touch (kernels, the table) is freed. */
+void kf_cachelink_stop(kf_runtime *rt);
 void kf_cachelink_free(kf_runtime *rt);
-/* Attach the nvrtc entries that waited for the first CUDA call (rt->cuda_pending is set). */
+/* On a CUDA call while rt->cuda_pending: attach a bounded number of the nvrtc entries that
+ * waited for it, if nobody holds cache_lock or the folder's lock; the rest on later calls. */
 void kf_cachelink_attach_cuda(kf_runtime *rt);
-/* Looks at the clock, and at the cache's generation once KFORGE_RELOAD_MS passed; the caller
- * calls it only every few hundred calls. */
+/* Looks at the clock; once KFORGE_RELOAD_MS passed, wakes the reload thread. The caller calls
+ * it only every few hundred calls. Never waits. */
 void kf_cachelink_poll(kf_runtime *rt);
+/* Mark a cache entry disabled (a kernel failed its first-use check), so that no later process
+ * serves it. Never waits: while another process holds the folder's lock, the reload thread
+ * marks it later. */
+void kf_cachelink_disable_entry(kf_runtime *rt, const char *key_hex, const char *reason);
 /* The compiler for a backend name, created on first use; NULL (with rt->errmsg) if unavailable. */
 kf_compiler_i *kf_cachelink_compiler(kf_runtime *rt, const char *backend, const char **toolchain);
 /* Put `k` on the slot (replacing any kernel); the previous one is retired, not freed. */

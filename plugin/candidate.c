@@ -14,16 +14,6 @@
 #include "plugin/runtime.h"
 #include "plugin/served.h"
 
-kf_slot *kf_runtime_seen_slot(kf_runtime *rt, uint64_t key)
-{
-    kf_slot *s = kf_sigtable_find_hash(rt->sigs, key);
-    if (!s || (s->flags & KF_SLOT_OBSERVED)) {
-        kf_runtime_set_error(rt, "no intercepted signature with key %016" PRIx64 " has been seen", key);
-        return NULL;
-    }
-    return s;
-}
-
 static char *hex_of(const uint8_t *b, uint32_t n)
 {
     char *h = malloc(2u * n + 1);
@@ -64,11 +54,20 @@ static void unservable_why(kf_runtime *rt, const kf_slot *s, char *out, size_t c
     pthread_mutex_unlock(&rt->lock);
 }
 
+static char *info_json(kf_runtime *rt, kf_slot *s);
+
 char *kf_signature_info_json(kf_runtime *rt, uint64_t key)
 {
     if (!rt) return NULL;
     kf_slot *s = kf_runtime_seen_slot(rt, key);
     if (!s) return NULL;
+    char *out = info_json(rt, s);
+    kf_slot_unpin(s);
+    return out;
+}
+
+static char *info_json(kf_runtime *rt, kf_slot *s)
+{
     char op[KF_OP_NAME_MAX], text[1024];
     kf_sig_op_name(s->key, s->len, op, sizeof op);
     format_sig(rt, s, text, sizeof text);
@@ -97,6 +96,9 @@ char *kf_signature_info_json(kf_runtime *rt, uint64_t key)
     return out;
 }
 
+static kf_status candidate_register(kf_runtime *rt, kf_slot *s, uint64_t key, const char *backend,
+                                    const char *source, const char *launch_json, char **log);
+
 kf_status kf_candidate_register(kf_runtime *rt, uint64_t key, const char *backend, const char *source,
                                 const char *launch_json, char **log)
 {
@@ -104,6 +106,14 @@ kf_status kf_candidate_register(kf_runtime *rt, uint64_t key, const char *backen
     if (!rt || !backend || !source || !launch_json) return KF_ERR_INVALID;
     kf_slot *s = kf_runtime_seen_slot(rt, key);
     if (!s) return KF_ERR_NOT_FOUND;
+    kf_status st = candidate_register(rt, s, key, backend, source, launch_json, log);
+    kf_slot_unpin(s); /* pinned through the compile: the slot stays this signature's */
+    return st;
+}
+
+static kf_status candidate_register(kf_runtime *rt, kf_slot *s, uint64_t key, const char *backend,
+                                    const char *source, const char *launch_json, char **log)
+{
     if (s->flags & (KF_SIG_TRUNCATED | KF_SIG_UNSERVABLE)) {
         char why[256];
         unservable_why(rt, s, why, sizeof why);
@@ -163,12 +173,23 @@ static char *meta_str(const cJSON *m, const char *name, const char *dflt)
     return strdup(cJSON_IsString(v) ? v->valuestring : dflt);
 }
 
+static kf_status candidate_insert(kf_runtime *rt, kf_slot *s, uint64_t key, const char *meta_json,
+                                  char *key_out);
+
 kf_status kf_candidate_insert(kf_runtime *rt, uint64_t key, const char *meta_json, char *key_out)
 {
     key_out[0] = 0;
     if (!rt || !meta_json) return KF_ERR_INVALID;
     kf_slot *s = kf_runtime_seen_slot(rt, key);
     if (!s) return KF_ERR_NOT_FOUND;
+    kf_status st = candidate_insert(rt, s, key, meta_json, key_out);
+    kf_slot_unpin(s);
+    return st;
+}
+
+static kf_status candidate_insert(kf_runtime *rt, kf_slot *s, uint64_t key, const char *meta_json,
+                                  char *key_out)
+{
     kf_kernel *k = atomic_load(&s->kernel);
     if (!k || !k->served) {
         kf_runtime_set_error(rt, "no candidate is registered for %016" PRIx64, key);
@@ -247,7 +268,8 @@ static void add_entries(cJSON *arr, kf_runtime *rt, kf_cache *c, const char *ori
     for (int i = 0; i < n; i++) {
         const kf_cache_entry *e = es[i];
         kf_slot *s = kf_sigtable_find_hash(rt->sigs, kf_sig_hash(e->sig, e->sig_len));
-        kf_kernel *k = s ? atomic_load(&s->kernel) : NULL;
+        kf_kernel *k = s ? atomic_load(&s->kernel) : NULL; /* kernels are never freed */
+        kf_slot_unpin(s);
         cJSON *o = cJSON_CreateObject();
         cJSON_AddStringToObject(o, "key", e->key_hex);
         cJSON_AddStringToObject(o, "op", e->op);

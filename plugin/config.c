@@ -116,4 +116,11 @@ void kf_config_from_env(kf_config *cfg)
     const char *inc = getenv("KFORGE_CUDA_INCLUDE");
     if (inc) snprintf(cfg->cuda_include, sizeof cfg->cuda_include, "%s", inc);
     cfg->reload_every_ms = (int)env_long("KFORGE_RELOAD_MS", 1000, 0, 3600 * 1000);
+    /* rounded up to a power of two, 16 .. 2^24 */
+    long sigs = env_long("KFORGE_SIGNATURES", 0, 1, 1L << 24);
+    cfg->sigtable_log2 = 0;
+    if (sigs) {
+        cfg->sigtable_log2 = 4;
+        while ((1L << cfg->sigtable_log2) < sigs) cfg->sigtable_log2++;
+    }
 }

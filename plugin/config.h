@@ -27,6 +27,7 @@ typedef struct kf_config {
     char nvrtc[1024];      /* KFORGE_NVRTC: libnvrtc to open ("" = search) */
     char cuda_include[1024]; /* KFORGE_CUDA_INCLUDE: CUDA headers for NVRTC ("" = none) */
     int reload_every_ms;   /* KFORGE_RELOAD_MS: how often the cache's generation is looked at */
+    int sigtable_log2;     /* KFORGE_SIGNATURES: slots of the signature table, log2 (0: default) */
 } kf_config;
 
 enum { KF_VALIDATE_OFF = 0, KF_VALIDATE_FIRST = 1, KF_VALIDATE_ALWAYS = 2 };

@@ -84,7 +84,8 @@ void kf_dispatch_start(kf_runtime *rt, kf_call *c, int served, void *stream)
 {
     if (!c->slot || !c->time_it) return;
     if (c->slot->device_type == KF_DEV_CUDA)
-        c->gpu_token = kf_gpu_timer_start(rt->gtimer, stream, c->slot, served);
+        c->gpu_token =
+            kf_gpu_timer_start(rt->gtimer, stream, c->slot, kf_slot_gen(c->slot), served);
     else
         c->t0_ns = kf_now_ns();
 }
@@ -164,14 +165,7 @@ void kf_dispatch_reject(kf_runtime *rt, kf_call *c, const char *reason)
     const kf_kernel *k = c->kernel;
     detach(c->slot, k, KF_STOP_CHECK_FAILED);
     if (!k->cache_key[0]) return;
-    /* mark the entry so that no later process serves it either */
-    kf_cache *rw = NULL;
-    if (kf_cache_open(&rw, rt->cfg.cache_dir, 0) == KF_OK &&
-        kf_cache_set_disabled(rw, k->cache_key, 1, reason) == KF_OK)
-        KF_INFO("cache entry %s marked disabled", k->cache_key);
-    else
-        KF_WARN("could not mark cache entry %s disabled: %s", k->cache_key, kf_cache_errmsg(rw));
-    kf_cache_free(rw);
+    kf_cachelink_disable_entry(rt, k->cache_key, reason); /* no later process serves it either */
 }
 
 int kf_dispatch_check_error(kf_runtime *rt, kf_call *c)
@@ -211,6 +205,13 @@ void kf_dispatch_cancel(kf_runtime *rt, kf_call *c)
     c->time_it = 0;
 }
 
+void kf_dispatch_done(kf_runtime *rt, kf_call *c)
+{
+    (void)rt;
+    kf_slot_unpin(c->slot); /* from here on the slot may be recycled for another signature */
+    c->slot = NULL;
+}
+
 void kf_dispatch_observed(kf_runtime *rt, const char *name, uint64_t ns, uint64_t weight)
 {
     kf_sig sig;
@@ -227,6 +228,7 @@ void kf_dispatch_observed(kf_runtime *rt, const char *name, uint64_t ns, uint64_
     if (atomic_fetch_add_explicit(&s->fb_timed, 1, memory_order_relaxed) == 0)
         atomic_store_explicit(&s->fb_first_ns, ns, memory_order_relaxed);
     atomic_fetch_add_explicit(&s->fb_time_ns, ns, memory_order_relaxed);
+    kf_slot_unpin(s);
 }
 
 void kf_probe_begin(kf_runtime *rt, const char *op)
@@ -246,10 +248,21 @@ kf_status kf_probe_end(kf_runtime *rt, uint64_t *key)
     return done ? KF_OK : KF_ERR_NOT_FOUND;
 }
 
+static kf_status register_pinned(kf_runtime *rt, kf_slot *s, uint64_t key, kf_kernel_fn fn,
+                                 void *user);
+
 kf_status kf_register_kernel(kf_runtime *rt, uint64_t key, kf_kernel_fn fn, void *user)
 {
     if (!rt) return KF_ERR_INVALID;
     kf_slot *s = kf_sigtable_find_hash(rt->sigs, key);
+    kf_status st = register_pinned(rt, s, key, fn, user);
+    kf_slot_unpin(s);
+    return st;
+}
+
+static kf_status register_pinned(kf_runtime *rt, kf_slot *s, uint64_t key, kf_kernel_fn fn,
+                                 void *user)
+{
     if (!s || (s->flags & KF_SLOT_OBSERVED)) {
         kf_runtime_set_error(rt, "no intercepted signature with key %016llx has been seen",
                              (unsigned long long)key);

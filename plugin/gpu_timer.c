@@ -18,6 +18,7 @@ typedef struct pair {
     int state;
     int served;
     void *user;
+    uint64_t tag;
 } pair;
 
 struct kf_gpu_timer {
@@ -98,12 +99,12 @@ static void collect(kf_gpu_timer *t, int wait)
         if (r == KF_CU_ERROR_NOT_READY) continue;
         float ms = 0;
         if (r == KF_CU_SUCCESS && t->cu.event_elapsed_time(&ms, p->start, p->end) == KF_CU_SUCCESS && ms >= 0)
-            t->done(p->user, p->served, (uint64_t)((double)ms * 1e6));
+            t->done(p->user, p->tag, p->served, (uint64_t)((double)ms * 1e6));
         p->state = PAIR_FREE;
     }
 }
 
-int kf_gpu_timer_start(kf_gpu_timer *t, void *stream, void *user, int served)
+int kf_gpu_timer_start(kf_gpu_timer *t, void *stream, void *user, uint64_t tag, int served)
 {
     int token = -1, saved;
     pthread_mutex_lock(&t->lock);
@@ -146,6 +147,7 @@ int kf_gpu_timer_start(kf_gpu_timer *t, void *stream, void *user, int served)
     }
     t->pairs[token].state = PAIR_STARTED;
     t->pairs[token].user = user;
+    t->pairs[token].tag = tag;
     t->pairs[token].served = served;
 out:
     relaxed_end(t, &saved);

@@ -11,15 +11,16 @@
 
 typedef struct kf_gpu_timer kf_gpu_timer;
 
-/* Called with each finished measurement: the `user` given to start, and the elapsed ns. */
-typedef void (*kf_gpu_timer_done_fn)(void *user, int served, uint64_t ns);
+/* Called with each finished measurement: the `user` and `tag` given to start, and the elapsed
+ * ns. */
+typedef void (*kf_gpu_timer_done_fn)(void *user, uint64_t tag, int served, uint64_t ns);
 
 kf_status kf_gpu_timer_create(kf_gpu_timer **out, kf_gpu_timer_done_fn done);
 void kf_gpu_timer_free(kf_gpu_timer *t);
 
 /* Start a measurement on `stream`; returns a token >= 0, or -1 when no sample is taken (driver
  * missing, stream capturing into a CUDA graph, all event pairs busy, any driver error). */
-int kf_gpu_timer_start(kf_gpu_timer *t, void *stream, void *user, int served);
+int kf_gpu_timer_start(kf_gpu_timer *t, void *stream, void *user, uint64_t tag, int served);
 void kf_gpu_timer_stop(kf_gpu_timer *t, int token, void *stream);
 void kf_gpu_timer_cancel(kf_gpu_timer *t, int token);
 /* Collect finished measurements; wait for all pending ones when `wait` is set (stats only). */

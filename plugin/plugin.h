@@ -5,6 +5,8 @@
  *   kf_dispatch_start(rt, &c, served, stream); // starts a timing sample when one is due
  *   ... kf_kernel_launch(c.kernel, ...) or the original kernel ...
  *   kf_dispatch_end(rt, &c, served, stream);  // or kf_dispatch_cancel when it did not complete
+ *   ... learn outputs, captures ...
+ *   kf_dispatch_done(rt, &c);                 // always, last: the slot may be recycled after it
  *
  * Nothing here takes a lock unless a timing sample is taken on CUDA (a few calls in N). */
 #ifndef KF_PLUGIN_PLUGIN_H
@@ -26,7 +28,7 @@ typedef struct kf_slot kf_slot;
 typedef struct kf_kernel kf_kernel;
 
 typedef struct kf_call {
-    kf_slot *slot;             /* NULL: not recorded (table full) */
+    kf_slot *slot;             /* NULL: not recorded (no free slot); pinned until dispatch_done */
     const kf_kernel *kernel;   /* non-NULL: a kernel may serve this call */
     const kf_out_layout *outs; /* eager's outputs for this signature, when known */
     int learn;                 /* eager's outputs are still to be learned from this call */
@@ -45,6 +47,9 @@ void kf_dispatch_start(kf_runtime *rt, kf_call *c, int served, void *stream);
 void kf_dispatch_end(kf_runtime *rt, kf_call *c, int served, void *stream);
 /* The call did not complete (eager threw, or a kernel refused): drop its timing sample. */
 void kf_dispatch_cancel(kf_runtime *rt, kf_call *c);
+/* The very end of the call, after everything that uses c->slot (every path, exceptions too):
+ * lets the signature table recycle the slot. Sets c->slot to NULL; a second call is a no-op. */
+void kf_dispatch_done(kf_runtime *rt, kf_call *c);
 int kf_kernel_launch(const kf_kernel *k, const kf_tensor *tensors, int n, void *stream);
 void kf_kernel_tolerance(const kf_kernel *k, double *atol, double *rtol);
 /* The kernel matched eager on its first use in this process. */

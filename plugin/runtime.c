@@ -1,5 +1,6 @@
 #include "plugin/runtime.h"
 
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,9 +13,12 @@
 /* The only process-wide pointer of the plugin: the runtime torch_ext created at load. */
 static _Atomic(kf_runtime *) g_runtime;
 
-static void gpu_sample_done(void *user, int served, uint64_t ns)
+/* A sample holds no pin on its slot: it counts only if the slot was not recycled meanwhile. */
+static void gpu_sample_done(void *user, uint64_t gen, int served, uint64_t ns)
 {
+    if (!kf_slot_pin_gen(user, (uint32_t)gen)) return;
     kf_slot_add_sample(user, served, ns);
+    kf_slot_unpin(user);
 }
 
 kf_status kf_runtime_create(kf_runtime **out, const kf_config *cfg)
@@ -27,7 +31,8 @@ kf_status kf_runtime_create(kf_runtime **out, const kf_config *cfg)
     if (rt->cfg.sample_every < 1) rt->cfg.sample_every = 1; /* it is a divisor on the hot path */
     pthread_mutex_init(&rt->lock, NULL);
     pthread_mutex_init(&rt->cache_lock, NULL);
-    st = kf_sigtable_create(&rt->sigs, KF_SIGTABLE_LOG2);
+    uint32_t log2 = cfg->sigtable_log2 ? (uint32_t)cfg->sigtable_log2 : KF_SIGTABLE_LOG2;
+    st = kf_sigtable_create(&rt->sigs, log2);
     if (st) goto fail_sigs;
     st = kf_gpu_timer_create(&rt->gtimer, gpu_sample_done);
     if (st) goto fail_timer;
@@ -49,6 +54,7 @@ void kf_runtime_free(kf_runtime *rt)
     if (!rt) return;
     kf_runtime *expect = rt;
     atomic_compare_exchange_strong(&g_runtime, &expect, NULL);
+    kf_cachelink_stop(rt); /* its thread attaches kernels: stopped before they are freed */
     for (kf_kernel *k = rt->retired, *next; k; k = next) {
         next = k->retired_next;
         kf_served_free(k->served);
@@ -181,4 +187,15 @@ int kf_enabled(const kf_runtime *rt)
 void kf_free(void *p)
 {
     free(p);
+}
+
+kf_slot *kf_runtime_seen_slot(kf_runtime *rt, uint64_t key)
+{
+    kf_slot *s = kf_sigtable_find_hash(rt->sigs, key);
+    if (!s || (s->flags & KF_SLOT_OBSERVED)) {
+        kf_slot_unpin(s);
+        kf_runtime_set_error(rt, "no intercepted signature with key %016" PRIx64 " has been seen", key);
+        return NULL;
+    }
+    return s;
 }

@@ -16,7 +16,7 @@
 
 #define KF_MAX_ARGNAMES 16
 #define KF_ARGNAME_MAX 24
-#define KF_SIGTABLE_LOG2 14 /* 16384 distinct signatures */
+#define KF_SIGTABLE_LOG2 14 /* 16384 signature slots unless KFORGE_SIGNATURES says otherwise */
 
 typedef struct kf_op_info {
     char name[KF_OP_NAME_MAX];
@@ -27,6 +27,7 @@ typedef struct kf_op_info {
 } kf_op_info;
 
 #define KF_MAX_CAPTURE_PENDING 256
+#define KF_MAX_TO_DISABLE 16
 
 struct kf_runtime {
     _Atomic int enabled;
@@ -37,7 +38,7 @@ struct kf_runtime {
     int n_ops;
     kf_op_info ops[KF_MAX_OPS];
     kf_kernel *retired;
-    _Atomic uint64_t dropped;  /* calls not recorded because the table was full */
+    _Atomic uint64_t dropped;  /* calls not recorded: no slot of their set could be recycled */
     _Atomic int observer_on;   /* set by torch_ext when its op observer is installed */
     void *ext;                 /* torch_ext's registrations (C++), owned by torch_ext */
     _Atomic int poison;        /* fill fresh outputs with 0xff before a kernel runs (verification) */
@@ -46,7 +47,7 @@ struct kf_runtime {
     char errmsg[256];
 
     /* The cache link (plugin/cachelink.c), all under cache_lock; the hot path only reads
-     * cuda_pending and next_check_ns. */
+     * cuda_pending and next_check_ns, and takes cache_lock only with trylock. */
     pthread_mutex_t cache_lock;
     kf_cache *cache;           /* the cache folder, when it exists */
     kf_cache *bundle;          /* KFORGE_CACHE=FILE */
@@ -60,6 +61,16 @@ struct kf_runtime {
     kf_compiler_i compilers[2]; /* [0] host, [1] nvrtc */
     int compiler_state[2];      /* 0 not tried, 1 ready, -1 unavailable */
     char toolchain[2][512];
+    int reload_retry;           /* an entry met the cache's lock held elsewhere: look again */
+    /* The reload thread (cachelink.c): reload_stop under reload_mu, woken by reload_cond. */
+    pthread_t reloader;
+    _Atomic int reloader_on;
+    pthread_mutex_t reload_mu;
+    pthread_cond_t reload_cond;
+    int reload_stop;
+    /* Entries to mark disabled once the folder's lock is free (cachelink.c), under `lock`. */
+    struct kf_disable_req { char key[KF_KEY_HEX]; char reason[160]; } to_disable[KF_MAX_TO_DISABLE];
+    int n_to_disable;
 
     /* Capture requests for signatures not seen yet (plugin/tuning.c), under `lock`; the hot
      * path only reads n_capture_pending. */
@@ -71,7 +82,8 @@ struct kf_runtime {
 void kf_tuning_apply_pending(kf_runtime *rt, kf_slot *s);
 
 const kf_op_info *kf_runtime_find_op(const kf_runtime *rt, const char *name);
-/* The slot of an intercepted signature seen under `key`, or NULL with the runtime's error set. */
+/* The slot of an intercepted signature seen under `key`, pinned (kf_slot_unpin it), or NULL
+ * with the runtime's error set. */
 kf_slot *kf_runtime_seen_slot(kf_runtime *rt, uint64_t key);
 
 #endif

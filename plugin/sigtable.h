@@ -1,7 +1,19 @@
-/* The signature table: one slot per distinct signature, read and inserted without locks.
+/* The signature table: one slot per distinct signature, read and inserted without locks, with a
+ * bounded size (a decode loop with a growing KV cache makes new signatures for ever).
  *
- * Slots are never removed, so a pointer to a slot stays valid for the life of the table. A slot's
- * key bytes are written once, before its state is published with a release store. */
+ * Set-associative: a signature lives in one of KF_SIGTABLE_WAYS slots of the set its hash picks,
+ * so a lookup or an insert looks at one set, never the whole table. When a set is full, an insert
+ * recycles a cold slot of it (CLOCK: a slot called since the hand last passed it gets a second
+ * chance), folding its counters into the table's "evicted" totals.
+ *
+ * Why recycling is safe with lock-free readers: slot memory is never freed before the table, and
+ * every lookup returns the slot *pinned* (a count in its control word, taken by the same atomic
+ * add that checks the slot is READY). A slot is recycled only by a compare-and-swap that expects
+ * zero pins, so while anyone holds a pin its key, layout and counters stay the signature they
+ * were. Holders unpin when done (kf_slot_unpin; the dispatcher at the end of the call). A slot
+ * with a kernel or a pending capture request is never recycled. Recycling bumps the slot's
+ * generation, so a late GPU timing sample (which holds no pin) can tell it is stale. A pin that is
+ * never released only keeps that slot from being recycled. */
 #ifndef KF_PLUGIN_SIGTABLE_H
 #define KF_PLUGIN_SIGTABLE_H
 
@@ -28,9 +40,11 @@ enum {
     KF_SLOT_OBSERVED = 1u << 8, /* counted by the op observer, not intercepted */
 };
 
+#define KF_SIGTABLE_WAYS 16
+
 typedef struct kf_slot {
     _Atomic uint64_t hash; /* written before state is READY */
-    _Atomic int state;
+    _Atomic uint64_t ctl;  /* pins (bits 0-31), state (32-33), generation (34-63): sigtable.c */
     uint32_t len, flags;   /* flags: KF_SIG_* | KF_SLOT_* */
     int device_type, device_index;
     uint8_t *key;
@@ -50,24 +64,51 @@ typedef struct kf_slot {
     _Atomic int served_slower; /* that guard stopped serving this signature's kernel */
     _Atomic uint64_t guard_n;  /* served samples since the current kernel was attached */
     _Atomic int stopped;       /* why its kernel was detached in this process (KF_STOP_*) */
+    _Atomic uint64_t clock_calls; /* `calls` when the eviction hand last looked (second chance) */
+    uint32_t key_cap;             /* bytes allocated at `key` (reused when the slot is recycled) */
 } kf_slot;
 
 enum { KF_STOP_NONE, KF_STOP_SLOWER, KF_STOP_LAUNCH_FAILED, KF_STOP_CHECK_FAILED, KF_STOP_CHECK_ERROR };
 
 typedef struct kf_sigtable kf_sigtable;
 
+/* 2^capacity_log2 slots, 4 <= capacity_log2 <= 24. */
 kf_status kf_sigtable_create(kf_sigtable **out, uint32_t capacity_log2);
 void kf_sigtable_free(kf_sigtable *t);
+uint32_t kf_sigtable_capacity(const kf_sigtable *t);
 
-/* The slot for this signature, inserting it on first sight. NULL when the table is full. */
+/* The slot for this signature, pinned, inserting it on first sight (recycling a cold slot of its
+ * set when the set is full). NULL (nothing pinned) when no slot of the set can be recycled now:
+ * all pinned, holding kernels, or another thread is recycling in that set. */
 kf_slot *kf_sigtable_get(kf_sigtable *t, uint64_t hash, const uint8_t *key, uint32_t len,
                          uint32_t flags, int device_type, int device_index);
-/* First slot whose hash equals `hash`, or NULL. */
+/* The slot whose hash equals `hash`, pinned, or NULL. */
 kf_slot *kf_sigtable_find_hash(kf_sigtable *t, uint64_t hash);
+/* Give back the pin of a slot returned by get or find_hash (NULL: a no-op). */
+void kf_slot_unpin(kf_slot *s);
+/* The slot's generation (changes when it is recycled), and a pin taken only if it still holds
+ * generation `gen` (1) or not at all (0). */
+uint32_t kf_slot_gen(const kf_slot *s);
+int kf_slot_pin_gen(kf_slot *s, uint32_t gen);
 
-/* Visit every published slot (a concurrent insert may or may not be seen). */
+/* Visit every published slot, pinned during the call (a concurrent insert may or may not be
+ * seen). */
 typedef void (*kf_slot_visit_fn)(kf_slot *s, void *user);
 void kf_sigtable_each(kf_sigtable *t, kf_slot_visit_fn fn, void *user);
+
+/* What recycled slots had recorded, split by how their time was measured, so the totals stay
+ * honest after eviction. `rows` counts recycled slots that had calls. */
+typedef struct kf_evicted {
+    uint64_t rows, calls, served, fallback;
+    double time_ns; /* estimated as for a live row (kf_slot_estimated_ns) */
+} kf_evicted;
+void kf_sigtable_evicted(kf_sigtable *t, kf_evicted *host, kf_evicted *device);
+void kf_sigtable_reset_evicted(kf_sigtable *t);
+
+/* Mean sampled ns per call, without the first sample once there are others (see above); -1
+ * without samples. And a slot's estimated total time: sampled means times the call counts. */
+double kf_slot_per_call_ns(_Atomic uint64_t *sum, _Atomic uint64_t *n, _Atomic uint64_t *first);
+double kf_slot_estimated_ns(kf_slot *s);
 
 /* Publish the output layout once; later calls leave the first one in place. */
 void kf_slot_set_outs(kf_slot *s, const kf_out_layout *layout);

@@ -7,28 +7,14 @@
 #include "plugin/runtime.h"
 #include "common/signature.h"
 
-/* Mean sampled ns per call, without the first sample once there are others (sigtable.h);
- * -1 without samples. */
-static double per_call_ns(_Atomic uint64_t *sum, _Atomic uint64_t *n, _Atomic uint64_t *first)
-{
-    uint64_t c = atomic_load(n), t = atomic_load(sum), f = atomic_load(first);
-    if (!c) return -1;
-    if (c >= 2 && f <= t) return (double)(t - f) / (double)(c - 1);
-    return (double)t / (double)c;
-}
-
 static double estimated_ms(kf_slot *s)
 {
-    uint64_t fb = atomic_load(&s->fallback), sv = atomic_load(&s->served);
-    double fbn = per_call_ns(&s->fb_time_ns, &s->fb_timed, &s->fb_first_ns);
-    double svn = per_call_ns(&s->sv_time_ns, &s->sv_timed, &s->sv_first_ns);
-    double ns = (fbn > 0 ? fbn * (double)fb : 0) + (svn > 0 ? svn * (double)sv : 0);
-    return ns / 1e6;
+    return kf_slot_estimated_ns(s) / 1e6;
 }
 
 static double per_call_us(_Atomic uint64_t *sum, _Atomic uint64_t *n, _Atomic uint64_t *first)
 {
-    double ns = per_call_ns(sum, n, first);
+    double ns = kf_slot_per_call_ns(sum, n, first);
     return ns < 0 ? -1 : ns / 1e3;
 }
 
@@ -36,11 +22,13 @@ typedef struct stats_ctx {
     kf_runtime *rt;
     cJSON *rows;
     int failed;
+    int occupied;
 } stats_ctx;
 
 static void add_row(kf_slot *s, void *user)
 {
     stats_ctx *ctx = user;
+    ctx->occupied++;
     if (atomic_load(&s->calls) == 0) return;
     char op[KF_OP_NAME_MAX], sigtext[1024], key[17], dev[32] = "";
     kf_sig_op_name(s->key, s->len, op, sizeof op);
@@ -101,18 +89,42 @@ static void add_row(kf_slot *s, void *user)
     cJSON_AddItemToArray(ctx->rows, r);
 }
 
+/* The signature table: its size and what its recycled slots had recorded (sigtable.h). */
+static int add_table(cJSON *doc, kf_runtime *rt, int occupied)
+{
+    kf_evicted ev[2];
+    kf_sigtable_evicted(rt->sigs, &ev[0], &ev[1]);
+    cJSON *t = cJSON_AddObjectToObject(doc, "table");
+    cJSON *e = t ? cJSON_AddObjectToObject(t, "evicted") : NULL;
+    if (!e) return -1;
+    cJSON_AddNumberToObject(t, "capacity", kf_sigtable_capacity(rt->sigs));
+    cJSON_AddNumberToObject(t, "occupied", occupied);
+    static const char *const basis[2] = {"host", "device"};
+    for (int d = 0; d < 2; d++) {
+        cJSON *b = cJSON_AddObjectToObject(e, basis[d]);
+        if (!b) return -1;
+        cJSON_AddNumberToObject(b, "rows", (double)ev[d].rows);
+        cJSON_AddNumberToObject(b, "calls", (double)ev[d].calls);
+        cJSON_AddNumberToObject(b, "served", (double)ev[d].served);
+        cJSON_AddNumberToObject(b, "fallback", (double)ev[d].fallback);
+        cJSON_AddNumberToObject(b, "time_ms", ev[d].time_ns / 1e6);
+    }
+    return 0;
+}
+
 char *kf_stats_json(kf_runtime *rt)
 {
     if (!rt) return NULL;
     kf_gpu_timer_poll(rt->gtimer, 1);
     cJSON *doc = cJSON_CreateObject();
-    stats_ctx ctx = {rt, cJSON_AddArrayToObject(doc, "rows"), 0};
+    stats_ctx ctx = {rt, cJSON_AddArrayToObject(doc, "rows"), 0, 0};
     if (!ctx.rows) goto fail;
     pthread_mutex_lock(&rt->lock); /* add_row reads rt->ops */
     kf_sigtable_each(rt->sigs, add_row, &ctx);
     pthread_mutex_unlock(&rt->lock);
     if (ctx.failed) goto fail;
     cJSON_AddNumberToObject(doc, "dropped", (double)atomic_load(&rt->dropped));
+    if (add_table(doc, rt, ctx.occupied)) goto fail;
     cJSON_AddStringToObject(doc, "gpu_timer", kf_gpu_timer_status(rt->gtimer));
     char *out = cJSON_PrintUnformatted(doc);
     cJSON_Delete(doc);
@@ -141,6 +153,7 @@ void kf_reset_stats(kf_runtime *rt)
     if (!rt) return;
     kf_gpu_timer_poll(rt->gtimer, 1); /* so no late sample lands after the reset */
     kf_sigtable_each(rt->sigs, zero_slot, NULL);
+    kf_sigtable_reset_evicted(rt->sigs);
     atomic_store(&rt->dropped, 0);
 }
 

@@ -19,6 +19,7 @@ char *kf_signature_args_json(kf_runtime *rt, uint64_t key)
         for (n = 0; n < info->n_args; n++) names[n] = info->argnames[n];
     char *out = kf_sig_args_json(s->key, s->len, names, n);
     pthread_mutex_unlock(&rt->lock);
+    kf_slot_unpin(s);
     if (!out) kf_runtime_set_error(rt, "signature %016" PRIx64 " cannot be decoded", key);
     return out;
 }
@@ -28,9 +29,11 @@ kf_status kf_capture_request(kf_runtime *rt, uint64_t key, int n)
     if (!rt || n < 0) return KF_ERR_INVALID;
     kf_slot *s = kf_sigtable_find_hash(rt->sigs, key);
     if (s && !(s->flags & KF_SLOT_OBSERVED)) {
-        atomic_store(&s->capture_want, n);
+        atomic_store(&s->capture_want, n); /* keeps the slot from being recycled meanwhile */
+        kf_slot_unpin(s);
         return KF_OK;
     }
+    kf_slot_unpin(s);
     /* not seen yet (kforge warmup asks before the script runs): wait for its first call */
     kf_status st = KF_OK;
     pthread_mutex_lock(&rt->lock);

@@ -117,6 +117,11 @@ void Interceptor::operator()(const c10::OperatorHandle& op, c10::DispatchKeySet 
   }
   kf_call call;
   kf_dispatch_begin(rt_, &sig, &call);
+  struct CallDone {  // last, on every path: the call's signature slot may be recycled after it
+    kf_runtime* rt;
+    kf_call* c;
+    ~CallDone() { kf_dispatch_done(rt, c); }
+  } call_done{rt_, &call};
   if (t_depth > 0) call.time_it = call.eager_sample = 0;
   DepthGuard depth;
   void* stream = nullptr;

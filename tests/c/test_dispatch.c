@@ -773,20 +773,30 @@ static void test_threads(void)
     kf_runtime_free(m.rt);
 }
 
-/* A full signature table: calls are dropped and counted, never crash. */
+static cJSON *evicted_host(cJSON *doc)
+{
+    cJSON *t = cJSON_GetObjectItem(doc, "table");
+    return cJSON_GetObjectItem(cJSON_GetObjectItem(t, "evicted"), "host");
+}
+
+/* A signature table with no slot to recycle (every one pinned by a call still in flight): calls
+ * are dropped and counted, never crash. Once the calls are done, slots are recycled and nothing
+ * is dropped however many signatures come, with the evicted rows' calls kept in the totals. */
 static void test_table_full(void)
 {
+    setenv("KFORGE_SIGNATURES", "10", 1); /* rounded up: one set of 16 slots */
     kf_runtime *rt = new_runtime();
+    unsetenv("KFORGE_SIGNATURES");
     static kf_sig s;
     int null_slots = 0;
-    const int cap = 1 << 14; /* KF_SIGTABLE_LOG2 */
+    const int cap = KF_SIGTABLE_WAYS;
+    kf_call held[KF_SIGTABLE_WAYS];
     for (int i = 0; i < cap; i++) {
         kf_sig_begin(&s, "aten::mul.Tensor");
         kf_sig_int(&s, i);
-        kf_call c;
-        kf_dispatch_begin(rt, &s, &c);
-        null_slots += c.slot == NULL;
-        kf_dispatch_end(rt, &c, 0, NULL);
+        kf_dispatch_begin(rt, &s, &held[i]);
+        null_slots += held[i].slot == NULL;
+        kf_dispatch_end(rt, &held[i], 0, NULL); /* not done: the slot stays pinned */
     }
     CHECK_EQ_INT(null_slots, 0);
     kf_sig_begin(&s, "aten::mul.Tensor");
@@ -795,15 +805,48 @@ static void test_table_full(void)
     CHECK(c.slot == NULL);
     CHECK(c.kernel == NULL);
     kf_dispatch_cancel(rt, &c);
+    kf_dispatch_done(rt, &c);
     kf_dispatch_observed(rt, "aten::never_seen", 10, 1);
     cJSON *doc = stats(rt);
     CHECK(num(doc, "dropped") == 2);
     CHECK_EQ_INT(n_rows(doc), cap);
+    cJSON *table = cJSON_GetObjectItem(doc, "table");
+    CHECK(num(table, "capacity") == cap);
+    CHECK(num(table, "occupied") == cap);
+    cJSON_Delete(doc);
+
+    for (int i = 0; i < cap; i++) {
+        kf_dispatch_done(rt, &held[i]);
+        CHECK(held[i].slot == NULL);
+        kf_dispatch_done(rt, &held[i]); /* a second time: a no-op */
+    }
+    null_slots = 0;
+    for (int i = 0; i < 1000; i++) {
+        kf_sig_begin(&s, "aten::mul.Tensor");
+        kf_sig_int(&s, 1000 + i);
+        c = call_eager(rt, &s);
+        null_slots += c.slot == NULL;
+        kf_dispatch_done(rt, &c);
+    }
+    CHECK_EQ_INT(null_slots, 0);
+    doc = stats(rt);
+    CHECK(num(doc, "dropped") == 2);
+    CHECK(n_rows(doc) <= cap);
+    double calls = 0;
+    cJSON *r;
+    cJSON_ArrayForEach(r, cJSON_GetObjectItem(doc, "rows")) calls += num(r, "calls");
+    cJSON *ev = evicted_host(doc);
+    CHECK(num(ev, "rows") + n_rows(doc) == 1000 + cap);
+    CHECK(calls + num(ev, "calls") == 1000 + cap); /* every call is in a row or the totals */
+    CHECK(num(ev, "fallback") == num(ev, "calls"));
+    CHECK(num(ev, "time_ms") > 0);
     cJSON_Delete(doc);
     kf_reset_stats(rt);
     doc = stats(rt);
     CHECK(num(doc, "dropped") == 0);
     CHECK_EQ_INT(n_rows(doc), 0);
+    ev = evicted_host(doc);
+    CHECK(num(ev, "rows") == 0 && num(ev, "calls") == 0);
     cJSON_Delete(doc);
     kf_runtime_free(rt);
 }

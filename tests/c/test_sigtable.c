@@ -338,7 +338,8 @@ static void test_stress(void)
     kf_sigtable_free(st.t);
 }
 
-/* Many threads inserting many distinct keys at once into a table that ends up nearly full. */
+/* Many threads inserting many distinct keys at once into the same sets of a table (not so full
+ * that a set overflows: these slots stay pinned, nothing can be recycled). */
 typedef struct fill_arg {
     kf_sigtable *t;
     int id;
@@ -373,7 +374,7 @@ static void *fill_worker(void *p)
 static void test_concurrent_fill(void)
 {
     kf_sigtable *t;
-    if (!CHECK_EQ_INT(kf_sigtable_create(&t, 8), KF_OK)) return; /* 256 slots, 240 keys */
+    if (!CHECK_EQ_INT(kf_sigtable_create(&t, 10), KF_OK)) return; /* 1024 slots, 240 keys */
     _Atomic int go = 0;
     static fill_arg args[4];
     pthread_t th[4];
