@@ -117,7 +117,7 @@ static const char cuda_fmt[] =
     "    int r = blockIdx.x * blockDim.x + threadIdx.x;\n"
     "    if (r >= R) return;\n"
     "    const float* xr = x + r * C;\n"
-    "    float m = -INFINITY, s = 0.f;\n"
+    "    float m = -__int_as_float(0x7f800000), s = 0.f;\n"
     "    for (int c = %s; c < %s; c++) m = xr[c] > m ? xr[c] : m;\n"
     "    for (int c = 0; c < C; c++) s += expf(xr[c] - m);\n"
     "    for (int c = 0; c < C; c++) y[r * C + c] = expf(xr[c] - m) / s;\n"
