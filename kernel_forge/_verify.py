@@ -26,6 +26,7 @@ from __future__ import annotations
 import ctypes
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -154,8 +155,24 @@ def run_check(d: str, source: str, launch: str) -> dict:
     with open(path) as f:
         res = json.load(f)
     if res["status"] != "verified":
-        raise Refused(f"{res['status']}: {res['error']}", res["status"])
+        raise Refused(f"{res['status']}: {name_outputs(d, res['error'])}", res["status"])
     return res
+
+
+def name_outputs(d: str, msg: str) -> str:
+    """The worker numbers a job's outputs; an output that is an argument written in place
+    (in-place ops, out=, batch norm's running statistics) is named as the argument."""
+    m = re.search(r"\boutput (\d+)", msg)
+    try:
+        with open(os.path.join(d, "job.json")) as f:
+            job = json.load(f)
+        out = job["outputs"][int(m.group(1))] if m else None
+        if out is None or out.get("alias", -1) < 0:
+            return msg
+        name = job["inputs"][out["alias"]]["name"]
+    except (OSError, ValueError, KeyError, IndexError, TypeError):
+        return msg
+    return msg.replace(m.group(0), f"{m.group(0)} (argument '{name}', which it writes)", 1)
 
 
 def run(job: dict) -> dict:

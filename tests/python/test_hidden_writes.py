@@ -15,7 +15,7 @@ import kernel_forge as kf
 from kernel_forge import KernelForgeError, _jobs
 
 from conftest import check_job_cases
-from fixtures.host_batch_norm import LAUNCH, env_frozen_source, frozen_stats_source, updating_source
+from fixtures.host_batch_norm import LAUNCH, frozen_stats_source, updating_source
 
 BN = "aten::native_batch_norm"
 STEPS = 5
@@ -113,23 +113,56 @@ def test_kernel_that_updates_running_stats_is_accepted_and_served():
     assert torch.allclose(rv, rv_ref, atol=1e-4), (rv, rv_ref)
 
 
-def test_first_use_check_compares_running_stats(monkeypatch):
-    var = "KF_TEST_FREEZE_BN_STATS"
-    monkeypatch.delenv(var, raising=False)
-    torch.manual_seed(13)
-    n, c, hw = 4, 7, 9
-    m = nn.BatchNorm2d(c)
-    xs = batches(n, c, hw, 13)
-    ref = copy.deepcopy(m)
-    kf.add_kernel(BN, example_args(m, xs[0]), env_frozen_source(n, c, hw, var), LAUNCH)
-    # from here on the kernel leaves the running statistics alone in this process
-    monkeypatch.setenv(var, "1")
+# A kernel that leaves the running statistics alone, planted in a cache without verification
+# (kf_candidate_register + kf_candidate_insert, as a corrupted or foreign cache would hold it),
+# then a fresh process trains with that cache: its first-use check compares the running stats.
+FIRST_USE = """
+import ctypes, json, sys, torch, torch.nn as nn, kernel_forge as kf
+from kernel_forge import _native
+sys.path.insert(0, "tests/python")
+from fixtures.host_batch_norm import LAUNCH, frozen_stats_source
+from test_hidden_writes import batches, bn_row, example_args, train
+torch.manual_seed(13)
+n, c, hw = 4, 7, 9
+m = nn.BatchNorm2d(c)
+xs = batches(n, c, hw, 13)
+if sys.argv[1] == "plant":
+    args = example_args(m, xs[0])
+    key = kf.signature_key("aten::native_batch_norm", *args)
+    lib, rt = _native.lib(), _native.runtime()
+    log = ctypes.c_void_p()
+    src = frozen_stats_source(n, c, hw)
+    assert lib.kf_candidate_register(rt, int(key, 16), b"host", src.encode(),
+                                     json.dumps(LAUNCH).encode(), ctypes.byref(log)) == 0, _native.errmsg()
+    meta = {"atol": 1e-4, "rtol": 1e-4, "eager_us": 10, "kernel_us": 1, "proposer": "planted",
+            "source": src, "launch": json.dumps(LAUNCH)}
+    out = ctypes.create_string_buffer(33)
+    assert lib.kf_candidate_insert(rt, int(key, 16), json.dumps(meta).encode(), out) == 0, _native.errmsg()
+else:
+    ref = nn.BatchNorm2d(c)
+    ref.load_state_dict(m.state_dict())
     rm, rv = train(m, xs)
     rm_ref, rv_ref = train(ref, xs, plugin=False)
-    assert torch.allclose(rm, rm_ref, atol=1e-5), (rm, rm_ref)
-    assert torch.allclose(rv, rv_ref, atol=1e-4), (rv, rv_ref)
     row = bn_row(xs[0])
-    assert row["served"] == 0 and not row["has_kernel"], row  # rejected at its first use
+    print("FIRSTUSE", json.dumps({"mean_ok": torch.allclose(rm, rm_ref, atol=1e-5),
+                                  "var_ok": torch.allclose(rv, rv_ref, atol=1e-4),
+                                  "served": row["served"], "has_kernel": row["has_kernel"]}))
+"""
+
+
+def test_first_use_check_compares_running_stats(tmp_path):
+    from conftest import run_python
+
+    env = {"KFORGE_CACHE_DIR": str(tmp_path / "cache"), "PYTHONPATH": "tests/python"}
+    p = run_python(["-c", FIRST_USE, "plant"], env)
+    assert p.returncode == 0, p.stderr
+    p = run_python(["-c", FIRST_USE, "train"], env)
+    assert p.returncode == 0, p.stderr
+    res = json.loads(p.stdout.split("FIRSTUSE")[-1])
+    # rejected at its first use (it disagrees on running_mean), eager's values kept every step
+    assert res["mean_ok"] and res["var_ok"], res
+    assert res["served"] == 0 and not res["has_kernel"], res
+    assert "disagrees with eager (argument 3 (written, not returned)" in p.stderr, p.stderr
 
 
 def test_tuning_job_holds_running_stats_as_written_inputs(tmp_path):
