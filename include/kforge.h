@@ -185,6 +185,10 @@ KF_API kf_status kf_capture_request(kf_runtime *rt, uint64_t key, int n);
 /* Calls made by this thread go straight to the original kernels, unrecorded (the tuner's own
  * eager references and timings), while other threads are served as usual. */
 KF_API void kf_set_thread_bypass(int on);
+/* Stop the runtime's background thread (the cache reload): at process exit, before the
+ * interpreter or libtorch is torn down, so no thread of ours logs or loads into a dying process.
+ * Serving goes on; new cache entries are then read only by kf_reload_cache. Idempotent. */
+KF_API void kf_runtime_quiesce(kf_runtime *rt);
 /* Count ops that are not intercepted too (a RecordFunction observer, torch_ext/observer.cpp),
  * by name with their host time; KF_ERR_UNSUPPORTED when the plugin is disabled. */
 KF_API kf_status kf_set_observer(kf_runtime *rt, int on);

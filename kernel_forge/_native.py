@@ -66,6 +66,7 @@ def _bind(lib):
     sigs = {
         "kf_runtime_get": ([], c.c_void_p),
         "kf_runtime_errmsg": ([c.c_void_p], c.c_char_p),
+        "kf_runtime_quiesce": ([c.c_void_p], None),
         "kf_version": ([], c.c_char_p),
         "kf_status_str": ([c.c_int], c.c_char_p),
         "kf_dtype_name": ([c.c_int], c.c_char_p),
@@ -162,6 +163,9 @@ def lib():
         _log_cb = _LOG_FN(_on_log)
         handle.kf_set_log_callback(_log_cb, None)
         atexit.register(handle.kf_set_log_callback, _LOG_FN(), None)
+        # runs first (atexit is last-in first-out): the reload thread stops before the
+        # interpreter finalizes, so it never calls the log callback into a dying interpreter
+        atexit.register(handle.kf_runtime_quiesce, handle.kf_runtime_get())
         if not handle.kf_runtime_get():
             raise KernelForgeError("the plugin loaded but its runtime was not created "
                                    "(see the log above)")

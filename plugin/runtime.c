@@ -199,3 +199,8 @@ kf_slot *kf_runtime_seen_slot(kf_runtime *rt, uint64_t key)
     }
     return s;
 }
+
+void kf_runtime_quiesce(kf_runtime *rt)
+{
+    if (rt) kf_cachelink_stop(rt); /* joins the reload thread; idempotent */
+}

@@ -1,6 +1,7 @@
 // Library load: create the runtime from the environment and register the interceptors. Runs
 // as a static initializer, so `torch.ops.load_library(path)` alone is enough. Never throws:
 // a failure leaves torch exactly as it was and is reported through the log.
+#include <cstdlib>
 #include <torch/version.h>
 
 #include "torch_ext/ext.h"
@@ -20,6 +21,8 @@ kf_runtime* load() {
     return nullptr;
   }
   kf_runtime_set_global(rt);
+  // at exit, before libtorch's static destructors (registered earlier, so run later)
+  std::atexit([] { kf_runtime_quiesce(kf_runtime_get()); });
   if (cfg.bad_ops[0]) KF_WARN("KFORGE_OPS: ignoring entries %s", cfg.bad_ops);
   if (cfg.bad_env[0]) KF_WARN("%s", cfg.bad_env);
   if (cfg.disable) {

@@ -147,6 +147,7 @@ kf_status kf_eval_create(const kf_job *job, kf_eval **out, char *err, size_t err
         ev->out[j].align = buffer_align(&job->sig.out[j]);
         if ((st = be->alloc(ev, &ev->out[j], err, errcap))) goto free_ev;
     }
+    if (be->allocated) be->allocated(ev);
     *out = ev;
     return KF_OK;
 

@@ -40,7 +40,21 @@ typedef struct cuda_state {
     int n_pinned;
     size_t pinned_bytes;
     unsigned char guard[EV_DEVICE_GUARD + 256]; /* host copy of one guard region */
+    /* exact mode: an allocation after each buffer, freed once all are made, so that unallocated
+     * memory follows every buffer and memcheck reports a read past one (it knows allocation
+     * bounds only: a read running into the next buffer would look valid to it) */
+    unsigned long long spacer[KF_JOB_MAX_TENSORS + KF_JOB_MAX_OUTPUTS];
+    int n_spacers;
 } cuda_state;
+
+#define SPACER_BYTES ((size_t)1 << 20) /* within the driver's 2 MB chunks, right after a small buffer */
+
+static void cuda_allocated(kf_eval *ev)
+{
+    cuda_state *s = ev->state;
+    for (int i = 0; i < s->n_spacers; i++) s->cu.mem_free(s->spacer[i]);
+    s->n_spacers = 0;
+}
 
 /* Errors after which the context is unusable (CUDA's "sticky" errors), plus the ones that say
  * the context or driver is gone. */
@@ -116,6 +130,7 @@ static void cuda_close(kf_eval *ev)
         for (int i = 0; i < s->n_pinned; i++) s->cu.mem_host_unregister(s->pinned[i]);
         if (s->scratch_pinned) s->cu.mem_host_unregister(s->scratch);
         if (s->flush) s->cu.mem_free(s->flush);
+        cuda_allocated(ev);
         if (s->e0) s->cu.event_destroy(s->e0);
         if (s->e1) s->cu.event_destroy(s->e1);
         if (s->stream) s->cu.stream_destroy(s->stream);
@@ -197,6 +212,9 @@ static kf_status cuda_alloc(kf_eval *ev, ev_buf *b, char *err, size_t errcap)
                  kf_cuda_strerror(&s->cu, r, eb, sizeof eb));
         return KF_ERR_CUDA;
     }
+    if (ev->exact && s->n_spacers < (int)(sizeof s->spacer / sizeof s->spacer[0]) &&
+        s->cu.mem_alloc(&s->spacer[s->n_spacers], SPACER_BYTES) == KF_CU_SUCCESS)
+        s->n_spacers++;
     b->place = EV_PLACE_END;
     b->canary = EV_CANARY_END;
     r = s->cu.memset_d8(b->dbase, b->canary, b->dlen);
@@ -354,4 +372,5 @@ const ev_backend kf_ev_cuda_backend = {
     /* .view    = */ cuda_view,
     /* .guards  = */ cuda_guards,
     /* .run     = */ cuda_run,
+    /* .allocated = */ cuda_allocated,
 };

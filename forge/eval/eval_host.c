@@ -162,4 +162,5 @@ const ev_backend kf_ev_host_backend = {
     /* .view    = */ host_view,
     /* .guards  = */ host_guards,
     /* .run     = */ host_run,
+    /* .allocated = */ NULL,
 };

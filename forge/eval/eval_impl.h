@@ -73,6 +73,8 @@ typedef struct ev_backend {
     /* Run the kernel once to completion; when `us` is non-NULL, time that one run. */
     int (*run)(kf_eval *ev, kf_compiler_i *cc, kf_compiled *k, void *const *ptrs, int n,
                double *us, char *err, size_t errcap);
+    /* Optional: every buffer is allocated (the CUDA backend frees its exact mode's spacers). */
+    void (*allocated)(kf_eval *ev);
 } ev_backend;
 
 extern const ev_backend kf_ev_host_backend;
