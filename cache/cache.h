@@ -119,7 +119,7 @@ kf_status kf_cache_set_disabled(kf_cache *c, const char *key_hex, int disabled, 
 uint64_t kf_cache_generation(kf_cache *c);
 
 /* Bundles: one file holding the selected entries and a checksummed index. `ops` filters by op
- * name (NULL/0: all). Import validates every member (checksums, sizes, names: no path escapes,
+ * name or, for an item of 32 hex digits, by entry key (NULL/0: all). Import validates every member (checksums, sizes, names: no path escapes,
  * known formats and versions, manifest <-> blob consistency) before installing anything. */
 kf_status kf_cache_export(kf_cache *c, const char *bundle_path, const char *const *ops, int n_ops,
                           int *n_exported);
