@@ -306,8 +306,11 @@ def check_value(key: str, value: bytes) -> str | None:
     try:
         idx = json.loads(bytes(value[32:32 + ilen]).decode("utf-8"))
         names = sorted(m["name"] for m in idx["members"])
-    except (ValueError, KeyError, TypeError, UnicodeDecodeError):
+        end = max((int(m["offset"]) + int(m["size"]) for m in idx["members"]), default=0)
+    except (ValueError, KeyError, TypeError, UnicodeDecodeError, OverflowError):
         return "its index is not valid JSON with member names"
+    if 32 + ilen + end > len(value):
+        return "truncated (a member runs past the end)"
     if names != [f"{key}.blob", f"{key}.json"]:
         return "its members are not this key's entry"
     return None
@@ -427,6 +430,22 @@ def acquire(r: Remote, key: str) -> tuple[str | None, "Lease | None"]:
         else:
             log.warning("fleet cache %s: lease for %s: %s; tuning here", r.where, key, e)
         return None, None
+
+
+def claim(r: Remote, cache_dir: str, key: str) -> tuple[str, object]:
+    """Before a search for `key`: ("fleet", None) when its entry is (now) in the local cache,
+    ("held", holder) while another process holds its lease, else ("mine", lease) (lease None:
+    the fleet cache is down; search alone). Looks again after taking the lease, so a winner
+    published in between is not searched twice."""
+    if pull_one(cache_dir, key):
+        return "fleet", None
+    holder, lease = acquire(r, key)
+    if holder:
+        return "held", holder
+    if lease is not None and pull_one(cache_dir, key):
+        lease.release()
+        return "fleet", None
+    return "mine", lease
 
 
 def local_has(cache_dir: str, key: str) -> bool:

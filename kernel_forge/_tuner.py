@@ -284,13 +284,13 @@ class OnlineTuner(threading.Thread):
         if ck is None:
             self.tune_one(row, search)
             return "tuned"
-        if _remote.pull_one(search["cache_dir"], ck):
+        state, lease = _remote.claim(remote, search["cache_dir"], ck)
+        if state == "fleet":
             log.info("online tuning: %s: from the fleet cache", row["signature"])
             return "fleet"
-        held, lease = _remote.acquire(remote, ck)
-        if held:
+        if state == "held":
             log.info("online tuning: %s is being tuned by %s; waiting for its entry",
-                     row["signature"], held)
+                     row["signature"], lease)
             return "later"
         try:
             result = self.tune_one(row, search)

@@ -288,10 +288,6 @@ def warmup(script_cmd: list[str], *, iterations: int = 50, time_budget: float = 
     remote = _remote.get() if os.environ.get("KFORGE_REMOTE_CACHE") else None
     out_rows, deferred = [], []
 
-    def fleet_has(r) -> bool:
-        """Local first, then the fleet cache: the entry is (now) in the local cache."""
-        return bool(r.get("cache_key")) and _remote.pull_one(kf.cache_dir(), r["cache_key"])
-
     def run_job(i, r, row, j, lease):
         try:
             search_one(i, r, row, j)
@@ -336,14 +332,14 @@ def warmup(script_cmd: list[str], *, iterations: int = 50, time_budget: float = 
         row["job_dir"] = j["job_dir"]
         lease = None
         if remote is not None and r.get("cache_key"):
-            if fleet_has(r):
+            state, lease = _remote.claim(remote, kf.cache_dir(), r["cache_key"])
+            if state == "fleet":
                 row["status"] = "from the fleet cache"
                 out_rows.append(row)
                 continue
-            held, lease = _remote.acquire(remote, r["cache_key"])
-            if held:  # another process searches it: pick its winner up later
+            if state == "held":  # another process searches it: pick its winner up later
                 log(f"kforge warmup: {_text.shorten(r['signature'], 60)} is being tuned by "
-                    f"{held}; waiting for its entry")
+                    f"{lease}; waiting for its entry")
                 deferred.append((i, r, row, j))
                 out_rows.append(row)
                 continue
@@ -355,15 +351,14 @@ def warmup(script_cmd: list[str], *, iterations: int = 50, time_budget: float = 
     while deferred:
         for item in list(deferred):
             i, r, row, j = item
-            lease = None
-            if fleet_has(r):
+            state, lease = _remote.claim(remote, kf.cache_dir(), r["cache_key"])
+            if state == "fleet":
                 row["status"] = "from the fleet cache"
-            elif time.monotonic() > until:
+            elif state == "held" and time.monotonic() > until:
                 row["status"] = "not tuned: another process held its lease (KFORGE_REMOTE_WAIT)"
+            elif state == "held":
+                continue
             else:
-                held, lease = _remote.acquire(remote, r["cache_key"])
-                if held:
-                    continue
                 run_job(i, r, row, j, lease)
             deferred.remove(item)
         if deferred:
