@@ -75,6 +75,7 @@ def settings() -> dict:
         "poll_s": _env_float("KFORGE_REMOTE_POLL", 2.0, 0.05),
         "lease_ms": int(_env_float("KFORGE_REMOTE_LEASE_MS", 60000, 100)),
         "wait_s": _env_float("KFORGE_REMOTE_WAIT", 600, 0),
+        "none_s": _env_float("KFORGE_REMOTE_NONE_TTL", 86400, 0),
     }
 
 
@@ -245,6 +246,16 @@ class Remote:
             return None
         return Lease(self, name)
 
+    def mark_none(self, key: str, status: str) -> None:
+        """A search found no winner for `key`: the fleet does not search it again for none_s."""
+        ttl = int(self.cfg["none_s"])
+        if ttl > 0:
+            self.client.set(self.name("none", key), f"{status} by {self.owner}"[:300], ex=ttl)
+
+    def none_reason(self, key: str) -> str | None:
+        v = self.client.get(self.name("none", key))
+        return v.decode("utf-8", "replace")[:300] if v is not None else None
+
     def lease_holder(self, key: str) -> str | None:
         v = self.client.get(self.name("lease", key))
         return v.decode("utf-8", "replace")[:200] if v is not None else None
@@ -398,13 +409,20 @@ def cache_key_of(sig_key: str) -> str | None:
     return out.value.decode() if code == 0 else None
 
 
-def publish(result: dict, cache_dir: str) -> None:
-    """After a search: publish its winner if the worker inserted one. Never raises."""
+def publish(result: dict, cache_dir: str, for_key: str | None = None) -> None:
+    """After a search for the cache key `for_key`: publish its winner if the worker inserted
+    one, else note that it found none. Never raises."""
     r = get()
     key = result.get("cache_key")
-    if r is None or result.get("status") != "inserted" or not key:
+    if r is None:
         return
     try:
+        if result.get("status") != "inserted" or not key:
+            # a finished search without a winner: the rest of the fleet need not repeat it
+            if result.get("status") in ("no_faster_kernel", "no_correct_kernel", "no_template") \
+                    and for_key:
+                r.mark_none(for_key, result["status"])
+            return
         r.push(cache_dir, key)
         r.came_up()
         log.info("fleet cache %s: published %s", r.where, key)
@@ -434,7 +452,8 @@ def acquire(r: Remote, key: str) -> tuple[str | None, "Lease | None"]:
 
 def claim(r: Remote, cache_dir: str, key: str) -> tuple[str, object]:
     """Before a search for `key`: ("fleet", None) when its entry is (now) in the local cache,
-    ("held", holder) while another process holds its lease, else ("mine", lease) (lease None:
+    ("held", holder) while another process holds its lease, ("none", why) when a search in the
+    fleet found no winner (KFORGE_REMOTE_NONE_TTL), else ("mine", lease) (lease None:
     the fleet cache is down; search alone). Looks again after taking the lease, so a winner
     published in between is not searched twice."""
     if pull_one(cache_dir, key):
@@ -442,9 +461,18 @@ def claim(r: Remote, cache_dir: str, key: str) -> tuple[str, object]:
     holder, lease = acquire(r, key)
     if holder:
         return "held", holder
-    if lease is not None and pull_one(cache_dir, key):
+    if lease is not None:
+        none = None
+        if not pull_one(cache_dir, key):
+            try:
+                none = r.none_reason(key)
+            except Exception as e:
+                if _is_down(e):
+                    r.went_down(e)
+            if none is None:
+                return "mine", lease
         lease.release()
-        return "fleet", None
+        return ("none", none) if none else ("fleet", None)
     return "mine", lease
 
 

@@ -226,6 +226,7 @@ class OnlineTuner(threading.Thread):
         self.stop = threading.Event()
         self.results: list[dict] = []
         self.later: dict[str, float] = {}  # key -> when to look again (another process tunes it)
+        self.busy = False  # a job is being prepared, searched or published
         atexit.register(self.shutdown)
 
     def shutdown(self):
@@ -266,12 +267,15 @@ class OnlineTuner(threading.Thread):
                                        skip, bw)
                 r = cands[0]
                 self.done.add(r["key"])
+                self.busy = True
                 if self.tune_fleet(r, search) == "later":
                     self.done.discard(r["key"])
                     self.later[r["key"]] = time.monotonic() + self.cfg["interval_s"]
                 reload_cache()
             except Exception as e:  # the user's process must never be harmed by tuning
                 log.warning("online tuning: %s", e)
+            finally:
+                self.busy = False
 
     def tune_fleet(self, row: dict, search: dict) -> str:
         """With a fleet cache (KFORGE_REMOTE_CACHE): its entry if published, else a search under
@@ -288,6 +292,9 @@ class OnlineTuner(threading.Thread):
         if state == "fleet":
             log.info("online tuning: %s: from the fleet cache", row["signature"])
             return "fleet"
+        if state == "none":
+            log.info("online tuning: %s: not searched: %s in the fleet", row["signature"], lease)
+            return "none"
         if state == "held":
             log.info("online tuning: %s is being tuned by %s; waiting for its entry",
                      row["signature"], lease)
@@ -295,7 +302,7 @@ class OnlineTuner(threading.Thread):
         try:
             result = self.tune_one(row, search)
             if result:
-                _remote.publish(result, search["cache_dir"])
+                _remote.publish(result, search["cache_dir"], ck)
         finally:
             if lease:
                 lease.release()

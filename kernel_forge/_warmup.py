@@ -312,7 +312,7 @@ def warmup(script_cmd: list[str], *, iterations: int = 50, time_budget: float = 
             row["status"] = f"worker failed: {e}"
             return
         bar.close()
-        _remote.publish(res, kf.cache_dir())
+        _remote.publish(res, kf.cache_dir(), r.get("cache_key"))
         row.update(eager_us=res["eager_us"], best_us=res.get("best_us"), speedup=res.get("speedup"),
                    iterations=res["iterations"], status=res["status"], wall_s=res.get("wall_s", 0),
                    llm=res.get("llm"))
@@ -333,8 +333,9 @@ def warmup(script_cmd: list[str], *, iterations: int = 50, time_budget: float = 
         lease = None
         if remote is not None and r.get("cache_key"):
             state, lease = _remote.claim(remote, kf.cache_dir(), r["cache_key"])
-            if state == "fleet":
-                row["status"] = "from the fleet cache"
+            if state in ("fleet", "none"):
+                row["status"] = ("from the fleet cache" if state == "fleet" else
+                                 f"not tuned: searched in the fleet ({lease})")
                 out_rows.append(row)
                 continue
             if state == "held":  # another process searches it: pick its winner up later
@@ -352,8 +353,9 @@ def warmup(script_cmd: list[str], *, iterations: int = 50, time_budget: float = 
         for item in list(deferred):
             i, r, row, j = item
             state, lease = _remote.claim(remote, kf.cache_dir(), r["cache_key"])
-            if state == "fleet":
-                row["status"] = "from the fleet cache"
+            if state in ("fleet", "none"):
+                row["status"] = ("from the fleet cache" if state == "fleet" else
+                                 f"not tuned: searched in the fleet ({lease})")
             elif state == "held" and time.monotonic() > until:
                 row["status"] = "not tuned: another process held its lease (KFORGE_REMOTE_WAIT)"
             elif state == "held":

@@ -290,3 +290,18 @@ def test_redis_down_runs_on_eager_at_full_speed_with_one_warning(tmp_path):
         # and the per-call cost is eager's: same as with no fleet cache configured
         assert timing["per_call_us"] < 1.5 * runs["none"][0]["per_call_us"] + 10, (name, runs)
     hole.close()
+
+
+def test_a_search_without_a_winner_is_not_repeated_by_the_fleet(server, tmp_path):
+    # no kernel is 100x faster than eager (and over 10x is flagged): A's search finds no winner and says so
+    a = run_python(loop_args(15), env_for(server, tmp_path, "a", "none", tune=True,
+                                          KFORGE_TUNE_MARGIN=0.99), timeout=120)
+    out = parse(a)
+    assert out["results"] == ["no_faster_kernel"], a.stderr
+    (mark,) = server["client"].keys("none:v1:none:*")
+    b = run_python(loop_args(8, until_served=False), env_for(server, tmp_path, "b", "none",
+                                                             tune=True, KFORGE_TUNE_MARGIN=0.99),
+                   timeout=120)
+    out = parse(b)
+    assert out["results"] == [] and jobs_in(str(tmp_path / "b")) == 0, b.stderr
+    assert "not searched: no_faster_kernel" in b.stderr
