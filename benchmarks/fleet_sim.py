@@ -46,6 +46,12 @@ while time.time() - t0 < secs:
             break
 res = _tuner._online.results if _tuner._online else []
 rows = [r for r in kf.stats() if r["op"] in OPS]
+if all_at is None or time.time() - t0 >= secs:  # not done in time: say where the tuner was
+    import faulthandler
+    print("not done: " + json.dumps([(r["op"], r["has_kernel"], r["served"],
+          r["key"] in (_tuner._online.done if _tuner._online else ())) for r in rows]),
+          file=sys.stderr)
+    faulthandler.dump_traceback(all_threads=True)
 print("FLEET " + json.dumps({
     "searches": [{"op": r["op"], "status": r["status"], "wall_s": r.get("wall_s", 0.0)} for r in res],
     "served": sorted(r["op"] for r in rows if r["served"]),
@@ -108,6 +114,7 @@ def main() -> int:
     args = ap.parse_args()
     if shutil.which("redis-server") is None:
         raise SystemExit("needs redis-server (apt-get install redis-server)")
+    load = os.getloadavg()
     work = tempfile.mkdtemp(prefix="kforge-fleet-")
     port = free_port()
     srv = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save",
@@ -135,8 +142,12 @@ def main() -> int:
         lines.append(f"| {s['name']} | {s['processes']} | {s['searches']} | {s['inserted']} | "
                      f"{s['search_s']:.2f} | {', '.join(s['winners']) or '-'} | "
                      f"{'yes' if s['all_serve_winners'] else 'NO'} | {s['done_s']:.1f} |")
-    lines += ["", f"fleet / solo total search time: {fleet['search_s'] / max(solo['search_s'], 1e-9):.2f}x "
-              f"(without the fleet cache: about {args.n}x)", "",
+    lines += ["", f"fleet / solo total search time: {fleet['search_s'] / max(solo['search_s'], 1e-9):.2f}x; "
+              f"searches {fleet['searches']} vs {solo['searches']} (without the fleet cache: "
+              f"{args.n}x the searches). Machine: {os.cpu_count()} CPUs, load average "
+              f"{load[0]:.1f} before the runs; the fleet's searches run at the same time as "
+              f"each other and as {args.n} model processes, so each one's wall time grows with "
+              "the contention: the number of searches is the fleet-wide cost that does not.", "",
               "Per process (fleet run): searches it ran, ops it serves, seconds until done:", ""]
     for i, r in enumerate(fleet_res):
         lines.append(f"- process {i}: {[(s['op'], s['status'], round(s['wall_s'], 2)) for s in r['searches']]}"

@@ -265,12 +265,13 @@ class OnlineTuner(threading.Thread):
                         torch.device("cuda") if device == "cuda" else torch.device("cpu"), 1 << 26)
                 cands = hot_candidates(rows, self.cfg["min_calls"], self.cfg["min_share"],
                                        skip, bw)
-                r = cands[0]
-                self.done.add(r["key"])
                 self.busy = True
-                if self.tune_fleet(r, search) == "later":
+                for r in cands:  # the hottest one this process may search (fleet: not leased)
+                    self.done.add(r["key"])
+                    if self.tune_fleet(r, search) != "later":
+                        break
                     self.done.discard(r["key"])
-                    self.later[r["key"]] = time.monotonic() + self.cfg["interval_s"]
+                    self.later[r["key"]] = time.monotonic() + 2 * self.cfg["interval_s"]
                 reload_cache()
             except Exception as e:  # the user's process must never be harmed by tuning
                 log.warning("online tuning: %s", e)
