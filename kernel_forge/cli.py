@@ -225,7 +225,7 @@ def _cache_remote(args, d: str) -> int:
         return 0
     except Exception as e:
         if _remote._is_down(e):
-            raise SystemExit(f"kforge cache {args.action}: {r.where} unreachable: {e}")
+            raise SystemExit(f"kforge cache {args.action}: {r.where}: {type(e).__name__}: {e}")
         raise
 
 

@@ -305,3 +305,90 @@ def test_a_search_without_a_winner_is_not_repeated_by_the_fleet(server, tmp_path
     out = parse(b)
     assert out["results"] == [] and jobs_in(str(tmp_path / "b")) == 0, b.stderr
     assert "not searched: no_faster_kernel" in b.stderr
+
+
+def test_ui_cache_view_says_where_an_entry_came_from(server, published, tmp_path):
+    from kernel_forge.ui.server import Cache
+
+    d = tmp_path / "c"
+    env = {"KFORGE_REMOTE_CACHE": server["url"], "KFORGE_REMOTE_PREFIX": "pub",
+           "KFORGE_CACHE_DIR": str(d)}
+    p = run_python(["-m", "kernel_forge", "cache", "pull"], env)
+    assert p.returncode == 0, p.stderr
+    (e,) = Cache(str(d)).entries()
+    assert e["key"] == published["key"] and e["origin"] == "fleet"
+    assert server["url"] in e["origin_detail"] and "published by" in e["origin_detail"]
+    (a,) = Cache(published["dir"]).entries()
+    assert a["origin"] == "local"
+    # the origins file is untrusted input: junk in it is dropped or cut short, never trusted
+    junk = {"../../etc": {"remote": "x"}, published["key"]: {"remote": "<b>" * 1000, "pulled": "no"},
+            "f" * 32: "not a record"}
+    (d / "remote-origins.json").write_text(json.dumps(junk))
+    (e,) = Cache(str(d)).entries()
+    assert e["origin"] == "fleet" and len(e["origin_detail"]) < 300
+    (d / "remote-origins.json").write_text("[1, 2")
+    assert Cache(str(d)).entries()[0]["origin"] == "local"
+
+
+def test_password_file_is_used_and_never_printed(tmp_path):
+    port, secret = free_port(), "s3cret-pw-" + os.urandom(4).hex()
+    srv = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save",
+                            "", "--appendonly", "no", "--requirepass", secret, "--dir",
+                            str(tmp_path)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        c = redis.Redis(host="127.0.0.1", port=port, password=secret)
+        for _ in range(100):
+            try:
+                c.ping()
+                break
+            except redis.ConnectionError:
+                time.sleep(0.05)
+        pw = tmp_path / "pw"
+        env = {"KFORGE_REMOTE_CACHE": f"redis://127.0.0.1:{port}/0",
+               "KFORGE_CACHE_DIR": str(tmp_path / "c")}
+        p = run_python(["-m", "kernel_forge", "cache", "ls", "--remote"], env)
+        assert p.returncode != 0 and secret not in p.stdout + p.stderr
+        pw.write_text(secret + "\n")
+        p = run_python(["-m", "kernel_forge", "cache", "ls", "--remote"],
+                       dict(env, KFORGE_REMOTE_CACHE_PASSWORD_FILE=str(pw)))
+        assert p.returncode == 0 and "0 entries in redis://127.0.0.1" in p.stdout, p.stderr
+        pw.write_text("wrong\n")
+        p = run_python(["-m", "kernel_forge", "cache", "ls", "--remote"],
+                       dict(env, KFORGE_REMOTE_CACHE_PASSWORD_FILE=str(pw)))
+        assert p.returncode != 0 and "wrong" not in p.stdout + p.stderr
+    finally:
+        srv.terminate()
+        srv.wait(10)
+
+
+WARM_SCRIPT = """
+import torch
+class M(torch.nn.Module):
+    def forward(self, x):
+        return torch.softmax(x, -1)
+m, x = M(), torch.randn(%d, %d)
+for _ in range(30):
+    m(x)
+""" % SHAPE
+
+
+def test_warmup_takes_the_fleets_entry_instead_of_searching(server, tmp_path):
+    script = tmp_path / "model.py"
+    script.write_text(WARM_SCRIPT)
+    runs = {}
+    for name in ("a", "b"):
+        env = env_for(server, tmp_path, name, "warm")
+        out = tmp_path / f"{name}.json"
+        p = run_python(["-m", "kernel_forge", "warmup", "--iterations", "4", "--ops", "_softmax",
+                        "--json", str(out), str(script)], env, timeout=300)
+        assert p.returncode == 0, p.stdout + p.stderr
+        runs[name] = json.loads(out.read_text())["rows"]
+    (a,) = runs["a"]
+    assert a["status"] == "inserted" and a["iterations"] > 0, a
+    # B found A's published entry before its own search (or its recording run was already
+    # served it, so nothing was hot): no worker ran, and the entry is in B's cache now
+    assert all(b["status"] == "from the fleet cache" and b["iterations"] == 0
+               and not os.path.exists(os.path.join(b["job_dir"], "result.json"))
+               for b in runs["b"]), runs["b"]
+    keys = [k.decode().split(":")[-1] for k in server["client"].smembers("warm:v1:index")]
+    assert len(keys) == 1 and os.path.exists(tmp_path / "b" / "entries" / (keys[0] + ".json"))
