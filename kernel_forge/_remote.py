@@ -114,8 +114,12 @@ class Remote:
         except ImportError as e:
             raise RemoteError("KFORGE_REMOTE_CACHE is set but the redis package is not installed "
                               "(pip install redis)") from e
+        from redis.backoff import NoBackoff
+        from redis.retry import Retry
+
+        # no retries inside the client: one timeout per attempt, our own back-off between them
         kw = {"socket_timeout": self.cfg["timeout_s"],
-              "socket_connect_timeout": self.cfg["timeout_s"], "retry_on_timeout": False}
+              "socket_connect_timeout": self.cfg["timeout_s"], "retry": Retry(NoBackoff(), 0)}
         if self.cfg["password_file"]:
             try:
                 with open(self.cfg["password_file"], encoding="utf-8") as f:

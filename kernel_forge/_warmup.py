@@ -325,6 +325,12 @@ def warmup(script_cmd: list[str], *, iterations: int = 50, time_budget: float = 
                "speedup": None, "roofline_pct": None, "iterations": 0, "status": "",
                "job_dir": None, "wall_s": 0.0}
         j = jobs.get(r["key"], {"error": "no job written"})
+        if remote is not None and r.get("cache_key") and _remote.pull_one(kf.cache_dir(),
+                                                                          r["cache_key"]):
+            # published meanwhile (the capture run may have been served it: nothing captured)
+            row.update(status="from the fleet cache", job_dir=j.get("job_dir"))
+            out_rows.append(row)
+            continue
         if "error" in j:
             row["status"] = "not tuned: " + j["error"]
             out_rows.append(row)

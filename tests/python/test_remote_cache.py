@@ -388,7 +388,24 @@ def test_warmup_takes_the_fleets_entry_instead_of_searching(server, tmp_path):
     # B found A's published entry before its own search (or its recording run was already
     # served it, so nothing was hot): no worker ran, and the entry is in B's cache now
     assert all(b["status"] == "from the fleet cache" and b["iterations"] == 0
-               and not os.path.exists(os.path.join(b["job_dir"], "result.json"))
+               and not (b["job_dir"] and os.path.exists(os.path.join(b["job_dir"], "result.json")))
                for b in runs["b"]), runs["b"]
     keys = [k.decode().split(":")[-1] for k in server["client"].smembers("warm:v1:index")]
     assert len(keys) == 1 and os.path.exists(tmp_path / "b" / "entries" / (keys[0] + ".json"))
+
+
+def test_two_warmups_at_once_run_one_search(server, tmp_path):
+    script = tmp_path / "model.py"
+    script.write_text(WARM_SCRIPT)
+    procs = [popen(env_for(server, tmp_path, n, "warm2"),
+                   ["-m", "kernel_forge", "warmup", "--iterations", "30", "--ops", "_softmax",
+                    "--json", str(tmp_path / f"{n}.json"), str(script)]) for n in "ab"]
+    outs = [p.communicate(timeout=300) for p in procs]
+    assert all(p.returncode == 0 for p in procs), outs
+    rows = [r for n in "ab" for r in json.loads((tmp_path / f"{n}.json").read_text())["rows"]]
+    # one of them searched; the other waited for its entry (or was served it while recording)
+    assert [r["status"] for r in rows].count("inserted") == 1, rows
+    assert all(r["status"] in ("inserted", "from the fleet cache") for r in rows), rows
+    assert sum(r["iterations"] > 0 for r in rows) == 1
+    for n in "ab":
+        assert len(os.listdir(tmp_path / n / "entries")) == 2  # manifest + blob
