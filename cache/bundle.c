@@ -383,11 +383,12 @@ typedef struct chosen {
     size_t blob_len;
 } chosen;
 
+/* An item of `ops` is an op name or an entry's key (the fleet cache exports one entry). */
 static int wanted(const kf_cache_entry *e, const char *const *ops, int n_ops)
 {
     if (n_ops <= 0) return 1;
     for (int i = 0; i < n_ops; i++)
-        if (ops[i] && !strcmp(ops[i], e->op)) return 1;
+        if (ops[i] && (!strcmp(ops[i], e->op) || !strcmp(ops[i], e->key_hex))) return 1;
     return 0;
 }
 

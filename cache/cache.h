@@ -126,7 +126,7 @@ kf_status kf_cache_set_disabled(kf_cache *c, const char *key_hex, int disabled, 
 uint64_t kf_cache_generation(kf_cache *c);
 
 /* Bundles: one file holding the selected entries and a checksummed index. `ops` filters by op
- * name (NULL/0: all). Import checks the bundle's structure (checksums, sizes, names: no path
+ * name or, for an item of 32 hex digits, by entry key (NULL/0: all). Import checks the bundle's structure (checksums, sizes, names: no path
  * escapes, known formats and versions, every manifest's fields and its key, manifest <-> blob
  * hash) before installing anything; that proves the file is intact, not that its code is good.
  * So a host entry (a shared object: native code that would run in the user's process) is never

@@ -151,6 +151,10 @@ KF_API void kf_fail_next_checks(kf_runtime *rt, int n);
 KF_API void kf_set_poison(kf_runtime *rt, int on);
 /* JSON: op, signature, canonical bytes (hex), device, eager's outputs, for a seen signature. */
 KF_API char *kf_signature_info_json(kf_runtime *rt, uint64_t key);
+/* The cache key (32 hex + NUL into key_out) an entry serving a seen signature has, for `backend`
+ * ("host" | "nvrtc"; NULL: the signature's device's); what the fleet cache asks for. */
+KF_API kf_status kf_signature_cache_key(kf_runtime *rt, uint64_t key, const char *backend,
+                                        char *key_out);
 /* Compile `source` with `backend` ("host" | "nvrtc") for the signature and serve it in this
  * process without a first-use check (the caller verifies it). The compile log (may be NULL) is
  * returned in *log, to be released with kf_free. */
@@ -202,8 +206,8 @@ KF_API kf_status kf_cache_dir_rm(const char *dir, const char *key, char *err, si
 KF_API kf_status kf_cache_dir_set_disabled(const char *dir, const char *key, int disabled,
                                            const char *reason, char *err, size_t cap);
 KF_API kf_status kf_cache_dir_clear(const char *dir, char *err, size_t cap);
-/* Write the entries (of the ops in the comma-separated `ops_csv`, or all for NULL / "") to the
- * bundle file `path`; *n gets how many. */
+/* Write the entries (of the ops in the comma-separated `ops_csv`, or all for NULL / ""; an item
+ * of 32 hex digits picks the entry with that key) to the bundle file `path`; *n gets how many. */
 KF_API kf_status kf_cache_dir_export(const char *dir, const char *path, const char *ops_csv, int *n,
                                      char *err, size_t cap);
 /* Validate every member of the bundle `path` and insert them; *n gets how many. */

@@ -8,6 +8,7 @@ runs the original kernel, unchanged.
 from __future__ import annotations
 
 import ctypes
+import os
 
 from ._native import KernelForgeError, library_path
 from . import _native
@@ -310,6 +311,10 @@ def tune(op: str, example_args, iterations: int = 50, backend: str | None = None
     finally:
         if bar:
             bar.close()
+    if insert:
+        from . import _remote
+
+        _remote.publish(result, cache_dir())  # KFORGE_REMOTE_CACHE: share the winner
     out = {
         "status": result["status"],
         "eager_ms": result["eager_us"] / 1e3,
@@ -349,6 +354,10 @@ def _register_kernel(key: str, fn_address: int, user: int = 0) -> None:
 
 
 load()
+if os.environ.get("KFORGE_REMOTE_CACHE") and not ops_info()["disabled_by_env"]:
+    from . import _remote
+
+    _remote.start_fetcher()  # the fleet cache: fetch published entries in the background
 if ops_info().get("tune") and not ops_info()["disabled_by_env"]:
     from . import _tuner
 

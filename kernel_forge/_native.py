@@ -91,6 +91,7 @@ def _bind(lib):
         "kf_set_poison": ([c.c_void_p, c.c_int], None),
         "kf_fail_next_checks": ([c.c_void_p, c.c_int], None),
         "kf_signature_info_json": ([c.c_void_p, c.c_uint64], c.c_void_p),
+        "kf_signature_cache_key": ([c.c_void_p, c.c_uint64, c.c_char_p, c.c_char_p], c.c_int),
         "kf_candidate_register": ([c.c_void_p, c.c_uint64, c.c_char_p, c.c_char_p, c.c_char_p,
                                    c.POINTER(c.c_void_p)], c.c_int),
         "kf_candidate_insert": ([c.c_void_p, c.c_uint64, c.c_char_p, c.c_char_p], c.c_int),

@@ -225,6 +225,8 @@ class OnlineTuner(threading.Thread):
         self.procs: list = []
         self.stop = threading.Event()
         self.results: list[dict] = []
+        self.later: dict[str, float] = {}  # key -> when to look again (another process tunes it)
+        self.busy = False  # a job is being prepared, searched or published
         atexit.register(self.shutdown)
 
     def shutdown(self):
@@ -252,7 +254,9 @@ class OnlineTuner(threading.Thread):
                 total = {r["key"]: r["calls"] for r in now}
                 for r in rows:  # "hot" still counts every call so far
                     r["calls"] = total.get(r["key"], r["calls"])
-                if not hot_candidates(rows, self.cfg["min_calls"], self.cfg["min_share"], self.done):
+                t = time.monotonic()
+                skip = self.done | {k for k, when in self.later.items() if when > t}
+                if not hot_candidates(rows, self.cfg["min_calls"], self.cfg["min_share"], skip):
                     continue  # nothing hot: no measurement on the device at all
                 add_bytes_moved(rows)
                 device = next((r["device"] for r in rows if r["intercepted"]), "cpu")
@@ -260,20 +264,57 @@ class OnlineTuner(threading.Thread):
                     bw = _jobs.copy_bandwidth_gbs(
                         torch.device("cuda") if device == "cuda" else torch.device("cpu"), 1 << 26)
                 cands = hot_candidates(rows, self.cfg["min_calls"], self.cfg["min_share"],
-                                       self.done, bw)
-                r = cands[0]
-                self.done.add(r["key"])
-                self.tune_one(r, search)
+                                       skip, bw)
+                self.busy = True
+                for r in cands:  # the hottest one this process may search (fleet: not leased)
+                    self.done.add(r["key"])
+                    if self.tune_fleet(r, search) != "later":
+                        break
+                    self.done.discard(r["key"])
+                    self.later[r["key"]] = time.monotonic() + 2 * self.cfg["interval_s"]
                 reload_cache()
             except Exception as e:  # the user's process must never be harmed by tuning
                 log.warning("online tuning: %s", e)
+            finally:
+                self.busy = False
 
-    def tune_one(self, row: dict, search: dict):
+    def tune_fleet(self, row: dict, search: dict) -> str:
+        """With a fleet cache (KFORGE_REMOTE_CACHE): its entry if published, else a search under
+        the signature's lease, published when inserted; "later" while another process holds the
+        lease (the fetcher installs its winner; a crashed tuner's lease expires)."""
+        from . import _remote
+
+        remote = _remote.get()
+        ck = _remote.cache_key_of(row["key"]) if remote is not None else None
+        if ck is None:
+            self.tune_one(row, search)
+            return "tuned"
+        state, lease = _remote.claim(remote, search["cache_dir"], ck)
+        if state == "fleet":
+            log.info("online tuning: %s: from the fleet cache", row["signature"])
+            return "fleet"
+        if state == "none":
+            log.info("online tuning: %s: not searched: %s in the fleet", row["signature"], lease)
+            return "none"
+        if state == "held":
+            log.info("online tuning: %s is being tuned by %s; waiting for its entry",
+                     row["signature"], lease)
+            return "later"
+        try:
+            result = self.tune_one(row, search)
+            if result:
+                _remote.publish(result, search["cache_dir"], ck)
+        finally:
+            if lease:
+                lease.release()
+        return "tuned"
+
+    def tune_one(self, row: dict, search: dict) -> dict | None:
         key = row["key"]
         short = memory_shortfall(row, self.cfg["captures"])
         if short:
             log.info("online tuning: %s skipped: %s", row["signature"], short)
-            return
+            return None
         n = n_tensor_args(key)
         request_captures(key, self.cfg["captures"])
         deadline = time.monotonic() + 60
@@ -285,7 +326,7 @@ class OnlineTuner(threading.Thread):
             time.sleep(0.05)
         if not captures:
             log.info("online tuning: %s was not called again; skipped", row["signature"])
-            return
+            return None
         with _jobs.bypass():
             job_dir = write_job_from_captures(key, captures, search)
         log.info("online tuning: %s (%.1f%% of recorded time): job %s", row["signature"],
@@ -295,6 +336,7 @@ class OnlineTuner(threading.Thread):
         log.info("online tuning: %s: %s (eager %.1f us, best %s us)", row["signature"],
                  result["status"], result["eager_us"],
                  f"{result['best_us']:.1f}" if result.get("best_us") else "-")
+        return result
 
 
 _online = None

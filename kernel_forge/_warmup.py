@@ -122,6 +122,12 @@ def _child_record(out: str, script_args: list[str]) -> int:
         rows = kf.stats()
         _tuner.mark_untunable(rows)
         _tuner.add_bytes_moved(rows)
+        if os.environ.get("KFORGE_REMOTE_CACHE"):  # the fleet cache asks by cache key
+            from . import _remote
+
+            for r in rows:
+                if r["intercepted"] and r["servable"] and not r["has_kernel"]:
+                    r["cache_key"] = _remote.cache_key_of(r["key"])
         devices = {r["device"] for r in rows if r.get("bytes_moved")}
         with _jobs.bypass():  # for the priority: time x headroom to the roofline
             bw = {d: _jobs.copy_bandwidth_gbs(torch_device(d), 1 << 26) for d in devices}
@@ -277,25 +283,25 @@ def warmup(script_cmd: list[str], *, iterations: int = 50, time_budget: float = 
     with open(jobs_path) as f:
         jobs = json.load(f)
 
-    out_rows = []
-    for i, r in enumerate(cands):
-        row = {"op": r["op"], "signature": r["signature"], "key": r["key"], "share": r["share"],
-               "calls": r["calls"], "eager_us": r.get("eager_us"), "best_us": None,
-               "speedup": None, "roofline_pct": None, "iterations": 0, "status": "",
-               "job_dir": None, "wall_s": 0.0}
-        j = jobs.get(r["key"], {"error": "no job written"})
-        if "error" in j:
-            row["status"] = "not tuned: " + j["error"]
-            out_rows.append(row)
-            continue
-        row["job_dir"] = j["job_dir"]
+    from . import _remote
+
+    remote = _remote.get() if os.environ.get("KFORGE_REMOTE_CACHE") else None
+    out_rows, deferred = [], []
+
+    def run_job(i, r, row, j, lease):
+        try:
+            search_one(i, r, row, j)
+        finally:  # after publishing: a process that takes it over then finds the entry
+            if lease:
+                lease.release()
+
+    def search_one(i, r, row, j):
         extra = []
         if time_budget:
             left = time_budget - (time.monotonic() - t0)
             if left <= 0:
                 row["status"] = "not tuned: time budget spent"
-                out_rows.append(row)
-                continue
+                return
             rest = [c["share"] for c in cands[i:] if "error" not in jobs.get(c["key"], {"error": 1})]
             extra = ["--time-budget", f"{job_time_budget(left, r['share'], rest):.1f}"]
         bar = _jobs.ProgressBar(f"[{i + 1}/{len(cands)}] {r['signature']}")
@@ -304,15 +310,67 @@ def warmup(script_cmd: list[str], *, iterations: int = 50, time_budget: float = 
         except kf.KernelForgeError as e:
             bar.close()
             row["status"] = f"worker failed: {e}"
-            out_rows.append(row)
-            continue
+            return
         bar.close()
+        _remote.publish(res, kf.cache_dir(), r.get("cache_key"))
         row.update(eager_us=res["eager_us"], best_us=res.get("best_us"), speedup=res.get("speedup"),
                    iterations=res["iterations"], status=res["status"], wall_s=res.get("wall_s", 0),
                    llm=res.get("llm"))
         if res.get("best_us") and res.get("roofline_us"):
             row["roofline_pct"] = 100 * res["roofline_us"] / res["best_us"]
+
+    for i, r in enumerate(cands):
+        row = {"op": r["op"], "signature": r["signature"], "key": r["key"], "share": r["share"],
+               "calls": r["calls"], "eager_us": r.get("eager_us"), "best_us": None,
+               "speedup": None, "roofline_pct": None, "iterations": 0, "status": "",
+               "job_dir": None, "wall_s": 0.0}
+        j = jobs.get(r["key"], {"error": "no job written"})
+        if remote is not None and r.get("cache_key") and _remote.pull_one(kf.cache_dir(),
+                                                                          r["cache_key"]):
+            # published meanwhile (the capture run may have been served it: nothing captured)
+            row.update(status="from the fleet cache", job_dir=j.get("job_dir"))
+            out_rows.append(row)
+            continue
+        if "error" in j:
+            row["status"] = "not tuned: " + j["error"]
+            out_rows.append(row)
+            continue
+        row["job_dir"] = j["job_dir"]
+        lease = None
+        if remote is not None and r.get("cache_key"):
+            state, lease = _remote.claim(remote, kf.cache_dir(), r["cache_key"])
+            if state in ("fleet", "none"):
+                row["status"] = ("from the fleet cache" if state == "fleet" else
+                                 f"not tuned: searched in the fleet ({lease})")
+                out_rows.append(row)
+                continue
+            if state == "held":  # another process searches it: pick its winner up later
+                log(f"kforge warmup: {_text.shorten(r['signature'], 60)} is being tuned by "
+                    f"{lease}; waiting for its entry")
+                deferred.append((i, r, row, j))
+                out_rows.append(row)
+                continue
+        run_job(i, r, row, j, lease)
         out_rows.append(row)
+    # the signatures other processes were tuning: their entry, or their lease expired (a crashed
+    # tuner) and this process searches it
+    until = time.monotonic() + _remote.settings()["wait_s"]
+    while deferred:
+        for item in list(deferred):
+            i, r, row, j = item
+            state, lease = _remote.claim(remote, kf.cache_dir(), r["cache_key"])
+            if state in ("fleet", "none"):
+                row["status"] = ("from the fleet cache" if state == "fleet" else
+                                 f"not tuned: searched in the fleet ({lease})")
+            elif state == "held" and time.monotonic() > until:
+                row["status"] = "not tuned: another process held its lease (KFORGE_REMOTE_WAIT)"
+            elif state == "held":
+                continue
+            else:
+                run_job(i, r, row, j, lease)
+            deferred.remove(item)
+        if deferred:
+            time.sleep(min(1.0, remote.cfg["poll_s"]))
     return {"rows": out_rows, "cache_dir": kf.cache_dir(), "skipped": skipped, "setup": setup,
             "wall_s": time.monotonic() - t0}
 

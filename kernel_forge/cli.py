@@ -7,8 +7,9 @@
                                 run the script (twice: record, then capture real inputs), tune
                                 its hot signatures with the forge worker, print a table
   kforge doctor                 versions, devices, cache folder, intercept list, dependencies
-  kforge cache ls|show|rm|clear|export|import|verify
-                                the kernel cache folder (KFORGE_CACHE_DIR or --dir)
+  kforge cache ls|show|rm|clear|export|import|verify|push|pull
+                                the kernel cache folder (KFORGE_CACHE_DIR or --dir); push, pull
+                                and ls --remote: the fleet cache (KFORGE_REMOTE_CACHE)
   kforge ui [--port N] [--host H] [--allow-host NAME] [--cache DIR] [--jobs DIR] [--stats FILE]
                                 a local web app: job folders, search trees, candidates, cache
 """
@@ -184,12 +185,58 @@ def _cache_call(fn, *args):
         raise SystemExit(f"kforge cache: {err.value.decode() or _native.status_str(code)}")
 
 
+def _cache_remote(args, d: str) -> int:
+    """`kforge cache ls --remote | push | pull`: the fleet cache (KFORGE_REMOTE_CACHE)."""
+    from . import _native, _remote
+
+    try:
+        r = _remote.Remote()
+    except _remote.RemoteError as e:
+        raise SystemExit(f"kforge cache {args.action}: {e}")
+    ops = {o if "::" in o else f"aten::{o}" for o in args.op}
+    try:
+        if args.action == "push":
+            local = _native.take_json(_native.lib().kf_cache_dir_ls_json(d.encode()))
+            mine = [e for e in local if (not ops or e["op"] in ops) and not e["disabled"]]
+            for e in mine:
+                r.push(d, e["key"])
+            print(f"pushed {len(mine)} entries to {r.where}")
+            return 0
+        descs = r.describe(r.keys())
+        if ops:
+            descs = [x for x in descs if x.get("op") in ops]
+        if args.action == "pull":
+            os.makedirs(d, mode=0o700, exist_ok=True)
+            got = r.pull(d, [x["key"] for x in descs if x["present"]])
+            print(f"pulled {len(got)} of {len(descs)} entries from {r.where} into {d}")
+            return 0 if len(got) == len(descs) else 1
+        if args.json:
+            print(json.dumps(descs, indent=1))
+            return 0
+        rows = []
+        for x in sorted(descs, key=lambda x: (x.get("op", ""), x.get("signature", ""))):
+            speed = x["eager_us"] / x["kernel_us"] if x.get("kernel_us") and x.get("eager_us") else 0
+            rows.append([x["key"], x.get("op", "?"), shorten(x.get("signature", "?"), 60),
+                         f"{x.get('backend', '?')}/{x.get('arch', '?')}", f"{speed:.2f}x",
+                         shorten(x.get("publisher", "?"), 30)])
+        print(fmt_table(rows, ["key", "op", "signature", "backend/arch", "speedup", "published by"],
+                         ["<"] * 4 + [">", "<"]))
+        print(f"{len(descs)} entries in {r.where}")
+        return 0
+    except Exception as e:
+        if _remote._is_down(e):
+            raise SystemExit(f"kforge cache {args.action}: {r.where}: {type(e).__name__}: {e}")
+        raise
+
+
 def cmd_cache(args) -> int:
     import kernel_forge as kf
     from . import _native
 
     lib = _native.lib()
     d = (args.dir or kf.cache_dir()).encode()
+    if args.action in ("push", "pull") or (args.action == "ls" and args.remote):
+        return _cache_remote(args, d.decode())
     if args.action == "ls":
         entries = _native.take_json(lib.kf_cache_dir_ls_json(d))
         if args.json:
@@ -301,11 +348,13 @@ def main(argv=None) -> int:
     d.set_defaults(fn=cmd_doctor)
     c = sub.add_parser("cache", help="list, inspect, remove, export, import, verify cache entries")
     c.add_argument("action", choices=["ls", "show", "rm", "disable", "enable", "clear", "export",
-                                      "import", "verify"])
+                                      "import", "verify", "push", "pull"])
     c.add_argument("arg", nargs="?", help="KEY (show, rm, disable, enable) or FILE (export, import)")
     c.add_argument("--dir", help="cache folder (default: KFORGE_CACHE_DIR or ~/.cache/kernel_forge)")
-    c.add_argument("--op", action="append", default=[], help="export: only entries of this op "
-                   "(repeatable), e.g. aten::_softmax")
+    c.add_argument("--op", action="append", default=[], help="export, push, pull: only entries "
+                   "of this op (repeatable), e.g. aten::_softmax")
+    c.add_argument("--remote", action="store_true",
+                   help="ls: the fleet cache (KFORGE_REMOTE_CACHE) instead of the local folder")
     c.add_argument("--json", action="store_true", help="ls: print JSON")
     c.set_defaults(fn=cmd_cache)
     u = sub.add_parser("ui", help="a local web app over the job folders and the cache")

@@ -99,6 +99,33 @@ static char *info_json(kf_runtime *rt, kf_slot *s)
 static kf_status candidate_register(kf_runtime *rt, kf_slot *s, uint64_t key, const char *backend,
                                     const char *source, const char *launch_json, char **log);
 
+/* The key an entry serving this signature has in the cache (the fleet cache asks for it by
+ * that key): computed as attach_entry does, from this process's compiler, arch and versions. */
+kf_status kf_signature_cache_key(kf_runtime *rt, uint64_t key, const char *backend, char *key_out)
+{
+    if (!rt || !key_out) return KF_ERR_INVALID;
+    key_out[0] = 0;
+    kf_slot *s = kf_runtime_seen_slot(rt, key);
+    if (!s) return KF_ERR_NOT_FOUND;
+    if (!backend || !*backend) backend = s->device_type == KF_DEV_CUDA ? "nvrtc" : "host";
+    const char *toolchain = NULL;
+    kf_compiler_i *cc = kf_cachelink_compiler(rt, backend, &toolchain);
+    char arch[128] = "";
+    kf_status st = KF_ERR_UNSUPPORTED;
+    if (!cc) goto unpin;
+    if (cc->arch(cc->self, s->device_index, arch, sizeof arch) != KF_OK) {
+        kf_runtime_set_error(rt, "%s: cannot tell the target architecture", backend);
+        goto unpin;
+    }
+    kf_key_inputs in = {s->key, s->len, backend, arch, toolchain, rt->torch_version,
+                        KF_VERSION_STRING, KF_CONTRACT_VERSION};
+    kf_cache_key_hex(kf_cache_key_compute(&in), key_out);
+    st = KF_OK;
+unpin:
+    kf_slot_unpin(s);
+    return st;
+}
+
 kf_status kf_candidate_register(kf_runtime *rt, uint64_t key, const char *backend, const char *source,
                                 const char *launch_json, char **log)
 {

@@ -19,13 +19,15 @@ if ! $PY -c "import torch" 2>/dev/null; then
 fi
 if [ "${1:-}" = "--test" ]; then
   echo "== pip install test dependencies"
-  $PY -m pip install -q pytest transformers
+  # redis: the client of the fleet cache (kernel_forge/_remote.py)
+  $PY -m pip install -q pytest transformers redis
   # the UI's browser tests: headless chromium driven by selenium (Debian's browser, no downloads);
-  # clang for the libFuzzer targets
-  if ! dpkg -s chromium chromium-driver clang >/dev/null 2>&1; then
-    echo "== apt-get install chromium chromium-driver clang"
+  # clang for the libFuzzer targets; redis-server for the fleet cache tests (each starts its own)
+  if ! dpkg -s chromium chromium-driver clang redis-server >/dev/null 2>&1; then
+    echo "== apt-get install chromium chromium-driver clang redis-server"
     $SUDO apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium chromium-driver clang >/dev/null
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium chromium-driver clang \
+      redis-server >/dev/null
   fi
   $PY -m pip install -q selenium
 fi

@@ -170,8 +170,17 @@ class Cache:
         if not os.path.isdir(self.dir):
             return []
         native, lib = self._lib()
+        from .. import _remote
+
         with self.lock:
-            return _clean(native.take_json(lib.kf_cache_dir_ls_json(self.dir.encode())))
+            out = _clean(native.take_json(lib.kf_cache_dir_ls_json(self.dir.encode())))
+        origins = _remote.read_origins(self.dir)  # validated: 32-hex keys, short strings
+        for e in out:
+            o = origins.get(e.get("key"))
+            e["origin"] = "fleet" if o else "local"
+            e["origin_detail"] = (f"pulled from {o['remote']}, published by {o['publisher'] or '?'}"
+                                  if o else "tuned or imported here")
+        return out
 
     def act(self, key: str, action: str):
         if not CACHE_KEY.match(key):

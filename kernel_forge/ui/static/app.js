@@ -525,7 +525,7 @@ async function viewCache() {
     { title: "eager", w: 80, num: true, get: (e) => fmtUs(e.eager_us) },
     { title: "kernel", w: 80, num: true, get: (e) => fmtUs(e.kernel_us) },
     { title: "speedup", w: 70, num: true, get: (e) => fmtX(speed(e)) },
-    { title: "origin", w: 110, get: (e) => e.origin || e.proposer || "-" },
+    { title: "origin", w: 130, get: (e) => el("span", { class: "origin", title: e.origin_detail || "", text: `${e.origin || "local"} · ${e.proposer || "-"}` }) },
     { title: "state", w: 180, get: (e) => (e.disabled ? el("span", { title: e.disabled_reason || "" }, badge("disabled"), " ", e.disabled_reason || "") : badge("ok")) },
     { title: "", w: 170, get: (e) => el("span", {},
       el("button", { class: "act-toggle", text: e.disabled ? "enable" : "disable", onclick: act(e, e.disabled ? "enable" : "disable") }), " ",
