@@ -21,7 +21,7 @@ int main(void)
     CHECK_EQ_INT(kf_cache_export(c, bundle, one, 1, &n), KF_OK);
     CHECK_EQ_INT(n, 1);
     CHECK_EQ_INT(kf_cache_open(&d, dst, 0), KF_OK);
-    CHECK_EQ_INT(kf_cache_import(d, bundle, &n), KF_OK);
+    CHECK_EQ_INT(kf_cache_import(d, bundle, test_rebuild, NULL, &n), KF_OK);
     CHECK_EQ_INT(n, 1);
     kf_cache_entry *e = NULL;
     CHECK_EQ_INT(kf_cache_get(d, t[1].key_hex, &e), KF_OK);
