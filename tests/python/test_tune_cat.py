@@ -172,7 +172,8 @@ CAT_LAUNCH = {"entry": "kf_kernel", "grid": [1, 1, 1], "block": [1, 1, 1], "smem
 
 def test_cat_add_kernel_verifies_a_list_op():
     a, b = torch.randn(3, 4), torch.randn(3, 2)
-    r = kf.add_kernel("aten::cat", ([a, b], 1), CAT_SRC, CAT_LAUNCH)
+    # a plain copy loop: correctness is the point here, not beating eager
+    r = kf.add_kernel("aten::cat", ([a, b], 1), CAT_SRC, CAT_LAUNCH, allow_slower=True)
     assert r["inputs_checked"] == 4 and r["cache_key"]
     key = kf.signature_key("aten::cat", [a, b], 1)
     before = served(key)
