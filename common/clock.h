@@ -12,4 +12,6 @@ static inline uint64_t kf_now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+static inline double kf_now_s(void) { return (double)kf_now_ns() * 1e-9; }
+
 #endif

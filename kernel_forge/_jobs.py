@@ -52,10 +52,15 @@ def bypass():
         lib.kf_set_thread_bypass(0)
 
 
+def kf_dtype_code(dtype: torch.dtype) -> int:
+    """torch dtype -> kf_dtype code through C's table (0, KF_DTYPE_UNKNOWN, when not in it)."""
+    name = next((n for n, t in _TORCH_DTYPES.items() if t == dtype), None)
+    return _native.lib().kf_dtype_from_name(name.encode()) if name else 0
+
+
 def tolerance(op: str, dtype: torch.dtype) -> tuple[float, float]:
     """(atol, rtol) for op's outputs of dtype: C's table (kf_tolerance, common/tolerance.c)."""
-    name = next((n for n, t in _TORCH_DTYPES.items() if t == dtype), None)
-    code = _native.lib().kf_dtype_from_name(name.encode()) if name else 0
+    code = kf_dtype_code(dtype)
     atol, rtol = ctypes.c_double(), ctypes.c_double()
     if _native.lib().kf_tolerance(op.encode(), code, ctypes.byref(atol), ctypes.byref(rtol)):
         raise KernelForgeError(f"{op}: no tolerance for dtype {dtype}")

@@ -36,7 +36,7 @@ import traceback
 import torch
 
 from . import _native
-from ._jobs import (_TORCH_DTYPES, NotTunable, arg_value, clone_exact, hidden_writes,
+from ._jobs import (NotTunable, arg_value, clone_exact, hidden_writes, kf_dtype_code,
                     random_like, shift_invariant_dim, tensors_of, tolerance, worker_path,
                     write_job)
 
@@ -60,9 +60,8 @@ def compare(k: torch.Tensor, e: torch.Tensor, atol: float, rtol: float, what: st
                       "wrong")
     if k.numel() == 0:
         return 0.0, 0.0
-    name = next((n for n, t in _TORCH_DTYPES.items() if t == k.dtype), None)
     lib = _native.lib()
-    code = lib.kf_dtype_from_name(name.encode()) if name else 0
+    code = kf_dtype_code(k.dtype)
     kh, eh = k.detach().cpu().contiguous(), e.detach().cpu().contiguous()
     r = _native.MatchResult()
     bad = lib.kf_match_dense(code, ctypes.c_void_p(kh.data_ptr()), ctypes.c_void_p(eh.data_ptr()),

@@ -5,9 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/fsio.h"
 #include "common/log.h"
 #include "common/status.h"
@@ -16,13 +16,6 @@
 
 #define TEXT_MAX ((size_t)4 << 20)
 #define MEMCHECK_EXIT_GRACE_MS 60000 /* the tool writes its summary after the child leaves */
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 /* A whole file as a NUL-terminated string (at most TEXT_MAX bytes), or NULL. */
 static char *read_text(const char *path)
@@ -119,10 +112,10 @@ kf_status kf_memcheck_run(const kf_job *job, const char *exe, const char *blob_p
         kf_evaluator_free(ev);
         return KF_OK;
     }
-    double t0 = now_s();
+    double t0 = kf_now_s();
     kf_evaluator_run(ev, blob_path, launch_json, timeout_s, res);
     kf_evaluator_free(ev); /* waits for the tool to write its summary */
-    mc->seconds = now_s() - t0;
+    mc->seconds = kf_now_s() - t0;
     mc->ran = 1;
     char *log = read_text(log_path);
     struct stat sb;
@@ -200,7 +193,7 @@ static void check(const kf_job *job, const char *exe, const char *src, const cha
                  blob_path ? blob_path : job->dir);
         goto destroy;
     }
-    double t0 = now_s();
+    double t0 = kf_now_s();
     if (kf_evaluator_create(job, exe, &ev, err, sizeof err) != KF_OK) {
         r->status = KF_NODE_CRASH;
         snprintf(r->error, sizeof r->error, "%s", err);
@@ -208,7 +201,7 @@ static void check(const kf_job *job, const char *exe, const char *src, const cha
     }
     kf_evaluator_run(ev, blob_path, launch_json, job->search.candidate_timeout_s, r);
     kf_evaluator_free(ev);
-    *eval_s = now_s() - t0;
+    *eval_s = kf_now_s() - t0;
     if (!kf_node_status_correct(r->status)) {
         snprintf(mc->detail, sizeof mc->detail, "not run: the kernel did not verify");
         goto destroy;

@@ -4,19 +4,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "common/fsio.h"
 #include "common/log.h"
 #include "common/status.h"
 #include "forge/worker/worker_impl.h"
-
-double kf_worker_now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 char *kf_worker_path(const char *dir, const char *fmt, ...)
 {
@@ -136,7 +128,7 @@ void kf_worker_progress(const worker *w, const char *event, int id, const char *
                      event, id, id >= 0 ? kf_node_status_name(w->nodes[id].status) : "",
                      id >= 0 && kf_node_status_correct(w->nodes[id].status) ? w->nodes[id].latency_us : 0,
                      best >= 0 ? w->nodes[best].latency_us : 0, w->job->eager_us, w->n_nodes,
-                     w->job->search.iterations, kf_worker_now_s() - w->t0, extra_json ? "," : "",
+                     w->job->search.iterations, kf_now_s() - w->t0, extra_json ? "," : "",
                      extra_json ? extra_json : "");
     if (n < 0) return;
     size_t len = (size_t)n < sizeof line ? (size_t)n : sizeof line - 1;
@@ -210,7 +202,7 @@ void kf_worker_write_result(worker *w, const char *status, const char *key_hex, 
     else cJSON_AddNullToObject(doc, "cache_key");
     cJSON_AddNumberToObject(doc, "iterations", w->n_nodes);
     cJSON_AddStringToObject(doc, "stop_reason", w->stop_reason);
-    cJSON_AddNumberToObject(doc, "wall_s", kf_worker_now_s() - w->t0);
+    cJSON_AddNumberToObject(doc, "wall_s", kf_now_s() - w->t0);
     cJSON_AddNumberToObject(doc, "evaluator_restarts", w->ev ? kf_evaluator_restarts(w->ev) : 0);
     cJSON_AddNumberToObject(doc, "seed", (double)j->search.seed);
     cJSON_AddStringToObject(doc, "proposer", j->search.proposer);

@@ -96,7 +96,7 @@ static void evaluate(worker *w, int id, wnode *n)
     void *blob = NULL;
     size_t blob_len = 0;
     char *log = NULL;
-    double t = kf_worker_now_s();
+    double t = kf_now_s();
     if (!kf_source_check_backend(src, w->job->backend, why, sizeof why)) {
         n->status = KF_NODE_REJECTED;
         n->error = strdup(why);
@@ -108,7 +108,7 @@ static void evaluate(worker *w, int id, wnode *n)
         goto done;
     }
     kf_status st = w->cc.compile(w->cc.self, src, &launch, w->arch, &blob, &blob_len, &log);
-    n->compile_s = kf_worker_now_s() - t;
+    n->compile_s = kf_now_s() - t;
     snprintf(name, sizeof name, "%d.log", id);
     kf_worker_write_text(dir, name, log ? log : "");
     if (st != KF_OK) {
@@ -129,9 +129,9 @@ static void evaluate(worker *w, int id, wnode *n)
         goto done;
     }
     kf_eval_result r;
-    t = kf_worker_now_s();
+    t = kf_now_s();
     st = kf_evaluator_run(w->ev, blob_path, n->cand.launch_json, j->search.candidate_timeout_s, &r);
-    n->eval_s = kf_worker_now_s() - t;
+    n->eval_s = kf_now_s() - t;
     unlink(blob_path);
     free(blob_path);
     n->status = r.status;
@@ -300,7 +300,7 @@ static int should_stop(worker *w)
         snprintf(w->stop_reason, sizeof w->stop_reason, "iteration budget (%d)", j->search.iterations);
         return 1;
     }
-    if (j->search.time_budget_s > 0 && kf_worker_now_s() - w->t0 >= j->search.time_budget_s) {
+    if (j->search.time_budget_s > 0 && kf_now_s() - w->t0 >= j->search.time_budget_s) {
         snprintf(w->stop_reason, sizeof w->stop_reason, "time budget (%g s)", j->search.time_budget_s);
         return 1;
     }
@@ -362,7 +362,7 @@ static void run_loop(worker *w)
         fruitless = 0;
         int id = w->n_nodes;
         if (!refused) evaluate(w, id, n);
-        n->elapsed_s = kf_worker_now_s() - w->t0;
+        n->elapsed_s = kf_now_s() - w->t0;
         /* flagged kernels are correct, just not trusted to be inserted: the search may use them */
         int ok = kf_node_status_correct(n->status);
         if (kf_mcts_add(w->tree, parent, ok, ok ? n->latency_us : 0) != id) {
@@ -400,7 +400,7 @@ static void worker_free(worker *w)
 kf_status kf_worker_run(const kf_worker_opts *o, char *err, size_t errcap)
 {
     worker w = {.o = o, .best_id = -1};
-    w.t0 = kf_worker_now_s();
+    w.t0 = kf_now_s();
     kf_status st = setup(&w, err, errcap);
     if (st != KF_OK) {
         if (w.job) { /* the job is readable: say why it did not run where the caller looks */

@@ -8,6 +8,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "common/clock.h"
 #include "compile/compiler.h"
 #include "forge/eval/eval_check.h"
 #include "forge/eval/evaluator.h"
@@ -61,7 +62,6 @@ typedef struct worker {
 } worker;
 
 /* ---- records.c ---- */
-double kf_worker_now_s(void);
 /* "<dir>/<name>" (malloc'ed) or NULL */
 char *kf_worker_path(const char *dir, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Atomic writes into the job folder (readers, the UI or a replay, never see half a file); a
