@@ -5,6 +5,8 @@
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <string>
 #include <stdexcept>
 
 #include "torch_ext/ext.h"
@@ -61,6 +63,14 @@ bool each_chunk(const at::Tensor& k, const at::Tensor& e, int64_t dim, const F& 
   return true;
 }
 
+// The mismatch message, with snprintf: no iostreams on the check path (the process crashed while
+// forming this message on the GPU machine; benchmarks/results/h200-2026-12-01-crash/).
+static std::string describe_mismatch(double max_abs, double atol, double rtol) {
+  char buf[160];
+  snprintf(buf, sizeof buf, "max abs error %g exceeds atol %g + rtol %g * |eager|", max_abs, atol, rtol);
+  return buf;
+}
+
 // Kernel output `k` against eager's `e`: same shape and dtype, then the eager-match rule of
 // common/match.c (kf_match_dense, the one the worker's verification uses), chunk by chunk on
 // host copies of the chunks, so the check's extra memory stays bounded. `why` says what failed.
@@ -86,8 +96,7 @@ bool matches_eager(const at::Tensor& k, const at::Tensor& e, double atol, double
     else if (r.nonfinite_bad)
       *why = "NaN or Inf positions differ from eager";
     else
-      *why = c10::str("max abs error ", r.max_abs, " exceeds atol ", atol, " + rtol ", rtol,
-                      " * |eager|");
+      *why = describe_mismatch(r.max_abs, atol, rtol);
     return false;
   });
 }
@@ -389,7 +398,7 @@ bool Interceptor::serve_checked(kf_call& call, const c10::OperatorHandle& op, c1
     for (size_t i = 0; ok && info_->hidden_writes && i < n; i++) {
       if (!clones[i].defined() || info_->written[i]) continue;
       ok = matches_eager(originals[i], clones[i], atol, rtol, &why);
-      if (!ok) why = c10::str("argument ", i, " (written, not returned): ", why);
+      if (!ok) why = "argument " + std::to_string(i) + " (written, not returned): " + why;
     }
   } catch (const std::exception& e) {
     ok = false;
