@@ -123,6 +123,8 @@ KF_API int kf_enabled(const kf_runtime *rt);
 KF_API char *kf_stats_json(kf_runtime *rt);
 KF_API char *kf_ops_json(kf_runtime *rt);
 KF_API void kf_reset_stats(kf_runtime *rt);
+/* Recorded chains (plugin/chains.h) seen at least min_calls times. */
+KF_API char *kf_chains_json(kf_runtime *rt, uint64_t min_calls);
 KF_API void kf_free(void *p);
 
 /* Signature probe: between begin and end, the first call of `op` (e.g. "aten::relu") on this thread has its

@@ -15,7 +15,7 @@ from . import _native
 
 __all__ = [
     "KernelForgeError", "library_path", "load", "enable", "disable", "enabled",
-    "intercepted_ops", "ops_info", "stats", "signature_table", "reset_stats", "set_recording",
+    "intercepted_ops", "ops_info", "stats", "chains", "signature_table", "reset_stats", "set_recording",
     "signature_key", "add_kernel", "cache_entries", "reload_cache", "cache_dir", "tune",
     "__version__",
 ]
@@ -92,6 +92,38 @@ def signature_table() -> dict:
     table = dict(doc["table"])
     table["dropped"] = int(doc["dropped"])
     return table
+
+
+def chains(min_calls: int = 3) -> list[dict]:
+    """Recurring chains of intercepted calls, most frequent first: runs of servable calls on one
+    thread in which each call after the first reads an output of an earlier one (plugin/chains.h).
+    Recorded while recording is on (set_recording, KFORGE_RECORD=1, KFORGE_TUNE=1, `kforge run`,
+    `kforge warmup`); a chain is listed once seen `min_calls` times.
+
+    Keys: id, calls, ops, signatures and keys (one per member, in call order), inputs (per member,
+    per tensor input: [member, output] when it is an earlier member's output, None when it comes
+    from outside the chain), time_ms (calls x the members' mean sampled eager time; members not
+    sampled yet count 0), share (of the recorded time, stats()'s basis) and status ("recorded":
+    seen, not tuned).
+    """
+    doc = _native.take_json(_native.lib().kf_chains_json(_native.runtime(), int(min_calls)))
+    rows = {r["key"]: r for r in stats()}
+    total = sum(r["time_ms"] for r in rows.values())
+    out = []
+    for ch in doc["chains"]:
+        members = [rows.get(m["key"]) for m in ch["members"]]
+        per_call_us = sum(max(r["eager_us"], 0.0) for r in members if r)
+        time_ms = ch["calls"] * per_call_us / 1000.0
+        out.append({
+            "id": ch["id"], "calls": int(ch["calls"]),
+            "ops": [r["op"] if r else "?" for r in members],
+            "signatures": [r["signature"] if r else "(evicted)" for r in members],
+            "keys": [m["key"] for m in ch["members"]],
+            "inputs": [m["inputs"] for m in ch["members"]],
+            "time_ms": time_ms, "share": time_ms / total if total > 0 else 0.0,
+            "status": "recorded",
+        })
+    return out
 
 
 def _time_basis(row) -> str:

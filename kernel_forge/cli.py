@@ -51,6 +51,17 @@ def stats_table(rows, top=20, width=90) -> str:
     return text + ("\n" + "\n".join(notes) if notes else "")
 
 
+def chains_table(chains, top=10, width=90) -> str:
+    """Recorded chains as text: calls, share of the recorded time, the ops in call order."""
+    body = [[f"{100 * c['share']:5.1f}%", str(c["calls"]), c["status"],
+             shorten(" -> ".join(op.replace("aten::", "") for op in c["ops"]), width)]
+            for c in chains[:top]]
+    text = fmt_table(body, ["share", "calls", "status", "ops"], [">", ">", "<", "<"])
+    if len(chains) > top:
+        text += f"\n({len(chains) - top} more chains)"
+    return text
+
+
 def cmd_run(args) -> int:
     import kernel_forge as kf
     from ._warmup import run_script
@@ -63,6 +74,10 @@ def cmd_run(args) -> int:
         rows = kf.stats()
         print("\nkforge: hottest signatures (intercepted rows: sampled time, per exact signature)")
         print(stats_table(rows, top=args.top))
+        chains = kf.chains()
+        if chains:
+            print("\nkforge: recurring chains of calls linked by dataflow (kernel_forge.chains())")
+            print(chains_table(chains))
         if args.json:
             with open(args.json, "w") as f:
                 json.dump(rows, f, indent=1)

@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "common/clock.h"
+#include "plugin/chains.h"
 #include "plugin/config.h"
 #include "kforge.h"
 #include "plugin/layout.h"
@@ -43,6 +44,11 @@ typedef struct kf_call {
 } kf_call;
 
 void kf_dispatch_begin(kf_runtime *rt, const kf_sig *sig, kf_call *c);
+/* Chain recording (plugin/chains.h), on while the observer is: 1 when this call should be
+ * reported, after it finished, with its tensors' identities, to kf_dispatch_chain_call. */
+int kf_dispatch_chains_on(const kf_runtime *rt, const kf_call *c);
+void kf_dispatch_chain_call(kf_runtime *rt, kf_chain_rec *rec, const kf_call *c,
+                            const uintptr_t *in, int n_in, const uintptr_t *out, int n_out);
 void kf_dispatch_start(kf_runtime *rt, kf_call *c, int served, void *stream);
 void kf_dispatch_end(kf_runtime *rt, kf_call *c, int served, void *stream);
 /* The call did not complete (eager threw, or a kernel refused): drop its timing sample. */

@@ -36,10 +36,14 @@ kf_status kf_runtime_create(kf_runtime **out, const kf_config *cfg)
     if (st) goto fail_sigs;
     st = kf_gpu_timer_create(&rt->gtimer, gpu_sample_done);
     if (st) goto fail_timer;
+    st = kf_chains_create(&rt->chains, 1024);
+    if (st) goto fail_chains;
     atomic_store(&rt->enabled, cfg->disable ? 0 : 1);
     *out = rt;
     return KF_OK;
 
+fail_chains:
+    kf_gpu_timer_free(rt->gtimer);
 fail_timer:
     kf_sigtable_free(rt->sigs);
 fail_sigs:
@@ -62,6 +66,7 @@ void kf_runtime_free(kf_runtime *rt)
     }
     kf_cachelink_free(rt); /* after the served kernels: they use its compilers */
     kf_gpu_timer_free(rt->gtimer);
+    kf_chains_free(rt->chains);
     kf_sigtable_free(rt->sigs);
     pthread_mutex_destroy(&rt->cache_lock);
     pthread_mutex_destroy(&rt->lock);

@@ -8,6 +8,7 @@
 
 #include "cache/cache.h"
 #include "compile/compiler.h"
+#include "plugin/chains.h"
 #include "plugin/config.h"
 #include "plugin/gpu_timer.h"
 #include "kforge.h"
@@ -33,6 +34,7 @@ struct kf_runtime {
     _Atomic int enabled;
     kf_config cfg;
     kf_sigtable *sigs;
+    kf_chains *chains;         /* recurring runs of calls (chains.h), recorded while observer_on */
     kf_gpu_timer *gtimer;
     pthread_mutex_t lock; /* ops[] edits and the retired-kernel list; never on the hot path */
     int n_ops;

@@ -154,7 +154,13 @@ void kf_reset_stats(kf_runtime *rt)
     kf_gpu_timer_poll(rt->gtimer, 1); /* so no late sample lands after the reset */
     kf_sigtable_each(rt->sigs, zero_slot, NULL);
     kf_sigtable_reset_evicted(rt->sigs);
+    kf_chains_reset(rt->chains);
     atomic_store(&rt->dropped, 0);
+}
+
+char *kf_chains_json(kf_runtime *rt, uint64_t min_calls)
+{
+    return rt ? kf_chains_json_doc(rt->chains, min_calls) : NULL;
 }
 
 char *kf_ops_json(kf_runtime *rt)

@@ -75,6 +75,16 @@ std::vector<at::Tensor> capture_args(const OpSchemaInfo& info, const torch::jit:
 // Keeps them for take_captures, once the call has completed.
 void capture_store(kf_runtime* rt, uint64_t key, std::vector<at::Tensor> args);
 
+// Chain recording (chains.cpp): a call's tensor identities (TensorImpl addresses, in order);
+// inputs taken before the call, outputs reported with them once it returned.
+struct ChainIds {
+  int n = 0;
+  uintptr_t id[KF_CHAIN_MAX_IO];
+};
+void chain_inputs(const OpSchemaInfo& info, const torch::jit::Stack& stack, ChainIds* in);
+void chain_report(kf_runtime* rt, const kf_call& call, const ChainIds& in, const OpSchemaInfo& info,
+                  const torch::jit::Stack& stack);
+
 // Global RecordFunction observer for ops outside the list (when recording is on).
 void set_observer(kf_runtime* rt, bool on);
 

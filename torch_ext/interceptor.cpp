@@ -152,9 +152,15 @@ void Interceptor::operator()(const c10::OperatorHandle& op, c10::DispatchKeySet 
     else
       call.eager_sample = 0;
   }
+  ChainIds chain_in;
+  // a call made inside another intercepted op's kernel is part of that op, not of a chain
+  const bool chains = t_depth == 1 && kf_dispatch_chains_on(rt_, &call);
+  if (chains) chain_inputs(*info_, *stack, &chain_in);
   if (call.kernel &&
-      (call.validate ? serve_checked(call, op, ks, stack, stream) : serve(call, stack, stream)))
+      (call.validate ? serve_checked(call, op, ks, stack, stream) : serve(call, stack, stream))) {
+    if (chains) chain_report(rt_, call, chain_in, *info_, *stack);
     return;
+  }
 
   // Eager. Keep the mutated arguments of a first call, to learn how eager lays out its outputs.
   const bool learn = call.learn;
@@ -190,6 +196,7 @@ void Interceptor::operator()(const c10::OperatorHandle& op, c10::DispatchKeySet 
     throw;  // eager's own error, unchanged
   }
   kf_dispatch_end(rt_, &call, 0, stream);
+  if (chains) chain_report(rt_, call, chain_in, *info_, *stack);
   if (capture && call.slot) {
     try {
       BypassGuard bypass;

@@ -1,0 +1,234 @@
+/* Chain recording (chains.h). */
+#include <cjson/cJSON.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/signature.h"
+#include "plugin/chains.h"
+
+#define FROM_OUTSIDE 0xff
+
+/* One chain's identity: for member m, its key and, for each input, the member and output it
+ * came from (FROM_OUTSIDE: a weight, the residual, anything made before the chain). */
+typedef struct chain_shape {
+    int n;
+    uint64_t key[KF_CHAIN_MAX];
+    uint8_t n_in[KF_CHAIN_MAX];
+    uint8_t src[KF_CHAIN_MAX][KF_CHAIN_MAX_IO][2];
+} chain_shape;
+
+struct kf_chain_rec {
+    chain_shape run;
+    int n_out[KF_CHAIN_MAX];
+    uintptr_t out[KF_CHAIN_MAX][KF_CHAIN_MAX_IO];
+};
+
+typedef struct chain_entry {
+    uint64_t id; /* 0: free */
+    chain_shape shape;
+    uint64_t calls;
+} chain_entry;
+
+struct kf_chains {
+    pthread_mutex_t lock;
+    int cap; /* a power of two */
+    int used;
+    uint64_t dropped;
+    chain_entry *e;
+};
+
+kf_status kf_chains_create(kf_chains **out, int capacity)
+{
+    *out = NULL;
+    int cap = 16;
+    while (cap < capacity && cap < (1 << 20)) cap *= 2;
+    kf_chains *c = calloc(1, sizeof *c);
+    if (!c) return KF_ERR_NOMEM;
+    c->e = calloc((size_t)cap, sizeof *c->e);
+    if (!c->e) {
+        free(c);
+        return KF_ERR_NOMEM;
+    }
+    c->cap = cap;
+    pthread_mutex_init(&c->lock, NULL);
+    *out = c;
+    return KF_OK;
+}
+
+void kf_chains_free(kf_chains *c)
+{
+    if (!c) return;
+    pthread_mutex_destroy(&c->lock);
+    free(c->e);
+    free(c);
+}
+
+void kf_chains_reset(kf_chains *c)
+{
+    if (!c) return;
+    pthread_mutex_lock(&c->lock);
+    memset(c->e, 0, (size_t)c->cap * sizeof *c->e);
+    c->used = 0;
+    c->dropped = 0;
+    pthread_mutex_unlock(&c->lock);
+}
+
+kf_chain_rec *kf_chain_rec_create(void) { return calloc(1, sizeof(kf_chain_rec)); }
+
+void kf_chain_rec_free(kf_chain_rec *r) { free(r); }
+
+static uint64_t shape_id(const chain_shape *s)
+{
+    uint8_t buf[KF_CHAIN_MAX * (8 + 1 + 2 * KF_CHAIN_MAX_IO)];
+    uint32_t len = 0;
+    for (int m = 0; m < s->n; m++) {
+        memcpy(buf + len, &s->key[m], 8);
+        len += 8;
+        buf[len++] = s->n_in[m];
+        for (int i = 0; i < s->n_in[m]; i++) {
+            buf[len++] = s->src[m][i][0];
+            buf[len++] = s->src[m][i][1];
+        }
+    }
+    uint64_t h = kf_sig_hash(buf, len);
+    return h ? h : 1;
+}
+
+static void count_run(kf_chains *c, const chain_shape *s)
+{
+    if (s->n < 2) return;
+    uint64_t id = shape_id(s);
+    pthread_mutex_lock(&c->lock);
+    for (int probe = 0; probe < c->cap; probe++) {
+        chain_entry *e = &c->e[(id + (uint64_t)probe) & (uint64_t)(c->cap - 1)];
+        if (e->id == id && !memcmp(&e->shape, s, sizeof *s)) {
+            e->calls++;
+            goto done;
+        }
+        if (e->id) continue;
+        if (c->used * 4 >= c->cap * 3) break; /* keep probes short: three quarters full is full */
+        e->id = id;
+        e->shape = *s;
+        e->calls = 1;
+        c->used++;
+        goto done;
+    }
+    c->dropped++;
+done:
+    pthread_mutex_unlock(&c->lock);
+}
+
+void kf_chain_flush(kf_chains *c, kf_chain_rec *r)
+{
+    if (!c || !r) return;
+    count_run(c, &r->run);
+    memset(&r->run, 0, sizeof r->run);
+}
+
+/* Where input `id` comes from in the run: the latest member with that output. */
+static int find_source(const kf_chain_rec *r, uintptr_t id, uint8_t src[2])
+{
+    for (int m = r->run.n - 1; m >= 0; m--)
+        for (int o = 0; o < r->n_out[m]; o++)
+            if (r->out[m][o] == id) {
+                src[0] = (uint8_t)m;
+                src[1] = (uint8_t)o;
+                return 1;
+            }
+    return 0;
+}
+
+static void start(kf_chain_rec *r)
+{
+    memset(&r->run, 0, sizeof r->run);
+}
+
+void kf_chain_observe(kf_chains *c, kf_chain_rec *r, uint64_t key, int servable,
+                      const uintptr_t *in, int n_in, const uintptr_t *out, int n_out)
+{
+    if (!c || !r) return;
+    if (n_in > KF_CHAIN_MAX_IO) n_in = KF_CHAIN_MAX_IO;
+    if (n_out > KF_CHAIN_MAX_IO) n_out = KF_CHAIN_MAX_IO;
+    if (!servable) { /* a call no kernel can take ends the run and joins none */
+        kf_chain_flush(c, r);
+        return;
+    }
+    uint8_t src[KF_CHAIN_MAX_IO][2];
+    int linked = 0;
+    for (int i = 0; i < n_in; i++) {
+        src[i][0] = src[i][1] = FROM_OUTSIDE;
+        if (in[i] && r->run.n > 0 && find_source(r, in[i], src[i])) linked = 1;
+    }
+    if (!linked || r->run.n == KF_CHAIN_MAX) {
+        kf_chain_flush(c, r);
+        start(r);
+        for (int i = 0; i < n_in; i++) src[i][0] = src[i][1] = FROM_OUTSIDE;
+    }
+    int m = r->run.n++;
+    r->run.key[m] = key;
+    r->run.n_in[m] = (uint8_t)n_in;
+    memcpy(r->run.src[m], src, (size_t)n_in * sizeof src[0]);
+    r->n_out[m] = n_out;
+    memcpy(r->out[m], out, (size_t)n_out * sizeof out[0]);
+}
+
+static int by_calls(const void *a, const void *b)
+{
+    const chain_entry *x = *(const chain_entry *const *)a, *y = *(const chain_entry *const *)b;
+    return x->calls < y->calls ? 1 : x->calls > y->calls ? -1 : 0;
+}
+
+char *kf_chains_json_doc(kf_chains *c, uint64_t min_calls)
+{
+    if (!c) return NULL;
+    char *text = NULL;
+    cJSON *doc = cJSON_CreateObject(), *list = doc ? cJSON_AddArrayToObject(doc, "chains") : NULL;
+    pthread_mutex_lock(&c->lock);
+    chain_entry **sorted = calloc((size_t)c->used + 1, sizeof *sorted);
+    int n = 0;
+    for (int i = 0; sorted && i < c->cap; i++)
+        if (c->e[i].id && c->e[i].calls >= min_calls) sorted[n++] = &c->e[i];
+    if (!list || !sorted) goto out;
+    qsort(sorted, (size_t)n, sizeof *sorted, by_calls);
+    for (int k = 0; k < n; k++) {
+        const chain_entry *e = sorted[k];
+        cJSON *ch = cJSON_CreateObject();
+        if (!ch) goto out;
+        cJSON_AddItemToArray(list, ch);
+        char hex[17];
+        snprintf(hex, sizeof hex, "%016" PRIx64, e->id);
+        cJSON_AddStringToObject(ch, "id", hex);
+        cJSON_AddNumberToObject(ch, "calls", (double)e->calls);
+        cJSON *members = cJSON_AddArrayToObject(ch, "members");
+        for (int m = 0; members && m < e->shape.n; m++) {
+            cJSON *mem = cJSON_CreateObject(), *ins = mem ? cJSON_AddArrayToObject(mem, "inputs") : NULL;
+            if (!ins) {
+                cJSON_Delete(mem);
+                goto out;
+            }
+            cJSON_AddItemToArray(members, mem);
+            snprintf(hex, sizeof hex, "%016" PRIx64, e->shape.key[m]);
+            cJSON_AddStringToObject(mem, "key", hex);
+            for (int i = 0; i < e->shape.n_in[m]; i++) {
+                const uint8_t *s = e->shape.src[m][i];
+                if (s[0] == FROM_OUTSIDE) {
+                    cJSON_AddItemToArray(ins, cJSON_CreateNull());
+                } else {
+                    const int pair[2] = {s[0], s[1]};
+                    cJSON_AddItemToArray(ins, cJSON_CreateIntArray(pair, 2));
+                }
+            }
+        }
+    }
+    cJSON_AddNumberToObject(doc, "dropped", (double)c->dropped);
+    text = cJSON_PrintUnformatted(doc);
+out:
+    pthread_mutex_unlock(&c->lock);
+    free(sorted);
+    cJSON_Delete(doc);
+    return text;
+}

@@ -1,0 +1,62 @@
+// Chain recording's share of a call (plugin/chains.h): the identities of its tensors, and one
+// recorder per thread.
+#include <c10/util/intrusive_ptr.h>
+
+#include <vector>
+
+#include "torch_ext/ext.h"
+
+namespace kforge {
+namespace {
+
+using WeakImpl = c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>;
+
+// A tensor's identity is its TensorImpl's address. The recorder keeps a weak reference to each
+// output of its last calls (at least those of an open run), so that no new tensor can be made at
+// the address of an output it may still link to: the tensor's memory is released as usual, only
+// the small TensorImpl block stays until the reference is dropped.
+constexpr size_t kKept = KF_CHAIN_MAX * KF_CHAIN_MAX_IO;
+
+struct RecHolder {
+  kf_chain_rec* rec = kf_chain_rec_create();
+  std::vector<WeakImpl> kept;
+  size_t next = 0;
+  ~RecHolder() { kf_chain_rec_free(rec); }
+  void keep(const at::Tensor& t) {
+    WeakImpl w(t.getIntrusivePtr());
+    if (kept.size() < kKept) {
+      kept.push_back(std::move(w));
+    } else {
+      kept[next] = std::move(w);
+      next = (next + 1) % kKept;
+    }
+  }
+};
+
+thread_local RecHolder t_rec;
+
+void ids_of(const c10::IValue* v, size_t n, ChainIds* ids) {
+  ids->n = 0;
+  for (size_t i = 0; i < n && ids->n < KF_CHAIN_MAX_IO; i++)
+    if (v[i].isTensor())
+      ids->id[ids->n++] = reinterpret_cast<uintptr_t>(v[i].toTensor().unsafeGetTensorImpl());
+}
+
+}  // namespace
+
+void chain_inputs(const OpSchemaInfo& info, const torch::jit::Stack& stack, ChainIds* in) {
+  ids_of(stack.data() + (stack.size() - info.n_args), info.n_args, in);
+}
+
+void chain_report(kf_runtime* rt, const kf_call& call, const ChainIds& in, const OpSchemaInfo& info,
+                  const torch::jit::Stack& stack) {
+  if (!t_rec.rec || stack.size() < info.n_returns) return;
+  ChainIds out;
+  const c10::IValue* rets = stack.data() + (stack.size() - info.n_returns);
+  ids_of(rets, info.n_returns, &out);
+  for (size_t r = 0; r < info.n_returns; r++)
+    if (rets[r].isTensor() && rets[r].toTensor().defined()) t_rec.keep(rets[r].toTensor());
+  kf_dispatch_chain_call(rt, t_rec.rec, &call, in.id, in.n, out.id, out.n);
+}
+
+}  // namespace kforge
