@@ -210,6 +210,8 @@ static void test_reason_of_damaged_encodings(void)
     int64_t il[3] = {1, 2, 3};
     kf_sig_int_list(&g_s, il, 3);
     kf_sig_device(&g_s, KF_DEV_CUDA, 0);
+    kf_sig_wrapped(&g_s, KF_F64, 0.5, 0);
+    kf_sig_wrapped(&g_s, KF_C64, 0.0, 0);
     kf_sig_opaque(&g_s, "Generator");
     uint8_t buf[KF_SIG_MAX_BYTES];
     uint64_t rng = 12345;
