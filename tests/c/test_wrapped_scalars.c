@@ -2,13 +2,15 @@
  * job.json to a kernel: the loader puts it into scalars[] under its schema name with kind d/i/b
  * (never into in[]), the binary elementwise templates take it from there (host: rendered,
  * compiled and run against the value eager computes, bit for bit; CUDA: rendered, the number
- * compiled in, the kernel taking self alone), and what they cannot do exactly they refuse. */
+ * compiled in, the kernel taking self alone; compiled by NVRTC for sm_90 where it is), and what
+ * they cannot do exactly they refuse. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "tests/c/cuda_template_test.h"
 #include "tests/c/job_sig_build.h"
 #include "tests/c/test_eval_util.h"
 #include "compile/compiler.h"
@@ -221,9 +223,25 @@ static void test_host(void)
     cc.destroy(cc.self);
 }
 
+/* NVRTC (when here) compiles a rendered CUDA candidate for sm_90 */
+static void nvrtc_compiles(kf_compiler_i *nv, int have_nv, const char *src, const char *lj)
+{
+    char err[512], *log = NULL;
+    void *blob = NULL;
+    size_t len = 0;
+    kf_launch l;
+    if (!have_nv || !CHECK_EQ_INT(kf_launch_parse(lj, &l, err, sizeof err), KF_OK)) return;
+    if (!CHECK_EQ_INT(nv->compile(nv->self, src, &l, "sm_90", &blob, &len, &log), KF_OK))
+        printf("     %s\n", log ? log : "");
+    free(log);
+    free(blob);
+}
+
 /* what the templates must refuse, and the CUDA template's rendering */
 static void test_refusals_and_cuda(void)
 {
+    kf_compiler_i nv;
+    const int have_nv = open_nvrtc(&nv);
     const kf_template *host = find("host_eltwise_binary"), *cuda = find("cuda_eltwise_binary");
     if (!CHECK(host && cuda)) return;
     const int64_t sz[1] = {N};
@@ -250,6 +268,7 @@ static void test_refusals_and_cuda(void)
         kf_launch l;
         if (CHECK_EQ_INT(kf_launch_parse(lj, &l, err, sizeof err), KF_OK))
             CHECK_EQ_INT(l.n_args, 2);
+        nvrtc_compiles(&nv, have_nv, src, lj);
     }
     free(src);
     free(lj);
@@ -265,6 +284,7 @@ static void test_refusals_and_cuda(void)
     if (CHECK_EQ_INT(cuda->render(&ip, idx, &src, &lj, err, sizeof err), KF_OK)) {
         CHECK_CONTAINS(src, "#define KF_PARAMS kf_t *y\n");
         CHECK_CONTAINS(src, "return v + __uint_as_float(0x40000000u) * s;"); /* alpha 2.0f */
+        nvrtc_compiles(&nv, have_nv, src, lj);
     }
     free(src);
     free(lj);
@@ -308,6 +328,7 @@ static void test_refusals_and_cuda(void)
     snprintf(o->name, sizeof o->name, "other");
     CHECK(!host->applies(&b));
     CHECK(!cuda->applies(&b));
+    if (have_nv) nv.destroy(nv.self);
 }
 
 int main(void)
