@@ -191,9 +191,9 @@ void kf_sig_device(kf_sig *s, int type, int index)
 
 void kf_sig_wrapped(kf_sig *s, int dtype, double fvalue, int64_t ivalue)
 {
-    /* a kernel takes tensors as device pointers: a host scalar in a tensor's place is not one
-     * (no template takes scalar arguments yet) */
-    s->flags |= KF_SIG_UNSERVABLE;
+    /* servable: the kernel never gets it (its value is compiled in, as a job's scalar under the
+     * argument's name, forge/job/sig.h); the exact bits make 1e-6 and 2e-6 two signatures */
+    if (dtype != KF_F64 && dtype != KF_I64 && dtype != KF_BOOL) s->flags |= KF_SIG_UNSERVABLE;
     if (reserve(s, 10)) return;
     raw_u8(s, TAG_WRAPPED);
     raw_u8(s, (uint8_t)dtype);
@@ -451,10 +451,17 @@ int kf_sig_unservable_reason(const uint8_t *buf, uint32_t len, int dev_type, int
             r.pos += sl;
             break;
         }
-        case TAG_WRAPPED:
-            emit(&o, "%s is a Python number (a wrapped 0-dim tensor), which kernels do not take "
-                 "yet", name);
-            return 0;
+        case TAG_WRAPPED: {
+            uint8_t dt;
+            if (take(&r, &dt, 1) || r.pos + 8 > r.len) return -1;
+            r.pos += 8;
+            if (dt != KF_F64 && dt != KF_I64 && dt != KF_BOOL) {
+                emit(&o, "%s is a Python number of type %s, which a kernel cannot take", name,
+                     kf_dtype_name(dt));
+                return 0;
+            }
+            break;
+        }
         case TAG_OPAQUE: {
             uint8_t sl;
             char sv[KF_SIG_STR_MAX + 1];
@@ -491,8 +498,7 @@ kf_status kf_sig_format(const uint8_t *buf, uint32_t len, const char *const *arg
         uint8_t tag;
         if (take(&r, &tag, 1)) return KF_ERR_INVALID;
         if (arg) emit(&o, ", ");
-        if (tag != TAG_TENSOR && tag != TAG_TLIST && tag != TAG_TRUNC && tag != TAG_WRAPPED &&
-            arg < n_argnames &&
+        if (tag != TAG_TENSOR && tag != TAG_TLIST && tag != TAG_TRUNC && arg < n_argnames &&
             argnames[arg] && argnames[arg][0])
             emit(&o, "%s=", argnames[arg]);
         switch (tag) {
@@ -560,6 +566,8 @@ kf_status kf_sig_format(const uint8_t *buf, uint32_t len, const char *const *arg
                 else
                     emit(&o, "%" PRId64, i);
             }
+            /* named like a scalar, marked: it stands where the schema has a tensor */
+            emit(&o, " (wrapped %s)", kf_dtype_name(dt));
             break;
         }
         case TAG_NONE:
@@ -700,10 +708,32 @@ static int args_item(reader *r, uint8_t tag, cJSON *o)
         return 0;
     }
     case TAG_WRAPPED: {
+        /* "scalar": the job scalar's kind it becomes ('d' f64, 'i' i64, 'b' bool), with its
+         * value; a non-finite float also as "text" (JSON has no inf/nan) */
         uint8_t dt;
-        int64_t v;
-        if (take(r, &dt, 1) || take(r, &v, 8)) return -1;
+        uint8_t v[8];
+        if (take(r, &dt, 1) || take(r, v, 8)) return -1;
         cJSON_AddStringToObject(o, "kind", "wrapped");
+        cJSON_AddStringToObject(o, "dtype", kf_dtype_name(dt));
+        if (dt == KF_F64) {
+            double d;
+            memcpy(&d, v, 8);
+            cJSON_AddStringToObject(o, "scalar", "d");
+            cJSON_AddNumberToObject(o, "value", isfinite(d) ? d : 0.0);
+            if (!isfinite(d))
+                cJSON_AddStringToObject(o, "text", d != d ? "nan" : d > 0 ? "inf" : "-inf");
+        } else if (dt == KF_I64 || dt == KF_BOOL) {
+            int64_t i;
+            memcpy(&i, v, 8);
+            if (dt == KF_BOOL) {
+                cJSON_AddStringToObject(o, "scalar", "b");
+                cJSON_AddBoolToObject(o, "value", i != 0);
+            } else {
+                if (i > (1LL << 53) || i < -(1LL << 53)) return -1; /* not exact in JSON */
+                cJSON_AddStringToObject(o, "scalar", "i");
+                cJSON_AddNumberToObject(o, "value", (double)i);
+            }
+        }
         return 0;
     }
     case TAG_OPAQUE: {

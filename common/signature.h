@@ -44,8 +44,11 @@ void kf_sig_str(kf_sig *s, const char *v);
 void kf_sig_none(kf_sig *s);
 void kf_sig_int_list(kf_sig *s, const int64_t *v, int n);
 void kf_sig_device(kf_sig *s, int type, int index);
-/* A Python number that torch wrapped into a 0-dim tensor: its dtype (KF_F64, KF_I64 or KF_BOOL)
- * and value both change the result, so both are part of the signature. */
+/* A Python number that torch wrapped into a 0-dim tensor (`x + 1e-6`): its dtype (KF_F64, KF_I64
+ * or KF_BOOL) and value (bit pattern) both change the result, so both are part of the signature.
+ * Servable: a kernel never takes it as a tensor, its value is compiled in (a job's scalar under
+ * the argument's name, forge/job/sig.h), and the call's device comes from the real tensors.
+ * Printed as `other=1e-06 (wrapped f64)`. Any other dtype makes the signature unservable. */
 void kf_sig_wrapped(kf_sig *s, int dtype, double fvalue, int64_t ivalue);
 /* An argument type the signature cannot describe exactly (generator, complex scalar, ...): the
  * signature stays usable for recording, but is never served. */

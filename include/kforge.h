@@ -181,8 +181,10 @@ KF_API char *kf_cache_entries_json(kf_runtime *rt);
  *  "strides": [...], "align": 16, "device": "cpu", "device_index": 0}, {"name": "dim", "kind": "i",
  *  "value": -1}, ...]}; kinds: tensor, i, d, b, s, n (None), l (int list), tensor_list (its
  * elements under "tensors", each described like a tensor argument; a kernel takes them as tensor
- * arguments of their own, in list order), and the ones a kernel cannot take: wrapped (a Python
- * number as a 0-dim tensor), device, opaque (also a tensor list with an element that cannot be
+ * arguments of their own, in list order), wrapped (a Python number torch made a 0-dim tensor of,
+ * `x + 1e-6`: "dtype" f64/i64/bool, "scalar" the job scalar kind d/i/b it becomes, "value", and
+ * "text" for a non-finite float; no kernel argument, its value is compiled in), and the ones a
+ * kernel cannot take: device, opaque (also a tensor list with an element that cannot be
  * described exactly). */
 KF_API char *kf_signature_args_json(kf_runtime *rt, uint64_t key);
 /* Copy the arguments and results of the next `n` eager calls of a seen signature (outside CUDA

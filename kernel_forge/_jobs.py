@@ -27,7 +27,7 @@ from ._native import KernelForgeError
 _TORCH_DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16,
                  "f64": torch.float64, "i8": torch.int8, "u8": torch.uint8, "i16": torch.int16,
                  "i32": torch.int32, "i64": torch.int64, "bool": torch.bool}
-_KINDS_OK = {"tensor", "tensor_list", "i", "d", "b", "s", "n", "l"}
+_KINDS_OK = {"tensor", "tensor_list", "i", "d", "b", "s", "n", "l", "wrapped"}
 FLUSH_BYTES = 256 << 20  # larger than any GPU's L2, as the worker's evaluator uses
 COPY_PROBE_BYTES = 1 << 30  # each buffer of the CUDA copy-bandwidth probe, at most
 # Measurements run in the user's process, beside the model: what they allocate on a GPU is at most
@@ -133,10 +133,12 @@ def check_tunable(info: dict, args: dict) -> None:
         if a["kind"] not in _KINDS_OK:
             what = ("an opaque value (a type, or a tensor list element, that a signature cannot "
                     "describe exactly)" if a["kind"] == "opaque"
-                    else "a Python number (a wrapped 0-dim tensor)" if a["kind"] == "wrapped"
                     else f"a {a['kind'].replace('_', ' ')}")
             raise NotTunable(f"{sig}: argument '{a['name']}' is {what}, which a kernel cannot take")
-        if a["kind"] == "d" and "text" in a:
+        if a["kind"] == "wrapped" and "scalar" not in a:
+            raise NotTunable(f"{sig}: argument '{a['name']}' is a Python number of type "
+                             f"{a.get('dtype')}, which a kernel cannot take")
+        if a["kind"] in ("d", "wrapped") and "text" in a:
             raise NotTunable(f"{sig}: argument '{a['name']}' is {a['text']}")
     tensors = tensor_args(args)
     for name, t in tensors:
@@ -171,9 +173,20 @@ def resolve(op: str):
         raise KernelForgeError(f"unknown operator {name}") from e
 
 
+def scalar_value(a: dict):
+    """The Python value of a decoded scalar argument: kinds d, i, b, and a wrapped Python number
+    (its "scalar" kind). Passing it to the op again as that Python number lets torch wrap it as
+    the user's call did, so eager promotes dtypes the same way (bf16 tensor + float stays bf16)."""
+    k = a["scalar"] if a["kind"] == "wrapped" else a["kind"]
+    if k == "d":
+        return float(a["text"]) if "text" in a else float(a["value"])
+    return int(a["value"]) if k == "i" else bool(a["value"])
+
+
 def call_from_args(fn, args: dict, tensors: list) -> tuple[list, dict]:
     """Positional and keyword arguments for `fn` from decoded arguments and the flat tensors of a
-    call (tensor_args order: a tensor list takes as many as the signature's list holds)."""
+    call (tensor_args order: a tensor list takes as many as the signature's list holds; a wrapped
+    Python number takes none, it is the signature's value)."""
     it = iter(tensors)
     pos, kw = [], {}
     schema_args = fn._schema.arguments
@@ -183,12 +196,8 @@ def call_from_args(fn, args: dict, tensors: list) -> tuple[list, dict]:
             v = next(it)
         elif k == "tensor_list":
             v = [next(it) for _ in a["tensors"]]
-        elif k == "d":
-            v = float(a["value"])
-        elif k == "i":
-            v = int(a["value"])
-        elif k == "b":
-            v = bool(a["value"])
+        elif k in ("d", "i", "b", "wrapped"):
+            v = scalar_value(a)
         elif k == "l":
             v = [int(x) for x in a["value"]]
         elif k == "s":
@@ -498,6 +507,10 @@ def write_job(job_dir: str, key: str, calls: list[tuple[list, dict]], *, recorde
     scalars = []
     for a in args["args"]:
         if a["kind"] in ("tensor", "tensor_list"):
+            continue
+        if a["kind"] == "wrapped":  # forge/job/sig.h: a scalar under its name, not in inputs
+            scalars.append({"name": a["name"], "kind": a["scalar"], "value": a["value"],
+                            "wrapped": True})
             continue
         s = {"name": a["name"], "kind": a["kind"]}
         if "value" in a:

@@ -39,12 +39,15 @@ std::vector<at::Tensor> take_captures(int64_t key) {
 }  // namespace
 
 // The tensors a kernel takes, in schema order: tensor arguments, and the elements of a tensor
-// list flattened in list order (aten::cat), as Interceptor::serve passes them.
+// list flattened in list order (aten::cat), as Interceptor::serve passes them. A wrapped Python
+// number is not one: its value is in the signature, and the job writer passes it to eager again
+// as the Python number it was (_jobs.call_from_args).
 std::vector<at::Tensor> capture_args(const OpSchemaInfo& info, const torch::jit::Stack& stack) {
   std::vector<at::Tensor> out;
   const c10::IValue* args = stack.data() + (stack.size() - info.n_args);
   for (size_t i = 0; i < info.n_args; i++) {
     if (args[i].isTensor() && args[i].toTensor().defined()) {
+      if (args[i].toTensor().unsafeGetTensorImpl()->is_wrapped_number()) continue;
       out.push_back(copy_exact(args[i].toTensor()));
     } else if (args[i].isTensorList()) {
       for (const at::Tensor& t : args[i].toTensorList().vec()) out.push_back(copy_exact(t));

@@ -74,7 +74,8 @@ static void kf_sig_device_hint_of(kf_sig* sig, const at::Tensor& t) {
 static void sig_tensor(kf_sig* sig, const at::Tensor& t) {
   if (t.unsafeGetTensorImpl()->is_wrapped_number()) {
     // A Python number turned into a tensor: its value and "wrapped" status change type
-    // promotion and the result, so both are part of the signature.
+    // promotion and the result, so both are part of the signature. No device hint: it is a
+    // CPU tensor whatever the call's device, and no kernel argument (serve skips it).
     // Read the value directly: t.item() would be another trip through the dispatcher.
     switch (t.scalar_type()) {
       case c10::ScalarType::Double:

@@ -277,7 +277,9 @@ bool Interceptor::serve(kf_call& call, torch::jit::Stack* stack, void* stream) {
     c10::IValue* args = stack->data() + (stack->size() - info_->n_args);
     args_t.resize(info_->n_args);
     // fresh outputs go to the call's device, which every tensor argument is on (a servable
-    // signature says so; checked again here, as the kernel gets their pointers)
+    // signature says so; checked again here, as the kernel gets their pointers). A Python
+    // number wrapped into a CPU tensor is no kernel argument (its value is compiled in): it is
+    // neither passed nor consulted for the device.
     c10::Device device(device_ == KF_DEV_CUDA ? c10::DeviceType::CUDA : c10::DeviceType::CPU);
     bool placed = false;
     auto on_device = [&](const at::Tensor& t) {
@@ -286,6 +288,7 @@ bool Interceptor::serve(kf_call& call, torch::jit::Stack* stack, void* stream) {
     };
     for (size_t i = 0; i < info_->n_args; i++) {
       if (args[i].isTensor() && args[i].toTensor().defined()) {
+        if (args[i].toTensor().unsafeGetTensorImpl()->is_wrapped_number()) continue;
         args_t[i] = args[i].toTensor();
         kf_tensor kt;
         if (!on_device(args_t[i]) || !to_kf_tensor(args_t[i], &kt)) return refuse();

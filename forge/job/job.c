@@ -320,6 +320,13 @@ static kf_status parse_scalars(loader *L, const cJSON *root, kf_job_sig *sig)
                        i, s->name);
         s->kind = kd->valuestring[0];
         const char *nmv = s->name;
+        /* a Python number in a tensor's place (sig.h): a number, never in "inputs" */
+        const cJSON *wr = field(o, "wrapped");
+        if (wr && !cJSON_IsBool(wr))
+            return bad(L, "scalars[%d] (%s).wrapped must be a boolean", i, nmv);
+        if (cJSON_IsTrue(wr) && !strchr("idb", s->kind))
+            return bad(L, "scalars[%d] (%s): a wrapped Python number has kind \"d\", \"i\" or "
+                          "\"b\"", i, nmv);
         switch (s->kind) {
         case 'i':
             if (!get_int(v, INT64_MIN, INT64_MAX, &s->i))

@@ -40,7 +40,10 @@
  *               {"name": "half_to_float", "kind": "b", "value": false},
  *               {"name": "approximate", "kind": "s", "value": "tanh"},
  *               {"name": "weight", "kind": "n"},
- *               {"name": "normalized_shape", "kind": "l", "value": [1024]}],
+ *               {"name": "normalized_shape", "kind": "l", "value": [1024]},
+ *               {"name": "other", "kind": "d", "value": 1e-6, "wrapped": true}],
+ *                              wrapped: a Python number in a tensor argument's place, kind
+ *                              d, i or b, absent from "inputs" (sig.h)
  *   "cases": [{"kind": "recorded" | "example" | "random", "inputs": ["c0_in0.bin"],
  *              "outputs": ["c0_out0.bin"]}],   recorded: copied from a model's call; example:
  *                              kernel_forge.tune's arguments

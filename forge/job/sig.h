@@ -11,6 +11,15 @@
  *  - in[].align: vector loads wider than the recorded alignment are not allowed.
  *  - scalars[] holds the other arguments by schema name: 'i' int (i), 'd' float (d), 'b' bool
  *    (i = 0/1), 's' string (s), 'n' None, 'l' int list (n, v[]; e.g. normalized_shape).
+ *  - A Python number where the schema has a Tensor (`x + 1e-6` is add.Tensor(x, other=1e-6),
+ *    torch wraps the number into a 0-dim CPU tensor) is NOT in in[] and is no kernel argument:
+ *    it is in scalars[] under that argument's schema name ("other"), kind 'd' (a Python float,
+ *    exact double), 'i' (int) or 'b' (bool), and the kernel compiles its value in (the signature
+ *    holds its bit pattern: 1e-6 and 2e-6 are two jobs). So a template looks an operand up in
+ *    scalars[] by its schema name when in[] lacks it, and then uses the value as eager's kernel
+ *    does (for add/mul: converted to the op math type; on CUDA first cast to the tensor's dtype).
+ *    job.json marks it "wrapped": true. The output dtype is eager's (a bf16 tensor + a float
+ *    stays bf16, an int tensor + 2.5 is float32): check in[] and out[] dtypes, never assume.
  *  - "contiguous" below is torch's is_contiguous: row-major strides, where a dim of size 1 may
  *    have any stride (its stride never addresses memory). */
 #ifndef KF_FORGE_JOB_SIG_H

@@ -23,6 +23,11 @@
  *                        one stride-1 dim (same dense layout everywhere) it is the flat loop.
  *                        When an input transposes the output (MMDiT's residual add of a [B,C,S]
  *                        tensor seen as [B,S,C]), transpose_tile renders tiles instead.
+ *                        `other` may be a Python number (`x * 0.5`: absent from in[], a scalar of
+ *                        kind d/i/b, forge/job/sig.h): then self is the one operand, of the
+ *                        output's dtype, and the number is compiled in as eager's CUDA kernel
+ *                        takes it (the iterator casts it to the common dtype first, then
+ *                        widens it to float: double -> float -> f16/bf16 -> float).
  *
  * The layouts, the plan and the loop are shared with cuda_eltwise_copy (cuda_copy.c,
  * through cuda_eltwise.h).
@@ -634,21 +639,39 @@ static int add_alpha(const kf_job_sig *sig, float *f)
     return 1;
 }
 
+/* `other` as a wrapped Python number (sig.h: absent from in[], a scalar under its name): 1 and
+ * its float value before the cast to the tensor's dtype (kf_op narrows it there); 0 when `other`
+ * is a tensor or unusable (not finite in float: eager's inf/nan arithmetic stays eager's). */
+static int scalar_other(const kf_job_sig *sig, float *f)
+{
+    const kf_job_scalar *o = kf_job_scalar_find(sig, "other");
+    if (!o) return 0;
+    if (o->kind == 'd') *f = (float)o->d;
+    else if (o->kind == 'i') *f = (float)o->i;
+    else if (o->kind == 'b') *f = o->i ? 1.0f : 0.0f;
+    else return 0;
+    return isfinite(*f);
+}
+
 static int binary_applies(const kf_job_sig *sig)
 {
     int inplace = 0;
-    if (!sig || sig->n_in != 2 || sig->n_out != 1) return 0;
+    float alpha, other;
+    if (!sig || sig->n_out != 1) return 0;
+    const int nin = scalar_other(sig, &other) ? 1 : 2;
+    if (sig->n_in != nin || kf_job_scalar_find(sig, "self")) return 0;
     int kind = binary_kind(sig, &inplace);
-    float alpha;
     if (!kind || !kf_ew_alias_ok(sig, inplace)) return 0;
     if (kind == 'a' && !add_alpha(sig, &alpha)) return 0;
-    int dt = sig->out[0].dtype, da = sig->in[0].dtype, db = sig->in[1].dtype;
+    int dt = sig->out[0].dtype, da = sig->in[0].dtype, db = nin == 2 ? sig->in[1].dtype : dt;
+    /* a number never changes a float tensor's dtype: self is the output's (no cast here) */
+    if (nin == 1 && da != dt) return 0;
     if (!kf_ew_float_dtype(dt) || !kf_ew_float_dtype(da) || !kf_ew_float_dtype(db)) return 0;
     /* one dtype; or mixed f32/f16/bf16 into f32, out of place (eager: both widened to f32) */
     if ((da != dt || db != dt) && (inplace || dt != KF_F32)) return 0;
     if (kf_job_tensor_numel(&sig->out[0]) > ((int64_t)1 << 46)) return 0;
     ew_dims dd;
-    return kf_ew_collapse(&sig->out[0], sig->in, 2, &dd);
+    return kf_ew_collapse(&sig->out[0], sig->in, nin, &dd);
 }
 
 static kf_status binary_render(const kf_job_sig *sig, const int *knob_idx, char **source,
@@ -656,8 +679,9 @@ static kf_status binary_render(const kf_job_sig *sig, const int *knob_idx, char 
 
 static void binary_start(const kf_job_sig *sig, int *idx)
 {
+    float other;
     kf_ew_start(sig, idx);
-    kf_ew_tile_start(sig, sig->in, 2, idx);
+    kf_ew_tile_start(sig, sig->in, scalar_other(sig, &other) ? 1 : 2, idx);
 }
 
 const kf_template kf_tmpl_cuda_eltwise_binary = {
@@ -679,16 +703,37 @@ static kf_status binary_render(const kf_job_sig *sig, const int *knob_idx, char 
         kf_template_render_begin(t, sig, knob_idx, vals, source, launch_json, err, errcap);
     if (st != KF_OK) return st;
     int kind = binary_kind(sig, &inplace);
+    float other = 0.0f;
+    const int scalar = scalar_other(sig, &other);
     ew_plan p;
-    kf_ew_make_plan(sig, sig->in, 2, inplace, 0, vals, &p);
+    kf_ew_make_plan(sig, sig->in, scalar ? 1 : 2, inplace, 0, vals, &p);
     kf_ew_plan_tiles(&p, vals[K_TILE]);
 
     kf_strbuf b = {0};
     kf_template_cuda_prologue(&b, t, sig, vals);
-    kf_strbuf_printf(&b, "/* inputs: self, other; outputs: %s */\n",
+    kf_strbuf_printf(&b, "/* inputs: self%s; outputs: %s */\n", scalar ? "" : ", other",
                      inplace ? "self (in place)" : "out");
-    char op[256];
-    if (kind == 'm') {
+    char op[512];
+    if (scalar) {
+        /* kf_op(v) of self alone: the number as the iterator hands it to eager's functor, cast
+         * to the tensor's dtype then widened (exact for float32), alpha as a float */
+        float alpha = 1.0f;
+        if (kind == 'a') add_alpha(sig, &alpha);
+        char expr[64];
+        if (kind == 'm')
+            snprintf(expr, sizeof expr, "v * s");
+        else if (alpha == 1.0f)
+            snprintf(expr, sizeof expr, "v + s");
+        else
+            snprintf(expr, sizeof expr, "v + __uint_as_float(0x%08xu) * s", kf_ew_fbits(alpha));
+        snprintf(op, sizeof op,
+                 "/* other = %.9g (a Python number), alpha = %.9g */\n"
+                 "__device__ __forceinline__ float kf_op(float v)\n{\n"
+                 "    const float s = kf_to_f(kf_from_f<%s>(__uint_as_float(0x%08xu)));\n"
+                 "    return %s;\n}\n",
+                 (double)other, (double)alpha, kf_template_cuda_type(p.dtype), kf_ew_fbits(other),
+                 expr);
+    } else if (kind == 'm') {
         snprintf(op, sizeof op,
                  "__device__ __forceinline__ float kf_op(float a, float b)\n{\n"
                  "    return a * b;\n}\n");

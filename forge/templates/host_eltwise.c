@@ -2,7 +2,10 @@
  *   host_eltwise_unary:  aten::gelu (approximate "none": the erf formula, "tanh": the tanh
  *                        formula), aten::silu, aten::relu (NaN stays NaN, as eager's clamp does);
  *   host_eltwise_binary: aten::add.Tensor (y = a + alpha * b, alpha int or float, cast to float
- *                        as eager does) and aten::mul.Tensor; no broadcasting.
+ *                        as eager does) and aten::mul.Tensor; no broadcasting. `other` may be a
+ *                        Python number (`x + 1e-6`: absent from in[], a scalar of kind d/i/b,
+ *                        forge/job/sig.h), converted to float as eager does for a float32 tensor
+ *                        and printed into the kernel as its exact bits.
  * Knobs: unroll = elements per inner step; omp = chunks over OpenMP threads (0 off, 1 static
  * split, 2 dynamic: a thread takes one chunk at a time); chunk = elements per chunk; unary only:
  * math = 1 inline vectorizable forms (kf_body_host_math_h: gelu with kf_erff, tanh-gelu and silu as
@@ -76,16 +79,34 @@ static const char *const unary_fn[2][4] = {
     },
 };
 
+/* `other` as a wrapped Python number (sig.h: absent from in[], a scalar under its name): 1 and
+ * its value as eager's float32 op math takes it (a double or an int64 rounded to float, a bool
+ * 0/1); 0 when `other` is a tensor or unusable (its float not finite: eager's inf/nan arithmetic
+ * is left to eager). */
+static int scalar_other(const kf_job_sig *sig, float *f)
+{
+    const kf_job_scalar *o = kf_job_scalar_find(sig, "other");
+    if (!o) return 0;
+    if (o->kind == 'd') *f = (float)o->d;
+    else if (o->kind == 'i') *f = (float)o->i;
+    else if (o->kind == 'b') *f = o->i ? 1.0f : 0.0f;
+    else return 0;
+    return isfinite(*f);
+}
+
 static int binary_applies(const kf_job_sig *sig)
 {
-    if (!sig || sig->n_in != 2 || sig->n_out != 1) return 0;
+    float other;
+    if (!sig || sig->n_out != 1) return 0;
+    const int n_in = scalar_other(sig, &other) ? 1 : 2;
+    if (sig->n_in != n_in || kf_job_scalar_find(sig, "self")) return 0;
     if (!strcmp(sig->op, "aten::add.Tensor")) {
         const kf_job_scalar *al = kf_job_scalar_find(sig, "alpha");
         if (al && al->kind != 'i' && !(al->kind == 'd' && isfinite((float)al->d))) return 0;
     } else if (strcmp(sig->op, "aten::mul.Tensor")) {
         return 0;
     }
-    for (int i = 0; i < 2; i++)
+    for (int i = 0; i < n_in; i++)
         if (!kf_job_tensor_dense_f32(&sig->in[i]) ||
             !kf_job_tensor_same_shape(&sig->in[i], &sig->out[0]))
             return 0;
@@ -145,22 +166,35 @@ static kf_status binary_render(const kf_job_sig *sig, const int *knob_idx, char 
     kf_status st =
         kf_template_render_begin(t, sig, knob_idx, vals, source, launch_json, err, errcap);
     if (st != KF_OK) return st;
+    float other = 0.0f;
+    const int scalar = scalar_other(sig, &other);
     kf_strbuf b = {0};
     kf_template_host_prologue(&b, t, sig, vals);
-    kf_strbuf_printf(&b, "#define KF_N %lldLL\n/* inputs: self, other; outputs: out */\n",
-                     (long long)kf_job_tensor_numel(&sig->in[0]));
+    kf_strbuf_printf(&b, "#define KF_N %lldLL\n/* inputs: self%s; outputs: out */\n",
+                     (long long)kf_job_tensor_numel(&sig->in[0]), scalar ? "" : ", other");
+    /* a Python number `other`: the constant KF_OTHER in c[i]'s place (%a: its exact bits) */
+    if (scalar)
+        kf_strbuf_printf(&b, "#define KF_OTHER ((float)%a) /* other = %.9g */\n", (double)other,
+                         (double)other);
+    const char *c = scalar ? "KF_OTHER" : "c[i]";
     if (!strcmp(sig->op, "aten::mul.Tensor")) {
-        kf_strbuf_printf(&b, "#define KF_F(i) (y[i] = a[i] * c[i])\n");
+        kf_strbuf_printf(&b, "#define KF_F(i) (y[i] = a[i] * %s)\n", c);
     } else {
         const kf_job_scalar *al = kf_job_scalar_find(sig, "alpha");
         float alpha = !al ? 1.0f : al->kind == 'i' ? (float)al->i : (float)al->d;
         if (alpha == 1.0f)
-            kf_strbuf_printf(&b, "#define KF_F(i) (y[i] = a[i] + c[i])\n");
+            kf_strbuf_printf(&b, "#define KF_F(i) (y[i] = a[i] + %s)\n", c);
         else /* %.9g round-trips a float exactly */
             kf_strbuf_printf(&b,
                              "#define KF_ALPHA ((float)%.9g)\n"
-                             "#define KF_F(i) (y[i] = a[i] + KF_ALPHA * c[i])\n",
-                             (double)alpha);
+                             "#define KF_F(i) (y[i] = a[i] + KF_ALPHA * %s)\n",
+                             (double)alpha, c);
+    }
+    if (scalar) {
+        kf_strbuf_printf(&b, "\nvoid kf_kernel(const float *restrict a, float *restrict y)\n%s",
+                         kf_body_host_eltwise_c);
+        static const char *const args[] = {"const float*", "float*"};
+        return kf_template_host_finish(t, &b, args, 2, source, launch_json, err, errcap);
     }
     kf_strbuf_printf(&b,
                      "\nvoid kf_kernel(const float *restrict a, const float *restrict c, "

@@ -100,7 +100,7 @@ static void test_cpu_tensor_in_cuda_call(void)
     CHECK_STR(why, "argument 'self' is on cpu:0, the call on cuda:2 (a kernel runs on one device)");
 }
 
-/* mul.Tensor(f32[8], 2.0): the 2.0 is a wrapped Python number */
+/* mul.Tensor(f32[8], 2.0): the 2.0 is a wrapped Python number, compiled into the kernel */
 static void test_wrapped_number(void)
 {
     char why[256];
@@ -109,10 +109,42 @@ static void test_wrapped_number(void)
     kf_sig_call_device(&g_s, KF_DEV_CPU);
     kf_sig_tensor(&g_s, &x);
     kf_sig_wrapped(&g_s, KF_F64, 2.0, 0);
+    CHECK(servable(&g_s));
+    CHECK_EQ_INT(g_s.n_tensors, 1); /* the kernel takes self only */
+    reason(&g_s, k_mul_names, 2, why, sizeof why);
+    CHECK_STR(why, "");
+
+    /* in a CUDA call: the number is a CPU tensor, yet the call stays on the real tensor's GPU */
+    kf_tensor g = tensor(KF_DEV_CUDA, 1, 8);
+    kf_sig_begin(&g_s, "aten::mul.Tensor");
+    kf_sig_call_device(&g_s, KF_DEV_CUDA);
+    kf_sig_wrapped(&g_s, KF_I64, 0, 3); /* a wrapped `self`, before the tensor */
+    kf_sig_tensor(&g_s, &g);
+    CHECK(servable(&g_s));
+    CHECK_EQ_INT(g_s.device_type, KF_DEV_CUDA);
+    CHECK_EQ_INT(g_s.device_index, 1);
+
+    /* every other rule still holds: a real 0-dim CPU tensor beside it stays unservable */
+    kf_tensor c = tensor(KF_DEV_CPU, 0, 1);
+    c.ndim = 0;
+    kf_sig_begin(&g_s, "aten::add.Tensor");
+    kf_sig_call_device(&g_s, KF_DEV_CUDA);
+    kf_sig_tensor(&g_s, &g);
+    kf_sig_tensor(&g_s, &c);
+    kf_sig_wrapped(&g_s, KF_BOOL, 0, 1);
+    CHECK(!servable(&g_s));
+    const char *const add_names[] = {"self", "other", "alpha"};
+    reason(&g_s, add_names, 3, why, sizeof why);
+    CHECK_STR(why, "argument 'other' is on cpu:0, the call on cuda:1 (a kernel runs on one device)");
+
+    /* a wrapped number of a dtype torch_ext never describes exactly (complex) is not served */
+    kf_sig_begin(&g_s, "aten::mul.Tensor");
+    kf_sig_call_device(&g_s, KF_DEV_CPU);
+    kf_sig_tensor(&g_s, &x);
+    kf_sig_wrapped(&g_s, KF_C128, 0.0, 0);
     CHECK(!servable(&g_s));
     reason(&g_s, k_mul_names, 2, why, sizeof why);
-    CHECK_STR(why, "argument 'other' is a Python number (a wrapped 0-dim tensor), which kernels do "
-                   "not take yet");
+    CHECK_STR(why, "argument 'other' is a Python number of type c128, which a kernel cannot take");
     /* without names: the position */
     reason(&g_s, NULL, 0, why, sizeof why);
     CHECK_CONTAINS(why, "argument 1 is a Python number");
@@ -178,6 +210,8 @@ static void test_reason_of_damaged_encodings(void)
     int64_t il[3] = {1, 2, 3};
     kf_sig_int_list(&g_s, il, 3);
     kf_sig_device(&g_s, KF_DEV_CUDA, 0);
+    kf_sig_wrapped(&g_s, KF_F64, 0.5, 0);
+    kf_sig_wrapped(&g_s, KF_C64, 0.0, 0);
     kf_sig_opaque(&g_s, "Generator");
     uint8_t buf[KF_SIG_MAX_BYTES];
     uint64_t rng = 12345;

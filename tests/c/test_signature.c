@@ -145,7 +145,7 @@ static void test_canonical(void)
     build(&g_b, &v);
     CHECK(same_sig(&g_a, &g_b));
     CHECK_EQ_U64(sig_hash(&g_a), sig_hash(&g_b));
-    CHECK_EQ_INT(g_a.flags, KF_SIG_UNSERVABLE); /* it holds a wrapped number (test_servable.c) */
+    CHECK_EQ_INT(g_a.flags, 0); /* a wrapped number is servable (test_servable.c) */
     CHECK_EQ_INT(g_a.flags, g_b.flags);
     CHECK_EQ_INT(g_a.n_tensors, 1 + 2);
     CHECK_EQ_INT(g_a.device_type, KF_DEV_CPU);
@@ -190,6 +190,21 @@ static void test_canonical(void)
     DIFF(w.w_f = 2.5);
     DIFF((w.w_dtype = KF_I64, w.w_i = 2)); /* 2.0 vs 2 */
     DIFF((w.w_dtype = KF_BOOL, w.w_i = 1));
+    DIFF((w.w_f = 1e-6)); /* exact values: 1e-6 and 2e-6 are two signatures */
+    {
+        variant a = base_variant(), b = base_variant();
+        a.w_f = 1e-6;
+        b.w_f = 2e-6;
+        build(&g_a, &a);
+        build(&g_b, &b);
+        CHECK(!same_sig(&g_a, &g_b));
+        CHECK(sig_hash(&g_a) != sig_hash(&g_b));
+        b.w_f = -0.0; /* the bit pattern: -0.0 is not 0.0 */
+        a.w_f = 0.0;
+        build(&g_a, &a);
+        build(&g_b, &b);
+        CHECK(!same_sig(&g_a, &g_b));
+    }
 #undef DIFF
 
     /* Only the alignment of the data pointer is part of the signature, not the address. */
@@ -373,7 +388,7 @@ static void test_format(void)
     CHECK_EQ_INT(fmt(&g_a, NULL, 0, out, sizeof out), KF_OK);
     CHECK_STR(out, "plain()");
 
-    /* wrapped numbers print their value (never with a name: they take a tensor's place) */
+    /* wrapped numbers print their value by name, marked as wrapped with their dtype */
     static const char *const add_names[] = {"self", "other", "alpha"};
     kf_tensor t4 = tensor(KF_F32, 1, sz, 0x1000, KF_DEV_CPU, 0);
     kf_sig_begin(&g_a, "aten::add.Tensor");
@@ -381,7 +396,9 @@ static void test_format(void)
     kf_sig_wrapped(&g_a, KF_F64, 2.5, 0);
     kf_sig_int(&g_a, 1);
     CHECK_EQ_INT(fmt(&g_a, add_names, 3, out, sizeof out), KF_OK);
-    CHECK_STR(out, "add.Tensor(f32[4], 2.5, alpha=1)"); /* the overload name stays */
+    CHECK_STR(out, "add.Tensor(f32[4], other=2.5 (wrapped f64), alpha=1)"); /* overload stays */
+    CHECK_EQ_INT(g_a.flags, 0); /* servable */
+    CHECK_EQ_INT(g_a.n_tensors, 1); /* the number is no kernel argument */
     kf_sig_begin(&g_a, "aten::mul.Tensor");
     kf_sig_wrapped(&g_a, KF_F64, 2.0, 0);
     kf_sig_wrapped(&g_a, KF_I64, 0.0, -3);
@@ -389,8 +406,11 @@ static void test_format(void)
     kf_sig_wrapped(&g_a, KF_BOOL, 0.0, 0);
     kf_sig_wrapped(&g_a, KF_F64, 1e-05, 0);
     CHECK_EQ_INT(fmt(&g_a, NULL, 0, out, sizeof out), KF_OK);
-    CHECK_STR(out, "mul.Tensor(2.0, -3, True, False, 1e-05)");
-    CHECK_EQ_INT(g_a.flags, KF_SIG_UNSERVABLE); /* exact, but no kernel takes them yet */
+    CHECK_STR(out, "mul.Tensor(2.0 (wrapped f64), -3 (wrapped i64), True (wrapped bool), "
+                   "False (wrapped bool), 1e-05 (wrapped f64))");
+    kf_sig_begin(&g_a, "aten::mul.Tensor"); /* a wrapped number of another dtype: never served */
+    kf_sig_wrapped(&g_a, KF_C128, 0.0, 0);
+    CHECK_EQ_INT(g_a.flags, KF_SIG_UNSERVABLE);
 
     /* a long string is stored as a hash (exact, but unservable) and printed as such */
     const char *longs = "a string that is much longer than forty-eight characters, surely";

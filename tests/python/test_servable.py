@@ -1,8 +1,9 @@
 """The servable rule (common/signature.c): a call is served only when a kernel can take every
-argument exactly, on the call's one device. Python numbers wrapped into tensors, tensors on
-another device than the call's (a CPU scalar in a CUDA call, cuda:1 in a cuda:0 copy_) are
-recorded but never served, never tuned, and the stats say why, naming the argument. Also: the
-plugin copies no tuning capture inside a CUDA-graph capture."""
+argument exactly, on the call's one device. Tensors on another device than the call's (a CPU
+scalar in a CUDA call, cuda:1 in a cuda:0 copy_) are recorded but never served, never tuned, and
+the stats say why, naming the argument; a Python number wrapped into a tensor is servable (its
+value is compiled in: test_wrapped_scalars.py). Also: the plugin copies no tuning capture inside
+a CUDA-graph capture."""
 
 import pytest
 import torch
@@ -15,29 +16,24 @@ def row_of(key):
     return next(r for r in kf.stats() if r["key"] == key)
 
 
-def test_wrapped_python_number_is_not_servable():
+def test_wrapped_python_number_is_servable():
     x = torch.randn(8)
     key = kf.signature_key("aten::mul.Tensor", x, 2.0)
     row = row_of(key)
-    assert row["signature"] == "mul.Tensor(f32[8], 2.0)"
-    assert row["servable"] is False
-    assert row["unservable_reason"].startswith("argument 'other' is a Python number"), row
-    # a kernel cannot be attached, added or tuned for it
-    with pytest.raises(KernelForgeError, match="cannot take"):
-        kf._register_kernel(key, 1)
-    with pytest.raises(KernelForgeError, match="argument 'other' is a Python number"):
-        kf.tune("aten::mul.Tensor", (x, 2.0), iterations=1, insert=False)
-    # the plain two-tensor product stays servable
-    assert row_of(kf.signature_key("aten::mul.Tensor", x, torch.randn(8)))["servable"] is True
+    assert row["signature"] == "mul.Tensor(f32[8], other=2.0 (wrapped f64))"
+    assert row["servable"] is True and "unservable_reason" not in row, row
+    # the plain two-tensor product stays servable, and is another signature
+    other = kf.signature_key("aten::mul.Tensor", x, torch.randn(8))
+    assert other != key and row_of(other)["servable"] is True
     # and the wrapped call still computes eager's result
     assert torch.equal(x * 2.0, x.double().mul(2.0).float())
 
 
 @pytest.mark.gpu
-def test_cuda_call_with_a_python_number_or_cpu_scalar_is_not_servable():
+def test_cuda_call_with_a_cpu_scalar_is_not_servable_a_python_number_is():
     x = torch.randn(8, device="cuda")
     row = row_of(kf.signature_key("aten::mul.Tensor", x, 2.0))
-    assert row["servable"] is False and "'other' is a Python number" in row["unservable_reason"]
+    assert row["servable"] is True and row["device"] == "cuda:0", row
     row = row_of(kf.signature_key("aten::mul.Tensor", x, torch.tensor(2.0)))
     assert row["device"] == "cuda:0" and row["servable"] is False, row
     assert row["unservable_reason"].startswith("argument 'other' is on cpu:0, the call on cuda:0")
