@@ -1,7 +1,8 @@
 """The zoo's report: the table, the summary, the per-model lines, and merging several runs.
 
 Noise: a model is slower than eager beyond the noise when its speedup is below 1 - max(3%, the
-spread of its eager processes); above 1 + that margin it is faster (bold in the table).
+spread of its eager processes, that of its plugin processes); above 1 + that margin it is faster
+(bold in the table). A spread is (max - min) / mean over a variant's fresh processes.
 """
 
 from __future__ import annotations
@@ -33,10 +34,10 @@ def fmt(v, f="{:.2f}"):
 
 def verdict(r: dict) -> str | None:
     """'slower' when the plugin's time is beyond the noise: its speedup below 1 - max(3%, the
-    spread of the eager processes)."""
+    spreads of the eager and of the plugin processes); 'faster' above 1 + that."""
     if r.get("speedup") is None:
         return None
-    noise = max(NOISE_FLOOR, r.get("eager_spread") or 0.0)
+    noise = max(NOISE_FLOOR, r.get("eager_spread") or 0.0, r.get("plugin_spread") or 0.0)
     return "slower" if r["speedup"] < 1 - noise else ("faster" if r["speedup"] > 1 + noise else "same")
 
 
@@ -51,7 +52,7 @@ def summary(results: list[dict]) -> list[str]:
     lines.append(f"{len(measured)} of {len(results)} models measured with the plugin; median "
                  f"speedup over eager {statistics.median(sp):.2f}x (min {sp[0]:.2f}x, max "
                  f"{sp[-1]:.2f}x); {len(served)} of {len(measured)} served at least one kernel.")
-    lines.append("Slower than eager beyond the noise (speedup < 1 - max(3%, eager spread)): "
+    lines.append("Slower than eager beyond the noise (speedup < 1 - max(3%, eager and plugin spreads)): "
                  + (", ".join(slower) if slower else "none") + ".")
     comp = [r["compile_speedup"] for r in results if r.get("compile_speedup")]
     if comp:
@@ -104,6 +105,8 @@ def details(r: dict) -> str:
     bits = []
     if r.get("eager_runs_ms"):
         bits.append("eager runs " + ", ".join(f"{v:.3f}" for v in r["eager_runs_ms"]) + " ms")
+    if r.get("plugin_runs_ms") and len(r["plugin_runs_ms"]) > 1:
+        bits.append("plugin runs " + ", ".join(f"{v:.3f}" for v in r["plugin_runs_ms"]) + " ms")
     if r.get("served_ops"):
         bits.append("served: " + ", ".join(f"{op} {n}" for op, n in r["served_ops"].items()))
     if r.get("warmup_statuses"):
@@ -137,7 +140,8 @@ def write(out: str, doc: dict):
            "plugin (`import kernel_forge`) on the cache its `kforge warmup` filled, torch.compile. "
            "ms are medians of the script's timed forwards (CUDA events; `llama_decode`: one "
            "whole generation). Eager is the mean of its processes, `eager spread` their "
-           "difference over that mean; a speedup in bold is above 1 + max(3%, spread). "
+           "(max - min) over that mean (the plugin's likewise, with --plugin-runs > 1); a speedup "
+           "in bold is above 1 + max(3%, those spreads), one marked slower below 1 - that. "
            "`served sigs (calls)`: signatures the plugin served in the timed process, and its "
            "served calls; `inserted / tuned`: the warm-up's signatures. `plugin output`: "
            "max|plugin - eager| / max|eager| over the last output (ok within bf16 5e-2, fp16 2e-2, "
@@ -147,7 +151,8 @@ def write(out: str, doc: dict):
         f.write("\n".join(md) + "\n")
 
 
-PLUGIN_KEYS = ("eager_ms", "eager_runs_ms", "eager_spread", "plugin_ms", "speedup",
+PLUGIN_KEYS = ("eager_ms", "eager_runs_ms", "eager_spread", "plugin_ms", "plugin_runs_ms",
+               "plugin_spread", "speedup",
                "served_signatures", "served_calls", "served_ops", "cache_entries", "stopped",
                "check_plugin", "warmup_s", "inserted", "tuned", "warmup_statuses")
 COMPILE_KEYS = ("compile_ms", "compile_eager_ms", "compile_speedup", "compile_first_s",

@@ -82,8 +82,24 @@ def child_env(cache_dir: str | None, extra: dict) -> dict:
     return env
 
 
+def stop_group(p: subprocess.Popen):
+    """SIGTERM to the step's process group (its children too: kforge warmup's script runs and
+    workers), SIGKILL if it is still there 10 s later."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(p.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            p.wait(timeout=10)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
 def run_step(cmd: list[str], env: dict, timeout: float, log_path: str) -> dict:
-    """One fresh process, output to log_path, its whole process group stopped at the timeout."""
+    """One fresh process in its own process group, output to log_path, stopped at the timeout
+    (or when this process is interrupted or terminated)."""
     t0 = time.monotonic()
     with open(log_path, "w") as f:
         f.write("$ " + shlex.join(cmd) + "\n")
@@ -95,17 +111,11 @@ def run_step(cmd: list[str], env: dict, timeout: float, log_path: str) -> dict:
             rc = p.wait(timeout=max(timeout, 1))
         except subprocess.TimeoutExpired:
             timed_out = True
-            for sig in (signal.SIGTERM, signal.SIGKILL):
-                try:
-                    os.killpg(p.pid, sig)
-                except ProcessLookupError:
-                    break
-                try:
-                    p.wait(timeout=10)
-                    break
-                except subprocess.TimeoutExpired:
-                    continue
+            stop_group(p)
             rc = p.returncode
+        except BaseException:  # Ctrl-C, or SIGTERM (main turns it into SystemExit)
+            stop_group(p)
+            raise
     text = open(log_path, errors="replace").read()
     rec = None
     for line in reversed(text.splitlines()):
@@ -206,18 +216,26 @@ def run_model(name: str, info: dict, a, work: str, deadline: float | None, extra
         return res
     if e1["record"].get("plugin_loaded"):  # the baseline must be torch alone
         res["notes"].append("eager: kernel_forge was loaded in the eager process")
-    eagers, p, c = [e1], None, None
+    eagers, plugins, p, c = [e1], [], None, None
     if not a.compile_only:
         w = warmup_step(name, info, a, work, cache, margs, step)
         if w is not None and w.get("rc") is not None:
             res["warmup_s"] = w["wall_s"]
             res["inserted"], res["tuned"] = w.get("inserted"), w.get("tuned")
             res["warmup_statuses"] = w.get("statuses")
-        p = script("plugin", ["--plugin"], cache)
-        for i in range(2, a.eager_runs + 1):
-            e = script(f"eager{i}", [])
-            if e:
-                eagers.append(e)
+        time.sleep(a.settle)  # the warm-up's processes are gone; let the machine go quiet
+        # plugin and eager processes alternate, so that drift hits both
+        n_plugin, n_eager = max(a.plugin_runs, 1), max(a.eager_runs, 1) - 1
+        for i in range(max(n_plugin, n_eager)):
+            if i < n_plugin:
+                r = script("plugin" if i == 0 else f"plugin{i + 1}", ["--plugin"], cache)
+                if r:
+                    plugins.append(r)
+            if i < n_eager:
+                r = script(f"eager{i + 2}", [])
+                if r:
+                    eagers.append(r)
+        p = plugins[0] if plugins else None
     if not a.no_compile:
         c = script("compile", ["--compile"], timeout=a.compile_timeout)
 
@@ -230,9 +248,12 @@ def run_model(name: str, info: dict, a, work: str, deadline: float | None, extra
     res["eager_ms"] = statistics.fmean(runs)
     res["eager_spread"] = (max(runs) - min(runs)) / res["eager_ms"] if len(runs) > 1 else None
     if p is not None:
-        pr = p["record"]
-        res["plugin_ms"] = pr["median_ms"]
-        res["speedup"] = res["eager_ms"] / pr["median_ms"]
+        pr = p["record"]  # what was served: the first plugin process's stats
+        res["plugin_runs_ms"] = [x["record"]["median_ms"] for x in plugins]
+        res["plugin_ms"] = statistics.fmean(res["plugin_runs_ms"])
+        res["speedup"] = res["eager_ms"] / res["plugin_ms"]
+        pr_ms = res["plugin_runs_ms"]
+        res["plugin_spread"] = (max(pr_ms) - min(pr_ms)) / res["plugin_ms"] if len(pr_ms) > 1 else None
         res["served_signatures"] = pr.get("served_signatures", 0)
         res["served_calls"] = pr.get("served_calls", 0)
         res["served_ops"] = served_ops(pr.get("served", []))
@@ -274,7 +295,8 @@ def warmup_step(name, info, a, work, cache, margs, step):
     w["statuses"] = {}
     for r in rows:
         s = r.get("status") or "?"
-        s = "not tuned" if s.startswith("not tuned") else s
+        if s.startswith("not tuned: "):  # the reason, shortened: budget spent, job not written
+            s = "not tuned (" + " ".join(s[len("not tuned: "):].split()[:6]) + ")"
         w["statuses"][s] = w["statuses"].get(s, 0) + 1
     w["rows"] = [{k: r.get(k) for k in ("op", "signature", "share", "eager_us", "best_us",
                                          "speedup", "status")} for r in rows]
@@ -352,7 +374,13 @@ def main(argv=None) -> int:
                    help="more kforge warmup options (default none: its defaults)")
     p.add_argument("--model-args", default="", help="options for every script, e.g. '--tiny'")
     p.add_argument("--eager-runs", type=int, default=2,
-                   help="fresh eager processes: one before the warm-up, the rest after the plugin's (2)")
+                   help="fresh eager processes: one before the warm-up, the others alternating "
+                        "with the plugin's after it (default 2)")
+    p.add_argument("--plugin-runs", type=int, default=1,
+                   help="fresh plugin processes on the warm cache (default 1); the plugin's time "
+                        "is their mean, as eager's is of the eager processes")
+    p.add_argument("--settle", type=float, default=3,
+                   help="seconds of pause after the warm-up, before the plugin's process (3)")
     p.add_argument("--no-compile", action="store_true", help="skip torch.compile")
     p.add_argument("--compile-only", action="store_true",
                    help="eager and torch.compile only (no warm-up, no plugin): with --merge, a "
@@ -425,4 +453,5 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # so that a step's group stops too
     sys.exit(main())

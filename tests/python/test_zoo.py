@@ -54,7 +54,8 @@ def test_run_tiny_bert_and_a_broken_script(tmp_path):
                     "--models-dir", str(models), "--budget", "0",
                     "--warmup-args", "--max-jobs 1 --iterations 3",
                     "--model-args", "--device cpu --tiny --iters 4 --warmup 2",
-                    "--eager-runs", "1", "--no-compile", "--out", str(out), "--work", str(work)],
+                    "--eager-runs", "1", "--settle", "0", "--no-compile", "--out", str(out),
+                    "--work", str(work)],
                    env_extra={"OMP_NUM_THREADS": "1"}, timeout=600)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     doc = json.load(open(out / "zoo.json"))
@@ -136,13 +137,14 @@ def test_noise_verdict_and_summary():
     assert report.verdict(row("a", [10.0, 10.1], plugin=10.6)) == "slower"    # 5% slower
     assert report.verdict(row("a", [9.0, 11.0], plugin=10.6)) == "same"       # within a 20% spread
     assert report.verdict(row("a", [10.0], plugin=8.0)) == "faster"
+    assert report.verdict(row("a", [10.0], plugin=10.6, plugin_spread=0.08)) == "same"
     assert report.verdict(row("a", [10.0])) is None
     rows = [row("a", [10.0, 10.0], plugin=8.0), row("b", [10.0, 10.0], plugin=11.0),
             row("c", [10.0, 10.0], plugin=10.0, served_signatures=0), row("d", [1.0])]
     text = "\n".join(report.summary(rows))
     assert "3 of 4 models measured" in text and "median speedup over eager 1.00x" in text
     assert "2 of 3 served at least one kernel" in text
-    assert "beyond the noise (speedup < 1 - max(3%, eager spread)): b." in text
+    assert "beyond the noise (speedup < 1 - max(3%, eager and plugin spreads)): b." in text
     assert "| **1.25x** |" in report.table(rows) and "0.91x (slower)" in report.table(rows)
 
 
