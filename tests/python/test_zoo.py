@@ -52,7 +52,7 @@ def test_run_tiny_bert_and_a_broken_script(tmp_path):
     out, work = tmp_path / "out", tmp_path / "work"
     r = run_python([os.path.join(ZOO, "run.py"), "--models", "broken,bert_base,no_such_model",
                     "--models-dir", str(models), "--budget", "0",
-                    "--warmup-args", "--max-jobs 1 --iterations 3",
+                    "--warmup-args", "--ops native_layer_norm --iterations 3",
                     "--model-args", "--device cpu --tiny --iters 4 --warmup 2",
                     "--eager-runs", "1", "--settle", "0", "--no-compile", "--out", str(out),
                     "--work", str(work)],
@@ -84,12 +84,17 @@ def test_run_tiny_bert_and_a_broken_script(tmp_path):
     assert sum(b["served_ops"].values()) == b["served_calls"]
     # the warm-up's own results, and the cache folder it filled is what the plugin process read
     wres = json.load(open(work / "bert_base-warmup.json"))
-    assert b["tuned"] == len(wres["rows"]) == 1
+    assert b["tuned"] == len(wres["rows"]) >= 1
+    assert {x["op"] for x in wres["rows"]} == {"aten::native_layer_norm"}
     assert b["inserted"] == sum(1 for x in wres["rows"] if x["status"] == "inserted")
     manifests = [f for f in os.listdir(work / "cache-bert_base" / "entries") if f.endswith(".json")] \
         if os.path.isdir(work / "cache-bert_base" / "entries") else []
     assert plugin["cache_entries"] == len(manifests) == b["inserted"]
     assert b["served_signatures"] <= b["inserted"]
+    # host layer_norm kernels beat eager's on these tiny rows by several times (the forge's CPU
+    # table): the warm-up inserts them and the fresh process serves them
+    assert b["inserted"] >= 1 and b["served_signatures"] >= 1
+    assert set(b["served_ops"]) == {"native_layer_norm"}
     assert b["warmup_s"] > 0
     # the plugin's output against eager's, within f32's tolerance
     assert b["check_plugin"]["finite"] and b["check_plugin"]["rel"] <= 1e-3
