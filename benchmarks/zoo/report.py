@@ -129,6 +129,8 @@ def write(out: str, doc: dict):
     for run in doc["runs"]:
         v = run["env"]
         opts = f"options `{run['warmup_args']}`" if run["warmup_args"] else "default options"
+        if run.get("steps"):  # a --compile-only run has no warm-up
+            opts += f"; steps: {run['steps']}"
         md.append(f"- `{run['command']}` ({run['date']}, {run.get('wall_s', 0):.0f} s; "
                   f"{v.get('gpu') or 'no GPU'}; torch {v.get('torch')}, torchvision "
                   f"{v.get('torchvision')}, timm {v.get('timm')}, transformers "

@@ -219,6 +219,8 @@ def run_model(name: str, info: dict, a, work: str, deadline: float | None, extra
     eagers, plugins, p, c = [e1], [], None, None
     if not a.compile_only:
         w = warmup_step(name, info, a, work, cache, margs, step)
+        if w is not None and w["error"] and not any(n.startswith("warmup:") for n in res["notes"]):
+            res["notes"].append(f"warmup: {w['error']}")
         if w is not None and w.get("rc") is not None:
             res["warmup_s"] = w["wall_s"]
             res["inserted"], res["tuned"] = w.get("inserted"), w.get("tuned")
@@ -412,6 +414,8 @@ def main(argv=None) -> int:
                                   *(sys.argv[1:] if argv is None else argv)]),
            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
            "budget": a.budget, "warmup_args": a.warmup_args, "model_args": a.model_args,
+           "steps": "eager, torch.compile" if a.compile_only else
+                    "eager, warm-up, plugin" + ("" if a.no_compile else ", torch.compile"),
            "env": versions()}
     doc = {"runs": [run], "results": []}
     log(f"{len(names)} models: {', '.join(names)}; warm-up budget {a.budget:g} s; work {work}")
