@@ -1,0 +1,143 @@
+"""What the zoo's model scripts share: their options and the timed loop that prints one JSON line.
+
+Each script is written as a user writes one: it builds its model on the CPU with seeded random
+weights (nothing is downloaded), moves it with `.to(device, dtype)` (and channels_last where users
+do), then runs untimed forwards and a timed loop of forwards under torch.inference_mode().
+Options, the same for every script:
+
+  --device cuda|cpu      default: cuda when available
+  --dtype f32|f16|bf16   default: the script's on CUDA, f32 on the CPU
+  --iters N              timed forwards (default: the script's)
+  --warmup N             untimed forwards first (default 5; with --compile the first compiles)
+  --compile              wrap the model in torch.compile (default options)
+  --plugin               `import kernel_forge` before anything is built: the one line a user adds
+  --tiny                 drastically smaller sizes (CPU tests)
+  --save-output FILE     torch.save the last forward's output (on the CPU; floats as float32)
+
+The last line printed is `ZOO {json}`: the median, mean and min ms per forward (CUDA events
+around each forward, which starts on an idle GPU, so host-side costs are in the time; wall time
+on the CPU), the host's time to issue a forward, the first forward's wall time (compilation with
+--compile, the first-use checks with --plugin), and, when kernel_forge is loaded in the process,
+what `kernel_forge.stats()` says it served.
+"""
+
+import time
+
+T_START = time.perf_counter()
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import statistics  # noqa: E402
+import sys  # noqa: E402
+
+import torch  # noqa: E402
+
+DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
+NAMES = {v: k for k, v in DTYPES.items()}
+SAVE_MAX = 1 << 23  # elements of an output kept by --save-output (the first ones, flattened)
+
+
+def parse(doc: str, *, dtype: str, iters: int = 30, warmup: int = 5):
+    """The script's options; with --plugin, kernel_forge is imported here, before the model."""
+    p = argparse.ArgumentParser(description=doc.strip().splitlines()[0])
+    p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    p.add_argument("--dtype", choices=sorted(DTYPES), help=f"default: {dtype} on CUDA, f32 on CPU")
+    p.add_argument("--iters", type=int, default=iters, help=f"timed forwards (default {iters})")
+    p.add_argument("--warmup", type=int, default=warmup,
+                   help=f"untimed forwards first (default {warmup}, at least 1)")
+    p.add_argument("--compile", action="store_true", help="wrap the model in torch.compile")
+    p.add_argument("--plugin", action="store_true", help="import kernel_forge first")
+    p.add_argument("--tiny", action="store_true", help="tiny sizes (CPU tests)")
+    p.add_argument("--save-output", metavar="FILE", help="torch.save the last output")
+    a = p.parse_args()
+    if a.plugin:
+        import kernel_forge  # noqa: F401
+    a.device = torch.device(a.device)
+    if a.device.type == "cuda" and not torch.cuda.is_available():
+        raise SystemExit(f"--device {a.device}: no CUDA device is available")
+    a.dtype = DTYPES[a.dtype or (dtype if a.device.type == "cuda" else "f32")]
+    a.warmup = max(a.warmup, 1)
+    torch.manual_seed(0)
+    return a
+
+
+def maybe_compile(model, a):
+    return torch.compile(model) if a.compile else model
+
+
+def _sync(a):
+    if a.device.type == "cuda":
+        torch.cuda.synchronize(a.device)
+
+
+def _saved(out):
+    if isinstance(out, (tuple, list)):
+        out = out[0]
+    t = out.detach().reshape(-1)[:SAVE_MAX].cpu()
+    return t.float() if t.is_floating_point() else t
+
+
+def plugin_stats() -> dict:
+    """What the plugin served in this process, from its public stats (nothing when not loaded)."""
+    kf = sys.modules.get("kernel_forge")
+    if kf is None:
+        return {"plugin_loaded": False}
+    rows = kf.stats()
+    served = sorted((r for r in rows if r["served"]), key=lambda r: -r["served"] * (r["served_us"] or 0))
+    return {
+        "plugin_loaded": True, "kernel_forge": kf.__version__, "cache_dir": kf.cache_dir(),
+        "cache_entries": len(kf.cache_entries()),
+        "served_signatures": len(served), "served_calls": sum(r["served"] for r in served),
+        "kernels_attached": sum(1 for r in rows if r["has_kernel"]),
+        "stopped": [{"signature": r["signature"], "stopped": r["stopped"]}
+                    for r in rows if r.get("stopped")],
+        "served": [{k: r[k] for k in ("op", "signature", "calls", "served", "fallback", "eager_us",
+                                       "served_us")} for r in served[:20]],
+    }
+
+
+def bench(name: str, fn, a, *, family: str, source: str, unit: str = "forward", **info):
+    """Warm-up forwards, then a timed loop; prints `ZOO {json}` and returns the record."""
+    t_built = time.perf_counter()
+    cuda = a.device.type == "cuda"
+    with torch.inference_mode():
+        t0 = time.perf_counter()
+        out = fn()
+        _sync(a)
+        first_ms = 1e3 * (time.perf_counter() - t0)
+        for _ in range(a.warmup - 1):
+            out = fn()
+        _sync(a)
+        ms, host_ms = [], []
+        for _ in range(a.iters):
+            _sync(a)
+            if cuda:
+                s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                t0 = time.perf_counter()
+                s.record()
+                out = fn()
+                e.record()
+                host_ms.append(1e3 * (time.perf_counter() - t0))
+                e.synchronize()
+                ms.append(s.elapsed_time(e))
+            else:
+                t0 = time.perf_counter()
+                out = fn()
+                ms.append(1e3 * (time.perf_counter() - t0))
+                host_ms.append(ms[-1])
+    if a.save_output:
+        torch.save(_saved(out), a.save_output)
+    rec = {"model": name, "family": family, "source": source, "unit": unit,
+           "device": str(a.device), "dtype": NAMES[a.dtype], "compile": a.compile,
+           "iters": a.iters, "warmup": a.warmup,
+           "median_ms": statistics.median(ms), "mean_ms": statistics.fmean(ms), "min_ms": min(ms),
+           "host_median_ms": statistics.median(host_ms), "first_ms": first_ms,
+           "build_s": t_built - T_START, "total_s": time.perf_counter() - T_START,
+           "torch": torch.__version__, **info}
+    if cuda:
+        rec["gpu"] = torch.cuda.get_device_name(a.device)
+    rec.update(plugin_stats())
+    print(f"{name}: {rec['median_ms']:.3f} ms per {unit} (median of {a.iters}; "
+          f"{rec['dtype']}, {a.device}{', compiled' if a.compile else ''})", flush=True)
+    print("ZOO " + json.dumps(rec), flush=True)
+    return rec
