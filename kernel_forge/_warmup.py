@@ -163,7 +163,9 @@ def _child_capture(plan_path: str, out: str, script_args: list[str]) -> int:
         for p in plan["jobs"]:
             key = p["key"]
             try:
-                if write_until and time.time() > write_until:
+                # the hottest job is written whatever the clock says: recording and capturing a
+                # slow script can take half the budget, and a warm-up that tunes nothing is no use
+                if write_until and time.time() > write_until and results:
                     raise kf.KernelForgeError(
                         "the warm-up's time budget went to hotter signatures (writing jobs "
                         "stops at half of it)")
@@ -200,6 +202,7 @@ def _step(step: list[str], script_cmd: list[str], log) -> int:
 
 
 WRITE_SHARE = 0.5  # of the time budget, at most, from the start until the last job is written
+MIN_FIRST_SHARE = 0.1  # of the time budget, at least, for the hottest job's search
 MIN_JOB_S = 2.5  # a search's own floor: worker start and a few candidates (most bests are the first)
 
 
@@ -299,6 +302,8 @@ def warmup(script_cmd: list[str], *, iterations: int = 50, time_budget: float = 
         extra = []
         if time_budget:
             left = time_budget - (time.monotonic() - t0)
+            if i == 0:  # the hottest signature is searched, for a tenth of the budget at least
+                left = max(left, MIN_FIRST_SHARE * time_budget)
             if left <= 0:
                 row["status"] = "not tuned: time budget spent"
                 return
