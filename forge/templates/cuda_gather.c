@@ -69,8 +69,8 @@ static kf_status cg_render(const kf_job_sig *sig, const int *knob_idx, char **so
     kf_strbuf b = {0};
     kf_template_cuda_prologue(&b, t, sig, v);
     kf_strbuf_printf(&b, "/* inputs: %s, index; outputs: out */\ntypedef %s KF_T;\ntypedef %s KF_IDX;\n"
-                         "#define KF_NT %d\n#define KF_EPT %d\n",
-                     strcmp(sig->op, "aten::embedding") ? "self" : "weight", ty, ity, nt, ept);
+                         "#define KF_NT %d /* KF_EPT: the knob */\n",
+                     strcmp(sig->op, "aten::embedding") ? "self" : "weight", ty, ity, nt);
     kf_gather_emit(&b, &p, "__device__ __forceinline__");
     kf_strbuf_printf(&b, "\n%s", kf_body_cuda_gather_cu);
     char a0[40], a1[40], a2[40];

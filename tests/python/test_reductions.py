@@ -1,0 +1,100 @@
+"""The generic reductions and gathers on CPU (host backend): each overload is intercepted on the
+CPU key; kf.tune() finds, verifies and serves a kernel for a sum and for a gather (the builtin
+host_reduce / host_gather templates), served results stay within the reduction tolerance of
+eager and index outputs are exact; a served gather with an out-of-range index still raises
+eager's error. Bit-identity when not served: tests/python/op_cases.py (test_bit_identical.py);
+autograd: test_autograd_model.py."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import kernel_forge as kf
+from kernel_forge import _jobs
+
+REDUCTIONS = ["aten::sum.dim_IntList", "aten::sum", "aten::mean", "aten::mean.dim", "aten::amax",
+              "aten::amin", "aten::max.dim", "aten::min.dim", "aten::argmax", "aten::argmin",
+              "aten::prod.dim_int", "aten::prod", "aten::var.correction", "aten::std.correction",
+              "aten::var_mean.correction", "aten::linalg_vector_norm", "aten::logsumexp"]
+GATHERS = ["aten::embedding", "aten::index_select", "aten::gather"]
+
+
+def test_intercepted_on_cpu():
+    info = {o["op"]: o for o in kf.ops_info()["ops"]}
+    for op in REDUCTIONS + GATHERS:
+        assert op in info, f"{op} is not in the intercept list"
+        assert "CPU" in info[op]["keys"], f"{op}: not intercepted on CPU: {info[op]}"
+
+
+def test_accumulating_reductions_get_the_reduction_tolerance():
+    for op in ("aten::sum.dim_IntList", "aten::var.correction", "aten::logsumexp",
+               "aten::linalg_vector_norm", "aten::prod"):
+        assert _jobs.tolerance(op, torch.float32) == (1e-4, 1e-4), op
+    # picking an element is exact: the elementwise tolerance
+    assert _jobs.tolerance("aten::amax", torch.float32) == (1e-5, 1e-5)
+    assert _jobs.tolerance("aten::argmax", torch.int64) == (0.0, 0.0)
+
+
+def served(op, *args, **kwargs):
+    key = kf.signature_key(op, *args, **kwargs)
+    return next((r["served"] for r in kf.stats() if r["key"] == key), 0)
+
+
+# shapes no other test uses: a served kernel must not leak into other tests
+def test_tune_sum_serves_a_kernel():
+    torch.manual_seed(0)
+    x = torch.randn(193, 517)
+    with _jobs.bypass():
+        expect = x.sum(-1)
+    res = kf.tune("aten::sum.dim_IntList", (x, [-1], False), iterations=8, kwargs={"dtype": None})
+    assert res["status"] == "inserted", res
+    assert res["served"], res
+    got = x.sum(-1)  # through the plugin: the kernel
+    assert served("aten::sum.dim_IntList", x, [-1], False, dtype=None) > 0
+    torch.testing.assert_close(got, expect, atol=1e-4, rtol=1e-4)
+    assert got.dtype == expect.dtype and got.stride() == expect.stride()
+    # another input of the same signature: still the kernel, still right
+    y = torch.randn(193, 517) * 100
+    with _jobs.bypass():
+        expect_y = y.sum(-1)
+    torch.testing.assert_close(y.sum(-1), expect_y, atol=1e-4, rtol=1e-4)
+
+
+def test_tune_embedding_serves_a_kernel_and_bad_ids_still_raise():
+    torch.manual_seed(1)
+    w = torch.randn(1021, 129)
+    ids = torch.randint(0, 1021, (37, 61))
+    with _jobs.bypass():
+        expect = F.embedding(ids, w)
+    res = kf.tune("aten::embedding", (w, ids), iterations=4)
+    # a gather is a copy: the kernel is correct for certain, faster only when eager's dispatch
+    # costs more than the copy
+    assert res["status"] in ("inserted", "no_faster_kernel"), res
+    got = F.embedding(ids, w)
+    assert torch.equal(got, expect)  # a gather is exact
+    if res["status"] != "inserted":
+        pytest.skip(f"no faster embedding kernel on this machine: {res}")
+    assert served("aten::embedding", w, ids) > 0
+    # same signature, one id out of range: the kernel declines, eager raises its own error
+    bad = ids.clone()
+    bad[5, 7] = 1021
+    with pytest.raises(IndexError, match="index out of range"):
+        F.embedding(bad, w)
+    ids2 = torch.randint(0, 1021, (37, 61))  # and the kernel still serves good ids
+    assert torch.equal(F.embedding(ids2, w), w[ids2])
+
+
+def test_gather_jobs_draw_indices_in_range(tmp_path):
+    x = torch.randn(7, 9)
+    idx = torch.randint(0, 9, (7, 4))
+    key = kf.signature_key("aten::gather", x, 1, idx)
+    torch.gather(x, 1, idx)  # seen, so the signature can become a job
+    fn = _jobs.resolve("aten::gather")
+    job = _jobs.write_job(str(tmp_path), key, [((x, 1, idx), {})], recorded=[False],
+                          random_inputs=3)
+    assert [c["kind"] for c in job["cases"]] == ["example", "random", "random", "random"]
+    for c in job["cases"][1:]:
+        raw = (tmp_path / "cases" / c["inputs"][1]).read_bytes()
+        vals = torch.frombuffer(bytearray(raw), dtype=torch.int64)
+        assert int(vals.min()) >= 0 and int(vals.max()) < 9, vals
+    assert fn is not None
