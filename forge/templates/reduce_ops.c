@@ -140,6 +140,24 @@ static int scalar_num(const kf_job_scalar *s, double *v)
     return 1;
 }
 
+/* kf_dtype of a c10::ScalarType code (a dtype= argument), KF_DTYPE_UNKNOWN for others */
+static int scalar_type_of(int64_t code)
+{
+    switch (code) {
+    case 0: return KF_U8;
+    case 1: return KF_I8;
+    case 2: return KF_I16;
+    case 3: return KF_I32;
+    case 4: return KF_I64;
+    case 5: return KF_F16;
+    case 6: return KF_F32;
+    case 7: return KF_F64;
+    case 11: return KF_BOOL;
+    case 15: return KF_BF16;
+    default: return KF_DTYPE_UNKNOWN;
+    }
+}
+
 /* the accumulation type for a value dtype */
 static int acc_of(int dt)
 {
@@ -215,9 +233,19 @@ int kf_red_plan_make(const kf_job_sig *sig, int host, kf_red_plan *p)
         if (!kd || kd->kind != 'b') return 0;
         keep = kd->i != 0;
     }
-    /* dtype= is what the output dtype already says; anything else there is refused */
+    /* dtype=: the output has it; None: eager's default (a float input's own type, int64 for
+     * an integer sum or prod, float for an integer logsumexp) */
     const kf_job_scalar *dt = kf_job_scalar_find(sig, "dtype");
-    if (dt && dt->kind != 'n' && dt->kind != 'i') return 0;
+    if (dt && dt->kind == 'i') {
+        if (scalar_type_of(dt->i) != y->dtype) return 0;
+    } else if (dt && dt->kind != 'n') {
+        return 0;
+    } else if (!p->index && op->kind != KF_RED_AMAX && op->kind != KF_RED_AMIN) {
+        int want = is_float(x->dtype) ? x->dtype
+                   : op->kind == KF_RED_SUM || op->kind == KF_RED_PROD ? KF_I64
+                   : op->kind == KF_RED_LOGSUMEXP ? KF_F32 : KF_DTYPE_UNKNOWN;
+        if (y->dtype != want) return 0;
+    }
 
     unsigned red;
     int flat;

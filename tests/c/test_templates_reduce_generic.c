@@ -153,10 +153,12 @@ static rcase *rc_add(const char *label, const char *op, int kind, kf_job_tensor 
     return c;
 }
 
+/* dtype=None, or dtype= the output's (its c10::ScalarType code) */
 static void add_dtype_arg(rcase *c, int given)
 {
     kf_job_scalar *d = sig_add_scalar(&c->sig, "dtype", given ? 'i' : 'n');
-    d->i = given ? 7 : 0; /* the value is the ScalarType code; the output dtype says which */
+    int dt = c->sig.out[0].dtype;
+    d->i = !given ? 0 : dt == KF_F64 ? 7 : dt == KF_F32 ? 6 : dt == KF_I32 ? 3 : 4;
 }
 
 /* the reference of output element `oi` (its flat index in the output's logical order) */
@@ -506,10 +508,18 @@ static void test_reduce_refusals(void)
     r.out[0].dtype = KF_I64; /* a float sum into int64 */
     CHECK(!h->applies(&r));
     r = s;
+    r.out[0].dtype = KF_F64; /* not eager's output dtype for dtype=None */
+    CHECK(!h->applies(&r));
+    kf_job_scalar *dts = (kf_job_scalar *)kf_job_scalar_find(&r, "dtype");
+    dts->kind = 'i', dts->i = 6; /* dtype=torch.float32 with an f64 output */
+    CHECK(!h->applies(&r));
+    dts->i = 7; /* dtype=torch.float64 */
+    CHECK(h->applies(&r) && g->applies(&r));
+    r = s;
     r.out_alias[0] = 1; /* out= */
     CHECK(!h->applies(&r));
     r = s;
-    r.in[0].dtype = r.out[0].dtype = KF_I32; /* CUDA: float types only */
+    r.in[0].dtype = KF_I32, r.out[0].dtype = KF_I64; /* CUDA: float types only */
     CHECK(h->applies(&r) && !g->applies(&r));
     r = s;
     r.in[0].dtype = r.out[0].dtype = KF_F16; /* host: no f16 */
