@@ -5,6 +5,9 @@ eager and index outputs are exact; a served gather with an out-of-range index st
 eager's error. Bit-identity when not served: tests/python/op_cases.py (test_bit_identical.py);
 autograd: test_autograd_model.py."""
 
+import json
+import os
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -98,3 +101,50 @@ def test_gather_jobs_draw_indices_in_range(tmp_path):
         vals = torch.frombuffer(bytearray(raw), dtype=torch.int64)
         assert int(vals.min()) >= 0 and int(vals.max()) < 9, vals
     assert fn is not None
+
+
+# ---- CUDA (the H200): the generic CUDA templates found, verified and served ----
+
+CUDA_CASES = {
+    "sum_rows_bf16": ("aten::sum.dim_IntList", lambda: (torch.randn(2048, 4096, dtype=torch.bfloat16,
+                                                                    device="cuda"), [-1], False),
+                      {"dtype": None}),
+    "sum_cols": ("aten::sum.dim_IntList", lambda: (torch.randn(4096, 2048, device="cuda"), [0], False),
+                 {"dtype": None}),
+    "amax_f16": ("aten::amax", lambda: (torch.randn(1024, 3000, dtype=torch.float16, device="cuda"),
+                                        [1], True), {}),
+    "argmax_logits": ("aten::argmax", lambda: (torch.randn(64, 32000, device="cuda"), 1, False), {}),
+    "max_dim": ("aten::max.dim", lambda: (torch.randn(512, 1000, device="cuda"), 1, False), {}),
+    "var_mean": ("aten::var_mean.correction", lambda: (torch.randn(1024, 4096, device="cuda"), [1]),
+                 {"correction": 1, "keepdim": True}),
+    "logsumexp": ("aten::logsumexp", lambda: (torch.randn(256, 32000, device="cuda"), [1], False), {}),
+    "vector_norm": ("aten::linalg_vector_norm", lambda: (torch.randn(4096, 1024, device="cuda"), 2,
+                                                         [-1], False), {"dtype": None}),
+    "embedding": ("aten::embedding", lambda: (torch.randn(32000, 1024, dtype=torch.bfloat16,
+                                                          device="cuda"),
+                                              torch.randint(0, 32000, (8, 512), device="cuda")), {}),
+    "gather": ("aten::gather", lambda: (torch.randn(64, 32000, device="cuda"), 1,
+                                        torch.randint(0, 32000, (64, 8), device="cuda")), {}),
+}
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", list(CUDA_CASES))
+def test_cuda_generic_templates_verify_and_serve(name):
+    op, make, kwargs = CUDA_CASES[name]
+    torch.manual_seed(3)
+    args = make()
+    fn = _jobs.resolve(op)
+    with _jobs.bypass():
+        expect = _jobs.tensors_of(fn(*args, **kwargs))
+    res = kf.tune(op, args, iterations=16, kwargs=kwargs)
+    assert res["status"] in ("inserted", "no_faster_kernel"), res
+    with open(os.path.join(res["job_dir"], "tree.json")) as f:
+        tree = json.load(f)
+    verified = [n for n in tree["nodes"] if n["status"] in ("verified", "slower", "flagged")]
+    assert verified, tree["nodes"]  # correct CUDA kernels were found
+    got = _jobs.tensors_of(fn(*args, **kwargs))
+    for g, e in zip(got, expect):
+        atol, rtol = _jobs.tolerance(op, e.dtype)
+        torch.testing.assert_close(g, e, atol=atol, rtol=rtol)
+    print(name, res["status"], res.get("speedup"))
