@@ -329,6 +329,20 @@ def index_bound(op: str, name: str, args: dict) -> int | None:
     return int(t["sizes"][dim % len(t["sizes"])])
 
 
+def call_index_bound(op: str, fn, pos: list, kw: dict, i: int) -> int | None:
+    """index_bound() of argument i (schema order) of a call, from the call's own values."""
+    names = [a.name for a in fn._schema.arguments]
+    src = _INDEX_ARGS.get((op.split("::")[-1].split(".")[0], names[i] if i < len(names) else ""))
+    if src is None or src[0] not in names:
+        return None
+    t = arg_value(fn, pos, kw, names.index(src[0]))
+    dim = src[1] if isinstance(src[1], int) else \
+        arg_value(fn, pos, kw, names.index(src[1])) if src[1] in names else None
+    if not isinstance(t, torch.Tensor) or not isinstance(dim, int) or t.dim() == 0:
+        return None
+    return int(t.shape[dim % t.dim()])
+
+
 def random_like(t: torch.Tensor, variant: int, op: str, name: str, gen: torch.Generator,
                 row_dim: int | None = None, index_bound: int | None = None):
     """Random values laid out exactly like `t`, drawn by `gen` on its own device (a CUDA

@@ -52,6 +52,7 @@ def test_tune_sum_serves_a_kernel():
     res = kf.tune("aten::sum.dim_IntList", (x, [-1], False), iterations=8, kwargs={"dtype": None})
     assert res["status"] == "inserted", res
     assert res["served"], res
+    print("sum", res["eager_ms"], res["best_ms"], res["speedup"])
     got = x.sum(-1)  # through the plugin: the kernel
     assert served("aten::sum.dim_IntList", x, [-1], False, dtype=None) > 0
     torch.testing.assert_close(got, expect, atol=1e-4, rtol=1e-4)
@@ -65,26 +66,82 @@ def test_tune_sum_serves_a_kernel():
 
 def test_tune_embedding_serves_a_kernel_and_bad_ids_still_raise():
     torch.manual_seed(1)
-    w = torch.randn(1021, 129)
-    ids = torch.randint(0, 1021, (37, 61))
+    w = torch.randn(1021, 257)
+    ids = torch.randint(0, 1021, (4, 97))
     with _jobs.bypass():
         expect = F.embedding(ids, w)
     res = kf.tune("aten::embedding", (w, ids), iterations=4)
-    # a gather is a copy: the kernel is correct for certain, faster only when eager's dispatch
-    # costs more than the copy
+    # a gather is a copy: the kernel is correct for certain, faster only where eager's dispatch
+    # and threads cost more than the copy (on a loaded 2-core machine the timings decide little)
     assert res["status"] in ("inserted", "no_faster_kernel"), res
+    if res["status"] != "inserted":
+        # serve the best correct candidate anyway (the timing is not what this test is about)
+        with open(os.path.join(res["job_dir"], "tree.json")) as f:
+            nodes = json.load(f)["nodes"]
+        ok = [n for n in nodes if n["status"] in ("verified", "slower", "flagged")]
+        assert ok, nodes
+        best = min(ok, key=lambda n: n["latency_us"])
+        with open(os.path.join(res["job_dir"], best["source_file"])) as f:
+            src = f.read()
+        with open(os.path.join(res["job_dir"], best["launch_file"])) as f:
+            launch = f.read()
+        kf.add_kernel("aten::embedding", (w, ids), src, launch, allow_slower=True)
     got = F.embedding(ids, w)
     assert torch.equal(got, expect)  # a gather is exact
-    if res["status"] != "inserted":
-        pytest.skip(f"no faster embedding kernel on this machine: {res}")
     assert served("aten::embedding", w, ids) > 0
     # same signature, one id out of range: the kernel declines, eager raises its own error
     bad = ids.clone()
-    bad[5, 7] = 1021
+    bad[2, 7] = 1021
     with pytest.raises(IndexError, match="index out of range"):
         F.embedding(bad, w)
-    ids2 = torch.randint(0, 1021, (37, 61))  # and the kernel still serves good ids
+    bad[2, 7] = -1
+    with pytest.raises(IndexError, match="index out of range"):
+        F.embedding(bad, w)
+    ids2 = torch.randint(0, 1021, (4, 97))  # and the kernel still serves good ids
+    before = served("aten::embedding", w, ids)
     assert torch.equal(F.embedding(ids2, w), w[ids2])
+    assert served("aten::embedding", w, ids) == before + 1
+
+
+# real signatures of the other overloads: the templates apply, their kernels verify, and what is
+# served matches eager (exactly for indices and gathers)
+HOST_CASES = {
+    "var_mean": ("aten::var_mean.correction", lambda: (torch.randn(67, 301), [1]),
+                 {"correction": 1, "keepdim": False}),
+    "argmax_all": ("aten::argmax", lambda: (torch.randn(41, 77).t(), None, False), {}),
+    "max_dim_cols": ("aten::max.dim", lambda: (torch.randn(211, 43), 0, True), {}),
+    "logsumexp": ("aten::logsumexp", lambda: (torch.randn(53, 333), [-1], False), {}),
+    # (ord=inf cannot become a job: job.json holds finite numbers only; the C test runs it)
+    "norm_l1": ("aten::linalg_vector_norm", lambda: (torch.randn(59, 71), 1, [0], False),
+                {"dtype": None}),
+    "sum_int": ("aten::sum.dim_IntList", lambda: (torch.randint(-9, 9, (47, 93), dtype=torch.int32),
+                                                  [0, 1], True), {"dtype": None}),
+    "index_select": ("aten::index_select", lambda: (torch.randn(31, 57, 5), 1,
+                                                    torch.randint(0, 57, (23,))), {}),
+    "gather": ("aten::gather", lambda: (torch.randn(29, 61), 1, torch.randint(0, 61, (29, 13))), {}),
+}
+
+
+@pytest.mark.parametrize("name", list(HOST_CASES))
+def test_host_templates_verify_and_serve_within_tolerance(name):
+    op, make, kwargs = HOST_CASES[name]
+    torch.manual_seed(5)
+    args = make()
+    fn = _jobs.resolve(op)
+    with _jobs.bypass():
+        expect = _jobs.tensors_of(fn(*args, **kwargs))
+    res = kf.tune(op, args, iterations=3, kwargs=kwargs)
+    assert res["status"] in ("inserted", "no_faster_kernel"), res
+    with open(os.path.join(res["job_dir"], "tree.json")) as f:
+        nodes = json.load(f)["nodes"]
+    assert any(n["status"] in ("verified", "slower", "flagged") for n in nodes), nodes
+    got = _jobs.tensors_of(fn(*args, **kwargs))  # the kernel when inserted
+    assert (served(op, *args, **kwargs) > 0) == (res["status"] == "inserted")
+    for g, e in zip(got, expect):
+        assert g.dtype == e.dtype and g.shape == e.shape and g.stride() == e.stride()
+        atol, rtol = _jobs.tolerance(op, e.dtype)
+        torch.testing.assert_close(g, e, atol=atol, rtol=rtol)
+    print(name, res["status"], res.get("speedup"))
 
 
 def test_gather_jobs_draw_indices_in_range(tmp_path):
