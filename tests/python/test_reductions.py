@@ -26,7 +26,14 @@ def test_intercepted_on_cpu():
     info = {o["op"]: o for o in kf.ops_info()["ops"]}
     for op in REDUCTIONS + GATHERS:
         assert op in info, f"{op} is not in the intercept list"
-        assert "CPU" in info[op]["keys"], f"{op}: not intercepted on CPU: {info[op]}"
+        assert "CPU" in info[op]["keys"].split(","), f"{op}: not intercepted on CPU: {info[op]}"
+
+
+@pytest.mark.gpu
+def test_intercepted_on_cuda():
+    info = {o["op"]: o for o in kf.ops_info()["ops"]}
+    for op in REDUCTIONS + GATHERS:
+        assert "CUDA" in info[op]["keys"].split(","), (op, info[op])
 
 
 def test_accumulating_reductions_get_the_reduction_tolerance():
