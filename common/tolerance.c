@@ -8,7 +8,10 @@
 static const char *const accumulating[] = {
     "_softmax", "_log_softmax", "native_layer_norm", "native_group_norm", "_fused_rms_norm",
     "native_batch_norm", "cudnn_batch_norm", "_native_batch_norm_legit_no_training", "mean",
-    "linalg_solve_triangular", "_conv_depthwise2d", NULL,
+    "linalg_solve_triangular", "_conv_depthwise2d",
+    /* generic reductions (forge/templates/reduce_ops.c): amax/amin/max/min/argmax pick an
+     * element and stay exact */
+    "sum", "prod", "var", "std", "var_mean", "linalg_vector_norm", "logsumexp", NULL,
 };
 
 /* "aten::mean.dim" -> "mean" */

@@ -316,14 +316,51 @@ def _row_offsets(t: torch.Tensor, dim: int, mag: float):
     t.add_(((par % 2) * (2 * mag) - mag).to(t.dtype))
 
 
+# Index arguments of the gathers: (op base name, index argument) -> (source argument, its dim:
+# an int, or the name of the argument holding it). Random indices are drawn in [0, size): any
+# other value is eager's error, not a case.
+_INDEX_ARGS = {("embedding", "indices"): ("weight", 0), ("index_select", "index"): ("self", "dim"),
+               ("gather", "index"): ("self", "dim")}
+
+
+def index_bound(op: str, name: str, args: dict) -> int | None:
+    """The number of valid values of index argument `name` of a gather op (the size of the dim
+    it indexes), else None."""
+    src = _INDEX_ARGS.get((op.split("::")[-1].split(".")[0], name))
+    if src is None:
+        return None
+    by_name = {a["name"]: a for a in args["args"]}
+    t, dim = by_name.get(src[0]), src[1]
+    if isinstance(dim, str):
+        dim = by_name.get(dim, {}).get("value")
+    if t is None or t.get("kind") != "tensor" or not isinstance(dim, int) or not t["sizes"]:
+        return None
+    return int(t["sizes"][dim % len(t["sizes"])])
+
+
+def call_index_bound(op: str, fn, pos: list, kw: dict, i: int) -> int | None:
+    """index_bound() of argument i (schema order) of a call, from the call's own values."""
+    names = [a.name for a in fn._schema.arguments]
+    src = _INDEX_ARGS.get((op.split("::")[-1].split(".")[0], names[i] if i < len(names) else ""))
+    if src is None or src[0] not in names:
+        return None
+    t = arg_value(fn, pos, kw, names.index(src[0]))
+    dim = src[1] if isinstance(src[1], int) else \
+        arg_value(fn, pos, kw, names.index(src[1])) if src[1] in names else None
+    if not isinstance(t, torch.Tensor) or not isinstance(dim, int) or t.dim() == 0:
+        return None
+    return int(t.shape[dim % t.dim()])
+
+
 def random_like(t: torch.Tensor, variant: int, op: str, name: str, gen: torch.Generator,
-                row_dim: int | None = None):
+                row_dim: int | None = None, index_bound: int | None = None):
     """Random values laid out exactly like `t`, drawn by `gen` on its own device (a CUDA
     generator for a CUDA tensor: no host randn and copy of the whole storage): scale 1, 100 and
     0.01 in turn; -inf masks for softmax; variances kept positive (a negative running_var only
     tests NaN propagation); a triangular solve's matrix well conditioned (see below). `row_dim`
     (shift_invariant_dim): the scale-100 variant puts the rows at offsets of -+500 (-+1000 for
-    float64), so that a kernel taking a row maximum from another row's data is wrong."""
+    float64), so that a kernel taking a row maximum from another row's data is wrong.
+    `index_bound` (index_bound()): the integer values are drawn in [0, index_bound)."""
     nbytes = t.untyped_storage().nbytes()
     # every element of the storage is overwritten below: no need to copy t's bytes first
     storage = torch.empty(nbytes, dtype=torch.uint8, device=t.device).untyped_storage()
@@ -346,6 +383,9 @@ def random_like(t: torch.Tensor, variant: int, op: str, name: str, gen: torch.Ge
             _condition_triangular(out, scale)
     elif t.dtype == torch.bool:
         flat.copy_(torch.rand(flat.shape, generator=gen, device=dev) > 0.5)
+    elif index_bound is not None:  # a gather's indices: in range
+        flat.copy_(torch.randint(0, max(index_bound, 1), flat.shape, generator=gen,
+                                 device=dev).to(t.dtype))
     else:
         flat.copy_(torch.randint(-5, 6, flat.shape, generator=gen, device=dev).to(t.dtype))
     return out
@@ -556,7 +596,8 @@ def write_job(job_dir: str, key: str, calls: list[tuple[list, dict]], *, recorde
     row_dim = shift_invariant_dim(op, dim)
     for v in range(random_inputs):
         ts = tensors_of(list(first_pos) + list(first_kw.values()))
-        rnd = [random_like(t, v, op, n, gen, row_dim if n == "self" else None)
+        rnd = [random_like(t, v, op, n, gen, row_dim if n == "self" else None,
+                           index_bound(op, n, args))
                for t, n in zip(ts, names)]
         pos, kw = call_from_args(fn, args, rnd)
         add_case("random", pos, kw)

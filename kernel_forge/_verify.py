@@ -36,9 +36,9 @@ import traceback
 import torch
 
 from . import _native
-from ._jobs import (NotTunable, arg_value, clone_exact, hidden_writes, kf_dtype_code,
-                    random_like, shift_invariant_dim, tensors_of, tolerance, worker_path,
-                    write_job)
+from ._jobs import (NotTunable, arg_value, call_index_bound, clone_exact, hidden_writes,
+                    kf_dtype_code, random_like, shift_invariant_dim, tensors_of, tolerance,
+                    worker_path, write_job)
 
 class Refused(Exception):
     def __init__(self, reason: str, status: str = "refused"):
@@ -210,14 +210,17 @@ def run(job: dict) -> dict:
     gen = torch.Generator().manual_seed(job.get("seed", 0))
     row_dim = shift_invariant_dim(op, args[1] if len(args) > 1 else kwargs.get("dim"))
 
-    def randomized(a, v, name=""):  # tensors and a list's elements; anything else as it is
+    def randomized(a, v, name="", bound=None):  # tensors and a list's elements; else as it is
         if isinstance(a, (list, tuple)) and any(isinstance(x, torch.Tensor) for x in a):
             return type(a)(randomized(x, v) for x in a)
-        return (random_like(a, v, op, name, gen, row_dim if name == "self" else None)
+        return (random_like(a, v, op, name, gen, row_dim if name == "self" else None, bound)
                 if isinstance(a, torch.Tensor) else a)
 
-    # the first positional argument is the schema's `self` (a triangular solve's matrix)
-    inputs = [args] + [tuple(randomized(a, v, "self" if i == 0 else "") for i, a in enumerate(args))
+    # the first positional argument is the schema's `self` (a triangular solve's matrix); a
+    # gather's indices are drawn in range (call_index_bound)
+    inputs = [args] + [tuple(randomized(a, v, "self" if i == 0 else "",
+                                        call_index_bound(op, fn, list(args), kwargs, i))
+                             for i, a in enumerate(args))
                        for v in range(int(job["random_inputs"]))]
     # what the call writes without returning it (batch norm's running statistics in training):
     # outputs too, compared with eager's writes, never required unchanged

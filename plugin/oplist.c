@@ -34,5 +34,27 @@ const char *const kf_default_ops[] = {
     "aten::max_pool2d_with_indices",           /* F.max_pool2d: ResNet stem */
     "aten::linalg_solve_triangular",           /* Gated DeltaNet's chunked UT transform (Qwen 3.5) */
     "aten::_conv_depthwise2d",                 /* depthwise/causal conv1d on CUDA (Qwen 3.5) */
+    /* generic reductions and gathers (forge/templates/reduce_ops.c, host_reduce.c,
+     * cuda_reduce_generic.c, host_gather.c, cuda_gather.c) */
+    "aten::sum.dim_IntList",                   /* x.sum(dim), loss reductions */
+    "aten::sum",                               /* x.sum() */
+    "aten::mean",                              /* x.mean() */
+    "aten::amax",                              /* x.amax(dim): softmax-like stabilizers */
+    "aten::amin",                              /* x.amin(dim) */
+    "aten::max.dim",                           /* x.max(dim): values and indices */
+    "aten::min.dim",                           /* x.min(dim) */
+    "aten::argmax",                            /* greedy decoding */
+    "aten::argmin",                            /* x.argmin(dim) */
+    "aten::prod.dim_int",                      /* x.prod(dim) */
+    "aten::prod",                              /* x.prod() */
+    "aten::var.correction",                    /* x.var(dim) */
+    "aten::std.correction",                    /* x.std(dim) */
+    "aten::var_mean.correction",               /* torch.var_mean: hand-written norms */
+    "aten::linalg_vector_norm",                /* x.norm(), F.normalize */
+    "aten::logsumexp",                         /* torch.logsumexp: losses, attention */
+    "aten::embedding",                         /* nn.Embedding */
+    "aten::index_select",                      /* torch.index_select; embedding on 1-d ids */
+    "aten::gather",                            /* torch.gather: losses, top-k picks */
+    /* end of generic reductions and gathers */
     NULL,
 };

@@ -45,5 +45,10 @@ extern const char kf_body_host_math_h[];
 extern const char kf_body_host_eltwise_c[];
 extern const char kf_body_host_norm_c[];
 extern const char kf_body_host_softmax_c[];
+/* generic reductions and gathers (reduce_ops.h) */
+extern const char kf_body_host_reduce_c[];
+extern const char kf_body_cuda_reduce_generic_cu[];
+extern const char kf_body_host_gather_c[];
+extern const char kf_body_cuda_gather_cu[];
 
 #endif

@@ -28,6 +28,11 @@ extern const kf_template kf_tmpl_cuda_max_pool2d;
 extern const kf_template kf_tmpl_cuda_cat;
 extern const kf_template kf_tmpl_cuda_depthwise_conv2d;
 extern const kf_template kf_tmpl_cuda_solve_triangular;
+/* generic reductions and gathers (reduce_ops.c) */
+extern const kf_template kf_tmpl_host_reduce;
+extern const kf_template kf_tmpl_cuda_reduce_generic;
+extern const kf_template kf_tmpl_host_gather;
+extern const kf_template kf_tmpl_cuda_gather;
 
 const kf_template *const kf_builtin_templates[] = {
     &kf_tmpl_host_row_softmax,
@@ -50,6 +55,11 @@ const kf_template *const kf_builtin_templates[] = {
     &kf_tmpl_cuda_cat,
     &kf_tmpl_cuda_depthwise_conv2d,
     &kf_tmpl_cuda_solve_triangular,
+    /* generic reductions and gathers */
+    &kf_tmpl_host_reduce,
+    &kf_tmpl_cuda_reduce_generic,
+    &kf_tmpl_host_gather,
+    &kf_tmpl_cuda_gather,
     NULL,
 };
 

@@ -441,8 +441,11 @@ static void test_table(void)
 {
     static const char *const host_names[] = {"host_row_softmax", "host_layer_norm",
                                               "host_eltwise_unary", "host_eltwise_binary",
-                                              "host_cat"};
-    int n = 0, seen[5] = {0};
+                                              "host_cat",
+                                              /* tests/c/test_templates_reduce_generic.c */
+                                              "host_reduce", "host_gather"};
+    enum { N_HOST = sizeof host_names / sizeof host_names[0] };
+    int n = 0, seen[N_HOST] = {0};
     for (int i = 0; kf_builtin_templates[i]; i++) {
         const kf_template *t = kf_builtin_templates[i];
         CHECK(t->name && t->backend && t->applies && t->render);
@@ -453,10 +456,10 @@ static void test_table(void)
         for (int j = 0; j < i; j++) CHECK(strcmp(t->name, kf_builtin_templates[j]->name) != 0);
         if (!is_host(t)) continue;
         n++;
-        for (int h = 0; h < 5; h++) seen[h] += !strcmp(t->name, host_names[h]);
+        for (int h = 0; h < N_HOST; h++) seen[h] += !strcmp(t->name, host_names[h]);
     }
-    CHECK_EQ_INT(n, 5);
-    for (int h = 0; h < 5; h++) CHECK_EQ_INT(seen[h], 1);
+    CHECK_EQ_INT(n, N_HOST);
+    for (int h = 0; h < N_HOST; h++) CHECK_EQ_INT(seen[h], 1);
 }
 
 static const kf_template *find_template(const char *name)

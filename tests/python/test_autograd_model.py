@@ -153,6 +153,30 @@ COPY = "aten::copy_"
 grad_case("copy_to_f64", COPY, lambda: ([(x := leaf(4, 7)).to(torch.float64)], [x]))
 grad_case("copy_contiguous_transposed", COPY, lambda: ([(x := leaf(7, 4)).t().contiguous()], [x]))
 
+# generic reductions and gathers (forge/templates/reduce_ops.c, gather_ops.c)
+grad_case("sum_dims_keepdim", "aten::sum.dim_IntList",
+          lambda: ([(x := leaf(3, 4, 5)).sum([0, 2], keepdim=True)], [x]))
+grad_case("sum_full", "aten::sum", lambda: ([(x := leaf(3, 4)).sum()], [x]))
+grad_case("mean_full", "aten::mean", lambda: ([(x := leaf(3, 4)).mean()], [x]))
+grad_case("amax", "aten::amax", lambda: ([(x := leaf(3, 7)).amax(1)], [x]))
+grad_case("amin", "aten::amin", lambda: ([(x := leaf(3, 7)).amin(0)], [x]))
+grad_case("max_dim", "aten::max.dim", lambda: ([(x := leaf(3, 7)).max(1).values], [x]))
+grad_case("min_dim", "aten::min.dim", lambda: ([(x := leaf(3, 7)).min(-1, keepdim=True).values], [x]))
+grad_case("prod_dim", "aten::prod.dim_int", lambda: ([(x := leaf(3, 5, positive=True)).prod(1)], [x]))
+grad_case("prod_full", "aten::prod", lambda: ([(x := leaf(2, 3, positive=True)).prod()], [x]))
+grad_case("var", "aten::var.correction", lambda: ([(x := leaf(4, 9)).var(1)], [x]))
+grad_case("std", "aten::std.correction", lambda: ([(x := leaf(4, 9)).std(0, keepdim=True)], [x]))
+grad_case("var_mean", "aten::var_mean.correction", lambda: (list(torch.var_mean(x := leaf(4, 9), 1)), [x]))
+grad_case("vector_norm", "aten::linalg_vector_norm",
+          lambda: ([torch.linalg.vector_norm(x := leaf(4, 9), dim=-1)], [x]))
+grad_case("logsumexp", "aten::logsumexp", lambda: ([torch.logsumexp(x := leaf(4, 9), 1)], [x]))
+grad_case("embedding", "aten::embedding",
+          lambda: ([F.embedding(torch.randint(0, 10, (3, 4)), w := leaf(10, 6))], [w]))
+grad_case("index_select", "aten::index_select",
+          lambda: ([(x := leaf(5, 6)).index_select(1, torch.randint(0, 6, (4,)))], [x]))
+grad_case("gather", "aten::gather",
+          lambda: ([torch.gather(x := leaf(5, 6), 1, torch.randint(0, 6, (5, 3)))], [x]))
+
 # a composite of several intercepted ops (on CPU F.rms_norm decomposes into pow/mean/add/mul)
 grad_case("rms_norm_composite", POW, lambda: ([F.rms_norm(x := leaf(2, 5, 16), (16,), w := leaf(16))], [x, w]))
 
@@ -312,7 +336,12 @@ def test_grad_cases_cover_the_differentiable_ops():
     wanted = {"aten::_softmax", "aten::_log_softmax", "aten::native_layer_norm",
               "aten::native_group_norm", "aten::native_batch_norm", "aten::gelu", "aten::silu",
               "aten::relu", "aten::add.Tensor", "aten::mul.Tensor", "aten::pow.Tensor_Scalar",
-              "aten::mean.dim", "aten::cat", "aten::max_pool2d_with_indices"}
+              "aten::mean.dim", "aten::cat", "aten::max_pool2d_with_indices",
+              # generic reductions and gathers
+              "aten::sum.dim_IntList", "aten::sum", "aten::amax", "aten::max.dim",
+              "aten::prod.dim_int", "aten::var.correction", "aten::std.correction",
+              "aten::var_mean.correction", "aten::linalg_vector_norm", "aten::logsumexp",
+              "aten::embedding", "aten::index_select", "aten::gather"}
     assert wanted <= {op for op, _ in GRAD_CASES.values()}
 
 
