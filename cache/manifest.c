@@ -59,7 +59,7 @@ static const struct num_field {
 
 static const char *const OTHER_FIELDS[] = {
     "format", "contract_version", "key", "sig", "launch", "outputs",
-    "blob_hash", "blob_size", "disabled",
+    "blob_hash", "blob_size", "disabled", "family",
 };
 #define N_OTHER (sizeof OTHER_FIELDS / sizeof OTHER_FIELDS[0])
 
@@ -72,6 +72,7 @@ void kf_cache_entry_free(kf_cache_entry *e)
     free(e->sig);
     free(e->launch);
     free(e->outputs);
+    free(e->family);
     free(e);
 }
 
@@ -122,6 +123,11 @@ static cJSON *entry_to_cjson(const kf_cache_entry *e, char *err, size_t cap)
     cJSON *outputs = embedded(e->outputs, "outputs", err, cap);
     if (!outputs) goto fail;
     cJSON_AddItemToObject(root, "outputs", outputs);
+    if (e->family) { /* written only when there is one: older readers see nothing new */
+        cJSON *family = embedded(e->family, "family", err, cap);
+        if (!family) goto fail;
+        cJSON_AddItemToObject(root, "family", family);
+    }
     for (size_t i = 0; i < N_NUM; i++)
         ADD(cJSON_AddNumberToObject(root, NUM_FIELDS[i].name,
                                     *(const double *)((const char *)e + NUM_FIELDS[i].off)));
@@ -325,6 +331,16 @@ static kf_status parse_fields(const cJSON *root, kf_cache_entry *e, char *err, s
     if (st != KF_OK) return st;
     st = parse_embedded(root, "outputs", 1, &e->outputs, err, cap);
     if (st != KF_OK) return st;
+    /* optional; its meaning is checked against the entry where it is used (plugin/family.c) */
+    j = cJSON_GetObjectItemCaseSensitive(root, "family");
+    if (j && !cJSON_IsNull(j)) {
+        if (!cJSON_IsObject(j)) {
+            kf_errf(err, cap, "field \"family\" must be a JSON object or null");
+            return KF_ERR_INVALID;
+        }
+        st = parse_embedded(root, "family", 0, &e->family, err, cap);
+        if (st != KF_OK) return st;
+    }
 
     for (size_t i = 0; i < N_NUM; i++) {
         FIELD(NUM_FIELDS[i].name);

@@ -301,7 +301,11 @@ static int fmt_tensor(reader *r, fmt_out *o)
     if (nd > KF_MAX_DIMS) return -1;
     if (take(r, sizes, 8u * nd) || take(r, strides, 8u * nd)) return -1;
     emit(o, "%s[", kf_dtype_name(head[0]));
-    for (int i = 0; i < nd; i++) emit(o, "%s%" PRId64, i ? "," : "", sizes[i]);
+    int family = 0; /* a negative size: a shape family's free dim, printed "*" (contiguous) */
+    for (int i = 0; i < nd; i++) {
+        if (sizes[i] < 0) family = 1, emit(o, "%s*", i ? "," : "");
+        else emit(o, "%s%" PRId64, i ? "," : "", sizes[i]);
+    }
     emit(o, "]");
     int contiguous = 1;
     uint64_t expect = 1; /* unsigned: a damaged encoding may hold any sizes */
@@ -309,7 +313,7 @@ static int fmt_tensor(reader *r, fmt_out *o)
         if (sizes[i] != 1 && (uint64_t)strides[i] != expect) contiguous = 0;
         expect *= (uint64_t)sizes[i];
     }
-    if (!contiguous) {
+    if (!contiguous && !family) {
         emit(o, " s=(");
         for (int i = 0; i < nd; i++) emit(o, "%s%" PRId64, i ? "," : "", strides[i]);
         emit(o, ")");
@@ -785,4 +789,72 @@ const char *kf_device_type_name(int type)
     case KF_DEV_CUDA: return "cuda";
     default: return "other";
     }
+}
+
+/* ---- items (shape families, plugin/family.c) ---- */
+
+uint32_t kf_sig_items_begin(const uint8_t *buf, uint32_t len)
+{
+    return len ? 1u + buf[0] : 0;
+}
+
+/* Bytes of a tensor body at b[0..avail): 5 + 16 * ndim, or 0 when it does not fit. */
+static uint32_t tensor_body_len(const uint8_t *b, uint32_t avail)
+{
+    if (avail < 5 || b[4] > KF_MAX_DIMS) return 0;
+    uint32_t n = 5u + 16u * b[4];
+    return n <= avail ? n : 0;
+}
+
+int kf_sig_item_next(const uint8_t *buf, uint32_t len, uint32_t *pos, kf_sig_item *it)
+{
+    uint32_t p = *pos;
+    if (p >= len) return 0;
+    memset(it, 0, sizeof *it);
+    it->tag = buf[p];
+    it->start = p++;
+    uint32_t avail = len - p, n = 0;
+    switch (it->tag) {
+    case TAG_TENSOR: {
+        n = tensor_body_len(buf + p, avail);
+        if (!n) return -1;
+        it->dtype = buf[p], it->device_type = buf[p + 1], it->device_index = buf[p + 2];
+        it->align_log2 = buf[p + 3], it->ndim = buf[p + 4];
+        it->sizes_at = p + 5;
+        memcpy(it->sizes, buf + p + 5, 8u * (uint32_t)it->ndim);
+        memcpy(it->strides, buf + p + 5 + 8u * (uint32_t)it->ndim, 8u * (uint32_t)it->ndim);
+        break;
+    }
+    case TAG_TLIST: {
+        uint16_t cnt;
+        if (avail < 2) return -1;
+        memcpy(&cnt, buf + p, 2);
+        n = 2;
+        for (int i = 0; i < cnt && p + n < len && buf[p + n] != TAG_TRUNC; i++) {
+            uint32_t t = tensor_body_len(buf + p + n, len - p - n);
+            if (!t) return -1;
+            n += t;
+        }
+        break;
+    }
+    case TAG_INT: case TAG_DOUBLE: n = 8; break;
+    case TAG_BOOL: n = 1; break;
+    case TAG_NONE: case TAG_TRUNC: n = 0; break;
+    case TAG_DEVICE: n = 2; break;
+    case TAG_WRAPPED: n = 9; break;
+    case TAG_STR: n = avail ? 1u + (buf[p] == 255 ? 8u : buf[p]) : 1; break;
+    case TAG_OPAQUE: n = avail ? 1u + buf[p] : 1; break;
+    case TAG_ILIST: {
+        uint16_t cnt;
+        if (avail < 2) return -1;
+        memcpy(&cnt, buf + p, 2);
+        n = 2u + 8u * cnt;
+        break;
+    }
+    default: return -1;
+    }
+    if (n > avail) return -1;
+    it->end = p + n;
+    *pos = it->end;
+    return 1;
 }

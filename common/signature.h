@@ -88,6 +88,24 @@ char *kf_sig_args_json(const uint8_t *buf, uint32_t len, const char *const *argn
 
 const char *kf_device_type_name(int type);
 
+/* Walking an encoding item by item (shape families compare a call with a family's signature).
+ * An item is one argument: its tag, bytes [start, end) (tag included) and, for a tensor
+ * (KF_SIG_ITEM_TENSOR), its head and dims, the sizes at byte sizes_at. A tensor list
+ * (KF_SIG_ITEM_TLIST) and every other argument are bytes only. kf_sig_format prints a negative
+ * size as "*" (a family's free dim). */
+#define KF_SIG_ITEM_TENSOR 'T'
+#define KF_SIG_ITEM_TLIST 'L'
+typedef struct kf_sig_item {
+    uint8_t tag;
+    uint32_t start, end, sizes_at;
+    int dtype, device_type, device_index, align_log2, ndim;
+    int64_t sizes[KF_MAX_DIMS], strides[KF_MAX_DIMS];
+} kf_sig_item;
+/* The position of the first item (after the op name). */
+uint32_t kf_sig_items_begin(const uint8_t *buf, uint32_t len);
+/* The item at *pos, advancing *pos: 1, 0 at the end, -1 on a malformed encoding. */
+int kf_sig_item_next(const uint8_t *buf, uint32_t len, uint32_t *pos, kf_sig_item *it);
+
 #ifdef __cplusplus
 }
 #endif

@@ -4,7 +4,10 @@
  *   {"entry": "kf_kernel", "grid": [x,y,z], "block": [x,y,z], "smem": n,
  *    "args": ["const float*", "float*"]}
  * The arguments are the op's tensor arguments then its outputs, as typed pointers; shapes and
- * scalars are compile-time constants (#define) in the source. `host` compiles C with the system
+ * scalars are compile-time constants (#define) in the source, except a shape family's free sizes:
+ * "ints": ["numel(t0)/size(t0,-1)"] appends int64_t arguments computed from the tensors at
+ * each launch. An int travels in the launch's pointer array as its value ((void *)(intptr_t)v):
+ * `launch` gets n_args + n_ints entries. `host` compiles C with the system
  * compiler into a shared object; `nvrtc` compiles CUDA C++ to a cubin for the exact arch. Both
  * NVRTC and the CUDA driver are opened at run time, so nothing here needs CUDA to build or load. */
 #ifndef KF_FORGE_COMPILER_H
@@ -22,6 +25,17 @@ extern "C" {
 #define KF_LAUNCH_MAX_ARGS 16
 #define KF_LAUNCH_TYPE_MAX 32
 #define KF_ENTRY_MAX 64
+#define KF_LAUNCH_MAX_INTS 4
+#define KF_LAUNCH_NUMEL (-100) /* kf_launch_int.dim: the tensor's element count */
+
+/* A launch-time size (a shape family's free extent): the size of dim `dim` (KF_LAUNCH_NUMEL:
+ * the element count) of kernel argument `arg`, divided by that of (den_arg, den_dim) when
+ * den_arg >= 0 (the division must be exact). Written in a record as "numel(t0)",
+ * "size(t1,-1)" or "numel(t0)/size(t0,-1)" (t<k>: the k-th pointer argument). */
+typedef struct kf_launch_int {
+    int arg, dim;
+    int den_arg, den_dim;
+} kf_launch_int;
 
 typedef struct kf_launch {
     char entry[KF_ENTRY_MAX];       /* C identifier */
@@ -29,11 +43,23 @@ typedef struct kf_launch {
     unsigned smem;
     int n_args;
     char arg_types[KF_LAUNCH_MAX_ARGS][KF_LAUNCH_TYPE_MAX]; /* whitelisted pointer types */
+    int n_ints; /* "ints": int64_t arguments after the pointers, computed at each launch */
+    kf_launch_int ints[KF_LAUNCH_MAX_INTS];
 } kf_launch;
+
+/* What a launch-time size is computed from: one argument's dims. */
+typedef struct kf_dims {
+    int ndim;
+    const int64_t *sizes;
+} kf_dims;
 
 /* Parse and validate a launch record (untrusted: it may come from an LLM or a bundle). Types
  * must be one of a fixed list of pointer types ("float*", "const __nv_bfloat16*", ...). */
 kf_status kf_launch_parse(const char *json, kf_launch *out, char *err, size_t errcap);
+/* The record's launch-time sizes for arguments `t` (n of them, the pointer arguments in order):
+ * out[0..l->n_ints). KF_ERR_INVALID when an argument or dim is missing, a division is not exact
+ * or a size is negative or overflows: the call must not be launched. */
+kf_status kf_launch_ints(const kf_launch *l, const kf_dims *t, int n, int64_t *out);
 
 typedef struct kf_compiled kf_compiled; /* a loaded, launchable kernel */
 
@@ -52,7 +78,8 @@ typedef struct kf_compiler_i {
     /* Blob -> launchable kernel for a device. Never called during CUDA-graph capture. */
     kf_status (*load)(void *self, const void *blob, size_t blob_len, const kf_launch *launch,
                       int device_index, kf_compiled **out, char *err, size_t errcap);
-    /* Launch with the data pointers of the tensors, in launch-record order, on `stream`. */
+    /* Launch with the data pointers of the tensors, in launch-record order, then the record's
+     * ints as values (see above), on `stream`. */
     int (*launch)(void *self, kf_compiled *k, void *const *ptrs, int n, void *stream);
     void (*unload)(void *self, kf_compiled *k);
     void (*destroy)(void *self);

@@ -481,7 +481,7 @@ static const char *c_elem_type(const char *t)
  * mapped through the table again so nothing unchecked reaches the generated code. */
 static char *with_trampoline(const char *source, const kf_launch *l, char *err, size_t errcap)
 {
-    size_t cap = strlen(source) + 512 + (size_t)l->n_args * 64;
+    size_t cap = strlen(source) + 512 + (size_t)(l->n_args + l->n_ints) * 64;
     char *s = malloc(cap);
     if (!s) {
         snprintf(err, errcap, "out of memory");
@@ -513,6 +513,10 @@ static char *with_trampoline(const char *source, const kf_launch *l, char *err, 
         n += (size_t)snprintf(s + n, cap - n, "%s(%s%s *)a[%d]", i ? ", " : "",
                               is_const ? "const " : "", c, i);
     }
+    /* launch-time sizes travel as values in the pointer array (compiler.h) */
+    for (int j = 0; j < l->n_ints; j++)
+        n += (size_t)snprintf(s + n, cap - n, ", (__INT64_TYPE__)(__INTPTR_TYPE__)a[%d]",
+                              l->n_args + j);
     snprintf(s + n, cap - n, ");\n    return 0;\n}\n");
     return s;
 }
@@ -772,7 +776,7 @@ static kf_status host_load(void *self, const void *blob, size_t blob_len, const 
         return KF_ERR_NOMEM;
     }
     k->magic = HOST_MAGIC;
-    k->n_args = launch->n_args;
+    k->n_args = launch->n_args + launch->n_ints; /* pointers, then launch-time sizes */
     k->fd = -1;
 
     /* Preferred: an anonymous memfd, kept open while loaded. glibc also finds loaded objects by

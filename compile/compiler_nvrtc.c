@@ -348,7 +348,7 @@ static kf_status nv_load(void *self, const void *blob, size_t blob_len, const kf
     memcpy(k->grid, launch->grid, sizeof k->grid);
     memcpy(k->block, launch->block, sizeof k->block);
     k->smem = launch->smem;
-    k->n_args = launch->n_args;
+    k->n_args = launch->n_args + launch->n_ints; /* pointers, then launch-time sizes */
 
     /* Relaxed capture mode: our driver calls must not invalidate a graph capture that another
      * thread runs in global mode. */

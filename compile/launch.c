@@ -3,11 +3,15 @@
  * normalized to one spelling before anyone sees it. */
 #include <cjson/cJSON.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "compile/compiler.h"
+
+/* ints travel in the pointer array as values (compiler.h) */
+_Static_assert(sizeof(void *) == sizeof(int64_t), "launch-time sizes need 64-bit pointers");
 
 /* A record is a few hundred bytes; refuse to parse megabytes of junk. */
 #define LAUNCH_JSON_MAX 16384
@@ -127,6 +131,105 @@ static kf_status parse_dim3(const cJSON *a, const char *key, const unsigned max[
     return KF_OK;
 }
 
+/* "numel(tK)" or "size(tK,D)" at *p (spaces allowed between tokens); advances *p. */
+static int parse_term(const char **p, int n_args, int *arg, int *dim)
+{
+    const char *s = *p;
+    int numel = 0;
+    while (*s == ' ') s++;
+    if (!strncmp(s, "numel(", 6)) numel = 1, s += 6;
+    else if (!strncmp(s, "size(", 5)) s += 5;
+    else return 0;
+    while (*s == ' ') s++;
+    if (*s++ != 't' || *s < '0' || *s > '9') return 0;
+    int k = 0;
+    while (*s >= '0' && *s <= '9' && k < 100) k = 10 * k + (*s++ - '0');
+    if (k >= n_args) return 0;
+    while (*s == ' ') s++;
+    int d = KF_LAUNCH_NUMEL;
+    if (!numel) {
+        if (*s++ != ',') return 0;
+        while (*s == ' ') s++;
+        int neg = *s == '-';
+        if (neg) s++;
+        if (*s < '0' || *s > '9') return 0;
+        d = 0;
+        while (*s >= '0' && *s <= '9' && d < 100) d = 10 * d + (*s++ - '0');
+        if (neg) d = -d;
+        if (d < -KF_MAX_DIMS || d >= KF_MAX_DIMS) return 0;
+        while (*s == ' ') s++;
+    }
+    if (*s++ != ')') return 0;
+    *arg = k, *dim = d;
+    *p = s;
+    return 1;
+}
+
+/* "ints": launch-time sizes, each `term` or `term / term` (compiler.h). */
+static kf_status parse_ints(const cJSON *ints, kf_launch *l, char *err, size_t errcap)
+{
+    if (!cJSON_IsArray(ints)) return fail(err, errcap, "\"ints\" must be an array of strings");
+    int n = cJSON_GetArraySize(ints);
+    if (n > KF_LAUNCH_MAX_INTS)
+        return fail(err, errcap, "\"ints\" has %d entries, at most %d", n, KF_LAUNCH_MAX_INTS);
+    const cJSON *it;
+    cJSON_ArrayForEach(it, ints)
+    {
+        kf_launch_int *v = &l->ints[l->n_ints];
+        const char *p = cJSON_IsString(it) ? it->valuestring : NULL;
+        int ok = p && strlen(p) < 64 && parse_term(&p, l->n_args, &v->arg, &v->dim);
+        v->den_arg = -1, v->den_dim = 0;
+        while (ok && *p == ' ') p++;
+        if (ok && *p == '/') {
+            p++;
+            ok = parse_term(&p, l->n_args, &v->den_arg, &v->den_dim);
+            while (ok && *p == ' ') p++;
+        }
+        if (!ok || *p)
+            return fail(err, errcap,
+                        "ints[%d] must be \"numel(tK)\", \"size(tK,D)\" or one divided by "
+                        "another, with K a pointer argument and |D| < %d",
+                        l->n_ints, KF_MAX_DIMS);
+        l->n_ints++;
+    }
+    if (l->n_args + l->n_ints > KF_LAUNCH_MAX_ARGS)
+        return fail(err, errcap, "%d pointer arguments and %d ints: more than %d in all",
+                    l->n_args, l->n_ints, KF_LAUNCH_MAX_ARGS);
+    return KF_OK;
+}
+
+static int term_value(const kf_dims *t, int n, int arg, int dim, int64_t *v)
+{
+    if (arg < 0 || arg >= n || t[arg].ndim < 0 || t[arg].ndim > KF_MAX_DIMS) return 0;
+    if (dim == KF_LAUNCH_NUMEL) {
+        int64_t p = 1;
+        for (int d = 0; d < t[arg].ndim; d++) {
+            int64_t s = t[arg].sizes[d];
+            if (s < 0 || (s && p > INT64_MAX / s)) return 0;
+            p *= s;
+        }
+        *v = p;
+        return 1;
+    }
+    int d = dim < 0 ? dim + t[arg].ndim : dim;
+    if (d < 0 || d >= t[arg].ndim || t[arg].sizes[d] < 0) return 0;
+    *v = t[arg].sizes[d];
+    return 1;
+}
+
+kf_status kf_launch_ints(const kf_launch *l, const kf_dims *t, int n, int64_t *out)
+{
+    for (int i = 0; i < l->n_ints; i++) {
+        const kf_launch_int *v = &l->ints[i];
+        int64_t a, b = 1;
+        if (!term_value(t, n, v->arg, v->dim, &a)) return KF_ERR_INVALID;
+        if (v->den_arg >= 0 && (!term_value(t, n, v->den_arg, v->den_dim, &b) || b == 0 || a % b))
+            return KF_ERR_INVALID;
+        out[i] = a / b;
+    }
+    return KF_OK;
+}
+
 kf_status kf_launch_parse(const char *json, kf_launch *out, char *err, size_t errcap)
 {
     if (err && errcap) err[0] = 0;
@@ -153,17 +256,18 @@ kf_status kf_launch_parse(const char *json, kf_launch *out, char *err, size_t er
     }
 
     /* Known keys only, each at most once (cJSON keeps duplicates; which one wins is a guess). */
-    static const char *const keys[] = {"entry", "grid", "block", "smem", "args"};
-    const cJSON *seen[5] = {0};
+    static const char *const keys[] = {"entry", "grid", "block", "smem", "args", "ints"};
+    enum { N_KEYS = sizeof keys / sizeof keys[0] };
+    const cJSON *seen[N_KEYS] = {0};
     const cJSON *it;
     cJSON_ArrayForEach(it, root)
     {
         size_t k = 0;
-        while (k < 5 && strcmp(it->string, keys[k])) k++;
-        if (k == 5) {
+        while (k < N_KEYS && strcmp(it->string, keys[k])) k++;
+        if (k == N_KEYS) {
             char shown[40];
             snprintf(shown, sizeof shown, "%s", it->string);
-            st = fail(err, errcap, "unknown key \"%s%s\" (allowed: entry, grid, block, smem, args)",
+            st = fail(err, errcap, "unknown key \"%s%s\" (allowed: entry, grid, block, smem, args, ints)",
                       shown, strlen(it->string) >= sizeof shown ? "..." : "");
             goto free_root;
         }
@@ -174,7 +278,7 @@ kf_status kf_launch_parse(const char *json, kf_launch *out, char *err, size_t er
         seen[k] = it;
     }
     const cJSON *entry = seen[0], *grid = seen[1], *block = seen[2], *smem = seen[3],
-                *args = seen[4];
+                *args = seen[4], *ints = seen[5];
 
     if (!entry || !cJSON_IsString(entry)) {
         st = fail(err, errcap, "\"entry\" (a string) is required");
@@ -240,6 +344,10 @@ kf_status kf_launch_parse(const char *json, kf_launch *out, char *err, size_t er
             goto free_root;
         }
         l.n_args++;
+    }
+    if (ints) {
+        st = parse_ints(ints, &l, err, errcap);
+        if (st != KF_OK) goto free_root;
     }
     *out = l;
 

@@ -106,12 +106,31 @@ def priority(row: dict, bandwidth_gbs: float | None) -> float:
     return row["time_ms"] * max(0.0, 1.0 - roofline_us / row["eager_us"])
 
 
+# A shape served by a family kernel gets a job of its own only when the family kernel's time
+# there is more than this many times the roofline time of the bytes it moves (README, "Shape
+# families"): near the roofline a kernel of its own could not win much.
+FAMILY_FAR_FROM_ROOFLINE = 2.0
+
+
+def family_far_from_roofline(row: dict, bandwidth_gbs: float | None) -> bool:
+    """Whether a row served by a shape family deserves its own job: its served time per call
+    is over FAMILY_FAR_FROM_ROOFLINE x the roofline (bytes_moved at bandwidth_gbs). Without a
+    bandwidth, bytes or a served sample nothing can be said, and the family keeps the row."""
+    nbytes = row.get("bytes_moved") or 0
+    served_us = row.get("served_us", -1)
+    if not row.get("family") or not bandwidth_gbs or not nbytes or served_us <= 0:
+        return False
+    return served_us > FAMILY_FAR_FROM_ROOFLINE * nbytes / (bandwidth_gbs * 1e3)
+
+
 def hot_candidates(rows: list[dict], min_calls: int, min_share: float, skip: set,
                    bandwidth_gbs: float | None = None) -> list[dict]:
-    """Intercepted, servable signatures without a kernel, hot enough, in priority order (rows
-    with "bytes_moved" and a bandwidth: time x headroom to the roofline; else time). Rows marked
+    """Intercepted, servable signatures without a kernel (or served by a shape family far from
+    its roofline there: family_far_from_roofline), hot enough, in priority order (rows with
+    "bytes_moved" and a bandwidth: time x headroom to the roofline; else time). Rows marked
     "untunable" never take a slot; "share" is the share of the tunable time (steady_rows)."""
-    out = [r for r in rows if r["intercepted"] and r["servable"] and not r["has_kernel"]
+    out = [r for r in rows if r["intercepted"] and r["servable"]
+           and (not r["has_kernel"] or family_far_from_roofline(r, bandwidth_gbs))
            and not r.get("untunable") and r["key"] not in skip and r["calls"] >= min_calls
            and r["share"] >= min_share]
     out.sort(key=lambda r: (-priority(r, bandwidth_gbs), r["signature"]))
@@ -256,7 +275,10 @@ class OnlineTuner(threading.Thread):
                     r["calls"] = total.get(r["key"], r["calls"])
                 t = time.monotonic()
                 skip = self.done | {k for k, when in self.later.items() if when > t}
-                if not hot_candidates(rows, self.cfg["min_calls"], self.cfg["min_share"], skip):
+                # a hot shape served by a family may be far from its roofline: measured below
+                family = [dict(r, has_kernel=False) for r in rows if r.get("family")]
+                if not hot_candidates(rows + family, self.cfg["min_calls"], self.cfg["min_share"],
+                                      skip):
                     continue  # nothing hot: no measurement on the device at all
                 add_bytes_moved(rows)
                 device = next((r["device"] for r in rows if r["intercepted"]), "cpu")

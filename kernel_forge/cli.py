@@ -260,10 +260,13 @@ def cmd_cache(args) -> int:
         rows = []
         for e in sorted(entries, key=lambda e: (e["op"], e["signature"])):
             speed = e["eager_us"] / e["kernel_us"] if e.get("kernel_us") else 0
+            # a shape family: the shapes the entry also serves (README, "Shape families")
+            family = e.get("family_text") or ("refused" if e.get("family_refused") else "")
             rows.append([e["key"], e["op"], shorten(e["signature"], 70), f"{e['backend']}/{e['arch']}",
-                         f"{speed:.2f}x", "disabled" if e["disabled"] else "ok"])
-        print(fmt_table(rows, ["key", "op", "signature", "backend/arch", "speedup", "state"],
-                         ["<"] * 4 + [">", "<"]))
+                         f"{speed:.2f}x", "disabled" if e["disabled"] else "ok",
+                         shorten(family, 60)])
+        print(fmt_table(rows, ["key", "op", "signature", "backend/arch", "speedup", "state",
+                               "family"], ["<"] * 4 + [">", "<", "<"]))
         print(f"{len(entries)} entries in {d.decode()}")
         return 0
     if args.action == "show":

@@ -5,6 +5,8 @@
 #include <string.h>
 
 #include "cache/cache.h"
+#include "plugin/cachelink.h"
+#include "plugin/family.h"
 #include "plugin/rebuild.h"
 
 static kf_status open_dir(kf_cache **c, const char *dir, int read_only, char *err, size_t cap)
@@ -16,6 +18,24 @@ static kf_status open_dir(kf_cache **c, const char *dir, int read_only, char *er
         *c = NULL;
     }
     return st;
+}
+
+/* The entry's shape family as a reader checks it: "family_text" when accepted, else
+ * "family_refused" with the reason. Nothing when it has none. */
+static void add_family(cJSON *o, const kf_cache_entry *e)
+{
+    if (!e->family) return;
+    kf_launch l;
+    kf_out_layout outs;
+    kf_family *f = NULL;
+    char err[256] = "bad launch record or outputs";
+    if (kf_launch_parse(e->launch, &l, NULL, 0) == KF_OK &&
+        kf_layout_from_json(e->outputs, &outs) == KF_OK &&
+        kf_family_parse(e->family, e->sig, e->sig_len, &outs, &l, &f, err, sizeof err) == KF_OK)
+        cJSON_AddStringToObject(o, "family_text", f->text);
+    else
+        cJSON_AddStringToObject(o, "family_refused", err);
+    kf_family_free(f);
 }
 
 KF_API char *kf_cache_dir_ls_json(const char *dir)
@@ -32,6 +52,7 @@ KF_API char *kf_cache_dir_ls_json(const char *dir)
             if (!o) continue;
             /* the listing does not need the sources */
             cJSON_DeleteItemFromObjectCaseSensitive(o, "source");
+            add_family(o, es[i]);
             cJSON_AddItemToArray(arr, o);
         }
     }

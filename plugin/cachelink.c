@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "common/log.h"
+#include "plugin/family.h"
 #include "plugin/rebuild.h"
 #include "plugin/served.h"
 
@@ -188,6 +189,7 @@ static void detach_disabled(kf_runtime *rt, const kf_cache_entry *e)
                 e->disabled_reason ? e->disabled_reason : "no reason given");
     }
     kf_slot_unpin(s);
+    kf_family_disable(rt, e->key_hex); /* and every shape its family served */
 }
 
 enum { ATTACH_DONE = 1, ATTACH_LATER = 0, ATTACH_BUSY = 2 };
@@ -280,6 +282,7 @@ static int attach_entry(kf_runtime *rt, kf_cache *from, const kf_cache_entry *e,
     kf_slot_set_outs(slot, &outs);
     kf_cachelink_set_kernel(rt, slot, k);
     kf_slot_unpin(slot); /* a slot with a kernel is never recycled */
+    if (e->family) kf_family_add(rt, e, k->served, &launch, &outs);
     KF_INFO("serving %s from the cache (%s, %s)", e->signature, e->backend, e->key_hex);
     return ATTACH_DONE;
 }

@@ -12,6 +12,7 @@
 #include "compile/source_check.h"
 #include "plugin/cachelink.h"
 #include "plugin/runtime.h"
+#include "plugin/family.h"
 #include "plugin/served.h"
 
 static char *hex_of(const uint8_t *b, uint32_t n)
@@ -314,6 +315,11 @@ static void add_entries(cJSON *arr, kf_runtime *rt, kf_cache *c, const char *ori
         cJSON_AddStringToObject(o, "disabled_reason", e->disabled_reason ? e->disabled_reason : "");
         cJSON_AddStringToObject(o, "origin", origin);
         cJSON_AddBoolToObject(o, "served_here", k && !strcmp(k->cache_key, e->key_hex));
+        /* its shape family as this process accepted it ("" when it has none or it was refused) */
+        const kf_family *f = atomic_load(&rt->families);
+        while (f && strcmp(f->key_hex, e->key_hex)) f = f->next;
+        cJSON_AddStringToObject(o, "family", f ? f->text : "");
+        cJSON_AddBoolToObject(o, "family_record", e->family != NULL);
         cJSON_AddItemToArray(arr, o);
     }
     kf_cache_entries_free(es, n);

@@ -1,4 +1,5 @@
 #include "plugin/cachelink.h"
+#include "plugin/family.h"
 #include "plugin/runtime.h"
 
 #include <stdlib.h>
@@ -55,6 +56,10 @@ void kf_dispatch_begin(kf_runtime *rt, const kf_sig *sig, kf_call *c)
     }
     if (!servable || !o || o->n <= 0) return;
     kf_kernel *k = atomic_load_explicit(&s->kernel, memory_order_acquire);
+    /* no exact kernel: a family's, looked for once per slot and family generation */
+    if (!k && atomic_load_explicit(&s->fam_seen, memory_order_relaxed) !=
+                  atomic_load_explicit(&rt->fam_gen, memory_order_relaxed))
+        k = kf_family_attach(rt, s, o);
     c->kernel = k;
     if (!k) return;
     c->validate = rt->cfg.validate == KF_VALIDATE_ALWAYS ||
@@ -164,6 +169,12 @@ void kf_dispatch_reject(kf_runtime *rt, kf_call *c, const char *reason)
 {
     const kf_kernel *k = c->kernel;
     detach(c->slot, k, KF_STOP_CHECK_FAILED);
+    if (k->family) { /* the entry's own signature was verified: only the family is refused */
+        if (!atomic_exchange(&((kf_family *)k->family)->refused, 1))
+            KF_WARN("the family %s of cache entry %s serves no further shape in this process",
+                    k->family->text, k->family->key_hex);
+        return;
+    }
     if (!k->cache_key[0]) return;
     kf_cachelink_disable_entry(rt, k->cache_key, reason); /* no later process serves it either */
 }

@@ -8,6 +8,7 @@
 
 #include "common/log.h"
 #include "plugin/cachelink.h"
+#include "plugin/family.h"
 #include "plugin/served.h"
 
 /* The only process-wide pointer of the plugin: the runtime torch_ext created at load. */
@@ -65,6 +66,7 @@ void kf_runtime_free(kf_runtime *rt)
         free(k);
     }
     kf_cachelink_free(rt); /* after the served kernels: they use its compilers */
+    kf_family_free_all(rt);
     kf_gpu_timer_free(rt->gtimer);
     kf_chains_free(rt->chains);
     kf_sigtable_free(rt->sigs);

@@ -78,6 +78,11 @@ struct kf_runtime {
      * path only reads n_capture_pending. */
     struct { uint64_t key; int n; } capture_pending[KF_MAX_CAPTURE_PENDING];
     _Atomic int n_capture_pending;
+
+    /* Shape families (plugin/family.c): a list prepended under `lock`, read without it; fam_gen
+     * counts additions (0: none, so a slot's fam_seen of 0 means "nothing to look at"). */
+    _Atomic(struct kf_family *) families;
+    _Atomic uint32_t fam_gen;
 };
 
 /* A slot was just looked up: give it a capture request that was waiting for it. */

@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -114,5 +115,12 @@ int kf_served_launch(void *user, const kf_tensor *t, int n, void *stream)
     if (!k) return later ? KF_KERNEL_LATER : 12;
     void *ptrs[KF_LAUNCH_MAX_ARGS];
     for (int i = 0; i < n; i++) ptrs[i] = t[i].data;
-    return s->cc->launch(s->cc->self, k, ptrs, n, stream);
+    if (s->launch.n_ints) { /* a family kernel: its free sizes, from this call's tensors */
+        kf_dims dims[KF_LAUNCH_MAX_ARGS];
+        int64_t v[KF_LAUNCH_MAX_INTS];
+        for (int i = 0; i < n; i++) dims[i].ndim = t[i].ndim, dims[i].sizes = t[i].sizes;
+        if (kf_launch_ints(&s->launch, dims, n, v) != KF_OK) return 13;
+        for (int j = 0; j < s->launch.n_ints; j++) ptrs[n + j] = (void *)(intptr_t)v[j];
+    }
+    return s->cc->launch(s->cc->self, k, ptrs, n + s->launch.n_ints, stream);
 }

@@ -184,6 +184,7 @@ static void recycle(kf_sigtable *t, kf_slot *s)
     atomic_store(&s->served_slower, 0);
     atomic_store(&s->stopped, KF_STOP_NONE); /* the speed guard's verdict was on the old signature */
     atomic_store(&s->capture_want, 0);
+    atomic_store(&s->fam_seen, 0); /* a new signature looks at the families again */
 }
 
 /* Under the set's `evicting` flag: take the next cold, unpinned slot without a kernel. */

@@ -33,6 +33,7 @@ typedef struct kf_kernel {
     double atol, rtol;     /* the tolerance of that check */
     char cache_key[33];    /* the cache entry it came from; "" when registered directly */
     kf_served *served;     /* the compiled kernel behind fn, when it is ours (owned) */
+    const struct kf_family *family; /* serving a member of this family (plugin/family.h) */
     struct kf_kernel *retired_next; /* kept until the runtime is freed: readers may hold it */
 } kf_kernel;
 
@@ -66,6 +67,7 @@ typedef struct kf_slot {
     _Atomic int stopped;       /* why its kernel was detached in this process (KF_STOP_*) */
     _Atomic uint64_t clock_calls; /* `calls` when the eviction hand last looked (second chance) */
     uint32_t key_cap;             /* bytes allocated at `key` (reused when the slot is recycled) */
+    _Atomic uint32_t fam_seen;    /* the runtime's fam_gen when it last looked for a family */
 } kf_slot;
 
 enum { KF_STOP_NONE, KF_STOP_SLOWER, KF_STOP_LAUNCH_FAILED, KF_STOP_CHECK_FAILED, KF_STOP_CHECK_ERROR };

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "plugin/family.h"
 #include "plugin/runtime.h"
 #include "common/signature.h"
 
@@ -85,7 +86,11 @@ static void add_row(kf_slot *s, void *user)
             snprintf(why, sizeof why, "an argument a kernel cannot take");
         cJSON_AddStringToObject(r, "unservable_reason", why);
     }
-    cJSON_AddBoolToObject(r, "has_kernel", atomic_load(&s->kernel) != NULL);
+    const kf_kernel *k = atomic_load(&s->kernel);
+    cJSON_AddBoolToObject(r, "has_kernel", k != NULL);
+    /* served by a shape family: which one, and the cache entry that states it */
+    cJSON_AddStringToObject(r, "family", k && k->family ? k->family->text : "");
+    cJSON_AddStringToObject(r, "family_entry", k && k->family ? k->family->key_hex : "");
     cJSON_AddItemToArray(ctx->rows, r);
 }
 

@@ -450,6 +450,18 @@ kf_status kf_eval_run(kf_eval *ev, kf_compiler_i *cc, kf_compiled *k, const kf_l
                  launch->arg_types[a], kf_dtype_name(arg_t[a]->dtype));
             return KF_OK;
         }
+    /* a family kernel's launch-time sizes, from the job's shapes (compiler.h) */
+    int n_all = n + launch->n_ints;
+    if (launch->n_ints) {
+        kf_dims dims[KF_LAUNCH_MAX_ARGS];
+        int64_t v[KF_LAUNCH_MAX_INTS];
+        for (int a = 0; a < n; a++) dims[a].ndim = arg_t[a]->ndim, dims[a].sizes = arg_t[a]->sizes;
+        if (kf_launch_ints(launch, dims, n, v) != KF_OK) {
+            fail(res, KF_NODE_LOAD_ERROR, -1, "the launch record's ints do not fit the signature");
+            return KF_OK;
+        }
+        for (int j = 0; j < launch->n_ints; j++) ptrs[n + j] = (void *)(intptr_t)v[j];
+    }
 
     /* every case with the data at the end of its buffer, then at the start: a stray read lands
      * in a guard page (host) or on huge canary values (device) in one of them */
@@ -464,7 +476,7 @@ kf_status kf_eval_run(kf_eval *ev, kf_compiler_i *cc, kf_compiled *k, const kf_l
             if ((rc = prepare(ev, c, 1, 1, err, sizeof err)))
                 return backend_failed(res, rc, c, "preparing the buffers", err);
             ev->cur_case = c, ev->cur_place = p;
-            rc = ev->be->run(ev, cc, k, ptrs, n, NULL, err, sizeof err);
+            rc = ev->be->run(ev, cc, k, ptrs, n_all, NULL, err, sizeof err);
             ev->cur_case = ev->cur_place = -1;
             if (rc) return backend_failed(res, rc, c, when, err);
             if (check_guards(ev, res, c, when, &rc, err, sizeof err))
@@ -496,7 +508,7 @@ kf_status kf_eval_run(kf_eval *ev, kf_compiler_i *cc, kf_compiled *k, const kf_l
             goto free_times;
         }
         ev->cur_place = EV_PLACE_END;
-        rc = ev->be->run(ev, cc, k, ptrs, n, &us, err, sizeof err);
+        rc = ev->be->run(ev, cc, k, ptrs, n_all, &us, err, sizeof err);
         ev->cur_place = -1;
         if (rc) {
             st = backend_failed(res, rc, 0, "timed run", err);

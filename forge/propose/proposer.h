@@ -29,6 +29,10 @@ typedef struct kf_candidate {
 } kf_candidate;
 
 void kf_candidate_clear(kf_candidate *c); /* frees and zeroes; NULL-safe */
+/* The shape family a verified candidate for `sig` serves as the cache's "family" JSON
+ * (malloc'ed): the one its builtin template states for a kernel that reads its free sizes at
+ * launch; NULL for anything else (an LLM's kernel serves its exact signature only). */
+char *kf_candidate_family(const kf_candidate *c, const kf_job_sig *sig);
 
 typedef struct kf_proposer_i {
     const char *name; /* "builtin", "llm", "sabotage(builtin)" */

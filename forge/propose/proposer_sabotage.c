@@ -276,7 +276,7 @@ static kf_status rewrite_cuda(const char *src, const kf_launch *l, int out_arg, 
     }
     char ptr[KF_ENTRY_MAX] = "";
     if (md == MODE_OOB &&
-        !param_name(src, lp, rp, out_arg, l->n_args, ptr, sizeof ptr)) {
+        !param_name(src, lp, rp, out_arg, l->n_args + l->n_ints, ptr, sizeof ptr)) {
         snprintf(err, errcap, "sabotage: cannot read the name of argument %d of %s", out_arg,
                  l->entry);
         return KF_ERR_UNSUPPORTED;
@@ -314,12 +314,14 @@ static kf_status rewrite_host(const char *src, const kf_launch *l, int out_arg, 
     for (int i = 0; i < l->n_args; i++)
         kf_strbuf_printf(&b, "%s%svoid *kf_a%d", i ? ", " : "",
                          strncmp(l->arg_types[i], "const ", 6) ? "" : "const ", i);
+    for (int j = 0; j < l->n_ints; j++) kf_strbuf_printf(&b, ", long long kf_i%d", j);
     kf_strbuf_printf(&b, ")\n{\n");
     char ptr[16] = "";
     snprintf(ptr, sizeof ptr, "kf_a%d", out_arg);
     damage(&b, md, 0, ptr, out_arg >= 0 ? elem_size(l->arg_types[out_arg]) : 4);
     kf_strbuf_printf(&b, "    %s(", INNER_NAME);
     for (int i = 0; i < l->n_args; i++) kf_strbuf_printf(&b, "%skf_a%d", i ? ", " : "", i);
+    for (int j = 0; j < l->n_ints; j++) kf_strbuf_printf(&b, ", kf_i%d", j);
     kf_strbuf_printf(&b, ");\n}\n");
     return take(&b, out, err, errcap);
 }

@@ -88,6 +88,48 @@ char *kf_template_host_launch_json(const char *const *arg_types, int n)
     return kf_strbuf_take(&b);
 }
 
+char *kf_template_family(const kf_template *t, const kf_job_sig *sig)
+{
+    static const struct {
+        const kf_template *t;
+        char *(*family)(const kf_job_sig *sig);
+    } table[] = {
+        {&kf_tmpl_host_row_softmax, kf_host_softmax_family},
+    };
+    if (!t || !sig || !t->applies(sig)) return NULL;
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
+        if (table[i].t == t) return table[i].family(sig);
+    return NULL;
+}
+
+char *kf_template_launch_add_ints(char *launch_json, const char *const *ints, int n)
+{
+    size_t len = launch_json ? strlen(launch_json) : 0;
+    if (!len || launch_json[len - 1] != '}') {
+        free(launch_json);
+        return NULL;
+    }
+    kf_strbuf b = {0};
+    kf_strbuf_printf(&b, "%.*s,\"ints\":[", (int)(len - 1), launch_json);
+    for (int i = 0; i < n; i++) kf_strbuf_printf(&b, "%s\"%s\"", i ? "," : "", ints[i]);
+    kf_strbuf_printf(&b, "]}");
+    free(launch_json);
+    return kf_strbuf_take(&b);
+}
+
+char *kf_template_row_family(const kf_job_sig *sig, int n_args, int64_t max_rows)
+{
+    const kf_job_tensor *x = &sig->in[0];
+    if (x->ndim < 2) return NULL; /* a 1-d tensor is one row: nothing to free */
+    kf_strbuf b = {0};
+    kf_strbuf_printf(&b, "{\"tensors\":[");
+    for (int i = 0; i < n_args; i++) kf_strbuf_printf(&b, "%s%d", i ? "," : "", i);
+    kf_strbuf_printf(&b, "],\"free_dims\":[");
+    for (int d = 0; d + 1 < x->ndim; d++) kf_strbuf_printf(&b, "%s%d", d ? "," : "", d);
+    kf_strbuf_printf(&b, "],\"min\":1,\"max\":%lld,\"multiple_of\":1}", (long long)max_rows);
+    return kf_strbuf_take(&b);
+}
+
 void kf_template_host_prologue(kf_strbuf *b, const kf_template *t, const kf_job_sig *sig,
                                const int *vals)
 {

@@ -67,18 +67,35 @@ static kf_status softmax_render(const kf_job_sig *sig, const int *knob_idx, char
         kf_template_render_begin(t, sig, knob_idx, vals, source, launch_json, err, errcap);
     if (st != KF_OK) return st;
     const kf_job_tensor *x = &sig->in[0];
-    int64_t cols = x->sizes[x->ndim - 1], rows = kf_job_tensor_numel(x) / cols;
-    /* rows per dynamic OpenMP chunk: about 8K (omp 2) or 32K (omp 3) elements */
+    int64_t cols = x->sizes[x->ndim - 1];
+    /* rows per dynamic OpenMP chunk: about 8K (omp 2) or 32K (omp 3) elements (a chunk longer
+     * than the call's rows is one chunk) */
     int64_t rpc = (vals[2] == 3 ? 32768 : 8192) / cols;
-    rpc = rpc < 1 ? 1 : rpc > rows ? rows : rpc;
+    rpc = rpc < 1 ? 1 : rpc;
 
+    /* a family kernel: the row count is a launch argument (kf_host_softmax_family) */
     kf_strbuf b = {0};
     kf_template_host_prologue(&b, t, sig, vals);
     kf_strbuf_printf(&b,
-                     "#define KF_ROWS %lldLL\n#define KF_COLS %lldLL\n#define KF_LOG %d\n"
-                     "#define KF_RPC %lld\n/* inputs: self; outputs: out */\n\n%s%s",
-                     (long long)rows, (long long)cols, !strcmp(sig->op, "aten::_log_softmax"),
+                     "#define KF_COLS %lldLL\n#define KF_LOG %d\n"
+                     "#define KF_RPC %lld\n/* inputs: self; outputs: out; then rows */\n\n%s%s",
+                     (long long)cols, !strcmp(sig->op, "aten::_log_softmax"),
                      (long long)rpc, vals[3] ? kf_body_host_math_h : "", kf_body_host_softmax_c);
     static const char *const args[] = {"const float*", "float*"};
-    return kf_template_host_finish(t, &b, args, 2, source, launch_json, err, errcap);
+    static const char *const ints[] = {"numel(t0)/size(t0,-1)"};
+    st = kf_template_host_finish(t, &b, args, 2, source, launch_json, err, errcap);
+    if (st == KF_OK && !(*launch_json = kf_template_launch_add_ints(*launch_json, ints, 1))) {
+        free(*source);
+        *source = NULL;
+        snprintf(err, errcap, "%s: out of memory", t->name);
+        return KF_ERR_NOMEM;
+    }
+    return st;
+}
+
+/* Every row count of the tuned row length: rows are read at launch, the columns, dtype and
+ * dim stay the signature's; both arguments contiguous (applies() asked that of the tuned one). */
+char *kf_host_softmax_family(const kf_job_sig *sig)
+{
+    return kf_template_row_family(sig, 2, ((int64_t)1 << 31) - 1);
 }

@@ -53,6 +53,14 @@ typedef struct kf_template {
     void (*start)(const kf_job_sig *sig, int *knob_idx);
 } kf_template;
 
+/* The shape family a template's kernels for `sig` serve (docs/architecture.md, "Shape
+ * families"), as the cache's "family" JSON object (malloc'ed); NULL when they serve the exact
+ * signature only. Only templates whose kernels read their free sizes at launch ("ints") state
+ * one; every other dim, stride, dtype and scalar stays the signature's. */
+char *kf_template_family(const kf_template *t, const kf_job_sig *sig);
+/* The families of the templates that have one (kf_template_family's table, host.c). */
+char *kf_host_softmax_family(const kf_job_sig *sig);
+
 /* NULL-terminated table of all builtin templates. */
 extern const kf_template *const kf_builtin_templates[];
 
@@ -76,6 +84,14 @@ kf_status kf_template_render_begin(const kf_template *t, const kf_job_sig *sig, 
 kf_status kf_template_host_finish(const kf_template *t, kf_strbuf *b, const char *const *arg_types,
                                   int n, char **source, char **launch_json, char *err,
                                   size_t errcap);
+
+/* Appends "ints" (launch-time sizes, compile/compiler.h) to a launch record made by the helpers
+ * above; takes `launch_json` and returns the new record (NULL when out of memory). */
+char *kf_template_launch_add_ints(char *launch_json, const char *const *ints, int n);
+/* The family of a row-wise kernel over contiguous arguments whose rows are the product of every
+ * dim but the last: those dims are free in each of the first `n_args` kernel arguments (all
+ * of them row-shaped like the first), rows from 1 to max_rows. */
+char *kf_template_row_family(const kf_job_sig *sig, int n_args, int64_t max_rows);
 
 /* ---- CUDA templates (backend "nvrtc"; cuda*.c) ---- */
 

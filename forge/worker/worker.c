@@ -196,6 +196,7 @@ static kf_status insert_winner(worker *w, char key_hex[KF_KEY_HEX], char *err, s
     e.plugin_version = KF_VERSION_STRING, e.source = n->cand.source;
     e.launch = n->cand.launch_json, e.compile_options = w->toolchain;
     e.outputs = j->outputs_layout;
+    e.family = kf_candidate_family(&n->cand, &j->sig); /* docs/architecture.md, "Shape families" */
     e.max_abs_err = n->max_abs_err, e.max_rel_err = n->max_rel_err;
     e.atol = j->atol, e.rtol = j->rtol;
     e.eager_us = j->eager_us, e.kernel_us = n->latency_us;
@@ -210,6 +211,7 @@ static kf_status insert_winner(worker *w, char key_hex[KF_KEY_HEX], char *err, s
 out:
     kf_cache_free(c);
     free(e.sig);
+    free(e.family);
     return st;
 }
 

@@ -384,7 +384,7 @@ static void test_sabotage_every_nth(void)
                 CHECK(strcmp(a.source, b.source) != 0);
                 CHECK_CONTAINS(b.source, marks[sabotaged % 3]);
                 if (sabotaged % 3 == 2) CHECK_CONTAINS(b.source, "+ 16777216L) = 0x5a;");
-                CHECK_CONTAINS(b.source, "kf_sabotaged_entry(kf_a0, kf_a1);");
+                CHECK_CONTAINS(b.source, "kf_sabotaged_entry(kf_a0, kf_a1, kf_i0);"); /* softmax: rows at launch */
                 cJSON *m = cJSON_Parse(b.meta_json);
                 const cJSON *s = cJSON_GetObjectItemCaseSensitive(m, "sabotage");
                 CHECK(cJSON_IsString(s) && !strcmp(s->valuestring, mode));

@@ -411,6 +411,15 @@ static void run_job(const job *j)
         for (int64_t e = 0; e < c->out_n[i]; e++) outs[i][e] = NAN; /* poison */
         ptrs[np++] = outs[i];
     }
+    /* a family kernel's launch-time sizes (the row count), as the plugin computes them */
+    kf_dims dims[KF_LAUNCH_MAX_ARGS];
+    int64_t iv[KF_LAUNCH_MAX_INTS];
+    for (int a = 0; a < np && a < KF_LAUNCH_MAX_ARGS; a++) {
+        const kf_job_tensor *t = a < c->sig.n_in ? &c->sig.in[a] : &c->sig.out[a - c->sig.n_in];
+        dims[a].ndim = t->ndim, dims[a].sizes = t->sizes;
+    }
+    CHECK_EQ_INT(kf_launch_ints(&l, dims, np, iv), KF_OK);
+    for (int j = 0; j < l.n_ints; j++) ptrs[np++] = (void *)(intptr_t)iv[j];
     if (CHECK_EQ_INT(cc.launch(cc.self, k, ptrs, np, NULL), 0)) {
         long bad = 0;
         for (int i = 0; i < c->sig.n_out; i++)

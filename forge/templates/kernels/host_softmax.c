@@ -162,12 +162,13 @@ static void kf_row(const float *restrict x, float *restrict y)
 #endif
 }
 
-void kf_kernel(const float *restrict x, float *restrict y)
+/* rows: a launch argument (a family kernel: any row count of KF_COLS columns) */
+void kf_kernel(const float *restrict x, float *restrict y, int64_t rows)
 {
 #if KF_OMP == 1
 #pragma omp parallel for schedule(static)
 #elif KF_OMP >= 2
 #pragma omp parallel for schedule(dynamic, KF_RPC)
 #endif
-    for (int64_t r = 0; r < KF_ROWS; r++) kf_row(x + r * KF_COLS, y + r * KF_COLS);
+    for (int64_t r = 0; r < rows; r++) kf_row(x + r * KF_COLS, y + r * KF_COLS);
 }
