@@ -4,9 +4,9 @@ The worker times candidates on a machine the model is using at the same time, so
 measured may be noise. Before the winner is inserted where the model loads kernels from, it is
 timed again here, in a child process (`python -m kernel_forge._confirm JOB_DIR STAGING`) that
 serves it from the staging cache the worker inserted it into (KFORGE_CACHE_DIR=STAGING, first
-use checked against eager as always): k rounds, each the median of m calls of eager (this
-thread bypassing the plugin) and m calls served, in ABAB order (eager first in even rounds,
-served first in odd ones), so that a change of load hits both alike. The winner is confirmed
+use checked against eager as always): k rounds of m pairs of calls, one eager (this thread
+bypassing the plugin) and one served, the pair's order alternating (ABAB, BABA, ...), so that
+a change of load hits both alike; each round's ratio is the served median over the eager one. The winner is confirmed
 only if the median of the rounds' ratios (served / eager) wins by the margin and their spread
 (interquartile range / median) is at most the bound (verdict()).
 
@@ -51,31 +51,33 @@ def verdict(ratios: list[float], margin: float, max_spread: float) -> tuple[bool
 
 
 def measure(fn, device, set_bypass, rounds: int, reps: int) -> list[float]:
-    """Per-round served/eager ratios (module docstring)."""
+    """Per-round served/eager ratios: each round `reps` pairs of calls, one eager (this thread
+    bypassing the plugin) and one served, the pair's order alternating (ABAB, BABA, ...), so
+    that load that comes and goes on the machine hits both sides alike; the ratio of the two
+    medians."""
     from ._verify import _once_us
 
-    def med(bypass: bool) -> float:
-        ts = []
-        if bypass:
-            set_bypass(1)
+    def eager():
+        set_bypass(1)
         try:
-            fn()
-            for _ in range(reps):
-                ts.append(_once_us(fn, device))
+            return _once_us(fn, device)
         finally:
-            if bypass:
-                set_bypass(0)
-        return statistics.median(ts)
+            set_bypass(0)
 
+    fn()
+    eager()
     ratios = []
     for r in range(rounds):
-        if r % 2 == 0:
-            e = med(True)
-            s = med(False)
-        else:
-            s = med(False)
-            e = med(True)
-        ratios.append(s / e if e > 0 else float("inf"))
+        es, ss = [], []
+        for i in range(reps):
+            if (i + r) % 2 == 0:
+                es.append(eager())
+                ss.append(_once_us(fn, device))
+            else:
+                ss.append(_once_us(fn, device))
+                es.append(eager())
+        e = statistics.median(es)
+        ratios.append(statistics.median(ss) / e if e > 0 else float("inf"))
     return ratios
 
 
