@@ -225,6 +225,15 @@ def memory_shortfall(row: dict, captures: int) -> str | None:
     return None
 
 
+def _children_cpu_s() -> float:
+    """CPU seconds of this process's finished children (the worker, its compiler and evaluator
+    children once it has waited for them)."""
+    import resource
+
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
 def calls_flowing(window_s: float = 0.05) -> bool:
     """Whether the model made an intercepted call within `window_s` (kf_total_calls, read twice)."""
     lib, rt = _native.lib(), _native.runtime()
@@ -295,7 +304,7 @@ class OnlineTuner(threading.Thread):
         self.state = {"enabled": True, "pid": os.getpid(), "settings": dict(self.cfg),
                       "phase": "waiting", "queue": [], "current": None, "hot_at": {},
                       "time_spent_s": {"prepare": 0.0, "worker": 0.0, "worker_busy": 0.0,
-                                       "duty_wait": 0.0, "confirm": 0.0},
+                                       "worker_cpu": 0.0, "duty_wait": 0.0, "confirm": 0.0},
                       "landed": [], "refused": [], "searches": 0}
         atexit.register(self.shutdown)
 
@@ -443,7 +452,8 @@ class OnlineTuner(threading.Thread):
         return True
 
     def pay_duty(self):
-        """Before a search: wait until the worker's busy time so far is at most the duty share
+        """Before a search: wait until the workers' busy time so far (CPU time on the host,
+        working wall time on CUDA) is at most the duty share
         of the time since the first search began (a search that ended on a node keeps no
         sleep owed inside the worker, so that its winner lands at once)."""
         now = time.monotonic()
@@ -522,6 +532,7 @@ class OnlineTuner(threading.Thread):
         env = dict(os.environ, OMP_NUM_THREADS=str(max(1, self.cfg["cores"])))
         child = self.spawn_confirm(job_dir, staging)
         go = False
+        cpu0 = _children_cpu_s()
         t = time.monotonic()
         try:
             result = _jobs.run_worker(job_dir, extra_args=self._worker_args(staging, pass_ == "ramp"),
@@ -530,7 +541,12 @@ class OnlineTuner(threading.Thread):
             result["pass"] = pass_
             busy = max(0.0, result.get("wall_s", 0) - result.get("slept_s", 0))
             self._spent("worker_busy", busy)
-            self.busy_s += busy
+            if row.get("device") == "cuda":
+                self.busy_s += busy  # the device's share: the worker's working wall time
+            else:  # the cores' share: CPU time (a nice'd worker on a loaded machine mostly waits)
+                cpu = _children_cpu_s() - cpu0
+                self._spent("worker_cpu", cpu)
+                self.busy_s += min(busy, cpu)
             go = self._worth_confirming(row, pass_, result)
         finally:
             if not go:

@@ -82,7 +82,8 @@ def test_first_kernel_lands_within_the_ci_bound_and_the_model_keeps_its_speed(tm
               "settings", "phase", "elapsed_s"):
         assert k in st, k
     assert st["settings"]["duty"] == 0.1 and st["searches"] >= 1
-    assert set(st["time_spent_s"]) == {"prepare", "worker", "worker_busy", "duty_wait", "confirm"}
+    assert set(st["time_spent_s"]) == {"prepare", "worker", "worker_busy", "worker_cpu", "duty_wait",
+                                    "confirm"}
     assert st["time_spent_s"]["worker_busy"] <= st["time_spent_s"]["worker"]
     assert landed[0]["confirmed_ratio"] > 0 and landed[0]["key"] in st["hot_at"]
     assert "online tuning: landed" in p.stderr, p.stderr[-3000:]  # one INFO line per kernel
