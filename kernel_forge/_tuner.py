@@ -432,9 +432,12 @@ class OnlineTuner(threading.Thread):
                      row["signature"], lease)
             return "later"
         try:
+            n = len(self.results)
             self.tune_one(row, search, ramp=False)
-            result = self.results[-1] if self.results else None
-            if result and result.get("landed"):
+            result = self.results[-1] if len(self.results) > n else None  # None: no search ran
+            # a landed winner is published; a search without one is noted for the fleet; a
+            # winner the confirmation refused is neither (another process may confirm its own)
+            if result and (result.get("landed") or result.get("status") != "inserted"):
                 _remote.publish(result, search["cache_dir"], ck)
         finally:
             if lease:
