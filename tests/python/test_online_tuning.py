@@ -8,6 +8,7 @@ import resource
 import sys
 import time
 
+import pytest
 import torch
 
 import kernel_forge as kf
@@ -226,3 +227,34 @@ def test_quiet_detection_sees_calls_flowing():
         stop.set()
         t.join()
     assert _tuner.wait_quiet(1.0) is True
+
+
+GPU_MODEL = r'''
+import json, time, torch, kernel_forge as kf
+x = torch.randn(4096, 1024, device="cuda")
+t0, first = time.time(), None
+while time.time() - t0 < 150 and first is None:
+    for _ in range(20):
+        torch.softmax(x, -1)
+    torch.cuda.synchronize()
+    time.sleep(0.01)
+    if any(r["served"] > 0 for r in kf.stats()):
+        first = time.time() - t0
+print("RESULT " + json.dumps({"first": first, "status": kf.tuner_status()}))
+'''
+
+
+@pytest.mark.gpu
+def test_gpu_first_kernel_lands_from_the_ramp(tmp_path):
+    """On CUDA: the ramp pass (the worker on a low-priority stream, duty 10%) lands a confirmed
+    softmax kernel; the time after the signature became hot is printed."""
+    p = run_python(GPU_MODEL, {"KFORGE_CACHE_DIR": str(tmp_path / "cache"), "KFORGE_TUNE": "1",
+                               "KFORGE_TUNE_INTERVAL": "0.5", "KFORGE_RELOAD_MS": "100",
+                               "KFORGE_LOG": "info"}, timeout=300)
+    assert p.returncode == 0, p.stderr[-3000:]
+    res = json.loads(p.stdout.split("RESULT ")[-1])
+    landed = res["status"]["landed"]
+    assert res["first"] is not None and landed, (res, p.stderr[-3000:])
+    print(f"\nGPU: first kernel {landed[0]['after_hot_s']:.1f} s after hot ({landed[0]['pass']} "
+          f"pass, confirmed at {landed[0]['confirmed_ratio']:.3f} of eager)")
+    assert landed[0]["after_hot_s"] < 60
