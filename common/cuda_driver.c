@@ -79,6 +79,11 @@ kf_status kf_cuda_driver_open(kf_cuda_driver *d, const char *path, char *err, si
             return KF_ERR_CUDA;
         }
     }
+    /* optional: a driver without them still runs the evaluator on a default-priority stream */
+    d->ctx_get_stream_priority_range =
+        (kf_cu_result (*)(int *, int *))sym2(lib, "cuCtxGetStreamPriorityRange", NULL);
+    d->stream_create_with_priority =
+        (kf_cu_result (*)(kf_cu_stream *, unsigned, int))sym2(lib, "cuStreamCreateWithPriority", NULL);
     d->lib = lib;
     return KF_OK;
 }

@@ -96,6 +96,9 @@ typedef struct kf_cuda_driver {
     kf_cu_result (*stream_create)(kf_cu_stream *stream, unsigned flags);
     kf_cu_result (*stream_destroy)(kf_cu_stream stream);
     kf_cu_result (*stream_synchronize)(kf_cu_stream stream);
+    /* optional (NULL when the driver lacks them): the evaluator's low-priority stream */
+    kf_cu_result (*ctx_get_stream_priority_range)(int *least, int *greatest);
+    kf_cu_result (*stream_create_with_priority)(kf_cu_stream *stream, unsigned flags, int priority);
     /* page-locking host memory in place, so copies to and from it run at full bus speed */
     kf_cu_result (*mem_host_register)(void *p, size_t bytes, unsigned flags);
     kf_cu_result (*mem_host_unregister)(void *p);

@@ -118,6 +118,9 @@ KF_API void kf_set_log_level(int level);
 
 KF_API void kf_set_enabled(kf_runtime *rt, int on);
 KF_API int kf_enabled(const kf_runtime *rt);
+/* Intercepted calls so far, every thread, every signature (one relaxed counter): the online
+ * tuner reads it twice to see whether the model is calling (README, "Online tuning"). */
+KF_API uint64_t kf_total_calls(const kf_runtime *rt);
 
 /* JSON documents owned by the caller; release them with kf_free. */
 KF_API char *kf_stats_json(kf_runtime *rt);

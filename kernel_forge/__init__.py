@@ -17,7 +17,7 @@ __all__ = [
     "KernelForgeError", "library_path", "load", "enable", "disable", "enabled",
     "intercepted_ops", "ops_info", "stats", "chains", "signature_table", "reset_stats", "set_recording",
     "signature_key", "add_kernel", "cache_entries", "reload_cache", "cache_dir", "tune",
-    "__version__",
+    "tuner_status", "__version__",
 ]
 
 __version__ = "0.1.0"
@@ -373,6 +373,23 @@ def tune(op: str, example_args, iterations: int = 50, backend: str | None = None
             out["eager_call_ms"] = _jobs.bench_us(lambda: fn(*work, **kwork), device) / 1e3
         out["served"] = _served_calls(key) > 0
     return out
+
+
+def tuner_status() -> dict:
+    """The online tuner (KFORGE_TUNE=1) of this process: enabled, phase ("ramp", "deep",
+    "waiting"; "off" without KFORGE_TUNE=1), queue (the hot signatures in the order they will be
+    searched, each with its pass), current (the signature being searched, its pass, since_s),
+    time_spent_s (prepare: writing job folders; worker: the worker's wall time; worker_busy:
+    that minus its duty-cycle sleeps; worker_cpu: its CPU time (host signatures), what the
+    duty share is paid in on the host; duty_wait: waited before searches to keep to the share;
+    confirm), searches, hot_at (key -> seconds after the tuner
+    started when the signature first passed the thresholds), landed (per kernel moved into the
+    cache: signature, key, cache_key, pass, eager_us, kernel_us, speedup, confirmed_ratio,
+    spread, quiet, t_s, after_hot_s), refused (signature, key, pass, reason, t_s), settings,
+    elapsed_s. `kforge ui` shows the same from JOBS_DIR/tuner-PID.json."""
+    from . import _tuner
+
+    return _tuner.status()
 
 
 def _register_kernel(key: str, fn_address: int, user: int = 0) -> None:

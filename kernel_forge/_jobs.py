@@ -643,10 +643,13 @@ def worker_path() -> str:
     return p
 
 
-def run_worker(job_dir: str, *, extra_args=(), on_progress=None, proc_holder=None) -> dict:
-    """Run kforge-worker on a job folder; `on_progress(event)` gets each progress line."""
+def run_worker(job_dir: str, *, extra_args=(), on_progress=None, proc_holder=None,
+               popen_kw: dict | None = None) -> dict:
+    """Run kforge-worker on a job folder; `on_progress(event)` gets each progress line;
+    `popen_kw`: more subprocess.Popen arguments (the online tuner's env and preexec_fn)."""
     cmd = [worker_path(), job_dir, "--progress", *extra_args]
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         **(popen_kw or {}))
     if proc_holder is not None:
         proc_holder.append(p)
     try:

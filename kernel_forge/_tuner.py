@@ -13,6 +13,7 @@ from __future__ import annotations
 import atexit
 import logging
 import os
+import shutil
 import threading
 import time
 
@@ -48,6 +49,16 @@ def settings() -> dict:
         "captures": int(_env_num("KFORGE_TUNE_CAPTURES", 3, 1)),
         "interval_s": _env_num("KFORGE_TUNE_INTERVAL", 2.0, 0.05),
         "margin": _env_num("KFORGE_TUNE_MARGIN", 0.03, -100.0),
+        # bounded interference (README, "Online tuning")
+        "duty": min(1.0, _env_num("KFORGE_TUNE_DUTY", 0.1, 0.001)),
+        "cores": int(_env_num("KFORGE_TUNE_CORES", 1, 0)),
+        "nice": int(_env_num("KFORGE_TUNE_NICE", 10, 0)),
+        "ramp": bool(int(_env_num("KFORGE_TUNE_RAMP", 1, 0))),
+        # the confirmation before a winner lands (kernel_forge/_confirm.py)
+        "confirm_rounds": int(_env_num("KFORGE_TUNE_CONFIRM_ROUNDS", 7, 1)),
+        "max_spread": _env_num("KFORGE_TUNE_MAX_SPREAD", 0.25, 0.0),
+        "quiet_wait_s": _env_num("KFORGE_TUNE_QUIET_WAIT", 2.0, 0.0),
+        "retries": int(_env_num("KFORGE_TUNE_RETRIES", 2, 0)),
     }
 
 
@@ -233,9 +244,64 @@ def memory_shortfall(row: dict, captures: int) -> str | None:
     return None
 
 
+def _children_cpu_s() -> float:
+    """CPU seconds of this process's finished children (the worker, its compiler and evaluator
+    children once it has waited for them)."""
+    import resource
+
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def calls_flowing(window_s: float = 0.05) -> bool:
+    """Whether the model made an intercepted call within `window_s` (kf_total_calls, read twice)."""
+    lib, rt = _native.lib(), _native.runtime()
+    n0 = lib.kf_total_calls(rt)
+    time.sleep(window_s)
+    return lib.kf_total_calls(rt) != n0
+
+
+def wait_quiet(max_wait_s: float, window_s: float = 0.05) -> bool:
+    """Wait for a gap of `window_s` without calls, at most max_wait_s; True if one came."""
+    end = time.monotonic() + max_wait_s
+    while True:
+        if not calls_flowing(window_s):
+            return True
+        if time.monotonic() >= end:
+            return False
+
+
+def land(staging: str, cache_dir: str, key: str) -> None:
+    """Move the confirmed entry `key` from the staging cache into the cache the model loads."""
+    import ctypes
+    import tempfile
+
+    lib = _native.lib()
+    with tempfile.TemporaryDirectory(prefix="kforge-land-") as tmp:
+        path = os.path.join(tmp, "entry.kfbundle")
+        n, err = ctypes.c_int(0), ctypes.create_string_buffer(1024)
+        code = lib.kf_cache_dir_export(staging.encode(), path.encode(), key.encode(),
+                                       ctypes.byref(n), err, len(err))
+        if code or n.value != 1:
+            raise KernelForgeError(f"staged entry {key}: {err.value.decode() or 'not found'}")
+        code = lib.kf_cache_dir_import(cache_dir.encode(), path.encode(), ctypes.byref(n), err,
+                                       len(err))
+        if code or n.value != 1:
+            raise KernelForgeError(f"cache {cache_dir}: {err.value.decode() or 'not imported'}")
+
+
 class OnlineTuner(threading.Thread):
     """KFORGE_TUNE=1: one background thread per process, one worker process at a time. Nothing on
-    the model's path waits for it; its own torch calls bypass the plugin (kf_set_thread_bypass)."""
+    the model's path waits for it; its own torch calls bypass the plugin (kf_set_thread_bypass).
+
+    Anytime tuning: every hot signature, hottest first, first gets a ramp pass (the worker's
+    --starts-only: each template's start point), whose winner lands as soon as it is confirmed;
+    then deep searches (the full MCTS) in priority order, on the same job folder (its cases and
+    eager time, and its compiled candidates, JOB_DIR/blobs, are reused). A winner is inserted
+    into a staging cache in the job folder, confirmed by _confirm (interleaved timing against
+    eager, with a spread check), and only then moved into the model's cache. The worker runs at
+    KFORGE_TUNE_DUTY of the wall time, nice'd, on KFORGE_TUNE_CORES CPUs; on CUDA its kernels run
+    on a low-priority stream."""
 
     def __init__(self):
         super().__init__(name="kforge-tuner", daemon=True)
@@ -246,6 +312,19 @@ class OnlineTuner(threading.Thread):
         self.results: list[dict] = []
         self.later: dict[str, float] = {}  # key -> when to look again (another process tunes it)
         self.busy = False  # a job is being prepared, searched or published
+        self.jobs: dict[str, str] = {}  # key -> its job folder (reused by the deep pass)
+        self.ramped: set[str] = set()
+        self.landed_us: dict[str, float] = {}  # key -> kernel_us of what landed
+        self.tries: dict[str, int] = {}  # key -> confirmations refused for spread
+        self.lock = threading.Lock()
+        self.t0 = time.monotonic()
+        self.first_search = None  # when the first worker started (pay_duty)
+        self.busy_s = 0.0  # the workers' busy time (wall time less their duty sleeps)
+        self.state = {"enabled": True, "pid": os.getpid(), "settings": dict(self.cfg),
+                      "phase": "waiting", "queue": [], "current": None, "hot_at": {},
+                      "time_spent_s": {"prepare": 0.0, "worker": 0.0, "worker_busy": 0.0,
+                                       "worker_cpu": 0.0, "duty_wait": 0.0, "confirm": 0.0},
+                      "landed": [], "refused": [], "searches": 0}
         atexit.register(self.shutdown)
 
     def shutdown(self):
@@ -253,12 +332,47 @@ class OnlineTuner(threading.Thread):
         for p in list(self.procs):
             p.kill()
 
+    # ---- status (kernel_forge.tuner_status(), and a file for `kforge ui`)
+    def status(self) -> dict:
+        import copy
+
+        with self.lock:
+            st = copy.deepcopy(self.state)
+        st["elapsed_s"] = time.monotonic() - self.t0
+        return st
+
+    def _note(self, **kw):
+        with self.lock:
+            self.state.update(kw)
+        self._write_status()
+
+    def _spent(self, what: str, s: float):
+        with self.lock:
+            self.state["time_spent_s"][what] += s
+
+    def _write_status(self):
+        try:
+            root = _jobs.jobs_root()
+            os.makedirs(root, mode=0o700, exist_ok=True)
+            path = os.path.join(root, f"tuner-{os.getpid()}.json")
+            tmp = path + ".tmp"
+            import json
+
+            doc = self.status()
+            doc["updated"] = time.time()
+            with open(tmp, "w") as f:
+                json.dump(doc, f)
+            os.replace(tmp, path)
+        except (OSError, KernelForgeError, ValueError):
+            pass  # the status file is for the UI only
+
     def run(self):
         from . import cache_dir, reload_cache, stats
 
         search = {"iterations": self.cfg["iterations"], "margin": self.cfg["margin"],
                   "proposer": "builtin", "cache_dir": cache_dir()}
         before, last, reasons = {}, {}, {}
+        self._write_status()
         while not self.stop.wait(self.cfg["interval_s"]):
             try:
                 # the time since the last look ranks, not since the start, and only what was also
@@ -287,10 +401,26 @@ class OnlineTuner(threading.Thread):
                         torch.device("cuda") if device == "cuda" else torch.device("cpu"), 1 << 26)
                 cands = hot_candidates(rows, self.cfg["min_calls"], self.cfg["min_share"],
                                        skip, bw)
+                with self.lock:
+                    for r in cands:
+                        self.state["hot_at"].setdefault(r["key"], time.monotonic() - self.t0)
+                # anytime: every hot signature's ramp pass, hottest first, before any deep search
+                order = [r for r in cands if r["key"] not in self.ramped] + \
+                        [r for r in cands if r["key"] in self.ramped]
+                self._note(queue=[{"signature": r["signature"], "key": r["key"],
+                                   "share": r["share"],
+                                   "pass": "deep" if r["key"] in self.ramped or not
+                                   self.cfg["ramp"] else "ramp"} for r in order])
                 self.busy = True
-                for r in cands:  # the hottest one this process may search (fleet: not leased)
+                for r in order:  # the first one this process may search (fleet: not leased)
                     self.done.add(r["key"])
-                    if self.tune_fleet(r, search) != "later":
+                    got = self.tune_fleet(r, search)
+                    if got == "ramped":
+                        self.done.discard(r["key"])  # its deep search is still to come
+                    if got == "retry":
+                        self.done.discard(r["key"])
+                        self.later[r["key"]] = time.monotonic() + 5 * self.cfg["interval_s"]
+                    if got != "later":
                         break
                     self.done.discard(r["key"])
                     self.later[r["key"]] = time.monotonic() + 2 * self.cfg["interval_s"]
@@ -299,18 +429,19 @@ class OnlineTuner(threading.Thread):
                 log.warning("online tuning: %s", e)
             finally:
                 self.busy = False
+                self._note(current=None, phase="waiting")
 
     def tune_fleet(self, row: dict, search: dict) -> str:
         """With a fleet cache (KFORGE_REMOTE_CACHE): its entry if published, else a search under
         the signature's lease, published when inserted; "later" while another process holds the
-        lease (the fetcher installs its winner; a crashed tuner's lease expires)."""
+        lease (the fetcher installs its winner; a crashed tuner's lease expires). The fleet
+        skips the ramp pass: what it publishes is the deep search's winner."""
         from . import _remote
 
         remote = _remote.get()
         ck = _remote.cache_key_of(row["key"]) if remote is not None else None
         if ck is None:
-            self.tune_one(row, search)
-            return "tuned"
+            return self.tune_one(row, search, ramp=self.cfg["ramp"])
         state, lease = _remote.claim(remote, search["cache_dir"], ck)
         if state == "fleet":
             log.info("online tuning: %s: from the fleet cache", row["signature"])
@@ -323,19 +454,57 @@ class OnlineTuner(threading.Thread):
                      row["signature"], lease)
             return "later"
         try:
-            result = self.tune_one(row, search)
-            if result:
+            n = len(self.results)
+            self.tune_one(row, search, ramp=False)
+            result = self.results[-1] if len(self.results) > n else None  # None: no search ran
+            # a landed winner is published; a search without one is noted for the fleet; a
+            # winner the confirmation refused is neither (another process may confirm its own)
+            if result and (result.get("landed") or result.get("status") != "inserted"):
                 _remote.publish(result, search["cache_dir"], ck)
         finally:
             if lease:
                 lease.release()
         return "tuned"
 
-    def tune_one(self, row: dict, search: dict) -> dict | None:
+    def _worth_confirming(self, row: dict, pass_: str, result: dict) -> bool:
+        if result["status"] != "inserted" or not result.get("cache_key"):
+            return False
+        had = self.landed_us.get(row["key"])
+        if had and (result.get("best_us") or 0) >= had * (1 - max(self.cfg["margin"], 0)):
+            log.info("online tuning: %s: the %s pass found nothing faster than what landed "
+                     "(%.1f us)", row["signature"], pass_, had)
+            return False
+        return True
+
+    def pay_duty(self):
+        """Before a search: wait until the workers' busy time so far (CPU time on the host,
+        working wall time on CUDA) is at most the duty share
+        of the time since the first search began (a search that ended on a node keeps no
+        sleep owed inside the worker, so that its winner lands at once)."""
+        now = time.monotonic()
+        if self.first_search is None:
+            self.first_search = now
+            return
+        owe = self.busy_s / self.cfg["duty"] - (now - self.first_search)
+        if owe > 0:
+            self._note(phase="duty wait")
+            self.stop.wait(owe)
+            self._spent("duty_wait", time.monotonic() - now)
+
+    def _worker_args(self, staging: str, ramp: bool) -> list[str]:
+        a = ["--cache", staging, "--duty", repr(self.cfg["duty"]), "--nice",
+             str(self.cfg["nice"]), "--cores", str(self.cfg["cores"])]
+        return a + (["--starts-only"] if ramp else [])
+
+    def _prepare(self, row: dict, search: dict) -> str | None:
+        """The job folder of `row` (written once, from real calls), or None."""
         key = row["key"]
+        if key in self.jobs:
+            return self.jobs[key]
         short = memory_shortfall(row, self.cfg["captures"])
         if short:
             log.info("online tuning: %s skipped: %s", row["signature"], short)
+            self._refuse(row, "prepare", short)
             return None
         n = n_tensor_args(key)
         request_captures(key, self.cfg["captures"])
@@ -349,16 +518,173 @@ class OnlineTuner(threading.Thread):
         if not captures:
             log.info("online tuning: %s was not called again; skipped", row["signature"])
             return None
+        t = time.monotonic()
         with _jobs.bypass():
             job_dir = write_job_from_captures(key, captures, search)
+            info, args = _jobs.describe(key)
+            fn = _jobs.resolve(info["op"])
+            pos, kw = _jobs.call_from_args(fn, args, captures[0])
+            torch.save({"op": info["op"], "args": pos, "kwargs": kw,
+                        "margin": self.cfg["margin"], "max_spread": self.cfg["max_spread"],
+                        "rounds": self.cfg["confirm_rounds"]},
+                       os.path.join(job_dir, "confirm.pt"))
+        self._spent("prepare", time.monotonic() - t)
+        self.jobs[key] = job_dir
         log.info("online tuning: %s (%.1f%% of recorded time): job %s", row["signature"],
                  100 * row["share"], job_dir)
-        result = _jobs.run_worker(job_dir, proc_holder=self.procs)
+        return job_dir
+
+    def _refuse(self, row: dict, pass_: str, reason: str):
+        with self.lock:
+            self.state["refused"].append({"signature": row["signature"], "key": row["key"],
+                                          "pass": pass_, "reason": reason,
+                                          "t_s": time.monotonic() - self.t0})
+        self._write_status()
+
+    def tune_one(self, row: dict, search: dict, ramp: bool = True) -> str:
+        """One pass for `row`: "ramped" (its deep search is still to come), "retry" (a
+        confirmation too noisy to trust: again later), "tuned" (nothing more for it)."""
+        key = row["key"]
+        pass_ = "ramp" if ramp and key not in self.ramped else "deep"
+        self._note(phase=pass_, current={"signature": row["signature"], "key": key,
+                                         "pass": pass_, "since_s": time.monotonic() - self.t0})
+        job_dir = self._prepare(row, search)
+        if job_dir is None:
+            return "tuned"
+        self.pay_duty()
+        staging = os.path.join(job_dir, f"staging-{pass_}")
+        shutil.rmtree(staging, ignore_errors=True)  # a retry's or an earlier pass's entry
+        env = dict(os.environ, OMP_NUM_THREADS=str(max(1, self.cfg["cores"])))
+        child = self.spawn_confirm(job_dir, staging)
+        go = False
+        cpu0 = _children_cpu_s()
+        t = time.monotonic()
+        try:
+            result = _jobs.run_worker(job_dir, extra_args=self._worker_args(staging, pass_ == "ramp"),
+                                      proc_holder=self.procs, popen_kw={"env": env})
+            self._spent("worker", time.monotonic() - t)
+            result["pass"] = pass_
+            busy = max(0.0, result.get("wall_s", 0) - result.get("slept_s", 0))
+            self._spent("worker_busy", busy)
+            if row.get("device") == "cuda":
+                self.busy_s += busy  # the device's share: the worker's working wall time
+            else:  # the cores' share: CPU time (a nice'd worker on a loaded machine mostly waits)
+                cpu = _children_cpu_s() - cpu0
+                self._spent("worker_cpu", cpu)
+                self.busy_s += min(busy, cpu)
+            go = self._worth_confirming(row, pass_, result)
+        finally:
+            if not go:
+                self.finish_confirm(child, False)
+        with self.lock:
+            self.state["searches"] += 1
         self.results.append(result)
-        log.info("online tuning: %s: %s (eager %.1f us, best %s us)", row["signature"],
-                 result["status"], result["eager_us"],
-                 f"{result['best_us']:.1f}" if result.get("best_us") else "-")
-        return result
+        log.info("online tuning: %s: %s pass %s (eager %.1f us, best %s us, %s)",
+                 row["signature"], pass_, result["status"], result["eager_us"],
+                 f"{result['best_us']:.1f}" if result.get("best_us") else "-",
+                 result.get("stop_reason", ""))
+        if pass_ == "ramp":
+            self.ramped.add(key)
+        more = "ramped" if pass_ == "ramp" else "tuned"
+        if not go:
+            return more
+        best = result.get("best_us") or 0
+        ok, info = self.finish_confirm(child, True)
+        if not ok:
+            reason = info.get("reason", "not confirmed")
+            spread_fail = "spread" in reason or "quiet" in reason
+            n = self.tries.get(key, 0) + 1
+            self.tries[key] = n
+            retry = spread_fail and n <= self.cfg["retries"]
+            log.info("online tuning: %s: %s pass winner refused: %s%s", row["signature"], pass_,
+                     reason, "; will retry" if retry else "")
+            self._refuse(row, pass_, reason + ("; will retry" if retry else ""))
+            if retry:
+                if pass_ == "ramp":
+                    self.ramped.discard(key)
+                return "retry"
+            return more
+        land(staging, search["cache_dir"], result["cache_key"])
+        from . import reload_cache
+
+        reload_cache()
+        result["landed"] = True
+        self.landed_us[key] = best
+        now = time.monotonic() - self.t0
+        with self.lock:
+            hot = self.state["hot_at"].get(key, now)
+            rec = {"signature": row["signature"], "key": key, "cache_key": result["cache_key"],
+                   "pass": pass_, "eager_us": result["eager_us"], "kernel_us": best,
+                   "speedup": result.get("speedup"), "confirmed_ratio": info.get("ratio"),
+                   "spread": info.get("spread"), "quiet": info.get("quiet"), "t_s": now,
+                   "after_hot_s": now - hot}
+            self.state["landed"].append(rec)
+        self._write_status()
+        log.info("online tuning: landed %s (%s pass): %.2fx in the search, confirmed at %.3f of "
+                 "eager (spread %.2f), %.1f s after it became hot", row["signature"], pass_,
+                 result.get("speedup") or 0, info.get("ratio") or 0, info.get("spread") or 0,
+                 rec["after_hot_s"])
+        return more
+
+    def spawn_confirm(self, job_dir: str, staging: str):
+        """The confirmation child (_confirm), started beside the worker: its imports overlap the
+        search. finish_confirm() gives it the go, or ends it."""
+        import subprocess
+        import sys
+
+        env = {k: v for k, v in os.environ.items()
+               if k not in ("KFORGE_TUNE", "KFORGE_REMOTE_CACHE", "KFORGE_DISABLE",
+                            "KFORGE_CACHE")}
+        env.update(KFORGE_CACHE_DIR=staging, KFORGE_EAGER_SAMPLE_EVERY="0",
+                   KFORGE_CONFIRM_NICE=str(self.cfg["nice"]))
+        pkg_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        env["PYTHONPATH"] = pkg_root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH")
+                                        else "")
+        p = subprocess.Popen([sys.executable, "-m", "kernel_forge._confirm", job_dir], env=env,
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.DEVNULL, text=True)
+        p.t_start = time.monotonic()
+        self.procs.append(p)
+        return p
+
+    def finish_confirm(self, p, go: bool) -> tuple[bool, dict]:
+        """_confirm's verdict on the staged winner (module docstring); go=False: nothing to
+        confirm, the child is ended."""
+        import json
+        import subprocess
+
+        info = {"reason": "the confirmation process gave no answer"}
+        quiet = None  # whether the model paused before the timing began
+        t = time.monotonic()
+        try:
+            if not go:  # nothing to confirm: no need to wait for its imports
+                p.kill()
+                return False, {}
+            for line in p.stdout:
+                try:
+                    ev = json.loads(line)
+                except ValueError:
+                    continue
+                if ev.get("event") == "loaded":
+                    p.stdin.write("check\n")
+                    p.stdin.flush()
+                elif ev.get("event") == "ready":
+                    quiet = wait_quiet(self.cfg["quiet_wait_s"])
+                    p.stdin.write("go\n")
+                    p.stdin.flush()
+                else:
+                    info = ev
+            p.wait(timeout=120)
+        except (OSError, subprocess.TimeoutExpired, ValueError) as e:
+            info = {"reason": f"the confirmation process failed: {e}"}
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+            self.procs.remove(p)
+            self._spent("confirm", time.monotonic() - t)
+        info["quiet"] = quiet
+        return bool(info.get("confirmed")), info
 
 
 _online = None
@@ -370,3 +696,11 @@ def start_online() -> OnlineTuner:
         _online = OnlineTuner()
         _online.start()
     return _online
+
+
+def status() -> dict:
+    """kernel_forge.tuner_status(): the online tuner's state (README, "Online tuning")."""
+    if _online is None:
+        return {"enabled": False, "phase": "off", "queue": [], "current": None, "landed": [],
+                "refused": [], "time_spent_s": {}, "searches": 0}
+    return _online.status()

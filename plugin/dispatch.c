@@ -29,6 +29,7 @@ void kf_dispatch_begin(kf_runtime *rt, const kf_sig *sig, kf_call *c)
     c->gpu_token = -1;
     if (sig->device_type == KF_DEV_CUDA && atomic_load_explicit(&rt->cuda_pending, memory_order_relaxed))
         kf_cachelink_attach_cuda(rt);
+    atomic_fetch_add_explicit(&rt->total_calls, 1, memory_order_relaxed);
     uint64_t h = kf_sig_hash(sig->buf, sig->len);
     kf_slot *s = kf_sigtable_get(rt->sigs, h, sig->buf, sig->len, sig->flags, sig->device_type,
                                  sig->device_index);

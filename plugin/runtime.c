@@ -191,6 +191,11 @@ int kf_enabled(const kf_runtime *rt)
     return rt ? atomic_load(&((kf_runtime *)rt)->enabled) : 0;
 }
 
+uint64_t kf_total_calls(const kf_runtime *rt)
+{
+    return rt ? atomic_load_explicit(&((kf_runtime *)rt)->total_calls, memory_order_relaxed) : 0;
+}
+
 void kf_free(void *p)
 {
     free(p);

@@ -41,6 +41,7 @@ struct kf_runtime {
     kf_op_info ops[KF_MAX_OPS];
     kf_kernel *retired;
     _Atomic uint64_t dropped;  /* calls not recorded: no slot of their set could be recycled */
+    _Atomic uint64_t total_calls; /* every intercepted call (kf_total_calls) */
     _Atomic int observer_on;   /* set by torch_ext when its op observer is installed */
     void *ext;                 /* torch_ext's registrations (C++), owned by torch_ext */
     _Atomic int poison;        /* fill fresh outputs with 0xff before a kernel runs (verification) */

@@ -169,8 +169,20 @@ static kf_status cuda_open(kf_eval *ev, char *err, size_t errcap)
         if (r != KF_CU_SUCCESS) s->ctx = NULL;
     }
     if (r == KF_CU_SUCCESS) what = "cuCtxSetCurrent", r = s->cu.ctx_set_current(s->ctx);
-    /* flags 0: a blocking stream, so it waits for the legacy-stream copies and memsets */
-    if (r == KF_CU_SUCCESS) what = "cuStreamCreate", r = s->cu.stream_create(&s->stream, 0);
+    /* flags 0: a blocking stream, so it waits for the legacy-stream copies and memsets; at the
+     * lowest priority the context offers, so that on a device shared with the model (MPS, or
+     * one context) its kernels yield to the model's (across plain contexts the GPU time-slices
+     * and priorities do not apply: the worker's duty cycle bounds its share there) */
+    if (r == KF_CU_SUCCESS) {
+        int least = 0, greatest = 0;
+        if (s->cu.stream_create_with_priority && s->cu.ctx_get_stream_priority_range &&
+            s->cu.ctx_get_stream_priority_range(&least, &greatest) == KF_CU_SUCCESS) {
+            what = "cuStreamCreateWithPriority";
+            r = s->cu.stream_create_with_priority(&s->stream, 0, least);
+        } else {
+            what = "cuStreamCreate", r = s->cu.stream_create(&s->stream, 0);
+        }
+    }
     if (r == KF_CU_SUCCESS) what = "cuEventCreate", r = s->cu.event_create(&s->e0, 0);
     if (r == KF_CU_SUCCESS) what = "cuEventCreate", r = s->cu.event_create(&s->e1, 0);
     if (r == KF_CU_SUCCESS && ev->job->search.flush_l2) {

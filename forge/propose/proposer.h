@@ -26,6 +26,8 @@ typedef struct kf_candidate {
     char origin[64];     /* template name (builtin) or model name (llm) */
     char change[160];    /* how it differs from its parent; "start: <template>" below the root */
     char *meta_json;     /* malloc'ed JSON object for the tree: {"template": ..., "knobs": {...}} */
+    int first_start;     /* a template's own start point (builtin: the knobs its start() guesses),
+                            what a ramp pass (kforge-worker --starts-only) evaluates */
 } kf_candidate;
 
 void kf_candidate_clear(kf_candidate *c); /* frees and zeroes; NULL-safe */

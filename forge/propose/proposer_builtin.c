@@ -209,6 +209,7 @@ static kf_status propose_start(builtin *b, int child_id, kf_candidate *out, char
                 kf_status st = emit(b, ti, idx, NULL, 0, child_id, out, why, sizeof why);
                 if (st == KF_OK) {
                     b->next_start++;
+                    out->first_start = 1;
                     return KF_OK;
                 }
                 if (st == KF_ERR_NOMEM) goto out_nomem;

@@ -4,10 +4,13 @@
  *                 [--timeout SECONDS] [--cache DIR | --no-insert] [--timings-from JOB_DIR]
  *                 [--progress] [--sabotage crash,hang,oob [--sabotage-every N]]
  *                 [--proposer builtin|llm|mixed] [--llm-budget-usd USD] [--llm-max-requests N]
+ *                 [--starts-only] [--duty F] [--nice N] [--cores N]
  *   kforge-worker --check JOB_DIR SOURCE_FILE LAUNCH_FILE   (one candidate: forge/eval/eval_check.h)
  *   kforge-worker --eval JOB_DIR      (internal: the evaluator child) */
 #include <errno.h>
 #include <limits.h>
+#include <sched.h>
+#include <sys/resource.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,7 +29,8 @@ static void usage(FILE *f)
             "                     [--cache DIR | --no-insert] [--timings-from JOB_DIR] [--progress]\n"
             "                     [--sabotage crash,hang,oob [--sabotage-every N]]\n"
             "                     [--proposer builtin|llm|mixed] [--llm-budget-usd USD]\n"
-            "                     [--llm-max-requests N]\n"
+            "                     [--llm-max-requests N] [--starts-only] [--duty F]\n"
+            "                     [--nice N] [--cores N]\n"
             "Runs the kernel search for one job folder (written by kernel_forge) and inserts a\n"
             "verified winner into the cache. See README, \"Tuning\".\n");
 }
@@ -37,6 +41,25 @@ static void log_to_stderr(int level, const char *msg, void *user)
     static const char *const names[] = {"debug", "info", "warning", "error"};
     if (level < KF_LOG_INFO) return;
     fprintf(stderr, "kforge-worker: %s: %s\n", names[level & 3], msg);
+}
+
+/* --nice / --cores: lower this process's priority and keep it (and every child: the compiler,
+ * the evaluator) to the last `cores` CPUs it may use, so that a model beside it keeps the rest. */
+static void limit_self(int nice_inc, int cores)
+{
+    if (nice_inc > 0) {
+        errno = 0;
+        int cur = getpriority(PRIO_PROCESS, 0);
+        if (errno == 0 && setpriority(PRIO_PROCESS, 0, cur + nice_inc) != 0)
+            fprintf(stderr, "kforge-worker: --nice %d: %s\n", nice_inc, strerror(errno));
+    }
+    cpu_set_t set, keep;
+    if (cores <= 0 || sched_getaffinity(0, sizeof set, &set) != 0) return;
+    CPU_ZERO(&keep);
+    for (int c = CPU_SETSIZE - 1, n = 0; c >= 0 && n < cores; c--)
+        if (CPU_ISSET(c, &set)) CPU_SET(c, &keep), n++;
+    if (sched_setaffinity(0, sizeof keep, &keep) != 0)
+        fprintf(stderr, "kforge-worker: --cores %d: %s\n", cores, strerror(errno));
 }
 
 static int parse_num(const char *flag, const char *v, double lo, double *out)
@@ -67,6 +90,7 @@ int main(int argc, char **argv)
     if (argc == 5 && !strcmp(argv[1], "--check")) return kf_check_main(exe, argv[2], argv[3], argv[4]);
     kf_worker_opts o = {.exe = exe, .iterations = -1, .seed = -1, .margin = -1,
                         .time_budget_s = -1, .candidate_timeout_s = -1};
+    int nice_inc = 0, cores = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         double d;
@@ -111,6 +135,17 @@ int main(int argc, char **argv)
             o.timings_from = v, i++;
         } else if (!strcmp(a, "--sabotage") && v) {
             o.sabotage = v, i++;
+        } else if (!strcmp(a, "--duty")) {
+            if (parse_num(a, v, 0, &d)) return 2;
+            o.duty = d, i++;
+        } else if (!strcmp(a, "--nice")) {
+            if (parse_num(a, v, 0, &d)) return 2;
+            nice_inc = (int)d, i++;
+        } else if (!strcmp(a, "--cores")) {
+            if (parse_num(a, v, 0, &d)) return 2;
+            cores = (int)d, i++;
+        } else if (!strcmp(a, "--starts-only")) {
+            o.starts_only = 1;
         } else if (!strcmp(a, "--progress")) {
             o.progress = stdout;
         } else if (a[0] != '-' && !o.job_dir) {
@@ -125,6 +160,7 @@ int main(int argc, char **argv)
         usage(stderr);
         return 2;
     }
+    limit_self(nice_inc, cores);
     char err[1024] = "";
     kf_status st = kf_worker_run(&o, err, sizeof err);
     if (st != KF_OK) {

@@ -203,6 +203,7 @@ void kf_worker_write_result(worker *w, const char *status, const char *key_hex, 
     cJSON_AddNumberToObject(doc, "iterations", w->n_nodes);
     cJSON_AddStringToObject(doc, "stop_reason", w->stop_reason);
     cJSON_AddNumberToObject(doc, "wall_s", kf_now_s() - w->t0);
+    cJSON_AddNumberToObject(doc, "slept_s", w->slept_s); /* the duty cycle's (--duty) */
     cJSON_AddNumberToObject(doc, "evaluator_restarts", w->ev ? kf_evaluator_restarts(w->ev) : 0);
     cJSON_AddNumberToObject(doc, "seed", (double)j->search.seed);
     cJSON_AddStringToObject(doc, "proposer", j->search.proposer);

@@ -77,6 +77,42 @@ static void memcheck_node(worker *w, int id, const void *blob, size_t blob_len)
     free(log_path);
 }
 
+/* Compiled candidates of this job folder, JOB_DIR/blobs/<hash>.blob, the hash over the source,
+ * the launch record, the architecture and the toolchain: a later search of the same job (the
+ * online tuner's deep pass after its ramp pass) does not compile its start points again. */
+static char *blob_path_of(const worker *w, const wnode *n)
+{
+    uint64_t seed = XXH3_64bits(n->cand.launch_json, strlen(n->cand.launch_json)) ^
+                    XXH3_64bits(w->arch, strlen(w->arch)) * 31 ^
+                    XXH3_64bits(w->toolchain, strlen(w->toolchain)) * 131;
+    uint64_t h = XXH3_64bits_withSeed(n->cand.source, strlen(n->cand.source), seed);
+    return kf_worker_path(w->job->dir, "blobs/%016llx.blob", (unsigned long long)h);
+}
+
+static kf_status cached_blob(const worker *w, const wnode *n, void **blob, size_t *len, char **log)
+{
+    char *path = blob_path_of(w, n), err[256];
+    char *buf = NULL;
+    kf_status st = path ? kf_read_file(path, (uint64_t)1 << 30, &buf, len, err, sizeof err)
+                        : KF_ERR_NOMEM;
+    if (st == KF_OK && !*len) st = KF_ERR_INVALID, free(buf), buf = NULL;
+    if (st == KF_OK) {
+        *blob = buf;
+        *log = kf_aprintf("compiled by an earlier search of this job (%s)", strrchr(path, '/') + 1);
+    }
+    free(path);
+    return st;
+}
+
+static void keep_blob(const worker *w, const wnode *n, const void *blob, size_t len)
+{
+    char *dir = kf_worker_path(w->job->dir, "blobs"), *path = blob_path_of(w, n), err[256];
+    if (dir && path && (mkdir(dir, 0700) == 0 || errno == EEXIST))
+        kf_write_file(path, blob, len, err, sizeof err); /* a failure only costs a compile later */
+    free(dir);
+    free(path);
+}
+
 /* Compile and evaluate the candidate in `n` (node id `id`); fills status, latency, error. */
 static void evaluate(worker *w, int id, wnode *n)
 {
@@ -107,7 +143,11 @@ static void evaluate(worker *w, int id, wnode *n)
         n->error = strdup(why);
         goto done;
     }
-    kf_status st = w->cc.compile(w->cc.self, src, &launch, w->arch, &blob, &blob_len, &log);
+    kf_status st = cached_blob(w, n, &blob, &blob_len, &log);
+    if (st != KF_OK) {
+        st = w->cc.compile(w->cc.self, src, &launch, w->arch, &blob, &blob_len, &log);
+        if (st == KF_OK) keep_blob(w, n, blob, blob_len);
+    }
     n->compile_s = kf_now_s() - t;
     snprintf(name, sizeof name, "%d.log", id);
     kf_worker_write_text(dir, name, log ? log : "");
@@ -324,12 +364,36 @@ static int should_stop(worker *w)
     return 0;
 }
 
+/* KFORGE_TUNE_DUTY: the worker works at most `duty` of the wall time since it started; the
+ * rest it sleeps, between nodes (a node's compile and evaluation run at full speed, so timings
+ * are not stretched by the limit). What the last node leaves owed is not slept here (result.json
+ * has busy and slept time; the online tuner pays it before its next search). */
+static void duty_sleep(worker *w)
+{
+    double duty = w->o->duty;
+    if (!(duty > 0 && duty < 1)) return;
+    double busy = kf_now_s() - w->t0 - w->slept_s;
+    double owe = busy / duty - busy - w->slept_s;
+    if (w->job->search.time_budget_s > 0) { /* never sleep past the time budget */
+        double left = w->job->search.time_budget_s - (kf_now_s() - w->t0);
+        if (owe > left) owe = left;
+    }
+    if (owe <= 0) return;
+    double t = kf_now_s();
+    struct timespec ts = {(time_t)owe, (long)((owe - (double)(time_t)owe) * 1e9)};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+    w->slept_s += kf_now_s() - t;
+}
+
 static void run_loop(worker *w)
 {
     int fruitless = 0; /* proposals refused in a row: a guard against a proposer that loops */
     while (!should_stop(w)) {
-        int parent;
-        if (kf_mcts_select(w->tree, &parent) != KF_OK) {
+        int parent = KF_MCTS_ROOT;
+        if (w->o->starts_only) {
+            /* the ramp pass: every template's start point below the root, nothing deeper */
+        } else if (kf_mcts_select(w->tree, &parent) != KF_OK) {
             snprintf(w->stop_reason, sizeof w->stop_reason, "search space exhausted");
             return;
         }
@@ -351,6 +415,13 @@ static void run_loop(worker *w)
             if (!n->cand.source || !n->cand.launch_json || !n->error) st = KF_ERR_NOMEM;
             else st = KF_OK;
         }
+        if (w->o->starts_only && (st != KF_OK || !n->cand.first_start)) {
+            kf_candidate_clear(&n->cand);
+            free(n->error);
+            n->error = NULL;
+            snprintf(w->stop_reason, sizeof w->stop_reason, "start candidates evaluated");
+            return;
+        }
         if (st != KF_OK) {
             kf_candidate_clear(&n->cand);
             if (st != KF_ERR_NOT_FOUND) KF_WARN("worker: proposer: %s", why);
@@ -363,6 +434,7 @@ static void run_loop(worker *w)
         }
         fruitless = 0;
         int id = w->n_nodes;
+        if (id > 0) duty_sleep(w); /* never after the last node: its result is not kept waiting */
         if (!refused) evaluate(w, id, n);
         n->elapsed_s = kf_now_s() - w->t0;
         /* flagged kernels are correct, just not trusted to be inserted: the search may use them */

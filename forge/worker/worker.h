@@ -31,6 +31,11 @@ typedef struct kf_worker_opts {
     double llm_budget_usd;    /* stop when the model has cost this much (<= 0: no limit) */
     int llm_max_requests;     /* stop after this many HTTP requests to the model (<= 0: none) */
     FILE *progress;           /* one JSON line per node and one at the end (NULL: none) */
+    int starts_only;          /* the ramp pass: only each template's start point (first_start),
+                                 then stop ("start candidates evaluated") */
+    double duty;              /* (0, 1): sleep between nodes so that the time spent working
+                                 (all but those sleeps) is at most this share of the wall time;
+                                 <= 0 or >= 1: never sleep */
 } kf_worker_opts;
 
 /* Run the job to the end. KF_OK when the search ran, whatever it found (JOB_DIR/result.json says

@@ -55,6 +55,7 @@ typedef struct worker {
     int n_nodes, cap_nodes;
     replay rep;
     double t0;
+    double slept_s; /* the duty cycle's sleeps so far (kf_worker_opts.duty) */
     char stop_reason[128];
     void *best_blob;  /* the blob of the best verified node so far */
     size_t best_blob_len;

@@ -45,6 +45,7 @@ JOB_ID = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.+-]{0,199}$")
 CACHE_KEY = re.compile(r"^[A-Za-z0-9_.-]{1,200}$")
 MAX_TEXT = 4 << 20  # a source, log or launch record larger than this is cut
 JOB_FILES = ("job.json", "result.json", "tree.json", "progress.jsonl")  # read by name from a job folder
+TUNER_FILE = re.compile(r"^tuner-[0-9]{1,10}\.json$")  # the online tuner's status (_tuner.py)
 LIVE_WINDOW_S = 120  # a job without result.json whose progress moved this recently is running
 TOKEN = re.compile(r"^[A-Za-z0-9_.~-]{16,200}$")
 TOKEN_HEADER = "X-KForge-Token"
@@ -336,6 +337,48 @@ class App:
         rows = doc.get("rows") if isinstance(doc, dict) else doc
         return [r for r in rows or [] if isinstance(r, dict)], None
 
+    def tuner(self):
+        """The newest online tuner's status file (JOBS_DIR/tuner-PID.json, _tuner.py), summed
+        up in one line's worth of fields; None without one. Untrusted: only numbers and short
+        strings of the expected kinds are passed on."""
+        best, when = None, 0.0
+        try:
+            names = [n for n in os.listdir(self.jobs_dir) if TUNER_FILE.match(n)]
+        except OSError:
+            return None
+        for n in names:
+            try:
+                m = os.path.getmtime(inside(self.jobs_dir, n))
+            except (OSError, Refused):
+                continue
+            if m > when:
+                best, when = n, m
+        doc = read_json(inside(self.jobs_dir, best)) if best else None
+        if not isinstance(doc, dict):
+            return None
+
+        def num(v):
+            return v if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+        def text(v):
+            return v[:300] if isinstance(v, str) else None
+
+        landed = [x for x in doc.get("landed") or [] if isinstance(x, dict)]
+        refused = [x for x in doc.get("refused") or [] if isinstance(x, dict)]
+        cur = doc.get("current") if isinstance(doc.get("current"), dict) else None
+        spent = doc.get("time_spent_s") if isinstance(doc.get("time_spent_s"), dict) else {}
+        return {"pid": num(doc.get("pid")), "phase": text(doc.get("phase")),
+                "queue": len(doc.get("queue") or []) if isinstance(doc.get("queue"), list) else 0,
+                "current": text(cur.get("signature")) if cur else None,
+                "current_pass": text(cur.get("pass")) if cur else None,
+                "landed": len(landed), "refused": len(refused),
+                "first_landed_s": num(landed[0].get("after_hot_s")) if landed else None,
+                "last_refusal": text(refused[-1].get("reason")) if refused else None,
+                "worker_busy_s": num(spent.get("worker_busy")), "elapsed_s": num(doc.get("elapsed_s")),
+                "duty": num((doc.get("settings") or {}).get("duty"))
+                if isinstance(doc.get("settings"), dict) else None,
+                "age_s": time.time() - when}
+
     def overview(self):
         entries = self.cache.entries()
         rows, err = self.run_rows()
@@ -397,7 +440,7 @@ class App:
                 "cache_dir": self.cache.dir, "jobs_dir": self.jobs_dir,
                 "cache": {"entries": len(entries),
                           "disabled": sum(1 for e in entries if e.get("disabled"))},
-                "saving": saving}
+                "saving": saving, "tuner": self.tuner()}
 
 
 def authority_host(value: str | None) -> str | None:

@@ -89,8 +89,9 @@ def env_for(server, tmp_path, name, prefix, tune=False, **extra):
          "KFORGE_REMOTE_PREFIX": prefix, "KFORGE_REMOTE_POLL": "0.2", "KFORGE_RELOAD_MS": "100",
          "KFORGE_LOG": "info", "OMP_NUM_THREADS": "1"}
     if tune:
+        # the whole machine for the worker (KFORGE_TUNE_DUTY=1): these test the fleet
         e.update({"KFORGE_TUNE": "1", "KFORGE_TUNE_ITERATIONS": "4", "KFORGE_TUNE_INTERVAL": "0.3",
-                  "KFORGE_TUNE_MARGIN": "-100"})
+                  "KFORGE_TUNE_MARGIN": "-100", "KFORGE_TUNE_DUTY": "1"})
     e.update({k: str(v) for k, v in extra.items()})
     return e
 
@@ -115,8 +116,9 @@ def popen(env, args):
 
 
 def jobs_in(*dirs):
-    return sum(len(os.listdir(os.path.join(d, "jobs"))) for d in dirs
-               if os.path.isdir(os.path.join(d, "jobs")))
+    """Job folders (the online tuner's status file, tuner-PID.json, sits beside them)."""
+    return sum(sum(os.path.isdir(os.path.join(d, "jobs", n)) for n in os.listdir(os.path.join(d, "jobs")))
+               for d in dirs if os.path.isdir(os.path.join(d, "jobs")))
 
 
 @pytest.fixture(scope="module")

@@ -294,10 +294,15 @@ def test_online_tuning_serves_without_restart(tmp_path):
         "    served = sum(r['served'] for r in kf.stats() if r['op'] == 'aten::_softmax')\n"
         "from kernel_forge import _tuner\n"
         "r = _tuner._online.results\n"
-        "print('RESULT', r[0]['status'] if r else 'none', served)\n")
+        "ok = [x for x in r if x['status'] == 'inserted']\n"  # the ramp pass's or the deep one's
+        "print('RESULT', ok[0]['status'] if ok else r[0]['status'] if r else 'none', served)\n")
+    # the whole share of the machine (KFORGE_TUNE_DUTY=1): this tests the pipeline, not the duty
+    # cycle (test_online_tuning.py); one intra-op thread: eager timed under a shared box's
+    # contention can look slow enough to flag every kernel as too fast to trust
     p = run_python(code, {"KFORGE_CACHE_DIR": str(tmp_path / "cache"), "KFORGE_TUNE": "1",
                           "KFORGE_TUNE_ITERATIONS": "6", "KFORGE_TUNE_INTERVAL": "0.5",
-                          "KFORGE_RELOAD_MS": "100", "KFORGE_TUNE_MARGIN": "-100"}, timeout=400)
+                          "KFORGE_RELOAD_MS": "100", "KFORGE_TUNE_MARGIN": "-100",
+                          "KFORGE_TUNE_DUTY": "1", "OMP_NUM_THREADS": "1"}, timeout=400)
     assert p.returncode == 0, p.stderr
     status, served = p.stdout.split("RESULT")[-1].split()
     assert status == "inserted" and int(served) > 0, p.stdout + p.stderr

@@ -192,8 +192,16 @@ async function viewOverview() {
       el("td", {}, badge(r.status)), el("td", { text: r.why }),
       el("td", {}, r.job_id ? el("a", { href: "#/job/" + enc(r.job_id), text: "search" }) : "-"))));
   const chart = el("canvas", { id: "speedups", style: "width:100%;height:" + Math.max(80, Math.min(rows.length, 30) * 26 + 20) + "px" });
+  const t = o.tuner;
+  const tunerLine = t ? el("div", { id: "tuner", class: "muted", text:
+    `online tuner (pid ${t.pid}${t.age_s > 60 ? ", last update " + Math.round(t.age_s) + " s ago" : ""}): ${t.phase}` +
+    (t.current ? ` ${t.current_pass} pass on ${t.current}` : "") +
+    ` · ${t.queue} queued · ${t.landed} landed` + (num(t.first_landed_s) ? ` (first ${t.first_landed_s.toFixed(1)} s after it was hot)` : "") +
+    ` · ${t.refused} refused` + (t.last_refusal ? ` (last: ${t.last_refusal})` : "") +
+    (num(t.worker_busy_s) ? ` · worker busy ${t.worker_busy_s.toFixed(1)} s of ${num(t.elapsed_s) ? t.elapsed_s.toFixed(0) : "?"} s (duty ${fmtPct(t.duty)})` : "") }) : null;
   page(el("h1", { text: "Overview" }),
     el("div", { class: "muted", text: `cache ${o.cache_dir} · jobs ${o.jobs_dir}` + (o.stats_file ? ` · run ${o.stats_file}` : "") }),
+    tunerLine,
     o.rows_error ? el("div", { class: "error", text: o.rows_error }) : null,
     cards, el("h2", { text: "Hot signatures" }), table,
     rows.length > 500 ? el("div", { class: "muted", text: `${rows.length - 500} more rows not shown` }) : null,

@@ -1,0 +1,219 @@
+"""Online tuning as a user leaves it on: a model run in a loop for N seconds with KFORGE_TUNE=1.
+
+    python3 benchmarks/online_tuning.py --seconds 300 --model MODEL.py [--device cuda]
+                                        [--eager-seconds 60] [--compare-warmup] [--out FILE.json]
+
+MODEL.py defines make(device) returning a callable that runs one forward (and, run as a script,
+may do anything: `kforge warmup MODEL.py` runs it as a workload, see --compare-warmup). Without
+--model, a small built-in model (layer_norm, softmax, gelu layers) is used.
+
+Each phase is a fresh process with a fresh cache folder:
+  1. eager: KFORGE_DISABLE=1 (the plugin loaded, nothing registered), the loop for
+     --eager-seconds: p50/p99 forward time;
+  2. online: KFORGE_TUNE=1, the loop for --seconds, kernel_forge.tuner_status() read about once
+     a second between forwards: time to the first and third landed kernel (from the process
+     start and from the signature passing the thresholds), p50/p99 forward time while the tuner
+     searches or confirms, p50 over the last 20% of the run (the final speed, "final speedup"
+     against eager);
+  3. with --compare-warmup: `kforge warmup MODEL.py` into another fresh cache, then the loop
+     served from it for --eager-seconds: kforge warmup's speedup, to compare with 2's.
+Prints one JSON document (also written to --out).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+
+BUILTIN = r'''
+import torch
+import torch.nn.functional as F
+
+def make(device="cpu"):
+    torch.manual_seed(0)
+    x = torch.randn(64, 1024, device=device)
+    w = torch.randn(1024, device=device)
+    b = torch.randn(1024, device=device)
+
+    def forward():
+        y = x
+        for _ in range(4):
+            y = F.layer_norm(y, (1024,), w, b)
+            y = F.gelu(y)
+            y = torch.softmax(y, -1)
+        return y
+    return forward
+
+if __name__ == "__main__":
+    f = make()
+    for _ in range(200):
+        f()
+'''
+
+CHILD = r'''
+import json, os, sys, time
+T0 = time.time()
+sys.path.insert(0, os.path.dirname(sys.argv[1]))
+import importlib.util
+import torch
+spec = importlib.util.spec_from_file_location("kf_bench_model", sys.argv[1])
+mod = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(mod)
+import kernel_forge as kf
+device, seconds = sys.argv[2], float(sys.argv[3])
+fwd = mod.make(device)
+sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
+times, phases, events = [], [], []
+last_poll, landed = 0.0, 0
+end = time.time() + seconds
+phase = "off"
+while time.time() < end:
+    t = time.perf_counter()
+    fwd()
+    sync()
+    times.append((time.time() - T0, (time.perf_counter() - t) * 1e3))
+    phases.append(phase)
+    if time.time() - last_poll > 1.0:
+        last_poll = time.time()
+        st = kf.tuner_status()
+        phase = st.get("phase", "off")
+        if st.get("current") is None and phase != "off":
+            phase = "waiting"
+        for rec in st.get("landed", [])[landed:]:
+            events.append({"t": time.time() - T0, **rec})
+        landed = len(st.get("landed", []))
+st = kf.tuner_status()
+served = sum(r["served"] for r in kf.stats())
+print("ONLINE " + json.dumps({"times": times, "phases": phases, "landed": events,
+      "status": {k: st.get(k) for k in ("landed", "refused", "time_spent_s", "searches",
+                                        "hot_at", "elapsed_s", "settings")},
+      "served_calls": served}))
+'''
+
+
+def pct(xs, q):
+    if not xs:
+        return None
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(q * len(xs)))]
+
+
+def run_loop(model, device, seconds, env_extra, cache_dir):
+    env = dict(os.environ)
+    for k in ("KFORGE_TUNE", "KFORGE_DISABLE", "KFORGE_CACHE"):
+        env.pop(k, None)
+    env.update(env_extra)
+    env["KFORGE_CACHE_DIR"] = cache_dir
+    env["PYTHONPATH"] = ROOT + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
+        f.write(CHILD)
+        child = f.name
+    try:
+        p = subprocess.run([sys.executable, child, os.path.abspath(model), device, str(seconds)],
+                           env=env, capture_output=True, text=True, timeout=seconds + 600)
+    finally:
+        os.unlink(child)
+    line = next((ln for ln in p.stdout.splitlines() if ln.startswith("ONLINE ")), None)
+    if line is None:
+        raise SystemExit(f"the model loop failed (exit {p.returncode}): {p.stderr[-3000:]}")
+    doc = json.loads(line[7:])
+    doc["stderr_tail"] = p.stderr[-4000:]
+    return doc
+
+
+def summary(doc, skip_s=3.0):
+    ts = [ms for t, ms in doc["times"] if t >= doc["times"][0][0] + skip_s] or \
+        [ms for _, ms in doc["times"]]
+    return {"forwards": len(doc["times"]), "p50_ms": statistics.median(ts), "p99_ms": pct(ts, 0.99)}
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--model", help="a script defining make(device) -> forward callable")
+    ap.add_argument("--device", default=None, help="cpu or cuda (default: cuda when available)")
+    ap.add_argument("--seconds", type=float, default=300)
+    ap.add_argument("--eager-seconds", type=float, default=None,
+                    help="the eager and warm-up phases' loops (default: seconds / 5, 10 to 60)")
+    ap.add_argument("--compare-warmup", action="store_true")
+    ap.add_argument("--env", action="append", default=[], help="NAME=VALUE for the online run")
+    ap.add_argument("--out")
+    a = ap.parse_args(argv)
+    device = a.device
+    if device is None:
+        import torch
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    eager_s = a.eager_seconds or max(10.0, min(60.0, a.seconds / 5))
+    tmp = tempfile.mkdtemp(prefix="kforge-online-bench-")
+    model = a.model
+    if not model:
+        model = os.path.join(tmp, "builtin_model.py")
+        with open(model, "w") as f:
+            f.write(BUILTIN)
+    extra = dict(kv.split("=", 1) for kv in a.env)
+    out = {"model": a.model or "builtin (4 x layer_norm, gelu, softmax on 64x1024 f32)",
+           "device": device, "seconds": a.seconds, "eager_seconds": eager_s, "env": extra}
+
+    eager = run_loop(model, device, eager_s, {"KFORGE_DISABLE": "1"}, os.path.join(tmp, "c0"))
+    out["eager"] = summary(eager)
+    online = run_loop(model, device, a.seconds, dict({"KFORGE_TUNE": "1"}, **extra),
+                      os.path.join(tmp, "c1"))
+    times, phases = online["times"], online["phases"]
+    t_first = times[0][0]
+    during = [ms for (t, ms), ph in zip(times, phases) if ph in ("ramp", "deep")]
+    tail_from = t_first + 0.8 * (times[-1][0] - t_first)
+    tail = [ms for t, ms in times if t >= tail_from]
+    landed = online["landed"]
+    out["online"] = {
+        "forwards": len(times),
+        "first_kernel_s": landed[0]["t"] if landed else None,
+        "third_kernel_s": landed[2]["t"] if len(landed) >= 3 else None,
+        "first_kernel_after_hot_s": landed[0]["after_hot_s"] if landed else None,
+        "landed": [{k: r.get(k) for k in ("t", "signature", "pass", "after_hot_s", "speedup",
+                                          "confirmed_ratio", "spread")} for r in landed],
+        "refused": online["status"].get("refused"),
+        "time_spent_s": online["status"].get("time_spent_s"),
+        "searches": online["status"].get("searches"),
+        "settings": online["status"].get("settings"),
+        "during_tuning": {"forwards": len(during), "p50_ms": statistics.median(during) if during
+                          else None, "p99_ms": pct(during, 0.99)},
+        "final": {"forwards": len(tail), "p50_ms": statistics.median(tail) if tail else None},
+        "served_calls": online["served_calls"],
+    }
+    e50 = out["eager"]["p50_ms"]
+    o = out["online"]
+    o["during_tuning"]["p50_vs_eager"] = (o["during_tuning"]["p50_ms"] / e50
+                                          if o["during_tuning"]["p50_ms"] else None)
+    o["during_tuning"]["p99_vs_eager"] = (o["during_tuning"]["p99_ms"] / out["eager"]["p99_ms"]
+                                          if o["during_tuning"]["p99_ms"] else None)
+    o["final_speedup"] = e50 / o["final"]["p50_ms"] if o["final"]["p50_ms"] else None
+    if a.compare_warmup:
+        wdir = os.path.join(tmp, "c2")
+        env = dict(os.environ, KFORGE_CACHE_DIR=wdir,
+                   PYTHONPATH=ROOT + (os.pathsep + os.environ["PYTHONPATH"]
+                                      if os.environ.get("PYTHONPATH") else ""))
+        env.pop("KFORGE_TUNE", None)
+        t = time.time()
+        p = subprocess.run([sys.executable, "-m", "kernel_forge", "warmup", model], env=env,
+                           capture_output=True, text=True)
+        out["warmup"] = {"wall_s": time.time() - t, "exit": p.returncode}
+        served = run_loop(model, device, eager_s, {}, wdir)
+        s = summary(served)
+        out["warmup"].update(s, speedup=e50 / s["p50_ms"])
+    print(json.dumps(out, indent=1))
+    if a.out:
+        with open(a.out, "w") as f:
+            json.dump(out, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
