@@ -28,6 +28,8 @@ extern const kf_template kf_tmpl_cuda_max_pool2d;
 extern const kf_template kf_tmpl_cuda_cat;
 extern const kf_template kf_tmpl_cuda_depthwise_conv2d;
 extern const kf_template kf_tmpl_cuda_solve_triangular;
+extern const kf_template kf_tmpl_host_pointwise;
+extern const kf_template kf_tmpl_cuda_pointwise;
 
 const kf_template *const kf_builtin_templates[] = {
     &kf_tmpl_host_row_softmax,
@@ -50,6 +52,10 @@ const kf_template *const kf_builtin_templates[] = {
     &kf_tmpl_cuda_cat,
     &kf_tmpl_cuda_depthwise_conv2d,
     &kf_tmpl_cuda_solve_triangular,
+    /* the pointwise engine (pointwise_ops.c): every row of its table, after the hand-written
+     * eltwise templates, which also serve some of those ops (the table's comment says which) */
+    &kf_tmpl_host_pointwise,
+    &kf_tmpl_cuda_pointwise,
     NULL,
 };
 
