@@ -4,7 +4,8 @@
  * rows of its innermost dim, each row split into chunks of KF_CHUNK elements; a (row, chunk) is
  * one unit of work, its base offsets computed once through the outer dims, the inner loop a
  * stride per operand (compile-time constants, so that a stride-1 loop vectorizes).
- * Knobs: omp = units over OpenMP threads (0 off, 1 static, 2 dynamic); unroll = the inner loop's
+ * Knobs: omp = units over OpenMP threads (0 off, 1 static, 2 dynamic; off below 32768 elements
+ * or with one unit); unroll = the inner loop's
  * `#pragma GCC unroll`; chunk = elements per unit. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -82,8 +83,12 @@ static kf_status render(const kf_job_sig *sig, const int *knob_idx, char **sourc
         for (int k = 0; k < pb.n; k++) used |= pb.in_idx[k] == i;
         if (!used) kf_strbuf_printf(&b, "    (void)p%d;\n", i);
     }
-    if (vals[0] == 1) kf_strbuf_printf(&b, "#pragma omp parallel for schedule(static)\n");
-    if (vals[0] == 2) kf_strbuf_printf(&b, "#pragma omp parallel for schedule(dynamic, 1)\n");
+    /* below torch's grain size (32768 elements) eager stays on one thread, and so do we: a
+     * team costs more than it saves there */
+    int omp = n >= 32768 && n / chunk > 1 ? vals[0] : 0;
+    if (omp != vals[0]) kf_strbuf_printf(&b, "    /* omp = %d: too few elements */\n", vals[0]);
+    if (omp == 1) kf_strbuf_printf(&b, "#pragma omp parallel for schedule(static)\n");
+    if (omp == 2) kf_strbuf_printf(&b, "#pragma omp parallel for schedule(dynamic, 1)\n");
     kf_strbuf_printf(&b, "    for (int64_t u = 0; u < KF_ROWS * KF_NCH; u++) {\n"
                          "        int64_t q = u / KF_NCH, j0 = (u %% KF_NCH) * KF_CH;\n"
                          "        int64_t j1 = j0 + KF_CH < KF_D0 ? j0 + KF_CH : KF_D0;\n"
