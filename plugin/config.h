@@ -6,7 +6,7 @@
 extern "C" {
 #endif
 
-#define KF_MAX_OPS 64
+#define KF_MAX_OPS 192 /* the default list holds ~110 (plugin/oplist.c) */
 #define KF_OP_NAME_MAX 64
 
 typedef struct kf_config {

@@ -56,5 +56,89 @@ const char *const kf_default_ops[] = {
     "aten::index_select",                      /* torch.index_select; embedding on 1-d ids */
     "aten::gather",                            /* torch.gather: losses, top-k picks */
     /* end of generic reductions and gathers */
+    /* ---- the pointwise engine's ops (forge/templates/pointwise_ops.c serves each) ---- */
+    "aten::add.Scalar",                        /* x + c in traced graphs */
+    "aten::sub.Tensor",                        /* residual differences, x - mean */
+    "aten::sub_.Tensor",                       /* in-place updates */
+    "aten::sub.Scalar",                        /* x - c in traced graphs */
+    "aten::rsub.Tensor",                       /* torch.rsub */
+    "aten::rsub.Scalar",                       /* 1 - x: attention masks (1 - mask) * min */
+    "aten::mul.Scalar",                        /* x * c in traced graphs */
+    "aten::div.Tensor",                        /* x / y, x / sqrt(d) */
+    "aten::div_.Tensor",                       /* in-place scaling */
+    "aten::div.Scalar",                        /* x / c in traced graphs */
+    "aten::div.out",                           /* torch.div(..., out=) */
+    "aten::div.Tensor_mode",                   /* torch.div(rounding_mode=), // */
+    "aten::pow.Tensor_Tensor",                 /* x ** y */
+    "aten::neg",                               /* -x: rotary rotate_half */
+    "aten::neg_",                              /* in-place negation */
+    "aten::abs",                               /* torch.abs */
+    "aten::reciprocal",                        /* 1 / x */
+    "aten::exp",                               /* softmax decomposed, gates */
+    "aten::exp_",                              /* in-place exp */
+    "aten::exp2",                              /* torch.exp2 */
+    "aten::expm1",                             /* torch.expm1 */
+    "aten::log",                               /* losses, log-probabilities */
+    "aten::log1p",                             /* softplus decomposed */
+    "aten::log2",                              /* torch.log2 */
+    "aten::sqrt",                              /* norms, attention scales */
+    "aten::rsqrt",                             /* HF RMSNorm: x * rsqrt(var + eps) */
+    "aten::sin",                               /* rotary / sinusoidal embeddings */
+    "aten::cos",                               /* rotary / sinusoidal embeddings */
+    "aten::tanh",                              /* tanh gelu decomposed, RNNs */
+    "aten::tanh_",                             /* in-place tanh */
+    "aten::erf",                               /* exact gelu decomposed */
+    "aten::sigmoid",                           /* gates, SE blocks */
+    "aten::sigmoid_",                          /* in-place gates */
+    "aten::gelu_",                             /* in-place gelu */
+    "aten::silu_",                             /* nn.SiLU(inplace=True): EfficientNets */
+    "aten::mish",                              /* F.mish: YOLO-style CNNs */
+    "aten::hardswish",                         /* F.hardswish: MobileNetV3 */
+    "aten::hardswish_",                        /* nn.Hardswish(inplace=True) */
+    "aten::hardsigmoid",                       /* F.hardsigmoid: MobileNetV3 SE blocks */
+    "aten::leaky_relu",                        /* F.leaky_relu: GAN discriminators, YOLO */
+    "aten::leaky_relu_",                       /* nn.LeakyReLU(inplace=True) */
+    "aten::elu",                               /* F.elu */
+    "aten::softplus",                          /* F.softplus: Mamba's dt */
+    "aten::clamp",                             /* x.clamp(min, max) */
+    "aten::clamp_",                            /* x.clamp_(min, max) */
+    "aten::clamp.Tensor",                      /* clamp with tensor bounds */
+    "aten::clamp_max",                         /* x.clamp(max=) */
+    "aten::clamp_max_",                        /* x.clamp_(max=) */
+    "aten::hardtanh",                          /* F.relu6 / F.hardtanh: MobileNetV2 */
+    "aten::hardtanh_",                         /* nn.ReLU6(inplace=True) */
+    "aten::minimum",                           /* torch.minimum */
+    "aten::maximum",                           /* torch.maximum */
+    "aten::where.self",                        /* torch.where: masks, causal attention */
+    "aten::masked_fill.Scalar",                /* attention masks: scores.masked_fill(m, -inf) */
+    "aten::masked_fill_.Scalar",               /* in-place attention masks */
+    "aten::lerp.Scalar",                       /* EMA updates, torch.lerp */
+    "aten::lerp.Tensor",                       /* torch.lerp with a weight tensor */
+    "aten::addcmul",                           /* torch.addcmul */
+    "aten::addcmul_",                          /* optimizers (Adam's second moment) */
+    "aten::addcdiv",                           /* torch.addcdiv */
+    "aten::addcdiv_",                          /* optimizers (Adam's step) */
+    "aten::eq.Tensor",                         /* x == y */
+    "aten::eq.Scalar",                         /* x == c: padding masks */
+    "aten::ne.Tensor",                         /* x != y */
+    "aten::ne.Scalar",                         /* x != c: attention masks from ids */
+    "aten::lt.Tensor",                         /* x < y */
+    "aten::lt.Scalar",                         /* x < c */
+    "aten::le.Tensor",                         /* x <= y */
+    "aten::le.Scalar",                         /* x <= c */
+    "aten::gt.Tensor",                         /* x > y */
+    "aten::gt.Scalar",                         /* x > c */
+    "aten::ge.Tensor",                         /* x >= y */
+    "aten::ge.Scalar",                         /* x >= c */
+    "aten::logical_not",                       /* ~mask on bool, torch.logical_not */
+    "aten::logical_and",                       /* combined masks */
+    "aten::logical_or",                        /* combined masks */
+    "aten::logical_xor",                       /* torch.logical_xor */
+    "aten::bitwise_and.Tensor",                /* mask & mask */
+    "aten::bitwise_or.Tensor",                 /* mask | mask */
+    "aten::bitwise_xor.Tensor",                /* mask ^ mask */
+    "aten::bitwise_not",                       /* ~mask */
+    "aten::fill_.Scalar",                      /* torch.full, x.fill_(c) */
+    "aten::zero_",                             /* x.zero_(), zeroed buffers */
     NULL,
 };

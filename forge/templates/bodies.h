@@ -42,6 +42,8 @@ extern const char kf_body_cuda_solve_cu[];
  * Special values as libm: exp(-inf) = 0, exp(+inf) and overflow = +inf, exp(NaN) = NaN;
  * sigmoid(-inf) = 0, sigmoid(+inf) = 1; erf(+-inf) = +-1; NaN stays NaN throughout. */
 extern const char kf_body_host_math_h[];
+/* the pointwise engine's element helpers, neutral C for both backends (pointwise_ops.h) */
+extern const char kf_body_pointwise_math_h[];
 extern const char kf_body_host_eltwise_c[];
 extern const char kf_body_host_norm_c[];
 extern const char kf_body_host_softmax_c[];

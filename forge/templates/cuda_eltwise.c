@@ -82,6 +82,7 @@ static int64_t ew_bstride(const kf_job_tensor *t, const kf_job_tensor *out, int 
 int kf_ew_collapse(const kf_job_tensor *out, const kf_job_tensor *in, int n_in, ew_dims *dd)
 {
     if (out->ndim < 0 || out->ndim > KF_MAX_DIMS || kf_job_tensor_numel(out) <= 0) return 0;
+    if (n_in < 0 || n_in > KF_EW_MAX_IN) return 0;
     for (int k = 0; k < n_in; k++) {
         if (in[k].ndim < 0 || in[k].ndim > out->ndim) return 0;
         /* dims of size 1 in the output must be size 1 in the inputs too */
@@ -116,7 +117,7 @@ int kf_ew_collapse(const kf_job_tensor *out, const kf_job_tensor *in, int n_in, 
     }
     for (int i = 0; i < n; i++) {
         int d = dims[i], c = dd->nd - 1;
-        int64_t s[2] = {0, 0};
+        int64_t s[KF_EW_MAX_IN] = {0};
         for (int k = 0; k < n_in; k++) s[k] = ew_bstride(&in[k], out, d);
         int merge = dd->nd > 0 && out->strides[d] == dd->yst[c] * dd->size[c];
         for (int k = 0; k < n_in && merge; k++) merge = s[k] == dd->st[k][c] * dd->size[c];

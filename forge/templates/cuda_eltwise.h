@@ -1,5 +1,6 @@
 /* What the elementwise CUDA templates share (cuda_eltwise.c: the layouts, the plan and
- * the rendered loop), private to cuda_eltwise.c and cuda_copy.c. */
+ * the rendered loop), private to cuda_eltwise.c and cuda_copy.c; the pointwise engine
+ * (pointwise.c, host_pointwise.c, cuda_pointwise.c) uses the layouts (kf_ew_collapse). */
 #ifndef KF_FORGE_TEMPLATES_CUDA_ELTWISE_H
 #define KF_FORGE_TEMPLATES_CUDA_ELTWISE_H
 
@@ -21,10 +22,11 @@ enum { K_TILE = K_COUNT, K_TILE_COUNT };
 /* The output's dims (size > 1) in memory order, innermost first, collapsed where every tensor
  * stays contiguous; st[k][d] is operand k's stride (0 for broadcast), yst[d] the output's; gaps:
  * the output is not dense (a slice of a larger buffer), so its offsets come from yst. */
+#define KF_EW_MAX_IN 3 /* operands kf_ew_collapse takes (the eltwise templates use 2) */
 typedef struct ew_dims {
     int nd, gaps;
     int64_t size[KF_MAX_DIMS];
-    int64_t st[2][KF_MAX_DIMS];
+    int64_t st[KF_EW_MAX_IN][KF_MAX_DIMS];
     int64_t yst[KF_MAX_DIMS];
 } ew_dims;
 
@@ -48,8 +50,8 @@ typedef struct ew_plan {
 int kf_ew_esize(int dtype);
 /* f32, f16 or bf16 */
 int kf_ew_float_dtype(int dtype);
-/* 1 when `out` is non-overlapping (any dim order; gaps allowed) and every input broadcasts to
- * it. */
+/* 1 when `out` is non-overlapping (any dim order; gaps allowed) and every input (at most
+ * KF_EW_MAX_IN) broadcasts to it. */
 int kf_ew_collapse(const kf_job_tensor *out, const kf_job_tensor *in, int n_in, ew_dims *dd);
 /* The output must not be a written-in-place argument unless the op is the in-place variant, and
  * then it must be exactly in[0]. */

@@ -33,6 +33,8 @@ extern const kf_template kf_tmpl_host_reduce;
 extern const kf_template kf_tmpl_cuda_reduce_generic;
 extern const kf_template kf_tmpl_host_gather;
 extern const kf_template kf_tmpl_cuda_gather;
+extern const kf_template kf_tmpl_host_pointwise;
+extern const kf_template kf_tmpl_cuda_pointwise;
 
 const kf_template *const kf_builtin_templates[] = {
     &kf_tmpl_host_row_softmax,
@@ -60,6 +62,10 @@ const kf_template *const kf_builtin_templates[] = {
     &kf_tmpl_cuda_reduce_generic,
     &kf_tmpl_host_gather,
     &kf_tmpl_cuda_gather,
+    /* the pointwise engine (pointwise_ops.c): every row of its table, after the hand-written
+     * eltwise templates, which also serve some of those ops (the table's comment says which) */
+    &kf_tmpl_host_pointwise,
+    &kf_tmpl_cuda_pointwise,
     NULL,
 };
 

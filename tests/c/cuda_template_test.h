@@ -41,12 +41,14 @@ static inline const kf_template *find_template(const char *name)
     return NULL;
 }
 
-/* how many nvrtc templates of the table apply */
+/* how many nvrtc templates of the table apply, the pointwise engine aside (cuda_pointwise takes
+ * every elementwise op by design; tests/c/test_templates_pointwise.c checks it) */
 static inline int nvrtc_applies(const kf_job_sig *s)
 {
     int n = 0;
     for (int i = 0; kf_builtin_templates[i]; i++)
-        if (!strcmp(kf_builtin_templates[i]->backend, "nvrtc"))
+        if (!strcmp(kf_builtin_templates[i]->backend, "nvrtc") &&
+            strcmp(kf_builtin_templates[i]->name, "cuda_pointwise"))
             n += kf_builtin_templates[i]->applies(s);
     return n;
 }

@@ -1126,6 +1126,12 @@ if DEVICE.startswith("cuda"):
                               groups=16))
 
 
+# the pointwise engine's ops (tests/python/pointwise_cases.py, a sibling: this folder is on the path)
+import pointwise_cases  # noqa: E402
+
+pointwise_cases.register(add_case)
+
+
 if DEVICE.startswith("cuda"):
     # on CUDA, batch norm reaches cudnn_batch_norm when cuDNN takes the case, else native
     for _name, _c in list(CASES.items()):
