@@ -149,7 +149,7 @@ for op, which, body, params, types in kernels:
     # (x, 2.0): the Python number becomes a wrapped 0-dim f64 tensor, as in x * 2.0
     if dev == "cuda":
         src = ('extern "C" __global__ void k' + params + ' { if (threadIdx.x || blockIdx.x) return; '
-               + body.replace("INFINITY", "__int_as_float(0xff800000)") + ' }')
+               + body.replace("INFINITY", "__int_as_float(0x7f800000)") + ' }')
     else:
         src = "#include <math.h>\nvoid k" + params + " { " + body + " }"
     try:
