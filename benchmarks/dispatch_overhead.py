@@ -1,13 +1,22 @@
-"""Extra time per call of intercept + signature + guard + fallback, on tiny CPU tensors.
+"""Extra time per call of intercept + signature + guard + fallback, on tiny tensors.
 
-Runs the same loop in child processes with no plugin (KFORGE_DISABLE=1: nothing registered),
-with the plugin loaded and enabled, the same without timing samples (KFORGE_SAMPLE_EVERY huge),
-with the plugin loaded but switched off (kernel_forge.disable(): the boxed pass-through only),
-and with hand-written host kernels for these exact signatures in the cache (every call served:
-the cost of the served path, output allocation and kernel call included), alternating them
-several times so machine noise hits them alike, and reports medians and differences per call.
+Runs the same loop in child processes, alternating them several times so machine noise hits them
+alike, and reports medians per call for five states of the plugin:
 
-    python benchmarks/dispatch_overhead.py [--calls 20000] [--rounds 5]
+  no plugin      KFORGE_DISABLE=1 and the package not imported: nothing registered
+  switched off   loaded, then kernel_forge.disable(): the boxed pass-through only
+  pass-through   loaded and on, no kernel for the signature: intercept, describe, look up,
+                 count, fall back to eager (timing samples as configured)
+  unsampled      the same with KFORGE_SAMPLE_EVERY huge (no timing samples after the first calls)
+  served         hand-written kernels for these exact signatures in the cache: every call served,
+                 output allocation and the kernel call included ("-" where the signature cannot
+                 be served, e.g. a wrapped Python scalar)
+
+    python benchmarks/dispatch_overhead.py [--calls 20000] [--rounds 5] [--device cuda]
+
+--baseline DIR runs every plugin state a second time with DIR first on PYTHONPATH (a copy of an
+older kernel_forge package, its _kforge.so included) and prints new/old ratios taken in the same
+run, which is what to compare on a shared, noisy machine.
 
 With --shapes N it measures instead the cost of a call when every shape is new (a decode loop
 with a growing KV cache): N distinct (4,) views, each called twice, per window of 10,000, with
@@ -27,34 +36,41 @@ import tempfile
 
 CHILD = r"""
 import json, sys, time, torch
-mode = sys.argv[1]; calls = int(sys.argv[2])
+import torch.nn.functional as F
+mode, calls, dev = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 torch.set_num_threads(1)
 if mode != "none":  # "on", "on-unsampled", "off", "served"
     import kernel_forge as kf
     if mode == "off":
         kf.disable()
-x = torch.randn(8); y = torch.randn(8); m = torch.randn(4, 8)
-cases = {
-    "relu(f32[8])": lambda: torch.relu(x),
-    "add(f32[8], f32[8])": lambda: torch.add(x, y),
-    "mul(f32[8], 2.0)": lambda: x * 2.0,
-    "softmax(f32[4,8])": lambda: torch.softmax(m, -1),
+x = torch.randn(8, device=dev); y = torch.randn(8, device=dev); m = torch.randn(4, 8, device=dev)
+sync = torch.cuda.synchronize if dev == "cuda" else (lambda: None)
+cases = {  # name: (call, the intercepted op it reaches)
+    "add(f32[8], f32[8])": (lambda: torch.add(x, y), "aten::add.Tensor"),
+    "mul(f32[8], 2.0)": (lambda: x * 2.0, "aten::mul.Tensor"),
+    "relu(f32[8])": (lambda: torch.relu(x), "aten::relu"),
+    "softmax(f32[4,8])": (lambda: torch.softmax(m, -1), "aten::_softmax"),
+    "layer_norm(f32[4,8])": (lambda: F.layer_norm(m, (8,)), "aten::native_layer_norm"),
 }
 out = {}
-for name, fn in cases.items():
+for name, (fn, _) in cases.items():
     for _ in range(2000):
         fn()
+    sync()
     best = float("inf")
     for _ in range(5):
         t0 = time.perf_counter_ns()
         for _ in range(calls):
             fn()
+        sync()
         best = min(best, (time.perf_counter_ns() - t0) / calls)
     out[name] = best
-if mode == "served":  # every case must really have been served
-    served = {r["signature"]: r["served"] for r in kf.stats()}
-    assert sum(v > 0 for v in served.values()) >= len(cases), served
-print(json.dumps(out))
+res = {"ns": out}
+if mode == "served":  # which cases really were served (all but eager samples)
+    rows = kf.stats()
+    res["served"] = {name: any(r["op"] == op and r["served"] > r["fallback"]
+                               for r in rows) for name, (_, op) in cases.items()}
+print(json.dumps(res))
 """
 
 SHAPES = r"""
@@ -99,62 +115,94 @@ def shapes(n):
     return res
 
 
-# Host kernels for the exact signatures above (f32, contiguous), for the "served" mode.
+# Kernels for the exact signatures above (f32, contiguous), for the "served" mode: C for the host,
+# CUDA C++ (NVRTC, one thread) for --device cuda. (op, args, host source, CUDA source, arg types)
+_LN = ("for (int r = 0; r < 4; r++) { const float *a = x + 8 * r; float *b = y + 8 * r; float m = 0.f, v = 0.f;"
+       " for (int c = 0; c < 8; c++) m += a[c]; m /= 8.f;"
+       " for (int c = 0; c < 8; c++) v += (a[c] - m) * (a[c] - m); v /= 8.f;"
+       " float rs = 1.f / sqrtf(v + 1e-5f); mean[r] = m; rstd[r] = rs;"
+       " for (int c = 0; c < 8; c++) b[c] = (a[c] - m) * rs; }")
+_SM = ("for (int r = 0; r < 4; r++) { const float *a = x + 8 * r; float *b = y + 8 * r;"
+       " float m = -INFINITY, s = 0.f; for (int c = 0; c < 8; c++) m = a[c] > m ? a[c] : m;"
+       " for (int c = 0; c < 8; c++) { b[c] = expf(a[c] - m); s += b[c]; } for (int c = 0; c < 8; c++) b[c] /= s; }")
 KERNELS = [
-    ("aten::relu", "x", "void k(const float *x, float *y) { for (int i = 0; i < 8; i++) y[i] = x[i] > 0.f ? x[i] : 0.f; }",
-     ["const float*", "float*"]),
-    ("aten::add.Tensor", "xy", "void k(const float *x, const float *y, float *o) { for (int i = 0; i < 8; i++) o[i] = x[i] + y[i]; }",
-     ["const float*", "const float*", "float*"]),
-    ("aten::mul.Tensor", "x2", "void k(const float *x, const double *s, float *o) { for (int i = 0; i < 8; i++) o[i] = x[i] * (float)s[0]; }",
-     ["const float*", "const double*", "float*"]),
-    ("aten::_softmax", "m", "#include <math.h>\nvoid k(const float *x, float *y) { for (int r = 0; r < 4; r++) { const float *a = x + 8 * r; float *b = y + 8 * r;"
-     " float m = -INFINITY, s = 0.f; for (int c = 0; c < 8; c++) m = a[c] > m ? a[c] : m;"
-     " for (int c = 0; c < 8; c++) { b[c] = expf(a[c] - m); s += b[c]; } for (int c = 0; c < 8; c++) b[c] /= s; } }",
-     ["const float*", "float*"]),
+    ("aten::relu", "x", "for (int i = 0; i < 8; i++) y[i] = x[i] > 0.f ? x[i] : 0.f;",
+     "(const float *x, float *y)", ["const float*", "float*"]),
+    ("aten::add.Tensor", "xy", "for (int i = 0; i < 8; i++) o[i] = x[i] + y[i];",
+     "(const float *x, const float *y, float *o)", ["const float*", "const float*", "float*"]),
+    # a wrapped Python scalar: refused by add_kernel while kernels cannot take one (then "-")
+    ("aten::mul.Tensor", "x2", "for (int i = 0; i < 8; i++) o[i] = x[i] * (float)s[0];",
+     "(const float *x, const double *s, float *o)", ["const float*", "const double*", "float*"]),
+    ("aten::_softmax", "m", _SM, "(const float *x, float *y)", ["const float*", "float*"]),
+    ("aten::native_layer_norm", "ln", _LN, "(const float *x, float *y, float *mean, float *rstd)",
+     ["const float*", "float*", "float*", "float*"]),
 ]
 
 SETUP = r"""
 import json, sys, torch, kernel_forge as kf
-kernels = json.loads(sys.argv[1])
-x = torch.randn(8); y = torch.randn(8); m = torch.randn(4, 8)
-args = {"x": (x,), "xy": (x, y), "x2": (x, 2.0), "m": (m, -1, False)}
-for op, which, src, types in kernels:
+kernels, dev = json.loads(sys.argv[1]), sys.argv[2]
+x = torch.randn(8, device=dev); y = torch.randn(8, device=dev); m = torch.randn(4, 8, device=dev)
+args = {"x": (x,), "xy": (x, y), "x2": (x, 2.0), "m": (m, -1, False),
+        "ln": (m, [8], None, None, 1e-5)}
+done = []
+for op, which, body, params, types in kernels:
     # (x, 2.0): the Python number becomes a wrapped 0-dim f64 tensor, as in x * 2.0
-    kf.add_kernel(op, args[which], src, {"entry": "k", "grid": [1, 1, 1], "block": [1, 1, 1],
-                                         "smem": 0, "args": types},
-                  allow_slower=True)  # the served path's overhead is measured, win or lose
-print("ok")
+    if dev == "cuda":
+        src = ('extern "C" __global__ void k' + params + ' { if (threadIdx.x || blockIdx.x) return; '
+               + body.replace("INFINITY", "__int_as_float(0x7f800000)") + ' }')
+    else:
+        src = "#include <math.h>\nvoid k" + params + " { " + body + " }"
+    try:
+        kf.add_kernel(op, args[which], src, {"entry": "k", "grid": [1, 1, 1], "block": [1, 1, 1],
+                                             "smem": 0, "args": types},
+                      allow_slower=True)  # the served path's overhead is measured, win or lose
+        done.append(op)
+    except kf.KernelForgeError as e:
+        print("not served:", e, file=sys.stderr)
+print(json.dumps(done))
 """
 
 
-CACHE = os.path.join(tempfile.gettempdir(), f"kforge-overhead-cache-{os.getpid()}")
-
-
-def setup_cache():
-    """Verify and cache the host kernels once (add_kernel), for the "served" mode."""
+def clean_env(pythonpath=None):
     env = {k: v for k, v in os.environ.items() if not k.startswith("KFORGE_")}
-    env["KFORGE_CACHE_DIR"] = CACHE
-    subprocess.run([sys.executable, "-c", SETUP, json.dumps(KERNELS)], env=env, check=True,
-                   capture_output=True, text=True)
+    if pythonpath:
+        env["PYTHONPATH"] = pythonpath + os.pathsep + env.get("PYTHONPATH", "")
+    return env
 
 
-def run(mode, calls):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("KFORGE_")}
+def setup_cache(cache, dev, pythonpath=None):
+    """Verify and cache the kernels once (add_kernel), for the "served" mode."""
+    env = clean_env(pythonpath)
+    env["KFORGE_CACHE_DIR"] = cache
+    r = subprocess.run([sys.executable, "-c", SETUP, json.dumps(KERNELS), dev], env=env,
+                       check=True, capture_output=True, text=True)
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def run(mode, calls, dev, cache, pythonpath=None):
+    env = clean_env(pythonpath)
     if mode == "none":
         env["KFORGE_DISABLE"] = "1"
     if mode == "on-unsampled":  # no timing samples after the first 3 calls
         env["KFORGE_SAMPLE_EVERY"] = str(1 << 20)
     if mode == "served":
-        env["KFORGE_CACHE_DIR"] = CACHE
-    r = subprocess.run([sys.executable, "-c", CHILD, mode, str(calls)], env=env,
+        env["KFORGE_CACHE_DIR"] = cache
+    r = subprocess.run([sys.executable, "-c", CHILD, mode, str(calls), dev], env=env,
                        capture_output=True, text=True, check=True)
     return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+MODES = ["none", "off", "on", "on-unsampled", "served"]
+HEAD = {"none": "no plugin", "off": "switched off", "on": "pass-through",
+        "on-unsampled": "unsampled", "served": "served"}
 
 
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--calls", type=int, default=20000)
     p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    p.add_argument("--baseline", help="folder holding an older kernel_forge package to compare")
     p.add_argument("--json", help="write the raw numbers here")
     p.add_argument("--shapes", type=int, help="measure N new shapes instead (see above)")
     args = p.parse_args()
@@ -164,31 +212,58 @@ def main():
             with open(args.json, "w") as f:
                 json.dump(res, f, indent=1)
         return
-    modes = ["none", "on", "off", "on-unsampled", "served"]
-    setup_cache()
-    samples = {m: [] for m in modes}
+    variants = {"new": None}
+    if args.baseline:
+        variants["old"] = os.path.abspath(args.baseline)
+    tmp = tempfile.mkdtemp(prefix="kforge-overhead-")
+    caches = {v: os.path.join(tmp, v) for v in variants}
+    kernels = {v: setup_cache(caches[v], args.device, pp) for v, pp in variants.items()}
+    runs = [("none", "new")] + [(m, v) for v in variants for m in MODES[1:]]
+    samples = {r: [] for r in runs}
     for _ in range(args.rounds):
-        for m in modes:
-            samples[m].append(run(m, args.calls))
-    cases = list(samples["none"][0])
-    med = {m: {c: statistics.median(s[c] for s in samples[m]) for c in cases} for m in modes}
+        for m, v in runs:
+            samples[(m, v)].append(run(m, args.calls, args.device, caches[v], variants[v]))
+    shutil.rmtree(tmp, ignore_errors=True)
+    cases = list(samples[("none", "new")][0]["ns"])
+    med = {r: {c: statistics.median(s["ns"][c] for s in samples[r]) for c in cases} for r in runs}
+    served = {v: {c: all(s["served"][c] for s in samples[("served", v)]) for c in cases}
+              for v in variants}
     print(f"ns per call, median of {args.rounds} rounds x best of 5 x {args.calls} calls, "
-          "1 thread, CPU")
-    print(f"{'op':24} {'no plugin':>10} {'plugin on':>10} {'unsampled':>10} {'switched off':>13} "
-          f"{'extra (on)':>11} {'ratio':>6} {'served':>8} {'served-none':>12}")
+          f"1 thread, {args.device} tensors")
+    for v in variants:
+        if len(variants) > 1:
+            print(f"\n{v} ({variants[v] or 'this tree'}):")
+        print(f"{'op':22} " + " ".join(f"{HEAD[m]:>12}" for m in MODES) +
+              f" {'off-none':>9} {'pass-none':>9} {'served/none':>11}")
+        for c in cases:
+            n = med[("none", "new")][c]
+            vals = {m: med[(m, "new" if m == "none" else v)][c] for m in MODES}
+            sv = f"{vals['served']:12.0f}" if served[v][c] else f"{'-':>12}"
+            ratio = f"{vals['served'] / n:11.2f}" if served[v][c] else f"{'-':>11}"
+            print(f"{c:22} " + " ".join(f"{vals[m]:12.0f}" for m in MODES[:-1]) + " " + sv +
+                  f" {vals['off'] - n:+9.0f} {vals['on'] - n:+9.0f} " + ratio)
+    if len(variants) > 1:
+        print("\nextra ns over no plugin, new vs old (same run), and new/old of that extra:")
+        print(f"{'op':22} " + " ".join(f"{HEAD[m]:>22}" for m in MODES[1:]))
+        for c in cases:
+            n = med[("none", "new")][c]
+            cells = []
+            for m in MODES[1:]:
+                a, b = med[(m, "new")][c] - n, med[(m, "old")][c] - n
+                ok = m != "served" or (served["new"][c] and served["old"][c])
+                cells.append(f"{a:+6.0f} vs {b:+6.0f} {a / b if b > 0 else float('nan'):5.2f}"
+                             if ok else "-")
+            print(f"{c:22} " + " ".join(f"{x:>22}" for x in cells))
+    print("\nper round (" + " / ".join(f"{m}:{v}" for m, v in runs) + "):")
     for c in cases:
-        n, on, off, uns = med["none"][c], med["on"][c], med["off"][c], med["on-unsampled"][c]
-        sv = med["served"][c]
-        print(f"{c:24} {n:10.0f} {on:10.0f} {uns:10.0f} {off:13.0f} {on - n:+11.0f} {on / n:6.2f} "
-              f"{sv:8.0f} {sv - n:+12.0f}")
-    shutil.rmtree(CACHE, ignore_errors=True)
-    print("per round (" + " / ".join(modes) + "):")
-    for c in cases:
-        print(f"  {c:24} " + "  ".join("/".join(f"{samples[m][i][c]:.0f}" for m in modes)
+        print(f"  {c:22} " + "  ".join("/".join(f"{samples[r][i]['ns'][c]:.0f}" for r in runs)
                                        for i in range(args.rounds)))
+    print("kernels added: " + "; ".join(f"{v}: {', '.join(k)}" for v, k in kernels.items()))
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"median_ns": med, "rounds": args.rounds, "calls": args.calls}, f, indent=1)
+            json.dump({"median_ns": {f"{m}:{v}": d for (m, v), d in med.items()},
+                       "served": served, "rounds": args.rounds, "calls": args.calls,
+                       "device": args.device}, f, indent=1)
 
 
 if __name__ == "__main__":

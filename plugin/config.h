@@ -16,6 +16,8 @@ typedef struct kf_config {
     int sample_every;      /* KFORGE_SAMPLE_EVERY: time one call in N per signature (default 16) */
     int eager_every;       /* KFORGE_EAGER_SAMPLE_EVERY: of a served signature's timed calls, one in
                             * N runs eager, for the speed guard (default 4; 0: never) */
+    int typed;             /* KFORGE_TYPED=0: boxed interceptors only (default 1: the typed fast
+                            * path for the common schemas, torch_ext/typed.cpp) */
     double observer_prob;  /* KFORGE_OBSERVER_SAMPLE: share of non-intercepted calls observed */
     int n_ops;             /* the intercept list: KFORGE_OPS or the default list */
     char ops[KF_MAX_OPS][KF_OP_NAME_MAX];

@@ -56,10 +56,9 @@ bool to_kf_tensor(const at::Tensor& t, kf_tensor* out) {
   out->data = const_cast<void*>(t.const_data_ptr());
   out->dtype = to_kf_dtype(t.scalar_type());
   out->ndim = static_cast<int>(t.dim());
-  for (int i = 0; i < out->ndim; i++) {
-    out->sizes[i] = t.size(i);
-    out->strides[i] = t.stride(i);
-  }
+  const c10::IntArrayRef sizes = t.sizes(), strides = t.strides();  // no per-dim bounds checks
+  std::copy(sizes.begin(), sizes.end(), out->sizes);
+  std::copy(strides.begin(), strides.end(), out->strides);
   out->device_type = to_kf_device(t.device().type());
   out->device_index = t.device().has_index() ? t.device().index() : 0;
   return true;
@@ -120,55 +119,64 @@ bool writes_arg(const OpSchemaInfo& info, const c10::IValue* args, size_t i) {
   return info.written[i] || writes_hidden(info, args, i);
 }
 
+// One argument of any type, as build_signature describes it.
+void sig_value(kf_sig* sig, const c10::IValue& v) {
+  if (v.isTensor()) {
+    const at::Tensor& t = v.toTensor();
+    if (t.defined())
+      sig_tensor(sig, t);
+    else
+      kf_sig_none(sig);
+  } else if (v.isNone()) {
+    kf_sig_none(sig);
+  } else if (v.isInt()) {
+    kf_sig_int(sig, v.toInt());
+  } else if (v.isDouble()) {
+    kf_sig_double(sig, v.toDouble());
+  } else if (v.isBool()) {
+    kf_sig_bool(sig, v.toBool());
+  } else if (v.isString()) {
+    kf_sig_str(sig, v.toStringRef().c_str());
+  } else if (v.isIntList()) {
+    const auto l = v.toIntVector();
+    kf_sig_int_list(sig, l.data(), static_cast<int>(l.size()));
+  } else if (v.isTensorList()) {
+    const auto l = v.toTensorList();
+    std::vector<kf_tensor> ts(l.size());
+    bool exact = true;
+    for (size_t j = 0; j < l.size(); j++) {
+      const at::Tensor t = l.get(j);
+      exact = exact && t.defined() && !t.unsafeGetTensorImpl()->is_wrapped_number() && !t.is_conj() && !t.is_neg() &&
+              to_kf_tensor(t, &ts[j]) && ts[j].dtype != KF_DTYPE_UNKNOWN;
+    }
+    if (exact) {
+      kf_sig_tensor_list(sig, ts.data(), static_cast<int>(ts.size()));
+    } else {
+      if (l.size() > 0 && l.get(0).defined()) kf_sig_device_hint_of(sig, l.get(0));
+      kf_sig_opaque(sig, "tensor-list");
+    }
+  } else if (v.isDevice()) {
+    const c10::Device d = v.toDevice();
+    kf_sig_device(sig, to_kf_device(d.type()), d.has_index() ? d.index() : -1);
+  } else {
+    kf_sig_opaque(sig, v.tagKind().c_str());
+  }
+}
+
+void sig_tensor_arg(kf_sig* sig, const at::Tensor& t) {
+  if (t.defined())
+    sig_tensor(sig, t);
+  else
+    kf_sig_none(sig);
+}
+
 bool build_signature(const OpSchemaInfo& info, int call_device, const torch::jit::Stack& stack,
                      kf_sig* sig) {
   if (stack.size() < info.n_args) return false;
   kf_sig_begin(sig, info.name.c_str());
   kf_sig_call_device(sig, call_device);
   const c10::IValue* args = stack.data() + (stack.size() - info.n_args);
-  for (size_t i = 0; i < info.n_args; i++) {
-    const c10::IValue& v = args[i];
-    if (v.isTensor()) {
-      const at::Tensor& t = v.toTensor();
-      if (t.defined())
-        sig_tensor(sig, t);
-      else
-        kf_sig_none(sig);
-    } else if (v.isNone()) {
-      kf_sig_none(sig);
-    } else if (v.isInt()) {
-      kf_sig_int(sig, v.toInt());
-    } else if (v.isDouble()) {
-      kf_sig_double(sig, v.toDouble());
-    } else if (v.isBool()) {
-      kf_sig_bool(sig, v.toBool());
-    } else if (v.isString()) {
-      kf_sig_str(sig, v.toStringRef().c_str());
-    } else if (v.isIntList()) {
-      const auto l = v.toIntVector();
-      kf_sig_int_list(sig, l.data(), static_cast<int>(l.size()));
-    } else if (v.isTensorList()) {
-      const auto l = v.toTensorList();
-      std::vector<kf_tensor> ts(l.size());
-      bool exact = true;
-      for (size_t j = 0; j < l.size(); j++) {
-        const at::Tensor t = l.get(j);
-        exact = exact && t.defined() && !t.unsafeGetTensorImpl()->is_wrapped_number() && !t.is_conj() && !t.is_neg() &&
-                to_kf_tensor(t, &ts[j]) && ts[j].dtype != KF_DTYPE_UNKNOWN;
-      }
-      if (exact) {
-        kf_sig_tensor_list(sig, ts.data(), static_cast<int>(ts.size()));
-      } else {
-        if (l.size() > 0 && l.get(0).defined()) kf_sig_device_hint_of(sig, l.get(0));
-        kf_sig_opaque(sig, "tensor-list");
-      }
-    } else if (v.isDevice()) {
-      const c10::Device d = v.toDevice();
-      kf_sig_device(sig, to_kf_device(d.type()), d.has_index() ? d.index() : -1);
-    } else {
-      kf_sig_opaque(sig, v.tagKind().c_str());
-    }
-  }
+  for (size_t i = 0; i < info.n_args; i++) sig_value(sig, args[i]);
   return true;
 }
 

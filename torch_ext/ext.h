@@ -6,6 +6,7 @@
 #include <torch/library.h>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,10 +37,38 @@ bool writes_hidden(const OpSchemaInfo& info, const c10::IValue* args, size_t i);
 bool build_signature(const OpSchemaInfo& info, int call_device, const torch::jit::Stack& stack,
                      kf_sig* sig);
 
+// One argument, as build_signature describes it: any IValue, or a tensor (undefined: None).
+// The typed fast path (typed.cpp) describes its unboxed arguments with these, so a call gets the
+// same signature bytes whichever way it arrives.
+void sig_value(kf_sig* sig, const c10::IValue& v);
+void sig_tensor_arg(kf_sig* sig, const at::Tensor& t);
+
 int to_kf_dtype(c10::ScalarType t);
 c10::ScalarType from_kf_dtype(int d);
 // Fills `out` for a strided tensor with at most KF_MAX_DIMS dims; false otherwise.
 bool to_kf_tensor(const at::Tensor& t, kf_tensor* out);
+
+// Per thread: the depth of intercepted calls (a call made from inside another intercepted op's
+// eager kernel, relu -> clamp_min on CPU, is counted but not timed: its time is already in the
+// outer call) and whether the plugin itself is calling ATen (those calls go straight to eager).
+struct ThreadState {
+  int depth = 0;
+  bool bypass = false;
+};
+ThreadState& thread_state();
+
+struct DepthGuard {
+  ThreadState& ts;
+  explicit DepthGuard(ThreadState& s) : ts(s) { ++ts.depth; }
+  ~DepthGuard() { --ts.depth; }
+};
+
+// Last, on every path of a begun call: the call's signature slot may be recycled after it.
+struct CallDone {
+  kf_runtime* rt;
+  kf_call* c;
+  ~CallDone() { kf_dispatch_done(rt, c); }
+};
 
 // Boxed kernel registered in place of the original on one dispatch key.
 class Interceptor final : public c10::OperatorKernel {
@@ -48,6 +77,12 @@ class Interceptor final : public c10::OperatorKernel {
               c10::SafeKernelFunction orig)
       : rt_(rt), info_(std::move(info)), device_(device), orig_(std::move(orig)) {}
   void operator()(const c10::OperatorHandle& op, c10::DispatchKeySet ks, torch::jit::Stack* stack);
+  // Everything after kf_dispatch_begin, for a call described as `sig` (its args on `stack`).
+  void run(kf_call& call, const kf_sig& sig, ThreadState& ts, const c10::OperatorHandle& op,
+           c10::DispatchKeySet ks, torch::jit::Stack* stack);
+  kf_runtime* runtime() const { return rt_; }
+  const OpSchemaInfo& info() const { return *info_; }
+  int device() const { return device_; }
 
  private:
   bool serve(kf_call& call, torch::jit::Stack* stack, void* stream);
@@ -65,6 +100,14 @@ class Interceptor final : public c10::OperatorKernel {
   int device_;  // KF_DEV_CPU or KF_DEV_CUDA: the key this interceptor is registered on
   c10::SafeKernelFunction orig_;
 };
+
+// typed.cpp: the schema's argument and return types ("Tensor,Tensor,Scalar->Tensor"; "" when an
+// argument or return has an alias annotation), and the unboxed interceptor for it when it is one
+// of the typed fast path's signatures (std::nullopt otherwise).
+std::string schema_shape(const c10::FunctionSchema& s);
+std::optional<torch::CppFunction> make_typed(kf_runtime* rt, std::shared_ptr<const OpSchemaInfo> info,
+                                             int device, const c10::OperatorHandle& op,
+                                             c10::SafeKernelFunction boxed_orig, c10::SafeKernelFunction orig);
 
 // Registers interceptors for every op in rt->cfg; the registrations live as long as the process.
 void register_ops(kf_runtime* rt);

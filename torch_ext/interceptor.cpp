@@ -1,5 +1,7 @@
 // The boxed kernel that replaces an op's kernel on one dispatch key: describe the call, serve a
 // registered kernel when the guard passes, otherwise call the original kernel untouched.
+#include <ATen/Context.h>
+#include <ATen/EmptyTensor.h>
 #include <ATen/Functions.h>
 #include <ATen/MemoryOverlap.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
@@ -14,24 +16,19 @@
 
 namespace kforge {
 
-// Depth of intercepted calls on this thread. A call made from inside another intercepted op's
-// eager kernel (relu -> clamp_min on CPU) is counted but not timed: its time is already in the
-// outer call, and timing it too would count it twice in the model's total.
-thread_local int t_depth = 0;
-
-struct DepthGuard {
-  DepthGuard() { ++t_depth; }
-  ~DepthGuard() { --t_depth; }
-};
+// What the interceptors keep per thread, in one thread_local so that a call looks it up once.
+ThreadState& thread_state() {
+  thread_local ThreadState t_state;
+  return t_state;
+}
 
 // Set while the plugin itself uses ATen (checking a kernel against eager, poisoning outputs):
 // those calls go straight to the original kernels, unrecorded.
-thread_local bool t_bypass = false;
-
 struct BypassGuard {
-  bool saved = t_bypass;
-  BypassGuard() { t_bypass = true; }
-  ~BypassGuard() { t_bypass = saved; }
+  ThreadState& ts = thread_state();
+  bool saved = ts.bypass;
+  BypassGuard() { ts.bypass = true; }
+  ~BypassGuard() { ts.bypass = saved; }
 };
 
 // Every byte of `t`'s storage set to 0xff: an output the kernel forgets to write is then NaN
@@ -109,7 +106,8 @@ void* current_cuda_stream(int device_index) {
 
 void Interceptor::operator()(const c10::OperatorHandle& op, c10::DispatchKeySet ks,
                              torch::jit::Stack* stack) {
-  if (t_bypass || !kf_enabled(rt_)) {
+  ThreadState& ts = thread_state();
+  if (ts.bypass || !kf_enabled(rt_)) {
     orig_.callBoxed(op, ks, stack);
     return;
   }
@@ -126,13 +124,16 @@ void Interceptor::operator()(const c10::OperatorHandle& op, c10::DispatchKeySet 
   }
   kf_call call;
   kf_dispatch_begin(rt_, &sig, &call);
-  struct CallDone {  // last, on every path: the call's signature slot may be recycled after it
-    kf_runtime* rt;
-    kf_call* c;
-    ~CallDone() { kf_dispatch_done(rt, c); }
-  } call_done{rt_, &call};
-  if (t_depth > 0) call.time_it = call.eager_sample = 0;
-  DepthGuard depth;
+  CallDone call_done{rt_, &call};
+  run(call, sig, ts, op, ks, stack);
+}
+
+// The rest of a described, begun call (also the typed fast path's way for every call that is
+// more than a pass-through): serve it, or run eager and learn / capture what is due.
+void Interceptor::run(kf_call& call, const kf_sig& sig, ThreadState& ts, const c10::OperatorHandle& op,
+                      c10::DispatchKeySet ks, torch::jit::Stack* stack) {
+  if (ts.depth > 0) call.time_it = call.eager_sample = 0;
+  DepthGuard depth(ts);
   void* stream = nullptr;
   // a capture needs the current stream too: only it tells whether a CUDA graph is being captured
   if (sig.device_type == KF_DEV_CUDA && (call.time_it || call.kernel || call.capture)) {
@@ -154,7 +155,7 @@ void Interceptor::operator()(const c10::OperatorHandle& op, c10::DispatchKeySet 
   }
   ChainIds chain_in;
   // a call made inside another intercepted op's kernel is part of that op, not of a chain
-  const bool chains = t_depth == 1 && kf_dispatch_chains_on(rt_, &call);
+  const bool chains = ts.depth == 1 && kf_dispatch_chains_on(rt_, &call);
   if (chains) chain_inputs(*info_, *stack, &chain_in);
   if (call.kernel &&
       (call.validate ? serve_checked(call, op, ks, stack, stream) : serve(call, stack, stream))) {
@@ -261,12 +262,26 @@ static bool may_write_over(const at::Tensor& w, const at::Tensor& t) {
   return st == at::MemOverlapStatus::Full || st == at::MemOverlapStatus::No;
 }
 
+// A fresh output as eager's structured kernels make one on the CPU (at::detail, no trip through
+// the dispatcher), unless deterministic mode wants uninitialized memory filled: then, and on
+// other devices, at::empty_strided.
+static at::Tensor empty_output(c10::IntArrayRef sizes, c10::IntArrayRef strides, int dtype,
+                               const c10::Device& device) {
+  if (device.is_cpu() && !(at::globalContext().deterministicAlgorithms() &&
+                           at::globalContext().deterministicFillUninitializedMemory()))
+    return at::detail::empty_strided_cpu(sizes, strides, from_kf_dtype(dtype));
+  return at::empty_strided(sizes, strides, at::TensorOptions().dtype(from_kf_dtype(dtype)).device(device));
+}
+
 // Launch the registered kernel; false (with nothing written) sends the call to eager.
 bool Interceptor::serve(kf_call& call, torch::jit::Stack* stack, void* stream) {
   const kf_out_layout& layout = *call.outs;
-  std::vector<kf_tensor> tensors;
-  std::vector<at::Tensor> args_t;  // tensor arguments by argument index (undefined otherwise)
-  std::vector<at::Tensor> outs;
+  // no heap on this path: a servable signature has at most KF_SIG_MAX_TENSORS tensor arguments
+  // (and a layout at most KF_MAX_OUTS outputs); more than that is refused, not grown
+  kf_tensor tensors[KF_SIG_MAX_TENSORS + KF_MAX_OUTS];
+  int n_tensors = 0;
+  c10::SmallVector<at::Tensor, 8> args_t;  // tensor arguments by argument index (undefined otherwise)
+  c10::SmallVector<at::Tensor, KF_MAX_OUTS> outs;
   // timed from here: allocating the outputs is part of a served call, as it is of eager's
   kf_dispatch_start(rt_, &call, 1, stream);
   const auto refuse = [&] {
@@ -290,14 +305,13 @@ bool Interceptor::serve(kf_call& call, torch::jit::Stack* stack, void* stream) {
       if (args[i].isTensor() && args[i].toTensor().defined()) {
         if (args[i].toTensor().unsafeGetTensorImpl()->is_wrapped_number()) continue;
         args_t[i] = args[i].toTensor();
-        kf_tensor kt;
-        if (!on_device(args_t[i]) || !to_kf_tensor(args_t[i], &kt)) return refuse();
-        tensors.push_back(kt);
+        if (n_tensors == KF_SIG_MAX_TENSORS || !on_device(args_t[i]) ||
+            !to_kf_tensor(args_t[i], &tensors[n_tensors++]))
+          return refuse();
       } else if (args[i].isTensorList()) {
         for (const at::Tensor& t : args[i].toTensorList().vec()) {
-          kf_tensor kt;
-          if (!on_device(t) || !to_kf_tensor(t, &kt)) return refuse();
-          tensors.push_back(kt);
+          if (n_tensors == KF_SIG_MAX_TENSORS || !on_device(t) || !to_kf_tensor(t, &tensors[n_tensors++]))
+            return refuse();
         }
       }
     }
@@ -325,19 +339,16 @@ bool Interceptor::serve(kf_call& call, torch::jit::Stack* stack, void* stream) {
         outs.push_back(w);
         continue;
       }
-      at::Tensor t = at::empty_strided(c10::IntArrayRef(o.sizes, o.ndim),
-                                       c10::IntArrayRef(o.strides, o.ndim),
-                                       at::TensorOptions().dtype(from_kf_dtype(o.dtype)).device(device));
-      kf_tensor kt;
-      if (!to_kf_tensor(t, &kt)) return refuse();
+      at::Tensor t = empty_output(c10::IntArrayRef(o.sizes, o.ndim), c10::IntArrayRef(o.strides, o.ndim),
+                                  o.dtype, device);
+      if (!to_kf_tensor(t, &tensors[n_tensors++])) return refuse();
       if (call.poison) poison(t);
-      tensors.push_back(kt);
       outs.push_back(std::move(t));
     }
   } catch (...) {
     return refuse();
   }
-  const int rc = kf_kernel_launch(call.kernel, tensors.data(), static_cast<int>(tensors.size()), stream);
+  const int rc = kf_kernel_launch(call.kernel, tensors, n_tensors, stream);
   if (rc != 0) {
     kf_dispatch_cancel(rt_, &call);
     // a failure, unless the kernel only declined this call: not served again here, one warning
@@ -449,4 +460,4 @@ bool Interceptor::serve_checked(kf_call& call, const c10::OperatorHandle& op, c1
 
 }  // namespace kforge
 
-extern "C" KF_API void kf_set_thread_bypass(int on) { kforge::t_bypass = on != 0; }
+extern "C" KF_API void kf_set_thread_bypass(int on) { kforge::thread_state().bypass = on != 0; }

@@ -79,6 +79,26 @@ torch::Library& library_for(ExtState& st, c10::DispatchKey key) {
   return *lib;
 }
 
+// The typed fast path (typed.cpp) for an op whose schema has one, unless KFORGE_TYPED=0; false
+// when the op gets the boxed interceptor instead (also when torch refuses the C++ signature).
+bool register_typed(kf_runtime* rt, ExtState& st, const std::shared_ptr<OpSchemaInfo>& info, int device,
+                    const c10::OperatorHandle& op, c10::DispatchKey key, const std::string& impl_name) {
+  if (!kf_runtime_config(rt)->typed) return false;
+  // two captures of the original kernel, taken before the override: the boxed one for calls
+  // that are more than a pass-through, the other called unboxed
+  auto kernel = make_typed(rt, info, device, op, op.getComputedKernelForDispatchKey(key),
+                           op.getComputedKernelForDispatchKey(key));
+  if (!kernel) return false;
+  try {
+    library_for(st, key).impl(impl_name.c_str(), std::move(*kernel));
+  } catch (const std::exception& e) {
+    KF_DEBUG("%s: no typed fast path (%s)", info->name.c_str(), e.what());
+    return false;
+  }
+  KF_DEBUG("%s on %s: typed fast path", info->name.c_str(), key == c10::DispatchKey::CUDA ? "CUDA" : "CPU");
+  return true;
+}
+
 void register_one(kf_runtime* rt, ExtState& st, const std::string& name) {
   const size_t ns_end = name.find("::");
   const size_t dot = name.find('.', ns_end == std::string::npos ? 0 : ns_end);
@@ -104,13 +124,14 @@ void register_one(kf_runtime* rt, ExtState& st, const std::string& name) {
       KF_DEBUG("%s on %s: not intercepted (%s)", name.c_str(), key_name, why);
       continue;
     }
-    auto orig = op->getComputedKernelForDispatchKey(key);
-    auto kernel = torch::CppFunction::makeFromBoxedFunctor(std::make_unique<Interceptor>(
-        rt, info, key == c10::DispatchKey::CUDA ? KF_DEV_CUDA : KF_DEV_CPU, std::move(orig)));
+    const int device = key == c10::DispatchKey::CUDA ? KF_DEV_CUDA : KF_DEV_CPU;
     const std::string impl_name = name.substr(ns_end + 2);  // "add.Tensor"
-    {
-      OverrideWarningFilter filter(c10::WarningUtils::get_warning_handler());
-      c10::WarningUtils::WarningHandlerGuard guard(&filter);
+    OverrideWarningFilter filter(c10::WarningUtils::get_warning_handler());
+    c10::WarningUtils::WarningHandlerGuard guard(&filter);
+    if (!register_typed(rt, st, info, device, *op, key, impl_name)) {
+      auto orig = op->getComputedKernelForDispatchKey(key);
+      auto kernel = torch::CppFunction::makeFromBoxedFunctor(
+          std::make_unique<Interceptor>(rt, info, device, std::move(orig)));
       library_for(st, key).impl(impl_name.c_str(), std::move(kernel));
     }
     kf_runtime_op_key(rt, idx, key_name, nullptr);

@@ -1,0 +1,218 @@
+// The typed (unboxed) fast path. A boxed interceptor costs every call a heap-allocated IValue
+// stack, built by the dispatcher and taken apart again by the original kernel's boxed wrapper.
+// For ops whose schema is one of a few common C++ signatures, registration.cpp registers this
+// unboxed kernel instead: it describes the call from its typed arguments (the same signature
+// bytes as build_signature: sig_value / sig_tensor_arg), and when the call is a plain pass-through
+// (no kernel, nothing to learn or capture) calls the original kernel unboxed. Every other call
+// is boxed here and finished by the same Interceptor::run as a boxed call, so serving, guards,
+// eager samples, learning and captures behave exactly as they do without this path.
+#include <ATen/core/boxing/impl/boxing.h>
+
+#include <array>
+#include <cstring>
+#include <optional>
+#include <string_view>
+#include <tuple>
+
+#include "torch_ext/ext.h"
+#include "common/log.h"
+
+namespace kforge {
+namespace {
+
+// SafeKernelFunction keeps the captured KernelFunction private and offers only callBoxed; the
+// typed path calls the same KernelFunction unboxed, and checks the same token first. An explicit
+// instantiation may name private members ([temp.spec.general]); a renamed member fails to compile.
+template <class Tag, typename Tag::type M>
+struct Expose {
+  friend typename Tag::type member(Tag) { return M; }
+};
+struct SafeKernel {
+  using type = c10::KernelFunction c10::SafeKernelFunction::*;
+  friend type member(SafeKernel);
+};
+struct SafeToken {
+  using type = std::shared_ptr<c10::KernelToken> c10::SafeKernelFunction::*;
+  friend type member(SafeToken);
+};
+template struct Expose<SafeKernel, &c10::SafeKernelFunction::kernel_>;
+template struct Expose<SafeToken, &c10::SafeKernelFunction::token_>;
+
+struct TypedState {
+  TypedState(kf_runtime* rt, std::shared_ptr<const OpSchemaInfo> info, int device,
+             c10::SafeKernelFunction boxed_orig, c10::SafeKernelFunction orig, c10::OperatorHandle op)
+      : ic(rt, info, device, std::move(boxed_orig)), safe(std::move(orig)), op(std::move(op)),
+        rt(rt), name(info->name.c_str()), device(device) {}
+  Interceptor ic;               // every call that is more than a pass-through, boxed
+  c10::SafeKernelFunction safe;  // owns the original kernel and its token
+  c10::OperatorHandle op;
+  kf_runtime* rt;
+  const char* name;  // info's, which ic keeps alive
+  int device;
+  const c10::KernelFunction& kernel() const { return safe.*member(SafeKernel{}); }
+  bool valid() const {
+    const auto& token = safe.*member(SafeToken{});
+    return token && token->isValid();
+  }
+};
+
+// Describing one typed argument exactly as build_signature describes its IValue.
+inline void describe(kf_sig* sig, const at::Tensor& t) { sig_tensor_arg(sig, t); }
+inline void describe(kf_sig* sig, const std::optional<at::Tensor>& t) {
+  if (t.has_value())
+    sig_tensor_arg(sig, *t);
+  else
+    kf_sig_none(sig);  // IValue(nullopt) is None
+}
+inline void describe(kf_sig* sig, c10::SymIntArrayRef v) {
+  // IValue(SymIntArrayRef) is an int list when every element is concrete
+  if (const auto ints = c10::asIntArrayRefSlowOpt(v))
+    kf_sig_int_list(sig, ints->data(), static_cast<int>(ints->size()));
+  else
+    sig_value(sig, c10::IValue(v));
+}
+inline void describe(kf_sig* sig, c10::string_view v) {
+  std::array<char, 64> buf;  // kf_sig_str takes a C string, as build_signature gives it
+  if (v.size() < buf.size() && std::memchr(v.data(), 0, v.size()) == nullptr) {
+    std::memcpy(buf.data(), v.data(), v.size());
+    buf[v.size()] = 0;
+    kf_sig_str(sig, buf.data());
+  } else {
+    sig_value(sig, c10::IValue(std::string(v)));
+  }
+}
+// IValue(Scalar): symbolic ones first (isFloatingPoint holds for a SymFloat too), then double,
+// complex, bool, and the rest as int; the plain kinds straight, the others through the IValue.
+inline void describe(kf_sig* sig, const c10::Scalar& v) {
+  if (!v.isSymbolic()) {
+    if (v.isFloatingPoint()) return kf_sig_double(sig, v.toDouble());
+    if (v.isBoolean()) return kf_sig_bool(sig, v.toBool());
+    if (v.isIntegral(false)) return kf_sig_int(sig, v.toLong());
+  }
+  sig_value(sig, c10::IValue(v));
+}
+inline void describe(kf_sig* sig, int64_t v) { kf_sig_int(sig, v); }
+inline void describe(kf_sig* sig, bool v) { kf_sig_bool(sig, v); }
+inline void describe(kf_sig* sig, double v) { kf_sig_double(sig, v); }
+
+template <class Ret, class... Args>
+struct TypedKernel {
+  std::shared_ptr<TypedState> st;
+
+  Ret boxed(c10::DispatchKeySet ks, Args... args) const {
+    torch::jit::Stack stack = c10::impl::boxArgs<Args...>(args...);
+    st->ic(st->op, ks, &stack);
+    return c10::impl::PopResult<Ret>::call(stack);
+  }
+
+  Ret operator()(c10::DispatchKeySet ks, Args... args) const {
+    TypedState& s = *st;
+    // an invalidated original kernel: the boxed path raises torch's own error, as before
+    if (!s.valid()) return boxed(ks, args...);
+    ThreadState& ts = thread_state();
+    if (ts.bypass || !kf_enabled(s.rt)) return s.kernel().template call<Ret, Args...>(s.op, ks, args...);
+    kf_sig sig;
+    try {
+      kf_sig_begin(&sig, s.name);
+      kf_sig_call_device(&sig, s.device);
+      (describe(&sig, args), ...);
+    } catch (...) {  // as build_signature's caller: not ours to describe, run eager
+      return s.kernel().template call<Ret, Args...>(s.op, ks, args...);
+    }
+    kf_call call;
+    kf_dispatch_begin(s.rt, &sig, &call);
+    CallDone call_done{s.rt, &call};
+    // chain recording needs the call's tensors (top-level calls, while recording): boxed too
+    if (call.kernel || call.learn || call.capture ||
+        (ts.depth == 0 && kf_dispatch_chains_on(s.rt, &call))) {
+      torch::jit::Stack stack = c10::impl::boxArgs<Args...>(args...);
+      s.ic.run(call, sig, ts, s.op, ks, &stack);
+      return c10::impl::PopResult<Ret>::call(stack);
+    }
+    // The pass-through: Interceptor::run with no kernel, nothing learned, nothing captured, no chain.
+    if (ts.depth > 0) call.time_it = call.eager_sample = 0;
+    DepthGuard depth(ts);
+    void* stream = nullptr;
+    if (sig.device_type == KF_DEV_CUDA && call.time_it) {
+      try {
+        stream = current_cuda_stream(sig.device_index);
+      } catch (...) {
+        call.time_it = 0;
+      }
+    }
+    kf_dispatch_start(s.rt, &call, 0, stream);
+    try {
+      Ret r = s.kernel().template call<Ret, Args...>(s.op, ks, args...);
+      kf_dispatch_end(s.rt, &call, 0, stream);
+      return r;
+    } catch (...) {
+      kf_dispatch_cancel(s.rt, &call);
+      throw;  // eager's own error, unchanged
+    }
+  }
+};
+
+template <class Ret, class... Args>
+torch::CppFunction make(std::shared_ptr<TypedState> st) {
+  TypedKernel<Ret, Args...> k{std::move(st)};
+  return torch::CppFunction([k](c10::DispatchKeySet ks, Args... args) -> Ret {
+    return k(ks, args...);
+  });
+}
+
+using at::Tensor;
+using T3 = std::tuple<Tensor, Tensor, Tensor>;
+
+// Schemas (argument and return types, no alias annotations) and the C++ signature the
+// dispatcher knows them by. A mismatch is refused by torch at registration (the op then gets
+// the boxed interceptor).
+struct Variant {
+  const char* shape;
+  torch::CppFunction (*make)(std::shared_ptr<TypedState>);
+};
+const Variant kVariants[] = {
+    {"Tensor->Tensor", make<Tensor, const Tensor&>},  // relu, silu, sigmoid, ...
+    {"Tensor,Tensor->Tensor", make<Tensor, const Tensor&, const Tensor&>},  // mul, div, ...
+    {"Tensor,Tensor,Scalar->Tensor", make<Tensor, const Tensor&, const Tensor&, const c10::Scalar&>},
+    {"Tensor,Scalar->Tensor", make<Tensor, const Tensor&, const c10::Scalar&>},  // clamp_min, pow
+    {"Tensor,Scalar,Scalar->Tensor", make<Tensor, const Tensor&, const c10::Scalar&, const c10::Scalar&>},
+    {"Tensor,int,bool->Tensor", make<Tensor, const Tensor&, int64_t, bool>},  // _softmax
+    {"Tensor,str->Tensor", make<Tensor, const Tensor&, c10::string_view>},  // gelu
+    {"Tensor,SymInt[],Tensor?,Tensor?,float->(Tensor,Tensor,Tensor)",  // native_layer_norm
+     make<T3, const Tensor&, c10::SymIntArrayRef, const std::optional<Tensor>&,
+          const std::optional<Tensor>&, double>},
+};
+
+}  // namespace
+
+std::string schema_shape(const c10::FunctionSchema& s) {
+  std::string out;
+  for (const auto& a : s.arguments()) {
+    if (a.alias_info()) return "";  // in-place, out= and views stay boxed
+    out += (out.empty() ? "" : ",") + a.real_type()->str();
+  }
+  out += "->";
+  if (s.returns().size() != 1) out += "(";
+  for (size_t i = 0; i < s.returns().size(); i++) {
+    if (s.returns()[i].alias_info()) return "";
+    out += (i ? "," : "") + s.returns()[i].real_type()->str();
+  }
+  if (s.returns().size() != 1) out += ")";
+  return out;
+}
+
+std::optional<torch::CppFunction> make_typed(kf_runtime* rt, std::shared_ptr<const OpSchemaInfo> info,
+                                             int device, const c10::OperatorHandle& op,
+                                             c10::SafeKernelFunction boxed_orig, c10::SafeKernelFunction orig) {
+  const std::string shape = schema_shape(op.schema());
+  for (const Variant& v : kVariants) {
+    if (shape != v.shape) continue;
+    auto st = std::make_shared<TypedState>(rt, std::move(info), device, std::move(boxed_orig),
+                                           std::move(orig), op);
+    return v.make(std::move(st));
+  }
+  KF_DEBUG("%s: no typed fast path for (%s)", info->name.c_str(), shape.c_str());
+  return std::nullopt;
+}
+
+}  // namespace kforge
