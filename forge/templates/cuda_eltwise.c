@@ -26,8 +26,9 @@
  *                        `other` may be a Python number (`x * 0.5`: absent from in[], a scalar of
  *                        kind d/i/b, forge/job/sig.h): then self is the one operand, of the
  *                        output's dtype, and the number is compiled in as eager's CUDA kernel
- *                        takes it (the iterator casts it to the common dtype first, then
- *                        widens it to float: double -> float -> f16/bf16 -> float).
+ *                        takes it: the op-math float of the double (TensorIterator promotes
+ *                        CPU scalars to the common dtype on CPU only; the H200 run showed the
+ *                        f16/bf16 results one ulp off when narrowed first).
  *
  * The layouts, the plan and the loop are shared with cuda_eltwise_copy (cuda_copy.c,
  * through cuda_eltwise.h).
@@ -641,7 +642,7 @@ static int add_alpha(const kf_job_sig *sig, float *f)
 }
 
 /* `other` as a wrapped Python number (sig.h: absent from in[], a scalar under its name): 1 and
- * its float value before the cast to the tensor's dtype (kf_op narrows it there); 0 when `other`
+ * its float value; 0 when `other`
  * is a tensor or unusable (not finite in float: eager's inf/nan arithmetic stays eager's). */
 static int scalar_other(const kf_job_sig *sig, float *f)
 {
@@ -716,8 +717,8 @@ static kf_status binary_render(const kf_job_sig *sig, const int *knob_idx, char 
                      inplace ? "self (in place)" : "out");
     char op[512];
     if (scalar) {
-        /* kf_op(v) of self alone: the number as the iterator hands it to eager's functor, cast
-         * to the tensor's dtype then widened (exact for float32), alpha as a float */
+        /* kf_op(v) of self alone: the number as eager's CUDA functor gets it, a float, and
+         * alpha as a float */
         float alpha = 1.0f;
         if (kind == 'a') add_alpha(sig, &alpha);
         char expr[64];
@@ -730,10 +731,9 @@ static kf_status binary_render(const kf_job_sig *sig, const int *knob_idx, char 
         snprintf(op, sizeof op,
                  "/* other = %.9g (a Python number), alpha = %.9g */\n"
                  "__device__ __forceinline__ float kf_op(float v)\n{\n"
-                 "    const float s = kf_to_f(kf_from_f<%s>(__uint_as_float(0x%08xu)));\n"
+                 "    const float s = __uint_as_float(0x%08xu);\n"
                  "    return %s;\n}\n",
-                 (double)other, (double)alpha, kf_template_cuda_type(p.dtype), kf_ew_fbits(other),
-                 expr);
+                 (double)other, (double)alpha, kf_ew_fbits(other), expr);
     } else if (kind == 'm') {
         snprintf(op, sizeof op,
                  "__device__ __forceinline__ float kf_op(float a, float b)\n{\n"
