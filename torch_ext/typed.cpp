@@ -189,13 +189,15 @@ std::string schema_shape(const c10::FunctionSchema& s) {
   std::string out;
   for (const auto& a : s.arguments()) {
     if (a.alias_info()) return "";  // in-place, out= and views stay boxed
-    out += (out.empty() ? "" : ",") + a.real_type()->str();
+    if (!out.empty()) out += ',';
+    out += a.real_type()->str();
   }
   out += "->";
   if (s.returns().size() != 1) out += "(";
   for (size_t i = 0; i < s.returns().size(); i++) {
     if (s.returns()[i].alias_info()) return "";
-    out += (i ? "," : "") + s.returns()[i].real_type()->str();
+    if (i) out += ',';
+    out += s.returns()[i].real_type()->str();
   }
   if (s.returns().size() != 1) out += ")";
   return out;
