@@ -41,7 +41,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-from report import FAMILIES, fmt, merge_results, write  # noqa: E402
+from zoo_report import FAMILIES, fmt, merge_results, write  # noqa: E402
 ROOT = os.path.dirname(os.path.dirname(HERE))
 def log(msg: str):
     print(f"[zoo {time.strftime('%H:%M:%S')}] {msg}", flush=True)

@@ -17,8 +17,12 @@ from conftest import ROOT, run_python
 ZOO = os.path.join(ROOT, "benchmarks", "zoo")
 sys.path.insert(0, ZOO)
 
-import report  # noqa: E402
-import run as zoo  # noqa: E402
+import zoo_report as report  # noqa: E402
+
+# run.py by its path: benchmarks/e2e has a run.py too, and sys.modules keeps the first one imported
+_spec = importlib.util.spec_from_file_location("zoo_run", os.path.join(ZOO, "run.py"))
+zoo = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(zoo)
 
 needs_transformers = pytest.mark.skipif(importlib.util.find_spec("transformers") is None,
                                         reason="needs transformers")
