@@ -49,3 +49,22 @@ int kf_job_tensor_dense_f32(const kf_job_tensor *t)
 {
     return t->dtype == KF_F32 && kf_job_tensor_contiguous(t) && kf_job_tensor_numel(t) > 0;
 }
+
+int kf_job_tensor_dense(const kf_job_tensor *t)
+{
+    int dims[KF_MAX_DIMS], n = 0;
+    for (int d = 0; d < t->ndim; d++)
+        if (t->sizes[d] != 1) dims[n++] = d;
+    for (int a = 1; a < n; a++)
+        for (int b = a; b > 0 && t->strides[dims[b]] < t->strides[dims[b - 1]]; b--) {
+            int tmp = dims[b];
+            dims[b] = dims[b - 1];
+            dims[b - 1] = tmp;
+        }
+    int64_t expect = 1;
+    for (int k = 0; k < n; k++) {
+        if (t->strides[dims[k]] != expect) return 0;
+        expect *= t->sizes[dims[k]];
+    }
+    return 1;
+}

@@ -79,6 +79,9 @@ int64_t kf_job_tensor_numel(const kf_job_tensor *t);
 int kf_job_tensor_contiguous(const kf_job_tensor *t);
 /* Same ndim and sizes. */
 int kf_job_tensor_same_shape(const kf_job_tensor *a, const kf_job_tensor *b);
+/* Dense and non-overlapping in any dim order, size-1 dims ignored: every element has its own
+ * address and no gaps. */
+int kf_job_tensor_dense(const kf_job_tensor *t);
 /* A contiguous float32 tensor with at least one element. */
 int kf_job_tensor_dense_f32(const kf_job_tensor *t);
 

@@ -3,26 +3,6 @@
 
 #include <string.h>
 
-/* dense and non-overlapping, size-1 dims ignored */
-static int g_dense(const kf_job_tensor *t)
-{
-    int dims[KF_MAX_DIMS], n = 0;
-    for (int d = 0; d < t->ndim; d++)
-        if (t->sizes[d] != 1) dims[n++] = d;
-    for (int a = 1; a < n; a++)
-        for (int b = a; b > 0 && t->strides[dims[b]] < t->strides[dims[b - 1]]; b--) {
-            int tmp = dims[b];
-            dims[b] = dims[b - 1];
-            dims[b - 1] = tmp;
-        }
-    int64_t expect = 1;
-    for (int k = 0; k < n; k++) {
-        if (t->strides[dims[k]] != expect) return 0;
-        expect *= t->sizes[dims[k]];
-    }
-    return 1;
-}
-
 static int g_dtype_ok(int dt, int host)
 {
     switch (dt) {
@@ -58,7 +38,7 @@ int kf_gather_plan_make(const kf_job_sig *sig, int host, kf_gather_plan *p)
         if (s->strides[d] < 0) return 0;
     for (int d = 0; d < ix->ndim; d++)
         if (ix->strides[d] < 0) return 0;
-    if (!g_dense(y)) return 0;
+    if (!kf_job_tensor_dense(y)) return 0;
     p->src_dt = s->dtype;
     p->idx_dt = ix->dtype;
     p->n = y->ndim;

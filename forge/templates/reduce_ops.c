@@ -111,26 +111,6 @@ static int reduced_mask(const kf_job_sig *sig, const kf_red_op *op, int ndim, un
     return 1;
 }
 
-/* Dense and non-overlapping, size-1 dims ignored: every element has its own address. */
-static int dense(const kf_job_tensor *t)
-{
-    int dims[KF_MAX_DIMS], n = 0;
-    for (int d = 0; d < t->ndim; d++)
-        if (t->sizes[d] != 1) dims[n++] = d;
-    for (int a = 1; a < n; a++)
-        for (int b = a; b > 0 && t->strides[dims[b]] < t->strides[dims[b - 1]]; b--) {
-            int tmp = dims[b];
-            dims[b] = dims[b - 1];
-            dims[b - 1] = tmp;
-        }
-    int64_t expect = 1;
-    for (int k = 0; k < n; k++) {
-        if (t->strides[dims[k]] != expect) return 0;
-        expect *= t->sizes[dims[k]];
-    }
-    return 1;
-}
-
 static int scalar_num(const kf_job_scalar *s, double *v)
 {
     if (!s) return 0;
@@ -267,8 +247,8 @@ int kf_red_plan_make(const kf_job_sig *sig, int host, kf_red_plan *p)
             k++;
         }
     }
-    if (k != y->ndim || !dense(y)) return 0;
-    if (y2 && (!kf_job_tensor_same_shape(y, y2) || !dense(y2))) return 0;
+    if (k != y->ndim || !kf_job_tensor_dense(y)) return 0;
+    if (y2 && (!kf_job_tensor_same_shape(y, y2) || !kf_job_tensor_dense(y2))) return 0;
 
     /* kept dims by input stride, innermost first (ties: the later dim inside) */
     int kd_[KF_MAX_DIMS], nk = 0;
