@@ -65,6 +65,8 @@ typedef struct kf_cache_entry {
     char *outputs;          /* eager's output layout, JSON text (plugin/layout.h) */
     char *family;           /* the shape family it serves, JSON object text; NULL: its signature
                              * only (checked by plugin/family.c, docs/architecture.md) */
+    char *chain;            /* a chain kernel's members and dataflow, JSON object text (op
+                             * "kforge::chain", docs/chains.md); NULL: one op's kernel */
     double max_abs_err, max_rel_err, atol, rtol;
     double eager_us, kernel_us;
     char *proposer, *job;   /* where it came from ("hand-written", "builtin", "llm") */

@@ -59,7 +59,7 @@ static const struct num_field {
 
 static const char *const OTHER_FIELDS[] = {
     "format", "contract_version", "key", "sig", "launch", "outputs",
-    "blob_hash", "blob_size", "disabled", "family",
+    "blob_hash", "blob_size", "disabled", "family", "chain",
 };
 #define N_OTHER (sizeof OTHER_FIELDS / sizeof OTHER_FIELDS[0])
 
@@ -73,6 +73,7 @@ void kf_cache_entry_free(kf_cache_entry *e)
     free(e->launch);
     free(e->outputs);
     free(e->family);
+    free(e->chain);
     free(e);
 }
 
@@ -127,6 +128,11 @@ static cJSON *entry_to_cjson(const kf_cache_entry *e, char *err, size_t cap)
         cJSON *family = embedded(e->family, "family", err, cap);
         if (!family) goto fail;
         cJSON_AddItemToObject(root, "family", family);
+    }
+    if (e->chain) {
+        cJSON *chain = embedded(e->chain, "chain", err, cap);
+        if (!chain) goto fail;
+        cJSON_AddItemToObject(root, "chain", chain);
     }
     for (size_t i = 0; i < N_NUM; i++)
         ADD(cJSON_AddNumberToObject(root, NUM_FIELDS[i].name,
@@ -339,6 +345,16 @@ static kf_status parse_fields(const cJSON *root, kf_cache_entry *e, char *err, s
             return KF_ERR_INVALID;
         }
         st = parse_embedded(root, "family", 0, &e->family, err, cap);
+        if (st != KF_OK) return st;
+    }
+    /* optional, the same way: its meaning is checked where chains are served (plugin/chains.h) */
+    j = cJSON_GetObjectItemCaseSensitive(root, "chain");
+    if (j && !cJSON_IsNull(j)) {
+        if (!cJSON_IsObject(j)) {
+            kf_errf(err, cap, "field \"chain\" must be a JSON object or null");
+            return KF_ERR_INVALID;
+        }
+        st = parse_embedded(root, "chain", 0, &e->chain, err, cap);
         if (st != KF_OK) return st;
     }
 
