@@ -107,14 +107,23 @@ def bytes_moved(key: str) -> int:
     return _jobs.bytes_moved(*_jobs.describe(key))
 
 
+# No kernel, however small its work, runs in less than this (launch and the smallest grid, as
+# the worker times it): a 4 us op on a GPU has little to gain whatever its roofline says.
+LAUNCH_FLOOR_US = {"cuda": 2.5, "cpu": 0.2}
+
+
 def priority(row: dict, bandwidth_gbs: float | None) -> float:
     """docs/architecture.md: time share x headroom to the roofline (Amdahl): the recorded time of the
-    signature times the fraction of its eager time a perfect kernel would save."""
+    signature times the fraction of its eager time a perfect kernel would save, that kernel taking
+    the roofline time of its bytes or the device's launch floor, whichever is longer."""
     nbytes = row.get("bytes_moved") or 0
-    if not bandwidth_gbs or not nbytes or row.get("eager_us", -1) <= 0:
+    eager_us = row.get("eager_us", -1) or -1
+    if eager_us <= 0:
         return row["time_ms"]
-    roofline_us = nbytes / (bandwidth_gbs * 1e3)
-    return row["time_ms"] * max(0.0, 1.0 - roofline_us / row["eager_us"])
+    best_us = LAUNCH_FLOOR_US.get(row.get("device", "").split(":")[0], 0.0)
+    if bandwidth_gbs and nbytes:
+        best_us = max(best_us, nbytes / (bandwidth_gbs * 1e3))
+    return row["time_ms"] * max(0.0, 1.0 - best_us / eager_us)
 
 
 # A shape served by a family kernel gets a job of its own only when the family kernel's time

@@ -154,21 +154,24 @@ def _child_capture(plan_path: str, out: str, script_args: list[str]) -> int:
         script_args = script_args[1:]
     for p in plan["jobs"]:
         _tuner.request_captures(p["key"], plan["captures"])
-    write_until = plan.get("write_until")  # time.time(); jobs come hottest first
+    deadline = plan.get("deadline")  # time.time() when the budget ends; jobs come hottest first
     code = 0
     results = {}
     try:
         code = run_script(script_args[0], script_args[1:], module)
     finally:
+        # writing jobs gets a share of what the script's two runs left, and stops while the rest
+        # can still give every written job a search of its own
+        write_until = deadline and time.time() + WRITE_SHARE * max(0.0, deadline - time.time())
         for p in plan["jobs"]:
             key = p["key"]
             try:
                 # the hottest job is written whatever the clock says: recording and capturing a
-                # slow script can take half the budget, and a warm-up that tunes nothing is no use
-                if write_until and time.time() > write_until and results:
+                # slow script can take the whole budget, and a warm-up that tunes nothing is no use
+                if deadline and results and (time.time() > write_until or deadline - time.time()
+                                             < (len(results) + 1) * MIN_JOB_S):
                     raise kf.KernelForgeError(
-                        "the warm-up's time budget went to hotter signatures (writing jobs "
-                        "stops at half of it)")
+                        "the warm-up's time budget went to hotter signatures (--time-budget)")
                 caps = _tuner.take_captures(key, _tuner.n_tensor_args(key))
                 if not caps:
                     raise kf.KernelForgeError("not called in the capture run")
@@ -201,7 +204,7 @@ def _step(step: list[str], script_cmd: list[str], log) -> int:
     return subprocess.run(cmd, env=env).returncode
 
 
-WRITE_SHARE = 0.5  # of the time budget, at most, from the start until the last job is written
+WRITE_SHARE = 0.3  # of the budget left after the capture run, at most, for writing jobs
 MIN_FIRST_SHARE = 0.1  # of the time budget, at least, for the hottest job's search
 MIN_JOB_S = 2.5  # a search's own floor: worker start and a few candidates (most bests are the first)
 
@@ -276,7 +279,7 @@ def warmup(script_cmd: list[str], *, iterations: int = 50, time_budget: float = 
     plan = {"captures": captures, "search": search,
             "jobs": [{"key": r["key"], "signature": r["signature"]} for r in cands]}
     if time_budget:  # writing jobs (device-to-host copies, files) must leave time to search
-        plan["write_until"] = time.time() + (t0 + WRITE_SHARE * time_budget - time.monotonic())
+        plan["deadline"] = time.time() + (t0 + time_budget - time.monotonic())
     plan_path, jobs_path = os.path.join(work, "plan.json"), os.path.join(work, "jobs.json")
     with open(plan_path, "w") as f:
         json.dump(plan, f)

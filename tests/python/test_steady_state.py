@@ -1,6 +1,7 @@
 """Steady-state ranking: `kforge warmup` and the online tuner rank the work a script repeats,
 not its one-time setup, and never give a slot to what can never be tuned."""
 import json
+import pytest
 
 from conftest import run_python
 from kernel_forge import _tuner
@@ -94,3 +95,14 @@ def test_the_online_window_forgets_setup():
         {"key": "fwd", "intercepted": True, "calls": 30, "time_ms": 3.5},
     ]
     assert _tuner.stats_delta(now, before) == {"fwd": {"time_ms": 2.5, "calls": 20}}
+
+
+def test_launch_bound_ops_rank_below_ops_with_room_to_gain():
+    # a 3.8 us GPU op whose bytes are nothing has little to gain: a kernel still takes a launch
+    tiny = {"key": "t", "device": "cuda:0", "time_ms": 10.0, "eager_us": 3.8, "bytes_moved": 32768}
+    big = {"key": "b", "device": "cuda:0", "time_ms": 8.0, "eager_us": 30.0, "bytes_moved": 16 << 20}
+    bw = 4000.0
+    assert _tuner.priority(tiny, bw) < _tuner.priority(big, bw)
+    assert _tuner.priority(tiny, bw) == pytest.approx(10.0 * (1 - 2.5 / 3.8))
+    # on the host the floor is small: the same row keeps nearly all of its time
+    assert _tuner.priority(dict(tiny, device="cpu"), bw) > 9.0

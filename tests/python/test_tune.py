@@ -270,7 +270,7 @@ def test_warmup_gives_hot_signatures_the_longest_searches():
 def test_capture_stops_writing_jobs_when_its_time_is_spent(tmp_path):
     script = tmp_path / "model.py"
     script.write_text("import torch\ntorch.softmax(torch.randn(8, 8), -1)\n")
-    plan = {"captures": 1, "search": {"iterations": 1}, "write_until": 1.0,  # long past
+    plan = {"captures": 1, "search": {"iterations": 1}, "deadline": 1.0,  # long past
             "jobs": [{"key": "0123456789abcdef", "signature": "s"},
                      {"key": "fedcba9876543210", "signature": "t"}]}
     (tmp_path / "plan.json").write_text(json.dumps(plan))
