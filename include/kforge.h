@@ -203,6 +203,10 @@ KF_API void kf_runtime_quiesce(kf_runtime *rt);
 /* Count ops that are not intercepted too (a RecordFunction observer, torch_ext/observer.cpp),
  * by name with their host time; KF_ERR_UNSUPPORTED when the plugin is disabled. */
 KF_API kf_status kf_set_observer(kf_runtime *rt, int on);
+/* Register interceptors now: for every op of the intercept list (`all`), or for the ops of cache
+ * entries that appeared since load (KFORGE_INTERCEPT, torch_ext/registration.cpp). Idempotent;
+ * KF_ERR_UNSUPPORTED when the plugin is disabled. */
+KF_API kf_status kf_intercept(kf_runtime *rt, int all);
 
 /* ---- cache folders without a runtime (plugin/cache_cli.c: `kforge cache ...`) ----
  * Each opens the cache folder `dir`, does one thing and closes it; on failure err[cap] says

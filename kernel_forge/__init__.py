@@ -162,6 +162,7 @@ def signature_key(op: str, *args, **kwargs) -> str:
     """
     name = op if "::" in op else f"aten::{op}"
     fn = _resolve_op(name)
+    _native.intercept()
     lib = _native.lib()
     rt = _native.runtime()
     lib.kf_probe_begin(rt, name.encode())
@@ -192,8 +193,10 @@ def cache_entries() -> list[dict]:
 
 def reload_cache() -> None:
     """Serve entries that were added to the cache folder since this process looked (the plugin
-    also looks by itself, every KFORGE_RELOAD_MS)."""
+    also looks by itself, every KFORGE_RELOAD_MS). Their ops are intercepted from now on if they
+    were not (by default only ops with a kernel in the cache are, KFORGE_INTERCEPT)."""
     _native.lib().kf_reload_cache(_native.runtime())
+    _native.intercept(all_ops=False)
 
 
 def add_kernel(op: str, example_args, source: str, launch, backend: str | None = None, *,
@@ -231,6 +234,7 @@ def add_kernel(op: str, example_args, source: str, launch, backend: str | None =
 
     name = op if "::" in op else f"aten::{op}"
     _resolve_op(name)
+    _native.intercept()  # served in this process from then on
     args = tuple(example_args)
     devices = {t.device.type for t in _jobs.tensors_of(list(args))}  # a tensor list's too
     if not devices:
@@ -395,6 +399,7 @@ def tuner_status() -> dict:
 def _register_kernel(key: str, fn_address: int, user: int = 0) -> None:
     """Attach a C kernel (kf_kernel_fn address) to a signature key; 0 detaches. For tests and
     for the cache layer: the kernel is trusted as is, with no verification."""
+    _native.intercept()
     code = _native.lib().kf_register_kernel(_native.runtime(), int(key, 16), fn_address or None,
                                             user or None)
     if code:

@@ -89,6 +89,7 @@ def _bind(lib):
         "kf_probe_end": ([c.c_void_p, c.POINTER(c.c_uint64)], c.c_int),
         "kf_register_kernel": ([c.c_void_p, c.c_uint64, c.c_void_p, c.c_void_p], c.c_int),
         "kf_set_observer": ([c.c_void_p, c.c_int], c.c_int),
+        "kf_intercept": ([c.c_void_p, c.c_int], c.c_int),
         "kf_reload_cache": ([c.c_void_p], c.c_int),
         "kf_set_poison": ([c.c_void_p, c.c_int], None),
         "kf_fail_next_checks": ([c.c_void_p, c.c_int], None),
@@ -178,6 +179,13 @@ def lib():
 
 def runtime():
     return lib().kf_runtime_get()
+
+
+def intercept(all_ops: bool = True) -> None:
+    """Register the interceptors not yet registered: every op of the list, or those of cache
+    entries that appeared since load (KFORGE_INTERCEPT). Tuning, capturing and adding kernels
+    need their op intercepted; a disabled plugin (KFORGE_DISABLE) has nothing to register."""
+    lib().kf_intercept(runtime(), 1 if all_ops else 0)
 
 
 def take_json(ptr):

@@ -75,6 +75,7 @@ def _signed(u: int) -> int:
 
 
 def request_captures(key: str, n: int) -> None:
+    _native.intercept()  # the capture run's ops, with or without kernels
     lib = _native.lib()
     code = lib.kf_capture_request(_native.runtime(), int(key, 16), int(n))
     if code:

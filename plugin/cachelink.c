@@ -516,6 +516,41 @@ void kf_cachelink_init(kf_runtime *rt)
     start_reloader(rt);
 }
 
+static void want_op(const kf_config *cfg, const char *op, unsigned char *wanted)
+{
+    for (int i = 0; op && i < cfg->n_ops; i++)
+        if (!strcmp(cfg->ops[i], op)) wanted[i] = 1;
+}
+
+static void want_entries(const kf_config *cfg, kf_cache *c, unsigned char *wanted)
+{
+    kf_cache_entry **entries = NULL;
+    int n = 0;
+    if (!c) return;
+    if (kf_cache_list(c, &entries, &n) != KF_OK) { /* busy or unreadable: as before, every op */
+        memset(wanted, 1, (size_t)cfg->n_ops);
+        return;
+    }
+    for (int i = 0; i < n; i++) {
+        if (entries[i]->disabled) continue;
+        want_op(cfg, entries[i]->op, wanted);
+        cJSON *chain = entries[i]->chain ? cJSON_Parse(entries[i]->chain) : NULL;
+        const cJSON *m;
+        cJSON_ArrayForEach(m, cJSON_GetObjectItemCaseSensitive(chain, "members"))
+            want_op(cfg, cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(m, "op")), wanted);
+        cJSON_Delete(chain);
+    }
+    kf_cache_entries_free(entries, n);
+}
+
+void kf_cachelink_entry_ops(kf_runtime *rt, unsigned char *wanted)
+{
+    pthread_mutex_lock(&rt->cache_lock);
+    want_entries(&rt->cfg, rt->cache, wanted);
+    want_entries(&rt->cfg, rt->bundle, wanted);
+    pthread_mutex_unlock(&rt->cache_lock);
+}
+
 void kf_cachelink_free(kf_runtime *rt)
 {
     for (int i = 0; i < rt->n_pending; i++) kf_cache_entry_free(rt->pending[i]);

@@ -30,6 +30,12 @@ kf_compiler_i *kf_cachelink_compiler(kf_runtime *rt, const char *backend, const 
 /* Put `k` on the slot (replacing any kernel); the previous one is retired, not freed. */
 void kf_cachelink_set_kernel(kf_runtime *rt, kf_slot *slot, kf_kernel *k);
 
+/* Which ops of the intercept list (cfg.ops) the cache's entries (folder and bundle) are for: a
+ * chain entry counts for each of its members' ops. Sets wanted[i] (n_ops flags) for op i; the
+ * entries are only read, not checked (a superset is harmless: an op intercepted for nothing); a
+ * cache that cannot be listed now (another process holds its lock) wants every op. */
+void kf_cachelink_entry_ops(kf_runtime *rt, unsigned char *wanted);
+
 /* Output layout <-> JSON (the manifest's "outputs"). */
 char *kf_layout_to_json(const kf_out_layout *l);
 kf_status kf_layout_from_json(const char *json, kf_out_layout *l);

@@ -101,6 +101,11 @@ void kf_config_from_env(kf_config *cfg)
         snprintf(cfg->bad_env, sizeof cfg->bad_env,
                  "KFORGE_VALIDATE='%.20s' is not first|always|off; using first", v);
     }
+    const char *ic = getenv("KFORGE_INTERCEPT");
+    cfg->intercept_all = cfg->record || (ic && !strcmp(ic, "all"));
+    if (ic && *ic && strcmp(ic, "all") && strcmp(ic, "cached") && !cfg->bad_env[0])
+        snprintf(cfg->bad_env, sizeof cfg->bad_env,
+                 "KFORGE_INTERCEPT='%.20s' is not all|cached; using cached", ic);
     const char *dir = getenv("KFORGE_CACHE_DIR");
     const char *xdg = getenv("XDG_CACHE_HOME");
     const char *home = getenv("HOME");

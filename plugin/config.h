@@ -13,6 +13,9 @@ typedef struct kf_config {
     int disable;           /* KFORGE_DISABLE=1: load, intercept nothing */
     int record;            /* KFORGE_RECORD=1 or KFORGE_TUNE=1: also observe ops outside the list */
     int tune;              /* KFORGE_TUNE=1 */
+    int intercept_all;     /* every op of the list from the start: KFORGE_INTERCEPT=all, recording
+                            * or tuning; else ("cached") only ops with a cache entry, the rest when
+                            * recording or tuning begins (torch_ext/registration.cpp) */
     int sample_every;      /* KFORGE_SAMPLE_EVERY: time one call in N per signature (default 16) */
     int eager_every;       /* KFORGE_EAGER_SAMPLE_EVERY: of a served signature's timed calls, one in
                             * N runs eager, for the speed guard (default 4; 0: never) */

@@ -103,6 +103,8 @@ void kf_runtime_set_observer_flag(kf_runtime *rt, int on);
 int kf_runtime_capturing(kf_runtime *rt, void *stream);
 /* Once torch_ext knows the torch version (part of cache keys): read the kernel cache. */
 void kf_runtime_open_cache(kf_runtime *rt, const char *torch_version);
+/* Which ops of the intercept list the cache's entries are for (wanted[i] for cfg.ops[i]). */
+void kf_runtime_cached_ops(kf_runtime *rt, unsigned char *wanted);
 /* Registration bookkeeping. add_op returns the op's index or -1. */
 int kf_runtime_add_op(kf_runtime *rt, const char *name, const char *const *argnames, int n);
 void kf_runtime_op_key(kf_runtime *rt, int op, const char *key, const char *skip_reason);

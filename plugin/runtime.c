@@ -171,6 +171,8 @@ void kf_runtime_open_cache(kf_runtime *rt, const char *torch_version)
     kf_cachelink_init(rt);
 }
 
+void kf_runtime_cached_ops(kf_runtime *rt, unsigned char *wanted) { kf_cachelink_entry_ops(rt, wanted); }
+
 int kf_runtime_capturing(kf_runtime *rt, void *stream)
 {
     return kf_gpu_timer_capturing(rt->gtimer, stream);

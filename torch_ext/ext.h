@@ -110,7 +110,11 @@ std::optional<torch::CppFunction> make_typed(kf_runtime* rt, std::shared_ptr<con
                                              c10::SafeKernelFunction boxed_orig, c10::SafeKernelFunction orig);
 
 // Registers interceptors for every op in rt->cfg; the registrations live as long as the process.
-void register_ops(kf_runtime* rt);
+// At load: every op of the intercept list when the config says so (KFORGE_INTERCEPT=all,
+// recording, tuning), else only the ops the cache has entries for: an op without a kernel then
+// costs nothing. register_ops(rt, true) adds the rest (recording or tuning begins); (rt, false)
+// the ops of entries that appeared since.
+void register_ops(kf_runtime* rt, bool all);
 // Defines torch.ops.kforge.take_captures (capture.cpp).
 void register_kforge_ops(kf_runtime* rt);
 // Copies of a call's tensor arguments, taken before the call runs (it may write them).

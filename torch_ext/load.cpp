@@ -30,10 +30,11 @@ kf_runtime* load() {
     return rt;
   }
   try {
-    register_ops(rt);
+    // the cache first: unless every op is wanted from the start, its entries say which are
+    kf_runtime_open_cache(rt, TORCH_VERSION);
+    register_ops(rt, cfg.intercept_all != 0);
     register_kforge_ops(rt);
     if (cfg.record) set_observer(rt, true);
-    kf_runtime_open_cache(rt, TORCH_VERSION);
   } catch (const std::exception& e) {
     kf_runtime_set_error(rt, "registration failed: %s", e.what());
     KF_ERROR("registration failed: %s", e.what());
@@ -54,6 +55,18 @@ extern "C" KF_API kf_status kf_set_observer(kf_runtime* rt, int on) {
     kforge::set_observer(rt, on != 0);
   } catch (const std::exception& e) {
     kf_runtime_set_error(rt, "observer: %s", e.what());
+    return KF_ERR_INVALID;
+  }
+  return KF_OK;
+}
+
+extern "C" KF_API kf_status kf_intercept(kf_runtime* rt, int all) {
+  if (!rt) return KF_ERR_INVALID;
+  if (kf_runtime_config(rt)->disable) return KF_ERR_UNSUPPORTED;
+  try {
+    kforge::register_ops(rt, all != 0);
+  } catch (const std::exception& e) {
+    kf_runtime_set_error(rt, "registration: %s", e.what());
     return KF_ERR_INVALID;
   }
   return KF_OK;

@@ -49,6 +49,8 @@ void on_exit(const at::RecordFunction& fn, at::ObserverContext*) {
 
 void set_observer(kf_runtime* rt, bool on) {
   ExtState& st = ext_state(rt);
+  // every op first: the observer reads st.intercepted, which must not change while it is on
+  if (on && !st.observer) register_ops(rt, true);
   if (on && !st.observer) {
     st.observer = at::addGlobalCallback(at::RecordFunctionCallback(on_enter, on_exit)
                                             .needsInputs(false)

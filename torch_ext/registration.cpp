@@ -141,15 +141,25 @@ void register_one(kf_runtime* rt, ExtState& st, const std::string& name) {
 
 }  // namespace
 
-void register_ops(kf_runtime* rt) {
+void register_ops(kf_runtime* rt, bool all) {
   ExtState& st = ext_state(rt);
-  for (int i = 0; i < kf_runtime_config(rt)->n_ops; i++) {
+  const kf_config* cfg = kf_runtime_config(rt);
+  std::vector<unsigned char> wanted(static_cast<size_t>(cfg->n_ops), all ? 1 : 0);
+  if (!all) kf_runtime_cached_ops(rt, wanted.data());
+  std::lock_guard<std::mutex> lock(st.reg_mu);
+  int added = 0;
+  for (int i = 0; i < cfg->n_ops; i++) {
+    if (!wanted[static_cast<size_t>(i)] || !st.registered.insert(cfg->ops[i]).second) continue;
+    added++;
     try {
-      register_one(rt, st, kf_runtime_config(rt)->ops[i]);
+      register_one(rt, st, cfg->ops[i]);
     } catch (const std::exception& e) {
-      KF_WARN("could not intercept %s: %s", kf_runtime_config(rt)->ops[i], e.what());
+      KF_WARN("could not intercept %s: %s", cfg->ops[i], e.what());
     }
   }
+  if (added && st.registered.size() < static_cast<size_t>(cfg->n_ops))
+    KF_INFO("intercepting %zu of %d ops: those with kernels in the cache (every op once recording "
+            "or tuning begins, or with KFORGE_INTERCEPT=all)", st.registered.size(), cfg->n_ops);
 }
 
 }  // namespace kforge

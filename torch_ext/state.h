@@ -20,6 +20,10 @@ struct ExtState {
   // The registrations. Never destroyed: the process may still dispatch to them during exit.
   std::unique_ptr<torch::Library> cpu_lib, cuda_lib;
   std::set<std::string> intercepted;  // full names, for the observer to skip
+  // ops of the list whose registration was tried; grows while the observer is off only (it is
+  // turned on after every op is registered), under reg_mu
+  std::set<std::string> registered;
+  std::mutex reg_mu;
   std::optional<at::CallbackHandle> observer;
   std::unique_ptr<torch::Library> kforge_lib;  // torch.ops.kforge.*
   // Real calls copied for tuning jobs (kf_capture_request), per signature key: each is the

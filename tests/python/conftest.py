@@ -9,6 +9,10 @@ import pytest
 # The tests never touch the user's kernel cache: one empty folder for this session, set before
 # the plugin loads (it reads KFORGE_CACHE_DIR once, at load).
 os.environ["KFORGE_CACHE_DIR"] = tempfile.mkdtemp(prefix="kforge-test-cache-")
+# The tests exercise interception of every op of the list (pass-through, bit identity, stats),
+# in this process and in the ones run_python starts; the default, KFORGE_INTERCEPT=cached (only
+# ops with a kernel in the cache), has its own tests, which ask for it (test_intercept_mode.py).
+os.environ["KFORGE_INTERCEPT"] = "all"
 
 import torch  # noqa: E402
 
@@ -28,7 +32,7 @@ def run_python(code_or_args, env_extra=None, timeout=600):
     """Run a fresh Python process (the plugin is loaded per process) and return it finished."""
     env = dict(os.environ)
     for k in list(env):
-        if k.startswith("KFORGE_") and k != "KFORGE_CACHE_DIR":
+        if k.startswith("KFORGE_") and k not in ("KFORGE_CACHE_DIR", "KFORGE_INTERCEPT"):
             del env[k]
     env.update(env_extra or {})
     args = [sys.executable] + (["-c", code_or_args] if isinstance(code_or_args, str) else code_or_args)
