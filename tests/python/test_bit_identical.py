@@ -30,7 +30,7 @@ TIMEOUT_S = 300
 def _env(disable: bool) -> dict:
     # a KFORGE_* setting from the caller (KFORGE_OPS, KFORGE_TUNE, ...) must not change the runs
     env = {k: v for k, v in os.environ.items()
-           if not k.startswith("KFORGE_") or k == "KFORGE_TEST_DEVICE"}
+           if not k.startswith("KFORGE_") or k in ("KFORGE_TEST_DEVICE", "KFORGE_INTERCEPT")}
     # an empty kernel cache: no entry of the user's may serve a case
     env["KFORGE_CACHE_DIR"] = os.path.join(ROOT, "build", "empty-kernel-cache")
     if disable:

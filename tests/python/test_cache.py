@@ -202,7 +202,7 @@ CONCURRENT = (
 
 def test_two_processes_inserting_at_once(tmp_path):
     d = str(tmp_path / "shared")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("KFORGE_")}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KFORGE_") or k == "KFORGE_INTERCEPT"}
     env["KFORGE_CACHE_DIR"] = d
     procs = [subprocess.Popen([sys.executable, "-c", CONCURRENT, str(rows)], env=env, cwd=ROOT,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -255,7 +255,7 @@ WATCH = (
 
 def test_a_running_process_picks_up_new_entries(tmp_path):
     d = str(tmp_path / "live")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("KFORGE_")}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KFORGE_") or k == "KFORGE_INTERCEPT"}
     env.update(KFORGE_CACHE_DIR=d, KFORGE_RELOAD_MS="50")
     watcher = subprocess.Popen([sys.executable, "-c", WATCH], env=env, cwd=ROOT, text=True,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)

@@ -68,7 +68,7 @@ def test_a_held_cache_lock_never_stalls_the_calls(tmp_path):
     p = run_python(INSERT, {"KFORGE_CACHE_DIR": staged})
     assert p.returncode == 0, p.stderr
     os.makedirs(os.path.join(live, "entries"), mode=0o700)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("KFORGE_")}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KFORGE_") or k == "KFORGE_INTERCEPT"}
     env.update(KFORGE_CACHE_DIR=live, KFORGE_RELOAD_MS="50")
     watcher = subprocess.Popen([sys.executable, "-c", WATCH], env=env, cwd=ROOT, text=True,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -145,7 +145,7 @@ def test_a_held_cache_lock_never_stalls_cuda_calls(tmp_path):
     d = str(tmp_path / "cache")
     p = run_python(INSERT_CUDA, {"KFORGE_CACHE_DIR": d})
     assert p.returncode == 0, p.stderr
-    env = {k: v for k, v in os.environ.items() if not k.startswith("KFORGE_")}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KFORGE_") or k == "KFORGE_INTERCEPT"}
     env.update(KFORGE_CACHE_DIR=d, KFORGE_RELOAD_MS="50")
     flag = str(tmp_path / "released")
     holder = subprocess.Popen([sys.executable, "-c", HOLD_ONLY, d], env=env, cwd=ROOT, text=True,

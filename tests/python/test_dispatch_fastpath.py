@@ -33,7 +33,7 @@ TYPED_OPS = ["aten::add.Tensor", "aten::mul.Tensor", "aten::relu", "aten::clamp_
 
 
 def _env(**extra) -> dict:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("KFORGE_")}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KFORGE_") or k == "KFORGE_INTERCEPT"}
     env["KFORGE_CACHE_DIR"] = os.path.join(ROOT, "build", "empty-kernel-cache")
     env.update(extra)
     return env

@@ -197,7 +197,7 @@ def test_confirmation_refuses_a_kernel_whose_win_disappears(tmp_path):
     assert p.returncode == 0, p.stderr[-3000:]
     import subprocess
 
-    env = {k: v for k, v in os.environ.items() if not k.startswith("KFORGE_")}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KFORGE_") or k == "KFORGE_INTERCEPT"}
     env.update(KFORGE_CACHE_DIR=str(staging), KFORGE_EAGER_SAMPLE_EVERY="0", PYTHONPATH=ROOT,
                OMP_NUM_THREADS="1")  # two intra-op threads on a shared 2-core box: contention
     c = subprocess.run([sys.executable, "-m", "kernel_forge._confirm", str(tmp_path)], env=env,

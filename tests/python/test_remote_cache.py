@@ -108,7 +108,7 @@ def parse(p):
 def popen(env, args):
     full = dict(os.environ)
     for k in list(full):
-        if k.startswith("KFORGE_") and k != "KFORGE_CACHE_DIR":
+        if k.startswith("KFORGE_") and k not in ("KFORGE_CACHE_DIR", "KFORGE_INTERCEPT"):
             del full[k]
     full.update(env)
     return subprocess.Popen([sys.executable, *args], env=full, cwd=ROOT, text=True,
