@@ -401,6 +401,8 @@ class OnlineTuner(threading.Thread):
                 total = {r["key"]: r["calls"] for r in now}
                 for r in rows:  # "hot" still counts every call so far
                     r["calls"] = total.get(r["key"], r["calls"])
+                    if r["has_kernel"] and r["key"] in self.ramped:
+                        r["has_kernel"] = False  # served from its ramp: its deep pass is due
                 t = time.monotonic()
                 skip = self.done | {k for k, when in self.later.items() if when > t}
                 # a hot shape served by a family may be far from its roofline: measured below
