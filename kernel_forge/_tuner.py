@@ -264,10 +264,12 @@ def calls_flowing(window_s: float = 0.05) -> bool:
     return lib.kf_total_calls(rt) != n0
 
 
-def wait_quiet(max_wait_s: float, window_s: float = 0.05, poll_s: float = 0.005) -> bool:
+def wait_quiet(max_wait_s: float, window_s: float = 0.05, poll_s: float = 0.005,
+               idle=None) -> bool:
     """Wait for a gap of `window_s` without intercepted calls (kf_total_calls, read every
     `poll_s`), at most max_wait_s; True if one came. The gap is counted from the last change
-    seen, so a pause is noticed window_s after the model's last call."""
+    seen, so a pause is noticed window_s after the model's last call. `idle()`, when given,
+    must say True as well (on CUDA: the model's queued work has finished, cuda_idle)."""
     lib, rt = _native.lib(), _native.runtime()
     t0 = time.monotonic()
     n, changed = lib.kf_total_calls(rt), t0
@@ -276,10 +278,20 @@ def wait_quiet(max_wait_s: float, window_s: float = 0.05, poll_s: float = 0.005)
         now, m = time.monotonic(), lib.kf_total_calls(rt)
         if m != n:
             n, changed = m, now
-        elif now - changed >= window_s:
+        elif now - changed >= window_s and (idle is None or idle()):
             return True
         if now - t0 >= max_wait_s:
             return False
+
+
+def cuda_idle() -> bool:
+    """Whether the current device's default stream has finished its work (cudaStreamQuery: no
+    waiting). A model issues its calls ahead of the GPU: without calls, its kernels may still
+    run. Work on streams of its own is not seen."""
+    try:
+        return bool(torch.cuda.default_stream().query())
+    except Exception:  # no answer: do not hold the tuner up on it
+        return True
 
 
 def land(staging: str, cache_dir: str, key: str) -> None:
@@ -331,6 +343,8 @@ class OnlineTuner(threading.Thread):
         self.t0 = time.monotonic()
         self.first_search = None  # when the first worker started (pay_duty)
         self.busy_s = 0.0  # the workers' busy time (wall time less their duty sleeps)
+        self.wait_s = None  # the next wait for a quiet gap (None: quiet_wait_s; quiet())
+        self.device = "cpu"  # the device of the signature being tuned (quiet())
         self.state = {"enabled": True, "pid": os.getpid(), "settings": dict(self.cfg),
                       "phase": "waiting", "queue": [], "current": None, "hot_at": {},
                       "time_spent_s": {"prepare": 0.0, "worker": 0.0, "worker_busy": 0.0,
@@ -498,7 +512,14 @@ class OnlineTuner(threading.Thread):
         if self.cfg["quiet_wait_s"] <= 0:
             return None
         t = time.monotonic()
-        q = wait_quiet(self.cfg["quiet_wait_s"], self.cfg["quiet_ms"] / 1e3)
+        window = self.cfg["quiet_ms"] / 1e3
+        idle = cuda_idle if self.device == "cuda" else None
+        q = wait_quiet(self.cfg["quiet_wait_s"] if self.wait_s is None else self.wait_s, window,
+                       idle=idle)
+        # a model that did not pause is likely not to pause next time either: half the wait
+        # after each miss (at least two windows), the full wait again after a gap
+        last = self.cfg["quiet_wait_s"] if self.wait_s is None else self.wait_s
+        self.wait_s = None if q else max(min(2 * window, self.cfg["quiet_wait_s"]), last / 2)
         with self.lock:
             g = self.state["gates"]
             g["quiet" if q else "busy"] += 1
@@ -582,6 +603,7 @@ class OnlineTuner(threading.Thread):
         pass_ = "ramp" if ramp and key not in self.ramped else "deep"
         self._note(phase=pass_, current={"signature": row["signature"], "key": key,
                                          "pass": pass_, "since_s": time.monotonic() - self.t0})
+        self.device = row.get("device") or "cpu"
         job_dir = self._prepare(row, search)
         if job_dir is None:
             return "tuned"
