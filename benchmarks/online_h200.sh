@@ -13,6 +13,8 @@
 # Everything is sized from LIMIT (seconds for the whole call, default 585) after the build.
 # Output, under $OUT: online-h200.md (the table), vit_base.json, bert_base.json, logs.tgz.
 # SKIP_BUILD=1: the plugin is built already (an earlier call on the same warm machine).
+# BENCH_ARGS: more options for online_tuning.py, e.g. "--burst-ms 200 --idle-ms 300" (a model
+# with pauses: the tuner's timings then wait for them; the default loop never pauses).
 set -u
 export PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/online-h200-out}
@@ -50,7 +52,8 @@ run_model() {  # model, GPU index
   [ "$warm" = 1 ] && extra=(--compare-warmup "--warmup-args=--time-budget $WARMUP_BUDGET")
   CUDA_VISIBLE_DEVICES=$gpu timeout $(( per - 5 )) python3 benchmarks/online_tuning.py \
     --model "benchmarks/zoo/models/$m.py" --device cuda --seconds "$online" \
-    --eager-seconds "$EAGER_S" --env KFORGE_LOG=info "${extra[@]}" --out "$OUT/$m.json" \
+    --eager-seconds "$EAGER_S" --env KFORGE_LOG=info ${BENCH_ARGS:-} "${extra[@]}" \
+    --out "$OUT/$m.json" \
     > "$LOGS/$m.log" 2>&1
   echo "== $(( $(date +%s) - T0 )) s: $m done (exit $?)"
 }
