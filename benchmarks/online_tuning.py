@@ -2,10 +2,18 @@
 
     python3 benchmarks/online_tuning.py --seconds 300 --model MODEL.py [--device cuda]
                                         [--eager-seconds 60] [--compare-warmup] [--out FILE.json]
+                                        [--burst-ms B --idle-ms I] [--model-args="--dtype bf16"]
+                                        [--warmup-args="--time-budget 60"]
 
 MODEL.py defines make(device) returning a callable that runs one forward (and, run as a script,
-may do anything: `kforge warmup MODEL.py` runs it as a workload, see --compare-warmup). Without
---model, a small built-in model (layer_norm, softmax, gelu layers) is used.
+may do anything: `kforge warmup MODEL.py` runs it as a workload, see --compare-warmup), or is a
+model zoo script (benchmarks/zoo/models/*.py, as it is: it is run with `--device D --plugin` and
+--model-args, and the forward it hands to _zoo.bench is the loop's, under inference_mode).
+Without --model, a small built-in model (layer_norm, softmax, gelu layers) is used.
+
+With --idle-ms, the model pauses: forwards back to back for --burst-ms, then --idle-ms without
+any (a served model between requests); the tuner times in those gaps (README, "Online tuning";
+KFORGE_TUNE_QUIET_WAIT=0 through --env turns that off, to compare). Only forwards are timed.
 
 Each phase is a fresh process with a fresh cache folder:
   1. eager: KFORGE_DISABLE=1 (the plugin loaded, nothing registered), the loop for
@@ -60,23 +68,51 @@ if __name__ == "__main__":
 '''
 
 CHILD = r'''
-import json, os, sys, time
+import contextlib, json, os, shlex, sys, time
 T0 = time.time()
-sys.path.insert(0, os.path.dirname(sys.argv[1]))
+path, device, seconds = sys.argv[1], sys.argv[2], float(sys.argv[3])
+burst_s, idle_s, model_args = float(sys.argv[4]) / 1e3, float(sys.argv[5]) / 1e3, sys.argv[6]
+sys.path.insert(0, os.path.dirname(path))
 import importlib.util
 import torch
-spec = importlib.util.spec_from_file_location("kf_bench_model", sys.argv[1])
+spec = importlib.util.spec_from_file_location("kf_bench_model", path)
 mod = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(mod)
+zoo = "import _zoo" in open(path).read()
+if zoo:  # a zoo script as it is: the forward it would time is ours
+    import _zoo
+    got = {}
+
+    class Built(Exception):
+        pass
+
+    def bench(name, fn, a, **kw):
+        got.update(name=name, fn=fn)
+        raise Built
+
+    _zoo.bench = bench
+    sys.argv = [path, "--device", device, "--plugin", *shlex.split(model_args)]
+    try:
+        spec.loader.exec_module(mod)
+    except Built:
+        pass
+    fwd = got["fn"]
+else:
+    spec.loader.exec_module(mod)
 import kernel_forge as kf
-device, seconds = sys.argv[2], float(sys.argv[3])
-fwd = mod.make(device)
+if not zoo:
+    fwd = mod.make(device)
 sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
 times, phases, events = [], [], []
 last_poll, landed = 0.0, 0
 end = time.time() + seconds
 phase = "off"
+burst0 = time.time()
+ctx = torch.inference_mode() if zoo else contextlib.nullcontext()
+ctx.__enter__()
 while time.time() < end:
+    if idle_s > 0 and time.time() - burst0 >= burst_s:
+        time.sleep(idle_s)  # between requests: no call at all
+        burst0 = time.time()
     t = time.perf_counter()
     fwd()
     sync()
@@ -95,9 +131,14 @@ st = kf.tuner_status()
 served = sum(r["served"] for r in kf.stats())
 print("ONLINE " + json.dumps({"times": times, "phases": phases, "landed": events,
       "status": {k: st.get(k) for k in ("landed", "refused", "time_spent_s", "searches",
-                                        "hot_at", "elapsed_s", "settings")},
+                                        "hot_at", "elapsed_s", "settings", "gates")},
       "served_calls": served}))
 '''
+
+
+def is_zoo(model):
+    with open(model) as f:
+        return "import _zoo" in f.read()
 
 
 def pct(xs, q):
@@ -107,7 +148,7 @@ def pct(xs, q):
     return xs[min(len(xs) - 1, int(q * len(xs)))]
 
 
-def run_loop(model, device, seconds, env_extra, cache_dir):
+def run_loop(model, device, seconds, env_extra, cache_dir, pattern=(0.0, 0.0), model_args=""):
     env = dict(os.environ)
     for k in ("KFORGE_TUNE", "KFORGE_DISABLE", "KFORGE_CACHE"):
         env.pop(k, None)
@@ -118,7 +159,8 @@ def run_loop(model, device, seconds, env_extra, cache_dir):
         f.write(CHILD)
         child = f.name
     try:
-        p = subprocess.run([sys.executable, child, os.path.abspath(model), device, str(seconds)],
+        p = subprocess.run([sys.executable, child, os.path.abspath(model), device, str(seconds),
+                            str(pattern[0]), str(pattern[1]), model_args],
                            env=env, capture_output=True, text=True, timeout=seconds + 600)
     finally:
         os.unlink(child)
@@ -133,7 +175,8 @@ def run_loop(model, device, seconds, env_extra, cache_dir):
 def summary(doc, skip_s=3.0):
     ts = [ms for t, ms in doc["times"] if t >= doc["times"][0][0] + skip_s] or \
         [ms for _, ms in doc["times"]]
-    return {"forwards": len(doc["times"]), "p50_ms": statistics.median(ts), "p99_ms": pct(ts, 0.99)}
+    return {"forwards": len(doc["times"]), "p50_ms": statistics.median(ts), "p99_ms": pct(ts, 0.99),
+            "mean_ms": statistics.fmean(ts)}
 
 
 def main(argv=None):
@@ -145,6 +188,13 @@ def main(argv=None):
                     help="the eager and warm-up phases' loops (default: seconds / 5, 10 to 60)")
     ap.add_argument("--compare-warmup", action="store_true")
     ap.add_argument("--env", action="append", default=[], help="NAME=VALUE for the online run")
+    ap.add_argument("--burst-ms", type=float, default=100.0,
+                    help="with --idle-ms: forwards back to back this long (default 100)")
+    ap.add_argument("--idle-ms", type=float, default=0.0,
+                    help="a pause without calls after each burst (default 0: no pauses)")
+    ap.add_argument("--model-args", default="", help="more options for a zoo script")
+    ap.add_argument("--warmup-args", default="",
+                    help="options for --compare-warmup's kforge warmup (e.g. --time-budget 60)")
     ap.add_argument("--out")
     a = ap.parse_args(argv)
     device = a.device
@@ -160,12 +210,16 @@ def main(argv=None):
             f.write(BUILTIN)
     extra = dict(kv.split("=", 1) for kv in a.env)
     out = {"model": a.model or "builtin (4 x layer_norm, gelu, softmax on 64x1024 f32)",
-           "device": device, "seconds": a.seconds, "eager_seconds": eager_s, "env": extra}
+           "device": device, "seconds": a.seconds, "eager_seconds": eager_s, "env": extra,
+           "model_args": a.model_args,
+           "pattern": {"burst_ms": a.burst_ms, "idle_ms": a.idle_ms} if a.idle_ms > 0 else None}
+    pattern = (a.burst_ms, a.idle_ms)
 
-    eager = run_loop(model, device, eager_s, {"KFORGE_DISABLE": "1"}, os.path.join(tmp, "c0"))
+    eager = run_loop(model, device, eager_s, {"KFORGE_DISABLE": "1"}, os.path.join(tmp, "c0"),
+                     pattern, a.model_args)
     out["eager"] = summary(eager)
     online = run_loop(model, device, a.seconds, dict({"KFORGE_TUNE": "1"}, **extra),
-                      os.path.join(tmp, "c1"))
+                      os.path.join(tmp, "c1"), pattern, a.model_args)
     times, phases = online["times"], online["phases"]
     t_first = times[0][0]
     during = [ms for (t, ms), ph in zip(times, phases) if ph in ("ramp", "deep")]
@@ -183,10 +237,13 @@ def main(argv=None):
         "time_spent_s": online["status"].get("time_spent_s"),
         "searches": online["status"].get("searches"),
         "settings": online["status"].get("settings"),
+        "gates": online["status"].get("gates"),
         "during_tuning": {"forwards": len(during), "p50_ms": statistics.median(during) if during
-                          else None, "p99_ms": pct(during, 0.99)},
+                          else None, "p99_ms": pct(during, 0.99),
+                          "mean_ms": statistics.fmean(during) if during else None},
         "final": {"forwards": len(tail), "p50_ms": statistics.median(tail) if tail else None},
         "served_calls": online["served_calls"],
+        "stderr_tail": online["stderr_tail"][-2500:],
     }
     e50 = out["eager"]["p50_ms"]
     o = out["online"]
@@ -202,10 +259,17 @@ def main(argv=None):
                                       if os.environ.get("PYTHONPATH") else ""))
         env.pop("KFORGE_TUNE", None)
         t = time.time()
-        p = subprocess.run([sys.executable, "-m", "kernel_forge", "warmup", model], env=env,
+        import shlex
+
+        # a zoo script is the workload as it is, on the same device and options
+        script = [model, "--device", device, *shlex.split(a.model_args)] if is_zoo(model) \
+            else [model]
+        p = subprocess.run([sys.executable, "-m", "kernel_forge", "warmup",
+                            *shlex.split(a.warmup_args), *script], env=env,
                            capture_output=True, text=True)
-        out["warmup"] = {"wall_s": time.time() - t, "exit": p.returncode}
-        served = run_loop(model, device, eager_s, {}, wdir)
+        out["warmup"] = {"wall_s": time.time() - t, "exit": p.returncode,
+                         "args": a.warmup_args, "stderr_tail": p.stderr[-1500:]}
+        served = run_loop(model, device, eager_s, {}, wdir, pattern, a.model_args)
         s = summary(served)
         out["warmup"].update(s, speedup=e50 / s["p50_ms"])
     print(json.dumps(out, indent=1))

@@ -14,8 +14,9 @@ The tuner starts the child when it starts the worker, so that its imports overla
 the child prints {"event": "loaded"} and waits for a line on stdin ("check": the winner is in
 the staging cache; end of input: nothing to confirm). It then serves its first call (the
 first-use check), prints {"event": "ready"} and waits for another line: the tuner sends it when
-the model's calls pause (a quiet gap) or after a short wait, and the child measures at once.
-Its last line is the outcome as JSON.
+the model's calls pause (a quiet gap) or after a short wait, and the child measures at once;
+before each later round it prints {"event": "gate"} and waits for a line the same way (end of
+input: it no longer waits). Its last line is the outcome as JSON.
 """
 
 from __future__ import annotations
@@ -50,11 +51,11 @@ def verdict(ratios: list[float], margin: float, max_spread: float) -> tuple[bool
     return True, f"served/eager {med:.3f}, spread {sp:.2f} over {len(ratios)} rounds"
 
 
-def measure(fn, device, set_bypass, rounds: int, reps: int) -> list[float]:
+def measure(fn, device, set_bypass, rounds: int, reps: int, before_round=None) -> list[float]:
     """Per-round served/eager ratios: each round `reps` pairs of calls, one eager (this thread
     bypassing the plugin) and one served, the pair's order alternating (ABAB, BABA, ...), so
     that load that comes and goes on the machine hits both sides alike; the ratio of the two
-    medians."""
+    medians. `before_round(r)` is called before every round but the first (the tuner's gate)."""
     from ._verify import _once_us
 
     def eager():
@@ -68,6 +69,8 @@ def measure(fn, device, set_bypass, rounds: int, reps: int) -> list[float]:
     eager()
     ratios = []
     for r in range(rounds):
+        if r and before_round:
+            before_round(r)
         es, ss = [], []
         for i in range(reps):
             if (i + r) % 2 == 0:
@@ -115,11 +118,17 @@ def main(argv) -> int:
         served0 = row["served"]
         print(json.dumps({"event": "ready"}), flush=True)
         sys.stdin.readline()  # the tuner's go: a quiet moment, or its wait ran out
+        more = [True]
+
+        def gate(r):  # each later round waits for a go too; end of input: no more waits
+            if more[0]:
+                print(json.dumps({"event": "gate", "round": r}), flush=True)
+                more[0] = bool(sys.stdin.readline())
         rounds = int(call.get("rounds", 7))
         eager_us = max(float(job.get("eager_us") or 1.0), 0.1)
         reps = max(5, min(200, int(call.get("round_us", 20000) / eager_us)))
         ratios = measure(lambda: fn(*pos, **kw), device, _native.lib().kf_set_thread_bypass,
-                         rounds, reps)
+                         rounds, reps, gate)
         row = next((r for r in kf.stats() if r["key"] == job["key"]), {})
         if row.get("served", 0) < served0 + rounds * reps:
             out["reason"] = (f"the kernel stopped being served while it was timed "

@@ -644,12 +644,14 @@ def worker_path() -> str:
 
 
 def run_worker(job_dir: str, *, extra_args=(), on_progress=None, proc_holder=None,
-               popen_kw: dict | None = None) -> dict:
+               popen_kw: dict | None = None, gate=None) -> dict:
     """Run kforge-worker on a job folder; `on_progress(event)` gets each progress line;
-    `popen_kw`: more subprocess.Popen arguments (the online tuner's env and preexec_fn)."""
-    cmd = [worker_path(), job_dir, "--progress", *extra_args]
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         **(popen_kw or {}))
+    `popen_kw`: more subprocess.Popen arguments (the online tuner's env and preexec_fn);
+    `gate(event)`: the worker runs with --gate, and each candidate's timing waits until this
+    returns (the online tuner waits for a quiet gap in the model's calls)."""
+    cmd = [worker_path(), job_dir, "--progress", *extra_args, *(["--gate"] if gate else [])]
+    kw = dict(popen_kw or {}, **({"stdin": subprocess.PIPE} if gate else {}))
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
     if proc_holder is not None:
         proc_holder.append(p)
     try:
@@ -657,6 +659,14 @@ def run_worker(job_dir: str, *, extra_args=(), on_progress=None, proc_holder=Non
             try:
                 ev = json.loads(line)
             except ValueError:
+                continue
+            if gate and ev.get("event") == "gate":
+                gate(ev)
+                try:
+                    p.stdin.write("go\n")
+                    p.stdin.flush()
+                except (BrokenPipeError, OSError, ValueError):
+                    pass  # the worker ended meanwhile: its exit status says why
                 continue
             if on_progress:
                 on_progress(ev)

@@ -57,7 +57,10 @@ def settings() -> dict:
         # the confirmation before a winner lands (kernel_forge/_confirm.py)
         "confirm_rounds": int(_env_num("KFORGE_TUNE_CONFIRM_ROUNDS", 7, 1)),
         "max_spread": _env_num("KFORGE_TUNE_MAX_SPREAD", 0.25, 0.0),
+        # timing (the worker's candidates, the confirmation's rounds, the job's eager time)
+        # waits up to quiet_wait_s for quiet_ms without the model's calls; 0: never waits
         "quiet_wait_s": _env_num("KFORGE_TUNE_QUIET_WAIT", 2.0, 0.0),
+        "quiet_ms": _env_num("KFORGE_TUNE_QUIET_MS", 50.0, 1.0),
         "retries": int(_env_num("KFORGE_TUNE_RETRIES", 2, 0)),
     }
 
@@ -271,14 +274,34 @@ def calls_flowing(window_s: float = 0.05) -> bool:
     return lib.kf_total_calls(rt) != n0
 
 
-def wait_quiet(max_wait_s: float, window_s: float = 0.05) -> bool:
-    """Wait for a gap of `window_s` without calls, at most max_wait_s; True if one came."""
-    end = time.monotonic() + max_wait_s
+def wait_quiet(max_wait_s: float, window_s: float = 0.05, poll_s: float = 0.005,
+               idle=None) -> bool:
+    """Wait for a gap of `window_s` without intercepted calls (kf_total_calls, read every
+    `poll_s`), at most max_wait_s; True if one came. The gap is counted from the last change
+    seen, so a pause is noticed window_s after the model's last call. `idle()`, when given,
+    must say True as well (on CUDA: the model's queued work has finished, cuda_idle)."""
+    lib, rt = _native.lib(), _native.runtime()
+    t0 = time.monotonic()
+    n, changed = lib.kf_total_calls(rt), t0
     while True:
-        if not calls_flowing(window_s):
+        time.sleep(poll_s)
+        now, m = time.monotonic(), lib.kf_total_calls(rt)
+        if m != n:
+            n, changed = m, now
+        elif now - changed >= window_s and (idle is None or idle()):
             return True
-        if time.monotonic() >= end:
+        if now - t0 >= max_wait_s:
             return False
+
+
+def cuda_idle() -> bool:
+    """Whether the current device's default stream has finished its work (cudaStreamQuery: no
+    waiting). A model issues its calls ahead of the GPU: without calls, its kernels may still
+    run. Work on streams of its own is not seen."""
+    try:
+        return bool(torch.cuda.default_stream().query())
+    except Exception:  # no answer: do not hold the tuner up on it
+        return True
 
 
 def land(staging: str, cache_dir: str, key: str) -> None:
@@ -330,11 +353,16 @@ class OnlineTuner(threading.Thread):
         self.t0 = time.monotonic()
         self.first_search = None  # when the first worker started (pay_duty)
         self.busy_s = 0.0  # the workers' busy time (wall time less their duty sleeps)
+        self.wait_s = None  # the next wait for a quiet gap (None: quiet_wait_s; quiet())
+        self.device = "cpu"  # the device of the signature being tuned (quiet())
         self.state = {"enabled": True, "pid": os.getpid(), "settings": dict(self.cfg),
                       "phase": "waiting", "queue": [], "current": None, "hot_at": {},
                       "time_spent_s": {"prepare": 0.0, "worker": 0.0, "worker_busy": 0.0,
                                        "worker_cpu": 0.0, "duty_wait": 0.0, "confirm": 0.0},
-                      "landed": [], "refused": [], "searches": 0}
+                      "landed": [], "refused": [], "searches": 0,
+                      # timings that waited for a quiet gap in the model's calls (quiet()):
+                      # found one, waited in vain (timed anyway), seconds waited
+                      "gates": {"quiet": 0, "busy": 0, "wait_s": 0.0}}
         atexit.register(self.shutdown)
 
     def shutdown(self):
@@ -397,6 +425,8 @@ class OnlineTuner(threading.Thread):
                 total = {r["key"]: r["calls"] for r in now}
                 for r in rows:  # "hot" still counts every call so far
                     r["calls"] = total.get(r["key"], r["calls"])
+                    if r["has_kernel"] and r["key"] in self.ramped:
+                        r["has_kernel"] = False  # served from its ramp: its deep pass is due
                 t = time.monotonic()
                 skip = self.done | {k for k, when in self.later.items() if when > t}
                 # a hot shape served by a family may be far from its roofline: measured below
@@ -486,6 +516,30 @@ class OnlineTuner(threading.Thread):
             return False
         return True
 
+    def quiet(self) -> bool | None:
+        """Before a timing: wait up to quiet_wait_s for a gap of quiet_ms in the model's calls
+        (wait_quiet). True: one came; False: timed anyway; None: waits are off."""
+        if self.cfg["quiet_wait_s"] <= 0:
+            return None
+        t = time.monotonic()
+        window = self.cfg["quiet_ms"] / 1e3
+        idle = cuda_idle if self.device == "cuda" else None
+        q = wait_quiet(self.cfg["quiet_wait_s"] if self.wait_s is None else self.wait_s, window,
+                       idle=idle)
+        # a model that did not pause is likely not to pause next time either: half the wait
+        # after each miss (at least two windows), the full wait again after a gap
+        last = self.cfg["quiet_wait_s"] if self.wait_s is None else self.wait_s
+        self.wait_s = None if q else max(min(2 * window, self.cfg["quiet_wait_s"]), last / 2)
+        with self.lock:
+            g = self.state["gates"]
+            g["quiet" if q else "busy"] += 1
+            g["wait_s"] += time.monotonic() - t
+        return q
+
+    def _gate(self, ev: dict):
+        """The worker's --gate: its next candidate is timed once this returns."""
+        self.quiet()
+
     def pay_duty(self):
         """Before a search: wait until the workers' busy time so far (CPU time on the host,
         working wall time on CUDA) is at most the duty share
@@ -528,6 +582,7 @@ class OnlineTuner(threading.Thread):
         if not captures:
             log.info("online tuning: %s was not called again; skipped", row["signature"])
             return None
+        self.quiet()  # writing the job times eager
         t = time.monotonic()
         with _jobs.bypass():
             job_dir = write_job_from_captures(key, captures, search)
@@ -558,6 +613,7 @@ class OnlineTuner(threading.Thread):
         pass_ = "ramp" if ramp and key not in self.ramped else "deep"
         self._note(phase=pass_, current={"signature": row["signature"], "key": key,
                                          "pass": pass_, "since_s": time.monotonic() - self.t0})
+        self.device = row.get("device") or "cpu"
         job_dir = self._prepare(row, search)
         if job_dir is None:
             return "tuned"
@@ -570,8 +626,9 @@ class OnlineTuner(threading.Thread):
         cpu0 = _children_cpu_s()
         t = time.monotonic()
         try:
+            gate = self._gate if self.cfg["quiet_wait_s"] > 0 else None
             result = _jobs.run_worker(job_dir, extra_args=self._worker_args(staging, pass_ == "ramp"),
-                                      proc_holder=self.procs, popen_kw={"env": env})
+                                      proc_holder=self.procs, popen_kw={"env": env}, gate=gate)
             self._spent("worker", time.monotonic() - t)
             result["pass"] = pass_
             busy = max(0.0, result.get("wall_s", 0) - result.get("slept_s", 0))
@@ -664,7 +721,7 @@ class OnlineTuner(threading.Thread):
         import subprocess
 
         info = {"reason": "the confirmation process gave no answer"}
-        quiet = None  # whether the model paused before the timing began
+        rounds = []  # before each round: whether the model paused (quiet())
         t = time.monotonic()
         try:
             if not go:  # nothing to confirm: no need to wait for its imports
@@ -678,8 +735,8 @@ class OnlineTuner(threading.Thread):
                 if ev.get("event") == "loaded":
                     p.stdin.write("check\n")
                     p.stdin.flush()
-                elif ev.get("event") == "ready":
-                    quiet = wait_quiet(self.cfg["quiet_wait_s"])
+                elif ev.get("event") in ("ready", "gate"):  # before the first round, the others
+                    rounds.append(self.quiet())
                     p.stdin.write("go\n")
                     p.stdin.flush()
                 else:
@@ -693,7 +750,8 @@ class OnlineTuner(threading.Thread):
                 p.wait()
             self.procs.remove(p)
             self._spent("confirm", time.monotonic() - t)
-        info["quiet"] = quiet
+        info["quiet"] = rounds[0] if rounds else None  # before the first round
+        info["quiet_rounds"] = sum(1 for q in rounds if q)
         return bool(info.get("confirmed")), info
 
 

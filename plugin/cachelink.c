@@ -148,33 +148,45 @@ out:
 
 /* ---- attaching entries ---- */
 
-static int is_attached(kf_runtime *rt, const char *key)
+static int find_attached(const kf_runtime *rt, const char *key)
 {
     for (int i = 0; i < rt->n_attached; i++)
-        if (!strcmp(rt->attached[i], key)) return 1;
-    return 0;
+        if (!strcmp(rt->attached[i].key, key)) return i;
+    return -1;
 }
 
-static void mark_attached(kf_runtime *rt, const char *key)
+/* Decided already: the same key with the same blob, or one from the bundle (a folder entry of
+ * the same key does not replace it). A folder entry whose blob changed was replaced. */
+static int is_attached(const kf_runtime *rt, const kf_cache_entry *e, int bundle)
 {
-    if (rt->n_attached == rt->cap_attached) {
+    int i = find_attached(rt, e->key_hex);
+    return i >= 0 && (rt->attached[i].bundle || bundle || !strcmp(rt->attached[i].blob, e->blob_hash));
+}
+
+static void mark_attached(kf_runtime *rt, const kf_cache_entry *e, int bundle)
+{
+    int i = find_attached(rt, e->key_hex);
+    if (i < 0 && rt->n_attached == rt->cap_attached) {
         int cap = rt->cap_attached ? 2 * rt->cap_attached : 64;
         void *p = realloc(rt->attached, (size_t)cap * sizeof *rt->attached);
         if (!p) return; /* worst case it is looked at again on the next reload */
         rt->attached = p;
         rt->cap_attached = cap;
     }
-    snprintf(rt->attached[rt->n_attached++], KF_KEY_HEX, "%s", key);
+    if (i < 0) i = rt->n_attached++;
+    struct kf_attached *a = &rt->attached[i];
+    snprintf(a->key, sizeof a->key, "%s", e->key_hex);
+    snprintf(a->blob, sizeof a->blob, "%s", e->blob_hash);
+    a->bundle = bundle;
 }
 
-/* Not decided after all (the folder was locked, or no slot was free): looked at again later. */
-static void unmark_attached(kf_runtime *rt, const char *key)
+/* Not decided after all (the folder was locked, or no slot was free): looked at again later;
+ * a replacement gets its old record back, so that it still counts as replaced. */
+static void unmark_attached(kf_runtime *rt, const char *key, const struct kf_attached *old)
 {
-    for (int i = rt->n_attached - 1; i >= 0; i--) {
-        if (strcmp(rt->attached[i], key)) continue;
-        memcpy(rt->attached[i], rt->attached[--rt->n_attached], KF_KEY_HEX);
-        break;
-    }
+    int i = find_attached(rt, key);
+    if (i >= 0 && old) rt->attached[i] = *old;
+    else if (i >= 0) rt->attached[i] = rt->attached[--rt->n_attached];
     rt->reload_retry = 1;
 }
 
@@ -201,15 +213,19 @@ static int attach_entry(kf_runtime *rt, kf_cache *from, const kf_cache_entry *e,
         detach_disabled(rt, e);
         return ATTACH_DONE;
     }
-    if (is_attached(rt, e->key_hex)) return ATTACH_DONE;
+    const int bundle = from == rt->bundle;
+    if (is_attached(rt, e, bundle)) return ATTACH_DONE;
+    int was = find_attached(rt, e->key_hex);
+    struct kf_attached old_rec, *old = was >= 0 ? &old_rec : NULL; /* a replaced entry */
+    if (old) old_rec = rt->attached[was];
     int bi = backend_index(e->backend);
     if (bi < 0) {
         KF_WARN("cache entry %s: unknown backend '%s'; skipped", e->key_hex, e->backend);
-        mark_attached(rt, e->key_hex);
+        mark_attached(rt, e, bundle);
         return ATTACH_DONE;
     }
     if (bi == 1 && !allow_cuda) return ATTACH_LATER; /* no CUDA call yet: do not touch the driver */
-    mark_attached(rt, e->key_hex); /* attached or refused: decided once per process */
+    mark_attached(rt, e, bundle); /* attached or refused: decided once per entry's blob */
     const char *toolchain = NULL;
     kf_compiler_i *cc = compiler_locked(rt, e->backend, &toolchain);
     if (!cc) return ATTACH_DONE;
@@ -237,7 +253,7 @@ static int attach_entry(kf_runtime *rt, kf_cache *from, const kf_cache_entry *e,
     void *blob = NULL;
     size_t blob_len = 0;
     kf_status rs = KF_OK;
-    if (bi == 0 && from == rt->bundle) {
+    if (bi == 0 && bundle) {
         /* a bundle's shared object is never loaded as shipped: built here from its source */
         char why[1024];
         if (kf_rebuild_host_blob(cc, e, &blob, &blob_len, why, sizeof why) != KF_OK) {
@@ -248,7 +264,7 @@ static int attach_entry(kf_runtime *rt, kf_cache *from, const kf_cache_entry *e,
         rs = kf_cache_read_blob(from, e, &blob, &blob_len);
     }
     if (rs == KF_ERR_BUSY) {
-        unmark_attached(rt, e->key_hex);
+        unmark_attached(rt, e->key_hex, old);
         return ATTACH_BUSY;
     }
     if (rs != KF_OK) {
@@ -259,7 +275,7 @@ static int attach_entry(kf_runtime *rt, kf_cache *from, const kf_cache_entry *e,
                                     dtype, didx);
     const kf_out_layout *seen = slot ? atomic_load(&slot->outs) : NULL;
     if (!slot) { /* every slot of its set is in use right now */
-        unmark_attached(rt, e->key_hex);
+        unmark_attached(rt, e->key_hex, old);
         free(blob);
         return ATTACH_DONE;
     }
@@ -280,10 +296,12 @@ static int attach_entry(kf_runtime *rt, kf_cache *from, const kf_cache_entry *e,
     atomic_store(&k->checked, rt->cfg.validate == KF_VALIDATE_OFF);
     snprintf(k->cache_key, sizeof k->cache_key, "%s", e->key_hex);
     kf_slot_set_outs(slot, &outs);
-    kf_cachelink_set_kernel(rt, slot, k);
+    if (old) kf_family_disable(rt, e->key_hex); /* the replaced entry's shapes look again */
+    kf_cachelink_set_kernel(rt, slot, k); /* k->checked: its own first-use check */
     kf_slot_unpin(slot); /* a slot with a kernel is never recycled */
     if (e->family) kf_family_add(rt, e, k->served, &launch, &outs);
-    KF_INFO("serving %s from the cache (%s, %s)", e->signature, e->backend, e->key_hex);
+    KF_INFO("serving %s from the cache (%s, %s%s)", e->signature, e->backend, e->key_hex,
+            old ? ", replacing the entry served before" : "");
     return ATTACH_DONE;
 }
 

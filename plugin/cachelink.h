@@ -1,6 +1,7 @@
 /* The link between the runtime and the kernel cache: entries are attached to their signatures
  * (kernel + eager's output layout) when the plugin loads, nvrtc ones at the first CUDA call,
- * and again whenever the cache's generation changes (another process inserted an entry).
+ * and again whenever the cache's generation changes (another process inserted an entry); an
+ * entry replaced under the same key (a new blob: a deeper search's winner) is attached again.
  *
  * The user's calls never wait for the cache: changes are picked up by a background thread, every
  * read of the folder uses a non-blocking flock (a writer holding the lock, even a stopped one,

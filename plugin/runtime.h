@@ -59,7 +59,9 @@ struct kf_runtime {
     _Atomic int cuda_pending;  /* nvrtc entries wait for the first CUDA call */
     kf_cache_entry **pending;  /* entries not attached yet (nvrtc before any CUDA call) */
     int n_pending;
-    char (*attached)[KF_KEY_HEX]; /* keys attached (or refused) in this process */
+    /* keys attached (or refused) in this process, with the blob they had: an entry replaced in
+     * the folder (a deeper search's winner, same key) is attached again */
+    struct kf_attached { char key[KF_KEY_HEX], blob[KF_KEY_HEX]; int bundle; } *attached;
     int n_attached, cap_attached;
     kf_compiler_i compilers[2]; /* [0] host, [1] nvrtc */
     int compiler_state[2];      /* 0 not tried, 1 ready, -1 unavailable */

@@ -4,7 +4,7 @@
  *                 [--timeout SECONDS] [--cache DIR | --no-insert] [--timings-from JOB_DIR]
  *                 [--progress] [--sabotage crash,hang,oob [--sabotage-every N]]
  *                 [--proposer builtin|llm|mixed] [--llm-budget-usd USD] [--llm-max-requests N]
- *                 [--starts-only] [--duty F] [--nice N] [--cores N]
+ *                 [--starts-only] [--duty F] [--nice N] [--cores N] [--gate]
  *   kforge-worker --check JOB_DIR SOURCE_FILE LAUNCH_FILE   (one candidate: forge/eval/eval_check.h)
  *   kforge-worker --eval JOB_DIR      (internal: the evaluator child) */
 #include <errno.h>
@@ -30,7 +30,7 @@ static void usage(FILE *f)
             "                     [--sabotage crash,hang,oob [--sabotage-every N]]\n"
             "                     [--proposer builtin|llm|mixed] [--llm-budget-usd USD]\n"
             "                     [--llm-max-requests N] [--starts-only] [--duty F]\n"
-            "                     [--nice N] [--cores N]\n"
+            "                     [--nice N] [--cores N] [--gate]\n"
             "Runs the kernel search for one job folder (written by kernel_forge) and inserts a\n"
             "verified winner into the cache. See README, \"Tuning\".\n");
 }
@@ -146,6 +146,8 @@ int main(int argc, char **argv)
             cores = (int)d, i++;
         } else if (!strcmp(a, "--starts-only")) {
             o.starts_only = 1;
+        } else if (!strcmp(a, "--gate")) {
+            o.gate = 1;
         } else if (!strcmp(a, "--progress")) {
             o.progress = stdout;
         } else if (a[0] != '-' && !o.job_dir) {

@@ -113,6 +113,20 @@ static void keep_blob(const worker *w, const wnode *n, const void *blob, size_t 
     free(path);
 }
 
+/* --gate: the candidate is compiled; its timing waits for the tuner's go (worker.h). */
+static void gate_wait(worker *w, int id)
+{
+    if (!w->o->gate || w->gate_closed || !w->o->progress) return;
+    double t = kf_now_s();
+    fprintf(w->o->progress, "{\"event\":\"gate\",\"node\":%d}\n", id);
+    fflush(w->o->progress);
+    char line[64];
+    if (!fgets(line, sizeof line, stdin)) w->gate_closed = 1;
+    double waited = kf_now_s() - t;
+    w->gated_s += waited;
+    w->slept_s += waited; /* idle, as a duty sleep is: the next node owes that much less */
+}
+
 /* Compile and evaluate the candidate in `n` (node id `id`); fills status, latency, error. */
 static void evaluate(worker *w, int id, wnode *n)
 {
@@ -168,6 +182,7 @@ static void evaluate(worker *w, int id, wnode *n)
         free(blob_path);
         goto done;
     }
+    gate_wait(w, id);
     kf_eval_result r;
     t = kf_now_s();
     st = kf_evaluator_run(w->ev, blob_path, n->cand.launch_json, j->search.candidate_timeout_s, &r);

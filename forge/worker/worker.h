@@ -36,6 +36,10 @@ typedef struct kf_worker_opts {
     double duty;              /* (0, 1): sleep between nodes so that the time spent working
                                  (all but those sleeps) is at most this share of the wall time;
                                  <= 0 or >= 1: never sleep */
+    int gate;                 /* before each candidate's timing: {"event":"gate"} on progress,
+                                 then wait for a line on stdin (the online tuner answers in a
+                                 quiet gap of the model's calls, or when its wait runs out); the
+                                 wait counts as a duty sleep; end of input: no more waits */
 } kf_worker_opts;
 
 /* Run the job to the end. KF_OK when the search ran, whatever it found (JOB_DIR/result.json says

@@ -55,7 +55,9 @@ typedef struct worker {
     int n_nodes, cap_nodes;
     replay rep;
     double t0;
-    double slept_s; /* the duty cycle's sleeps so far (kf_worker_opts.duty) */
+    double slept_s; /* the duty cycle's sleeps so far (kf_worker_opts.duty), gate waits included */
+    double gated_s; /* of which waits at the gate (kf_worker_opts.gate) */
+    int gate_closed; /* the gate's input ended: time without asking */
     char stop_reason[128];
     void *best_blob;  /* the blob of the best verified node so far */
     size_t best_blob_len;

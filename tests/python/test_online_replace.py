@@ -1,0 +1,86 @@
+"""Online tuning (issue 21): a deeper search's winner that replaces an entry this process
+already serves (the same cache key, another blob) is served in this process too."""
+
+import json
+import os
+
+from conftest import ROOT, run_python
+
+
+SLOW = r"""
+#include <math.h>
+#define ROWS %(rows)d
+#define COLS %(cols)d
+void kf_kernel(const float *x, float *y)
+{
+    for (int rep = 0; rep < 40; rep++)
+    for (int r = 0; r < ROWS; r++) {
+        const float *xr = x + (long)r * COLS;
+        float *yr = y + (long)r * COLS;
+        float m = -INFINITY;
+        for (int c = 0; c < COLS; c++) m = xr[c] > m ? xr[c] : m;
+        float s = 0.f;
+        for (int c = 0; c < COLS; c++) { yr[c] = expf(xr[c] - m); s += yr[c]; }
+        for (int c = 0; c < COLS; c++) yr[c] /= s;
+    }
+}
+"""
+
+STAGE = r"""
+import json, sys, torch, kernel_forge as kf
+sys.path.insert(0, %(fixtures)r)
+from host_softmax import LAUNCH, softmax_source
+x = torch.randn(%(rows)d, %(cols)d)
+src = %(src)r
+r = kf.add_kernel("aten::_softmax", (x, -1, False), src or softmax_source(%(rows)d, %(cols)d),
+                  LAUNCH, allow_slower=True)
+print("KEY " + r["cache_key"])
+"""
+
+MODEL = r"""
+import json, statistics, sys, time, torch, kernel_forge as kf
+from kernel_forge import _tuner
+x = torch.randn(%(rows)d, %(cols)d)
+def served(n=30):
+    s0 = sum(r["served"] for r in kf.stats() if r["op"] == "aten::_softmax")
+    ts = []
+    for _ in range(n):
+        t = time.perf_counter(); torch.softmax(x, -1); ts.append(time.perf_counter() - t)
+    s1 = sum(r["served"] for r in kf.stats() if r["op"] == "aten::_softmax")
+    return statistics.median(ts) * 1e6, s1 - s0
+out = {}
+_tuner.land(%(ramp)r, kf.cache_dir(), %(key)r)  # what the online tuner does for a winner
+kf.reload_cache()
+out["ramp_us"], out["ramp_served"] = served()
+_tuner.land(%(deep)r, kf.cache_dir(), %(key)r)  # the deep pass's: the same cache key
+kf.reload_cache()
+out["deep_us"], out["deep_served"] = served()
+out["stopped"] = [r["stopped"] for r in kf.stats() if r["op"] == "aten::_softmax"]
+print("RESULT " + json.dumps(out))
+"""
+
+
+def test_a_deeper_winner_replacing_a_served_entry_is_served_in_this_process(tmp_path):
+    rows, cols = 64, 256
+    fixtures = os.path.join(ROOT, "tests", "python", "fixtures")
+    keys = {}
+    for name, src in (("ramp", SLOW % {"rows": rows, "cols": cols}), ("deep", "")):
+        code = STAGE % {"fixtures": fixtures, "rows": rows, "cols": cols, "src": src}
+        p = run_python(code, {"KFORGE_CACHE_DIR": str(tmp_path / name)}, timeout=300)
+        assert p.returncode == 0, p.stderr[-3000:]
+        keys[name] = p.stdout.split("KEY ")[-1].strip()
+    assert keys["ramp"] == keys["deep"]  # one signature, one environment: one cache key
+    code = MODEL % {"rows": rows, "cols": cols, "ramp": str(tmp_path / "ramp"),
+                    "deep": str(tmp_path / "deep"), "key": keys["ramp"]}
+    # no eager samples and no timed calls after the first three: the speed guard cannot stop
+    # the slow ramp kernel, so what is timed here is which kernel is served
+    p = run_python(code, {"KFORGE_CACHE_DIR": str(tmp_path / "model"), "KFORGE_LOG": "info",
+                          "KFORGE_EAGER_SAMPLE_EVERY": "0", "KFORGE_SAMPLE_EVERY": "1000000",
+                          "OMP_NUM_THREADS": "1"}, timeout=300)
+    assert p.returncode == 0, p.stderr[-3000:]
+    out = json.loads(p.stdout.split("RESULT ")[-1])
+    print(f"\nramp kernel {out['ramp_us']:.0f} us, deep kernel {out['deep_us']:.0f} us per call")
+    assert out["ramp_served"] == 30 and out["deep_served"] == 30, out
+    assert out["stopped"] == [""], out
+    assert out["deep_us"] * 4 < out["ramp_us"], out  # the deep kernel is what is served now
+    assert "replacing the entry served before" in p.stderr, p.stderr[-3000:]
