@@ -487,13 +487,20 @@ void kf_pw_emit_element(kf_strbuf *b, const kf_pw_bind *pb, int cuda)
     kf_strbuf_printf(b, "%s)\n{\n    return (kf_rt)(%s);\n}\n", pb->n ? "" : "void", op->expr);
 }
 
-void kf_pw_emit_call(kf_strbuf *b, const kf_pw_bind *pb, const char *const *off)
+void kf_pw_emit_call_from(kf_strbuf *b, const kf_pw_bind *pb, const char *const *base,
+                          const char *const *off)
 {
     kf_strbuf_printf(b, "kf_pw_f(");
     for (int k = 0; k < pb->n; k++) {
         if (k) kf_strbuf_printf(b, ", ");
-        if (pb->in_idx[k] >= 0) kf_strbuf_printf(b, "KF_LD%d(p%d, %s)", k, pb->in_idx[k], off[k]);
-        else kf_strbuf_printf(b, "KF_W%d", k);
+        if (pb->in_idx[k] < 0) kf_strbuf_printf(b, "KF_W%d", k);
+        else if (base && base[k]) kf_strbuf_printf(b, "KF_LD%d(%s, %s)", k, base[k], off[k]);
+        else kf_strbuf_printf(b, "KF_LD%d(p%d, %s)", k, pb->in_idx[k], off[k]);
     }
     kf_strbuf_printf(b, ")");
+}
+
+void kf_pw_emit_call(kf_strbuf *b, const kf_pw_bind *pb, const char *const *off)
+{
+    kf_pw_emit_call_from(b, pb, NULL, off);
 }

@@ -89,6 +89,10 @@ int kf_pw_promote(int a, int b);
 void kf_pw_emit_element(kf_strbuf *b, const kf_pw_bind *pb, int cuda);
 /* `kf_pw_f(...)` with operand k read as KF_LD<k>(p<in[] index>, off[k]) or its constant. */
 void kf_pw_emit_call(kf_strbuf *b, const kf_pw_bind *pb, const char *const *off);
+/* The same with operand k read from base[k] (an array expression) where base and base[k] are
+ * not NULL, as KF_LD<k>(base[k], off[k]). */
+void kf_pw_emit_call_from(kf_strbuf *b, const kf_pw_bind *pb, const char *const *base,
+                          const char *const *off);
 /* The storage type of a dtype in a host ("uint16_t" for f16) or CUDA source ("__half"), and in
  * the launch record ("__half" either way); NULL for a dtype the engine does not take. */
 const char *kf_pw_ctype(int dtype, int cuda);
