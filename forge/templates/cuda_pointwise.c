@@ -168,18 +168,8 @@ static kf_status render(const kf_job_sig *sig, const int *knob_idx, char **sourc
 
     const char *args[KF_JOB_MAX_TENSORS + 1];
     char types[KF_JOB_MAX_TENSORS + 1][32];
-    int na = 0;
     kf_strbuf_printf(&b, "\nextern \"C\" __global__ void kf_kernel(");
-    for (int i = 0; i <= sig->n_in; i++) {
-        if (i == sig->n_in && !fresh) break;
-        int dt = i < sig->n_in ? sig->in[i].dtype : sig->out[0].dtype;
-        int w = i == sig->n_in || i == pb.dest_in;
-        kf_strbuf_printf(&b, "%s%s%s *%sp%d", i ? ", " : "", w ? "" : "const ",
-                         kf_pw_ctype(dt, 1), fresh ? "__restrict__ " : "", i);
-        snprintf(types[na], sizeof types[na], "%s%s*", w ? "" : "const ", kf_pw_rectype(dt));
-        args[na] = types[na];
-        na++;
-    }
+    int na = kf_pw_emit_params(&b, sig, &pb, 1, args, types);
     int y = fresh ? sig->n_in : pb.dest_in;
     const unsigned g[3] = {grid, 1, 1}, blk[3] = {(unsigned)nt, 1, 1};
     if (vw > 1) {
