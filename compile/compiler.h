@@ -7,7 +7,9 @@
  * scalars are compile-time constants (#define) in the source, except a shape family's free sizes:
  * "ints": ["numel(t0)/size(t0,-1)"] appends int64_t arguments computed from the tensors at
  * each launch. An int travels in the launch's pointer array as its value ((void *)(intptr_t)v):
- * `launch` gets n_args + n_ints entries. `host` compiles C with the system
+ * `launch` gets n_args + n_ints entries. A grid that follows the free extent (a family kernel's
+ * blocks over its rows): "grid_from": [i, per, mul] makes grid.x = ceil(ints[i] / per) * mul at
+ * each launch (nvrtc), "grid" then being the tuned shape's. `host` compiles C with the system
  * compiler into a shared object; `nvrtc` compiles CUDA C++ to a cubin for the exact arch. Both
  * NVRTC and the CUDA driver are opened at run time, so nothing here needs CUDA to build or load. */
 #ifndef KF_FORGE_COMPILER_H
@@ -45,6 +47,9 @@ typedef struct kf_launch {
     char arg_types[KF_LAUNCH_MAX_ARGS][KF_LAUNCH_TYPE_MAX]; /* whitelisted pointer types */
     int n_ints; /* "ints": int64_t arguments after the pointers, computed at each launch */
     kf_launch_int ints[KF_LAUNCH_MAX_INTS];
+    /* "grid_from": grid.x = ceil(ints[grid_int] / grid_per) * grid_mul; grid_per 0: fixed */
+    int grid_int;
+    unsigned grid_per, grid_mul;
 } kf_launch;
 
 /* What a launch-time size is computed from: one argument's dims. */
@@ -60,6 +65,9 @@ kf_status kf_launch_parse(const char *json, kf_launch *out, char *err, size_t er
  * out[0..l->n_ints). KF_ERR_INVALID when an argument or dim is missing, a division is not exact
  * or a size is negative or overflows: the call must not be launched. */
 kf_status kf_launch_ints(const kf_launch *l, const kf_dims *t, int n, int64_t *out);
+/* grid.x for a launch whose ints are `ints` (l->grid[0] without "grid_from"). KF_ERR_INVALID when
+ * the extent is not positive or the grid would exceed what grid.x holds: no launch. */
+kf_status kf_launch_grid_x(const kf_launch *l, const int64_t *ints, unsigned *gx);
 
 typedef struct kf_compiled kf_compiled; /* a loaded, launchable kernel */
 

@@ -72,6 +72,7 @@ typedef struct nv_kernel {
     kf_cu_function fn;
     unsigned grid[3], block[3], smem;
     int n_args;
+    kf_launch gl; /* the record's n_ints and grid_from: grid.x at each launch */
 } nv_kernel;
 
 static const char *nv_errstr(const nv_self *s, nvrtc_result r)
@@ -349,6 +350,7 @@ static kf_status nv_load(void *self, const void *blob, size_t blob_len, const kf
     memcpy(k->block, launch->block, sizeof k->block);
     k->smem = launch->smem;
     k->n_args = launch->n_args + launch->n_ints; /* pointers, then launch-time sizes */
+    k->gl = *launch;
 
     /* Relaxed capture mode: our driver calls must not invalidate a graph capture that another
      * thread runs in global mode. */
@@ -442,10 +444,15 @@ static int nv_launch(void *self, kf_compiled *kc, void *const *ptrs, int n, void
     /* cuLaunchKernel wants the address of each argument value */
     void *params[KF_LAUNCH_MAX_ARGS];
     for (int i = 0; i < n; i++) params[i] = (void *)&ptrs[i];
+    /* a family kernel's grid follows its launch-time extent (compiler.h, "grid_from") */
+    int64_t iv[KF_LAUNCH_MAX_INTS];
+    for (int j = 0; j < k->gl.n_ints; j++) iv[j] = (int64_t)(intptr_t)ptrs[k->gl.n_args + j];
+    unsigned gx;
+    if (kf_launch_grid_x(&k->gl, iv, &gx) != KF_OK) return -1;
     int pushed;
     kf_cu_result r = ctx_enter(s, k->ctx, &pushed);
     if (r != KF_CU_SUCCESS) return r;
-    r = s->cu.launch_kernel(k->fn, k->grid[0], k->grid[1], k->grid[2], k->block[0], k->block[1],
+    r = s->cu.launch_kernel(k->fn, gx, k->grid[1], k->grid[2], k->block[0], k->block[1],
                             k->block[2], k->smem, stream, params, NULL);
     ctx_leave(s, pushed);
     return r;

@@ -198,6 +198,41 @@ static kf_status parse_ints(const cJSON *ints, kf_launch *l, char *err, size_t e
     return KF_OK;
 }
 
+/* "grid_from": [i, per, mul] (compiler.h); after "ints". */
+static kf_status parse_grid_from(const cJSON *g, kf_launch *l, char *err, size_t errcap)
+{
+    static const double hi[3] = {KF_LAUNCH_MAX_INTS - 1, 1 << 20, 64};
+    double v[3];
+    int n = cJSON_IsArray(g) ? cJSON_GetArraySize(g) : 0;
+    for (int k = 0; k < 3 && n == 3; k++) {
+        const cJSON *e = cJSON_GetArrayItem(g, k);
+        v[k] = cJSON_IsNumber(e) ? e->valuedouble : -1.0;
+        if (v[k] != floor(v[k]) || v[k] < (k ? 1 : 0) || v[k] > hi[k]) n = 0;
+    }
+    if (n != 3 || (int)v[0] >= l->n_ints)
+        return fail(err, errcap, "\"grid_from\" must be [i, per, mul] with i one of the ints, "
+                    "1 <= per <= %d, 1 <= mul <= 64", 1 << 20);
+    l->grid_int = (int)v[0];
+    l->grid_per = (unsigned)v[1];
+    l->grid_mul = (unsigned)v[2];
+    return KF_OK;
+}
+
+kf_status kf_launch_grid_x(const kf_launch *l, const int64_t *ints, unsigned *gx)
+{
+    if (!l->grid_per) {
+        *gx = l->grid[0];
+        return KF_OK;
+    }
+    if (l->grid_int < 0 || l->grid_int >= l->n_ints || !l->grid_mul) return KF_ERR_INVALID;
+    int64_t v = ints[l->grid_int];
+    if (v < 1) return KF_ERR_INVALID;
+    int64_t blocks = (v - 1) / l->grid_per + 1;
+    if (blocks > (int64_t)(GRID_X_MAX / l->grid_mul)) return KF_ERR_INVALID;
+    *gx = (unsigned)blocks * l->grid_mul;
+    return KF_OK;
+}
+
 static int term_value(const kf_dims *t, int n, int arg, int dim, int64_t *v)
 {
     if (arg < 0 || arg >= n || t[arg].ndim < 0 || t[arg].ndim > KF_MAX_DIMS) return 0;
@@ -256,7 +291,8 @@ kf_status kf_launch_parse(const char *json, kf_launch *out, char *err, size_t er
     }
 
     /* Known keys only, each at most once (cJSON keeps duplicates; which one wins is a guess). */
-    static const char *const keys[] = {"entry", "grid", "block", "smem", "args", "ints"};
+    static const char *const keys[] = {"entry", "grid", "block", "smem", "args", "ints",
+                                       "grid_from"};
     enum { N_KEYS = sizeof keys / sizeof keys[0] };
     const cJSON *seen[N_KEYS] = {0};
     const cJSON *it;
@@ -267,7 +303,9 @@ kf_status kf_launch_parse(const char *json, kf_launch *out, char *err, size_t er
         if (k == N_KEYS) {
             char shown[40];
             snprintf(shown, sizeof shown, "%s", it->string);
-            st = fail(err, errcap, "unknown key \"%s%s\" (allowed: entry, grid, block, smem, args, ints)",
+            st = fail(err, errcap,
+                      "unknown key \"%s%s\" (allowed: entry, grid, block, smem, args, ints, "
+                      "grid_from)",
                       shown, strlen(it->string) >= sizeof shown ? "..." : "");
             goto free_root;
         }
@@ -278,7 +316,7 @@ kf_status kf_launch_parse(const char *json, kf_launch *out, char *err, size_t er
         seen[k] = it;
     }
     const cJSON *entry = seen[0], *grid = seen[1], *block = seen[2], *smem = seen[3],
-                *args = seen[4], *ints = seen[5];
+                *args = seen[4], *ints = seen[5], *grid_from = seen[6];
 
     if (!entry || !cJSON_IsString(entry)) {
         st = fail(err, errcap, "\"entry\" (a string) is required");
@@ -347,6 +385,10 @@ kf_status kf_launch_parse(const char *json, kf_launch *out, char *err, size_t er
     }
     if (ints) {
         st = parse_ints(ints, &l, err, errcap);
+        if (st != KF_OK) goto free_root;
+    }
+    if (grid_from) {
+        st = parse_grid_from(grid_from, &l, err, errcap);
         if (st != KF_OK) goto free_root;
     }
     *out = l;

@@ -1,4 +1,5 @@
 /* The job signature's helpers (sig.h). */
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -12,6 +13,17 @@ const kf_job_scalar *kf_job_scalar_find(const kf_job_sig *sig, const char *name)
         if (!strncmp(sig->scalars[i].name, name, sizeof sig->scalars[i].name))
             return &sig->scalars[i];
     return NULL;
+}
+
+int kf_job_scalar_float(const kf_job_sig *sig, const char *name, float *f)
+{
+    const kf_job_scalar *o = kf_job_scalar_find(sig, name);
+    if (!o) return 0;
+    if (o->kind == 'd') *f = (float)o->d;
+    else if (o->kind == 'i') *f = (float)o->i;
+    else if (o->kind == 'b') *f = o->i ? 1.0f : 0.0f;
+    else return 0;
+    return isfinite(*f);
 }
 
 int64_t kf_job_tensor_numel(const kf_job_tensor *t)

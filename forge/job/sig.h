@@ -73,6 +73,11 @@ typedef struct kf_job_sig {
 
 /* The scalar named `name`, or NULL. */
 const kf_job_scalar *kf_job_scalar_find(const kf_job_sig *sig, const char *name);
+/* A Python number as eager's float32 op math takes it (a wrapped `other`: absent from in[], a
+ * scalar under its name): 1 and *f, a double or an int64 rounded to float, a bool 0/1; 0 when
+ * the scalar is absent, of another kind, or not finite as a float (eager's inf/nan arithmetic
+ * is left to eager). */
+int kf_job_scalar_float(const kf_job_sig *sig, const char *name, float *f);
 /* Product of the sizes (1 for a 0-dim tensor); -1 on a negative size or overflow. */
 int64_t kf_job_tensor_numel(const kf_job_tensor *t);
 /* torch's is_contiguous (see above); 0 for a malformed tensor (ndim out of range). */

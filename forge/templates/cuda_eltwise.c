@@ -641,26 +641,13 @@ static int add_alpha(const kf_job_sig *sig, float *f)
     return 1;
 }
 
-/* `other` as a wrapped Python number (sig.h: absent from in[], a scalar under its name): 1 and
- * its float value; 0 when `other`
- * is a tensor or unusable (not finite in float: eager's inf/nan arithmetic stays eager's). */
-static int scalar_other(const kf_job_sig *sig, float *f)
-{
-    const kf_job_scalar *o = kf_job_scalar_find(sig, "other");
-    if (!o) return 0;
-    if (o->kind == 'd') *f = (float)o->d;
-    else if (o->kind == 'i') *f = (float)o->i;
-    else if (o->kind == 'b') *f = o->i ? 1.0f : 0.0f;
-    else return 0;
-    return isfinite(*f);
-}
-
+/* `other` may be a wrapped Python number (kf_job_scalar_float: then one input) */
 static int binary_applies(const kf_job_sig *sig)
 {
     int inplace = 0;
     float alpha, other;
     if (!sig || sig->n_out != 1) return 0;
-    const int nin = scalar_other(sig, &other) ? 1 : 2;
+    const int nin = kf_job_scalar_float(sig, "other", &other) ? 1 : 2;
     if (sig->n_in != nin || kf_job_scalar_find(sig, "self")) return 0;
     int kind = binary_kind(sig, &inplace);
     if (!kind || !kf_ew_alias_ok(sig, inplace)) return 0;
@@ -683,7 +670,7 @@ static void binary_start(const kf_job_sig *sig, int *idx)
 {
     float other;
     kf_ew_start(sig, idx);
-    kf_ew_tile_start(sig, sig->in, scalar_other(sig, &other) ? 1 : 2, idx);
+    kf_ew_tile_start(sig, sig->in, kf_job_scalar_float(sig, "other", &other) ? 1 : 2, idx);
 }
 
 const kf_template kf_tmpl_cuda_eltwise_binary = {
@@ -706,7 +693,7 @@ static kf_status binary_render(const kf_job_sig *sig, const int *knob_idx, char 
     if (st != KF_OK) return st;
     int kind = binary_kind(sig, &inplace);
     float other = 0.0f;
-    const int scalar = scalar_other(sig, &other);
+    const int scalar = kf_job_scalar_float(sig, "other", &other);
     ew_plan p;
     kf_ew_make_plan(sig, sig->in, scalar ? 1 : 2, inplace, 0, vals, &p);
     kf_ew_plan_tiles(&p, vals[K_TILE]);

@@ -26,7 +26,9 @@
  *           from global memory (an L1/L2 hit)
  *   stats   (layer_norm) 0 two passes (exact), 1 Welford, 2 sum and sum of squares
  *   reduce  0 warp shuffles + one shared-memory step, 1 shared-memory tree */
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "forge/templates/cuda_norm.h"
@@ -72,6 +74,17 @@ static int rms_applies(const kf_job_sig *sig)
     return row_check(sig, 1, &r);
 }
 
+/* Every row count of the tuned normalized shape (docs/architecture.md, "Shape families") when
+ * x and y are contiguous (rows at r * n) and mean / rstd are eager's [rows..., 1...]: the
+ * kernel then reads its rows at launch and its grid follows them. */
+char *kf_cuda_norm_row_family(const kf_job_sig *sig)
+{
+    int rms = !strcmp(sig->op, "aten::_fused_rms_norm");
+    kf_norm_rows r;
+    if (!row_check(sig, rms, &r)) return NULL;
+    return kf_template_lead_family(sig, sig->in[0].ndim - r.nn, INT_MAX);
+}
+
 static kf_status row_render(const kf_template *t, int rms, const kf_job_sig *sig,
                             const int *knob_idx, char **source, char **launch_json, char *err,
                             size_t errcap)
@@ -113,6 +126,9 @@ static kf_status row_render(const kf_template *t, int rms, const kf_job_sig *sig
 
     const char *args[KF_JOB_MAX_TENSORS + KF_JOB_MAX_OUTPUTS];
     int na = kf_cuda_norm_args(sig, args);
+    char *fam_rec = kf_cuda_norm_row_family(sig);
+    const int fam = fam_rec != NULL;
+    free(fam_rec);
 
     kf_strbuf b = {0};
     kf_template_cuda_prologue(&b, t, sig, vals);
@@ -125,12 +141,18 @@ static kf_status row_render(const kf_template *t, int rms, const kf_job_sig *sig
     kf_cuda_norm_set(&b, "KF_REDUCE", reduce, NULL);
     kf_strbuf_printf(&b,
                      "#define KF_TEAM KF_TPR\n#define KF_BLOCK (KF_TPR * KF_RPB)\n"
-                     "/* the signature */\n#define KF_M %lldLL /* rows */\n"
+                     "/* the signature */\n");
+    if (fam) /* the rows: rstd's element count, after the pointers */
+        kf_strbuf_printf(&b, "#define KF_M kf_m /* rows: a launch argument (tuned on %lld) */\n",
+                         (long long)r.rows);
+    else
+        kf_strbuf_printf(&b, "#define KF_M %lldLL /* rows */\n", (long long)r.rows);
+    kf_strbuf_printf(&b,
                      "#define KF_NORM %lld /* elements per row */\n#define KF_EPS %.17g\n"
                      "#define KF_RMS %d\n#define KF_HAS_W %d\n#define KF_HAS_B %d\n"
                      "typedef %s kf_x_t;\ntypedef %s kf_w_t;\ntypedef %s kf_b_t;\n"
                      "typedef %s kf_y_t;\ntypedef %s kf_m_t;\ntypedef %s kf_r_t;\n",
-                     (long long)r.rows, (long long)r.n, r.eps, rms, r.w >= 0, r.b >= 0,
+                     (long long)r.n, r.eps, rms, r.w >= 0, r.b >= 0,
                      kf_template_cuda_type(x->dtype),
                      kf_template_cuda_type(r.w >= 0 ? sig->in[r.w].dtype : KF_F32),
                      kf_template_cuda_type(r.b >= 0 ? sig->in[r.b].dtype : KF_F32),
@@ -138,10 +160,11 @@ static kf_status row_render(const kf_template *t, int rms, const kf_job_sig *sig
                      kf_template_cuda_type(rms ? KF_F32 : sig->out[1].dtype),
                      kf_template_cuda_type(sig->out[rms ? 1 : 2].dtype));
     kf_strbuf_printf(&b, "#define KF_PARAMS const kf_x_t *__restrict__ x, %s%s"
-                         "kf_y_t *__restrict__ y, %skf_r_t *__restrict__ rstd_out\n\n%s\n",
+                         "kf_y_t *__restrict__ y, %skf_r_t *__restrict__ rstd_out%s\n\n%s\n",
                      r.w >= 0 ? "const kf_w_t *__restrict__ w, " : "",
                      r.b >= 0 ? "const kf_b_t *__restrict__ b, " : "",
-                     rms ? "" : "kf_m_t *__restrict__ mean_out, ", kf_body_cuda_norm_common_cuh);
+                     rms ? "" : "kf_m_t *__restrict__ mean_out, ", fam ? ", long long kf_m" : "",
+                     kf_body_cuda_norm_common_cuh);
     /* where row `row` starts: r * n in a contiguous tensor (the kernel as it always was) */
     for (int k = 0; k < 2; k++) {
         const kf_job_tensor *t = k ? y : x;
@@ -157,8 +180,13 @@ static kf_status row_render(const kf_template *t, int rms, const kf_job_sig *sig
     unsigned grid[3] = {(unsigned)((r.rows + rpb - 1) / rpb), 1, 1};
     unsigned block[3] = {(unsigned)(tpr * rpb), 1, 1};
     unsigned smem = cache == 2 ? (unsigned)stage_bytes : 0;
-    return kf_template_cuda_finish(t, &b, args, na, grid, block, smem, source, launch_json, err,
-                                   errcap);
+    st = kf_template_cuda_finish(t, &b, args, na, grid, block, smem, source, launch_json, err,
+                                 errcap);
+    if (!fam) return st;
+    char rows_int[24];
+    snprintf(rows_int, sizeof rows_int, "numel(t%d)", na - 1);
+    return kf_template_rows_arg(t, st, rows_int, (unsigned)rpb, 1, source, launch_json, err,
+                                errcap);
 }
 
 /* Short rows (fewer than 256 vectors of 8): the search starts with the smallest team that

@@ -1,6 +1,6 @@
 /* cuda_reduce_generic: every reduction of reduce_ops.c's table on CUDA (NVRTC), for f32, f16,
  * bf16 and f64 inputs and outputs (float accumulation for the first three, double for f64, as
- * eager's CUDA kernels), int64 indices, any input strides, any set of reduced dims, keepdim,
+ * eager's CUDA kernels; sums and means in double: reduce_ops.c says why), int64 indices, any input strides, any set of reduced dims, keepdim,
  * dtype=, outputs dense in any order. The combine text and the offsets come from reduce_ops.c,
  * the kernel from kernels/cuda_reduce_generic.cu. aten::mean.dim signatures that
  * cuda_reduce_mean serves (its vectorized rows and columns) are left to it.

@@ -100,6 +100,26 @@ static int softmax_applies(const kf_job_sig *sig)
     return 1;
 }
 
+/* A family kernel (docs/architecture.md, "Shape families"): rows over the last dim, the row
+ * count read at launch and the grid following it; every other layout keeps its constants. */
+static int sm_family(const kf_job_sig *sig)
+{
+    const kf_job_tensor *x = &sig->in[0];
+    const kf_job_scalar *dim = kf_job_scalar_find(sig, "dim");
+    return x->ndim >= 2 && (dim->i == -1 || dim->i == x->ndim - 1);
+}
+
+/* Rows a family member may have: grid.x (rows times the cluster size, at most 8) and the
+ * element count applies() allows. */
+char *kf_cuda_softmax_family(const kf_job_sig *sig)
+{
+    if (!sm_family(sig)) return NULL;
+    int64_t cols = sig->in[0].sizes[sig->in[0].ndim - 1], max = (((int64_t)1 << 31) - 1) / 8;
+    if (cols < 1) return NULL;
+    if (max > ((int64_t)1 << 46) / cols) max = ((int64_t)1 << 46) / cols;
+    return kf_template_row_family(sig, 2, max);
+}
+
 /* Bytes a vector access at `p` may be: what the alignment allows (0 = unknown: none). Fresh
  * outputs are the allocator's (256-byte aligned); a recorded alignment, if any, wins. */
 static int sm_align_ok(const kf_job_tensor *t, int bytes, int fresh)
@@ -238,12 +258,16 @@ static kf_status softmax_render(const kf_job_sig *sig, const int *knob_idx, char
                      p.mode ? "columns" : "rows", p.nt, p.rpb, p.tpr, p.vw, p.cl, p.strat,
                      (long long)p.npt, (long long)p.nreg, (long long)p.svec, p.red_bytes,
                      p.strat == 3 && p.nt <= 512 ? 2 : 1);
+    const int fam = sm_family(sig);
+    if (fam)
+        kf_strbuf_printf(&b, "#define KF_ROWS_ARG 1\n#define KF_NROWS kf_rows /* a launch argument, "
+                             "after the pointers (tuned on %lld rows) */\n",
+                         (long long)p.nrows);
+    else if (p.mode == 0)
+        kf_strbuf_printf(&b, "#define KF_NROWS %lldLL\n", (long long)p.nrows);
     if (p.mode == 0)
-        kf_strbuf_printf(&b,
-                         "#define KF_NROWS %lldLL\n#define KF_COLS %lldLL\n#define KF_NV %lld\n"
-                         "#define KF_SLICE %lld\n",
-                         (long long)p.nrows, (long long)p.cols, (long long)p.nv,
-                         (long long)p.slice);
+        kf_strbuf_printf(&b, "#define KF_COLS %lldLL\n#define KF_NV %lld\n#define KF_SLICE %lld\n",
+                         (long long)p.cols, (long long)p.nv, (long long)p.slice);
     else
         kf_strbuf_printf(&b,
                          "#define KF_D %lld\n#define KF_I %lldLL\n#define KF_IV %lldLL\n"
@@ -257,6 +281,9 @@ static kf_status softmax_render(const kf_job_sig *sig, const int *knob_idx, char
     snprintf(a_out, sizeof a_out, "%s*", tout);
     const char *args[] = {a_in, a_out};
     const unsigned grid[3] = {p.grid, 1, 1}, block[3] = {(unsigned)p.nt, 1, 1};
-    return kf_template_cuda_finish(t, &b, args, 2, grid, block, p.smem, source, launch_json, err,
-                                   errcap);
+    st = kf_template_cuda_finish(t, &b, args, 2, grid, block, p.smem, source, launch_json, err,
+                                 errcap);
+    if (!fam) return st;
+    return kf_template_rows_arg(t, st, "numel(t0)/size(t0,-1)", (unsigned)p.rpb,
+                                (unsigned)p.cl, source, launch_json, err, errcap);
 }

@@ -101,6 +101,10 @@ char *kf_template_family(const kf_template *t, const kf_job_sig *sig)
         char *(*family)(const kf_job_sig *sig);
     } table[] = {
         {&kf_tmpl_host_row_softmax, kf_host_softmax_family},
+        {&kf_tmpl_cuda_row_softmax, kf_cuda_softmax_family},
+        {&kf_tmpl_host_layer_norm, kf_host_layer_norm_family},
+        {&kf_tmpl_cuda_layer_norm, kf_cuda_norm_row_family},
+        {&kf_tmpl_cuda_rms_norm, kf_cuda_norm_row_family},
     };
     if (!t || !sig || !t->applies(sig)) return NULL;
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
@@ -123,6 +127,36 @@ char *kf_template_launch_add_ints(char *launch_json, const char *const *ints, in
     return kf_strbuf_take(&b);
 }
 
+char *kf_template_launch_add_grid_from(char *launch_json, int i, unsigned per, unsigned mul)
+{
+    size_t len = launch_json ? strlen(launch_json) : 0;
+    if (!len || launch_json[len - 1] != '}') {
+        free(launch_json);
+        return NULL;
+    }
+    kf_strbuf b = {0};
+    kf_strbuf_printf(&b, "%.*s,\"grid_from\":[%d,%u,%u]}", (int)(len - 1), launch_json, i, per,
+                     mul);
+    free(launch_json);
+    return kf_strbuf_take(&b);
+}
+
+kf_status kf_template_rows_arg(const kf_template *t, kf_status st, const char *rows_int,
+                               unsigned grid_per, unsigned grid_mul, char **source,
+                               char **launch_json, char *err, size_t errcap)
+{
+    if (st != KF_OK) return st;
+    const char *ints[] = {rows_int};
+    *launch_json = kf_template_launch_add_ints(*launch_json, ints, 1);
+    if (*launch_json && grid_per)
+        *launch_json = kf_template_launch_add_grid_from(*launch_json, 0, grid_per, grid_mul);
+    if (*launch_json) return KF_OK;
+    free(*source);
+    *source = NULL;
+    snprintf(err, errcap, "%s: out of memory", t->name);
+    return KF_ERR_NOMEM;
+}
+
 char *kf_template_row_family(const kf_job_sig *sig, int n_args, int64_t max_rows)
 {
     const kf_job_tensor *x = &sig->in[0];
@@ -132,6 +166,32 @@ char *kf_template_row_family(const kf_job_sig *sig, int n_args, int64_t max_rows
     for (int i = 0; i < n_args; i++) kf_strbuf_printf(&b, "%s%d", i ? "," : "", i);
     kf_strbuf_printf(&b, "],\"free_dims\":[");
     for (int d = 0; d + 1 < x->ndim; d++) kf_strbuf_printf(&b, "%s%d", d ? "," : "", d);
+    kf_strbuf_printf(&b, "],\"min\":1,\"max\":%lld,\"multiple_of\":1}", (long long)max_rows);
+    return kf_strbuf_take(&b);
+}
+
+char *kf_template_lead_family(const kf_job_sig *sig, int lead, int64_t max_rows)
+{
+    const kf_job_tensor *x = &sig->in[0];
+    if (lead < 1 || lead >= x->ndim) return NULL;
+    int list[KF_JOB_MAX_TENSORS + KF_JOB_MAX_OUTPUTS], n = 0;
+    for (int a = 0; a < sig->n_in + sig->n_out; a++) {
+        const kf_job_tensor *t = a < sig->n_in ? &sig->in[a] : &sig->out[a - sig->n_in];
+        if (a >= sig->n_in && sig->out_alias[a - sig->n_in]) return NULL;
+        if (t->ndim != x->ndim) {
+            if (a >= sig->n_in) return NULL; /* an output that is not row-shaped */
+            continue;                        /* a parameter of the normalized dims */
+        }
+        if (!kf_job_tensor_contiguous(t)) return NULL;
+        for (int d = 0; d < lead; d++)
+            if (t->sizes[d] != x->sizes[d]) return NULL;
+        list[n++] = a;
+    }
+    kf_strbuf b = {0};
+    kf_strbuf_printf(&b, "{\"tensors\":[");
+    for (int i = 0; i < n; i++) kf_strbuf_printf(&b, "%s%d", i ? "," : "", list[i]);
+    kf_strbuf_printf(&b, "],\"free_dims\":[");
+    for (int d = 0; d < lead; d++) kf_strbuf_printf(&b, "%s%d", d ? "," : "", d);
     kf_strbuf_printf(&b, "],\"min\":1,\"max\":%lld,\"multiple_of\":1}", (long long)max_rows);
     return kf_strbuf_take(&b);
 }

@@ -79,26 +79,12 @@ static const char *const unary_fn[2][4] = {
     },
 };
 
-/* `other` as a wrapped Python number (sig.h: absent from in[], a scalar under its name): 1 and
- * its value as eager's float32 op math takes it (a double or an int64 rounded to float, a bool
- * 0/1); 0 when `other` is a tensor or unusable (its float not finite: eager's inf/nan arithmetic
- * is left to eager). */
-static int scalar_other(const kf_job_sig *sig, float *f)
-{
-    const kf_job_scalar *o = kf_job_scalar_find(sig, "other");
-    if (!o) return 0;
-    if (o->kind == 'd') *f = (float)o->d;
-    else if (o->kind == 'i') *f = (float)o->i;
-    else if (o->kind == 'b') *f = o->i ? 1.0f : 0.0f;
-    else return 0;
-    return isfinite(*f);
-}
-
+/* `other` may be a wrapped Python number (kf_job_scalar_float: then one input) */
 static int binary_applies(const kf_job_sig *sig)
 {
     float other;
     if (!sig || sig->n_out != 1) return 0;
-    const int n_in = scalar_other(sig, &other) ? 1 : 2;
+    const int n_in = kf_job_scalar_float(sig, "other", &other) ? 1 : 2;
     if (sig->n_in != n_in || kf_job_scalar_find(sig, "self")) return 0;
     if (!strcmp(sig->op, "aten::add.Tensor")) {
         const kf_job_scalar *al = kf_job_scalar_find(sig, "alpha");
@@ -167,7 +153,7 @@ static kf_status binary_render(const kf_job_sig *sig, const int *knob_idx, char 
         kf_template_render_begin(t, sig, knob_idx, vals, source, launch_json, err, errcap);
     if (st != KF_OK) return st;
     float other = 0.0f;
-    const int scalar = scalar_other(sig, &other);
+    const int scalar = kf_job_scalar_float(sig, "other", &other);
     kf_strbuf b = {0};
     kf_template_host_prologue(&b, t, sig, vals);
     kf_strbuf_printf(&b, "#define KF_N %lldLL\n/* inputs: self%s; outputs: out */\n",

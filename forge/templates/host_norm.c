@@ -82,6 +82,20 @@ static int ln_applies(const kf_job_sig *sig)
 static kf_status ln_render(const kf_job_sig *sig, const int *knob_idx, char **source,
                            char **launch_json, char *err, size_t errcap);
 
+/* The leading dims (rows) of x: normalized_shape's dims are the trailing ones. */
+static int ln_lead(const kf_job_sig *sig)
+{
+    return sig->in[0].ndim - kf_job_scalar_find(sig, "normalized_shape")->n;
+}
+
+/* Every row count of the tuned normalized shape (docs/architecture.md, "Shape families"): the
+ * kernel reads its rows at launch when the rows' tensors (x, y, mean, rstd) are contiguous with
+ * the rows as their leading dims (eager's [rows..., 1...] statistics). */
+char *kf_host_layer_norm_family(const kf_job_sig *sig)
+{
+    return kf_template_lead_family(sig, ln_lead(sig), ((int64_t)1 << 31) - 1);
+}
+
 const kf_template kf_tmpl_host_layer_norm = {
     .name = "host_layer_norm",
     .backend = "host",
@@ -108,9 +122,14 @@ static kf_status ln_render(const kf_job_sig *sig, const int *knob_idx, char **so
     for (int k = 0; k < ns->n; k++) n *= ns->v[k];
     int64_t rows = kf_job_tensor_numel(x) / n;
     double e = eps->kind == 'd' ? eps->d : (double)eps->i;
-    /* rows per dynamic OpenMP chunk: about 8K (omp 2) or 32K (omp 3) elements */
+    /* a family kernel reads its rows at launch (the element count of mean) */
+    char *fam_rec = kf_host_layer_norm_family(sig);
+    const int fam = fam_rec != NULL;
+    free(fam_rec);
+    /* rows per dynamic OpenMP chunk: about 8K (omp 2) or 32K (omp 3) elements (a family
+     * kernel's: not cut to the tuned rows, a chunk longer than a call's rows is one chunk) */
     int64_t rpc = (vals[2] == 3 ? 32768 : 8192) / n;
-    rpc = rpc < 1 ? 1 : rpc > rows ? rows : rpc;
+    rpc = rpc < 1 ? 1 : rpc > rows && !fam ? rows : rpc;
 
     const char *args[6];
     int na = 0;
@@ -123,18 +142,29 @@ static kf_status ln_render(const kf_job_sig *sig, const int *knob_idx, char **so
 
     kf_strbuf b = {0};
     kf_template_host_prologue(&b, t, sig, vals);
+    if (fam)
+        kf_strbuf_printf(&b, "#define KF_ROWS kf_rows /* a launch argument, after the pointers "
+                             "(tuned on %lld rows) */\n",
+                         (long long)rows);
+    else
+        kf_strbuf_printf(&b, "#define KF_ROWS %lldLL\n", (long long)rows);
     kf_strbuf_printf(&b,
-                     "#define KF_ROWS %lldLL\n#define KF_N %lldLL\n#define KF_EPS %.17g\n"
+                     "#define KF_N %lldLL\n#define KF_EPS %.17g\n"
                      "#define KF_RPC %lld\n"
                      "#define KF_HAS_W %d\n#define KF_HAS_B %d\n"
                      "/* inputs: input%s%s; outputs: out, mean, rstd */\n"
                      "#define KF_PARAMS const float *restrict x, %s%sfloat *restrict y, "
-                     "float *restrict mean, float *restrict rstd\n"
+                     "float *restrict mean, float *restrict rstd%s\n"
                      "#define KF_W %s\n#define KF_B %s\n\n%s",
-                     (long long)rows, (long long)n, e, (long long)rpc, has_w, has_b,
+                     (long long)n, e, (long long)rpc, has_w, has_b,
                      has_w ? ", weight" : "",
                      has_b ? ", bias" : "", has_w ? "const float *restrict w, " : "",
-                     has_b ? "const float *restrict b, " : "", has_w ? "w" : "(const float *)0",
+                     has_b ? "const float *restrict b, " : "", fam ? ", int64_t kf_rows" : "",
+                     has_w ? "w" : "(const float *)0",
                      has_b ? "b" : "(const float *)0", kf_body_host_norm_c);
-    return kf_template_host_finish(t, &b, args, na, source, launch_json, err, errcap);
+    st = kf_template_host_finish(t, &b, args, na, source, launch_json, err, errcap);
+    if (!fam) return st;
+    char rows_int[24];
+    snprintf(rows_int, sizeof rows_int, "numel(t%d)", na - 2);
+    return kf_template_rows_arg(t, st, rows_int, 0, 0, source, launch_json, err, errcap);
 }

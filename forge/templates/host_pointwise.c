@@ -63,19 +63,9 @@ static kf_status render(const kf_job_sig *sig, const int *knob_idx, char **sourc
     /* params: in[] in order (the destination writable), then a fresh output */
     const char *args[KF_JOB_MAX_TENSORS + 1];
     char types[KF_JOB_MAX_TENSORS + 1][32];
-    int fresh = pb.dest_in < 0, na = 0;
+    int fresh = pb.dest_in < 0;
     kf_strbuf_printf(&b, "\nvoid kf_kernel(");
-    for (int i = 0; i <= sig->n_in; i++) {
-        if (i == sig->n_in && !fresh) break;
-        int dt = i < sig->n_in ? sig->in[i].dtype : sig->out[0].dtype;
-        int w = i == sig->n_in || i == pb.dest_in;
-        /* restrict only beside a fresh output, which no input can alias */
-        kf_strbuf_printf(&b, "%s%s%s *%sp%d", i ? ", " : "", w ? "" : "const ",
-                         kf_pw_ctype(dt, 0), fresh ? "restrict " : "", i);
-        snprintf(types[na], sizeof types[na], "%s%s*", w ? "" : "const ", kf_pw_rectype(dt));
-        args[na] = types[na];
-        na++;
-    }
+    int na = kf_pw_emit_params(&b, sig, &pb, 0, args, types);
     int y = fresh ? sig->n_in : pb.dest_in;
     kf_strbuf_printf(&b, ")\n{\n");
     for (int i = 0; i < sig->n_in; i++) {

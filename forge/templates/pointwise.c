@@ -487,13 +487,39 @@ void kf_pw_emit_element(kf_strbuf *b, const kf_pw_bind *pb, int cuda)
     kf_strbuf_printf(b, "%s)\n{\n    return (kf_rt)(%s);\n}\n", pb->n ? "" : "void", op->expr);
 }
 
-void kf_pw_emit_call(kf_strbuf *b, const kf_pw_bind *pb, const char *const *off)
+int kf_pw_emit_params(kf_strbuf *b, const kf_job_sig *sig, const kf_pw_bind *pb, int cuda,
+                      const char **args, char (*types)[32])
+{
+    int fresh = pb->dest_in < 0, na = 0;
+    for (int i = 0; i <= sig->n_in; i++) {
+        if (i == sig->n_in && !fresh) break;
+        int dt = i < sig->n_in ? sig->in[i].dtype : sig->out[0].dtype;
+        int w = i == sig->n_in || i == pb->dest_in;
+        /* restrict only beside a fresh output, which no input can alias */
+        kf_strbuf_printf(b, "%s%s%s *%sp%d", i ? ", " : "", w ? "" : "const ",
+                         kf_pw_ctype(dt, cuda), fresh ? (cuda ? "__restrict__ " : "restrict ") : "",
+                         i);
+        snprintf(types[na], sizeof types[na], "%s%s*", w ? "" : "const ", kf_pw_rectype(dt));
+        args[na] = types[na];
+        na++;
+    }
+    return na;
+}
+
+void kf_pw_emit_call_from(kf_strbuf *b, const kf_pw_bind *pb, const char *const *base,
+                          const char *const *off)
 {
     kf_strbuf_printf(b, "kf_pw_f(");
     for (int k = 0; k < pb->n; k++) {
         if (k) kf_strbuf_printf(b, ", ");
-        if (pb->in_idx[k] >= 0) kf_strbuf_printf(b, "KF_LD%d(p%d, %s)", k, pb->in_idx[k], off[k]);
-        else kf_strbuf_printf(b, "KF_W%d", k);
+        if (pb->in_idx[k] < 0) kf_strbuf_printf(b, "KF_W%d", k);
+        else if (base && base[k]) kf_strbuf_printf(b, "KF_LD%d(%s, %s)", k, base[k], off[k]);
+        else kf_strbuf_printf(b, "KF_LD%d(p%d, %s)", k, pb->in_idx[k], off[k]);
     }
     kf_strbuf_printf(b, ")");
+}
+
+void kf_pw_emit_call(kf_strbuf *b, const kf_pw_bind *pb, const char *const *off)
+{
+    kf_pw_emit_call_from(b, pb, NULL, off);
 }

@@ -87,8 +87,17 @@ int kf_pw_promote(int a, int b);
  * `KF_PW_FN kf_rt kf_pw_f(kf_ct x_a, ...)` and the load macros KF_LD<k>(p, o) / the store
  * KF_ST(v) (to the destination's storage type). */
 void kf_pw_emit_element(kf_strbuf *b, const kf_pw_bind *pb, int cuda);
+/* The kernel's parameters (after "kf_kernel("): in[] in order, the destination writable, then
+ * a fresh output; `restrict` beside a fresh output. args[] (types[] holds the text) gets their
+ * launch-record types; returns how many. */
+int kf_pw_emit_params(kf_strbuf *b, const kf_job_sig *sig, const kf_pw_bind *pb, int cuda,
+                      const char **args, char (*types)[32]);
 /* `kf_pw_f(...)` with operand k read as KF_LD<k>(p<in[] index>, off[k]) or its constant. */
 void kf_pw_emit_call(kf_strbuf *b, const kf_pw_bind *pb, const char *const *off);
+/* The same with operand k read from base[k] (an array expression) where base and base[k] are
+ * not NULL, as KF_LD<k>(base[k], off[k]). */
+void kf_pw_emit_call_from(kf_strbuf *b, const kf_pw_bind *pb, const char *const *base,
+                          const char *const *off);
 /* The storage type of a dtype in a host ("uint16_t" for f16) or CUDA source ("__half"), and in
  * the launch record ("__half" either way); NULL for a dtype the engine does not take. */
 const char *kf_pw_ctype(int dtype, int cuda);

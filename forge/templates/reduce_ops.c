@@ -171,7 +171,12 @@ int kf_red_plan_make(const kf_job_sig *sig, int host, kf_red_plan *p)
     case KF_RED_SUM: case KF_RED_PROD: case KF_RED_MEAN:
         if (!backend_dtype(y->dtype, host) || y->dtype == KF_BOOL) return 0;
         if (is_float(x->dtype) && !is_float(y->dtype)) return 0; /* a float cast to int */
-        p->acc = acc_of(y->dtype);
+        /* float sums and means accumulate in double. The tolerance is relative to the result,
+         * a float sum's rounding error to its terms: eager's order (a cascade on the host,
+         * short runs merged in trees on CUDA) stays within it where a sequential float sum of
+         * thousands of terms does not (x.sum(0) of [4096, 2048] randn * 100: a few columns
+         * near 0 off by 4e-3, over 1e-4 + 1e-4 |sum|). In double, one rounding at the end. */
+        p->acc = op->kind != KF_RED_PROD && is_float(y->dtype) ? KF_F64 : acc_of(y->dtype);
         break;
     case KF_RED_AMAX: case KF_RED_AMIN:
         if (y->dtype != x->dtype) return 0;

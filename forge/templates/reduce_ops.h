@@ -51,7 +51,8 @@ const kf_red_op *kf_red_op_find(const char *op);
 typedef struct kf_red_plan {
     const kf_red_op *op;
     int in_dt, out_dt, out2_dt; /* out2_dt: KF_DTYPE_UNKNOWN without a second output */
-    int acc;                    /* KF_F32, KF_F64 or KF_I64: what eager accumulates in */
+    int acc;                    /* KF_F32, KF_F64 or KF_I64: what eager accumulates in,
+                                 * except float sums and means: KF_F64 (reduce_ops.c) */
     int index;                  /* the state's index is an output (max.dim, argmax) */
     int64_t o, r;               /* outputs, elements reduced into each */
     int nk, nr;                 /* kept and reduced runs (merged dims), innermost first */

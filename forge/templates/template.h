@@ -60,6 +60,9 @@ typedef struct kf_template {
 char *kf_template_family(const kf_template *t, const kf_job_sig *sig);
 /* The families of the templates that have one (kf_template_family's table, host.c). */
 char *kf_host_softmax_family(const kf_job_sig *sig);
+char *kf_cuda_softmax_family(const kf_job_sig *sig);
+char *kf_host_layer_norm_family(const kf_job_sig *sig);
+char *kf_cuda_norm_row_family(const kf_job_sig *sig);
 
 /* NULL-terminated table of all builtin templates. */
 extern const kf_template *const kf_builtin_templates[];
@@ -88,10 +91,24 @@ kf_status kf_template_host_finish(const kf_template *t, kf_strbuf *b, const char
 /* Appends "ints" (launch-time sizes, compile/compiler.h) to a launch record made by the helpers
  * above; takes `launch_json` and returns the new record (NULL when out of memory). */
 char *kf_template_launch_add_ints(char *launch_json, const char *const *ints, int n);
+/* Appends "grid_from": [i, per, mul] (grid.x = ceil(ints[i] / per) * mul at each launch,
+ * compile/compiler.h) to a record that has ints; like kf_template_launch_add_ints. */
+char *kf_template_launch_add_grid_from(char *launch_json, int i, unsigned per, unsigned mul);
+/* The rows of a row-wise family kernel: appends the int (ints[0]) and, when grid_per > 0, a
+ * grid of ceil(rows / grid_per) * grid_mul blocks. On failure frees *source and *launch_json,
+ * says so in err and returns KF_ERR_NOMEM; st when st is not KF_OK. */
+kf_status kf_template_rows_arg(const kf_template *t, kf_status st, const char *rows_int,
+                               unsigned grid_per, unsigned grid_mul, char **source,
+                               char **launch_json, char *err, size_t errcap);
 /* The family of a row-wise kernel over contiguous arguments whose rows are the product of every
  * dim but the last: those dims are free in each of the first `n_args` kernel arguments (all
  * of them row-shaped like the first), rows from 1 to max_rows. */
 char *kf_template_row_family(const kf_job_sig *sig, int n_args, int64_t max_rows);
+/* The family of a kernel over rows whose count is the product of the first `lead` dims of its
+ * first input (a norm over the trailing dims): those dims are free in every argument of that
+ * many dims (the input, its outputs; each contiguous, of the input's leading sizes), the others
+ * (weight, bias) stay fixed; every output must be one of them, else NULL. */
+char *kf_template_lead_family(const kf_job_sig *sig, int lead, int64_t max_rows);
 
 /* ---- CUDA templates (backend "nvrtc"; cuda*.c) ---- */
 

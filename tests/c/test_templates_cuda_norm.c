@@ -547,7 +547,20 @@ static void check_render(const ncase *c, const int *idx, char **src_out, kf_laun
         long long rows = src_define(src, "KF_M", 0), n = src_define(src, "KF_NORM", 0);
         long long cache = src_define(src, "KF_CACHE", -1);
         int lead = x->ndim - scal_n(s);
-        ok = threads == tpr * rpb && l.grid[0] == (rows + rpb - 1) / rpb && n % vec == 0 &&
+        /* a family kernel (contiguous rows): the rows are rstd's element count at launch and
+         * the grid follows them; "grid" is the tuned shape's */
+        char *fam = c->t->applies(s) ? kf_template_family(c->t, s) : NULL;
+        if (fam) {
+            rows = kf_job_tensor_numel(&s->out[s->n_out - 1]);
+            ok = ok && strstr(src, "#define KF_M kf_m ") && l.n_ints == 1 &&
+                 l.ints[0].arg == l.n_args - 1 && l.ints[0].dim == KF_LAUNCH_NUMEL &&
+                 l.ints[0].den_arg < 0 && l.grid_int == 0 && l.grid_per == (unsigned)rpb &&
+                 l.grid_mul == 1 && kf_job_tensor_contiguous(x) && kf_job_tensor_contiguous(y);
+        } else {
+            ok = ok && l.n_ints == 0 && l.grid_per == 0;
+        }
+        free(fam);
+        ok = ok && threads == tpr * rpb && l.grid[0] == (rows + rpb - 1) / rpb && n % vec == 0 &&
              rows * n == kf_job_tensor_numel(x) &&
              l.smem == (cache == 2 ? (unsigned)(rpb * n * x_es) : 0u) &&
              strides_div(x, lead, -1, vec) && strides_div(y, lead, -1, vec);
@@ -902,12 +915,22 @@ static int gpu_run(gpu *G, kernel_job *j, gcase *g)
         printf("     %s: load: %s\n", name, err);
         return 0;
     }
-    void *ptrs[KF_JOB_MAX_TENSORS + KF_JOB_MAX_OUTPUTS];
+    void *ptrs[KF_LAUNCH_MAX_ARGS];
     for (int i = 0; i < g->nt; i++) ptrs[i] = (void *)(uintptr_t)g->dev[i];
     for (int i = s->n_in; i < g->nt; i++)
         if (g->bytes[i]) CHECK_EQ_INT(G->d.memset_d8(g->dev[i], 0xff, g->bytes[i]), 0);
+    /* a family kernel's launch-time sizes, as the plugin computes them */
+    kf_dims dims[KF_LAUNCH_MAX_ARGS];
+    int64_t iv[KF_LAUNCH_MAX_INTS];
+    for (int i = 0; i < g->nt; i++) {
+        const kf_job_tensor *t = i < s->n_in ? &s->in[i] : &s->out[i - s->n_in];
+        dims[i].ndim = t->ndim, dims[i].sizes = t->sizes;
+    }
+    int np = g->nt;
+    CHECK_EQ_INT(kf_launch_ints(&j->l, dims, g->nt, iv), KF_OK);
+    for (int i = 0; i < j->l.n_ints; i++) ptrs[np++] = (void *)(intptr_t)iv[i];
     int good = 0;
-    if (CHECK_EQ_INT(nv.launch(nv.self, k, ptrs, g->nt, NULL), 0) &&
+    if (CHECK_EQ_INT(nv.launch(nv.self, k, ptrs, np, NULL), 0) &&
         CHECK_EQ_INT(G->d.ctx_synchronize(), 0)) {
         for (int i = s->n_in; i < g->nt; i++)
             if (g->bytes[i])

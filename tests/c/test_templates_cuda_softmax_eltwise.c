@@ -760,6 +760,23 @@ static int render_checked(const tcase *c, const int *idx, char **src, char **lj,
     ok &= CHECK(l->smem > 48 * 1024 || l->smem + 1024 <= 48 * 1024);
     long long cl = first_define(*src, "KF_CL");
     if (cl > 1) ok &= CHECK_EQ_INT(l->grid[0] % cl, 0); /* whole clusters */
+    /* a family kernel (rows over the last dim): the rows at launch, the grid following them
+     * (ceil(rows / rows per block) clusters) */
+    char *fam = kf_template_family(t, &c->sig);
+    if (fam) {
+        const kf_job_tensor *x = &c->sig.in[0];
+        long long rows = kf_job_tensor_numel(x) / x->sizes[x->ndim - 1];
+        long long rpb = first_define(*src, "KF_RPB");
+        ok &= CHECK(strstr(*src, "#define KF_NROWS kf_rows ") != NULL);
+        ok &= CHECK(l->n_ints == 1 && l->ints[0].arg == 0 && l->ints[0].den_arg == 0 &&
+                    l->ints[0].dim == KF_LAUNCH_NUMEL && l->ints[0].den_dim == -1);
+        ok &= CHECK(l->grid_int == 0 && l->grid_per == (unsigned)rpb &&
+                    l->grid_mul == (unsigned)(cl > 1 ? cl : 1));
+        ok &= CHECK_EQ_INT(l->grid[0], (rows + rpb - 1) / rpb * (cl > 1 ? cl : 1));
+    } else {
+        ok &= CHECK(l->n_ints == 0 && l->grid_per == 0);
+    }
+    free(fam);
     if (!ok) printf("     %s: %s\n", c->label, *lj);
     return ok;
 }
@@ -1054,7 +1071,7 @@ static int run_job(const job *j)
     dbuf in[2], out;
     memset(&out, 0, sizeof out);
     int ok = 1;
-    void *ptrs[3];
+    void *ptrs[4]; /* inputs, the output, a family kernel's rows */
     int np = 0;
     for (int i = 0; i < s->n_in; i++) {
         size_t bytes = (size_t)c->in[i].span * (size_t)esize(s->in[i].dtype);
@@ -1070,6 +1087,15 @@ static int run_job(const job *j)
         ok &= CHECK_EQ_INT(drv.memset_d8(out.ptr, 0xff, out_bytes), KF_CU_SUCCESS); /* poison */
         ptrs[np++] = (void *)(uintptr_t)out.ptr;
     }
+    /* a family kernel's launch-time sizes, as the plugin computes them */
+    kf_dims dims[3];
+    int64_t iv[KF_LAUNCH_MAX_INTS];
+    for (int i = 0; i < np; i++) {
+        const kf_job_tensor *t = i < s->n_in ? &s->in[i] : &s->out[0];
+        dims[i].ndim = t->ndim, dims[i].sizes = t->sizes;
+    }
+    ok &= CHECK(j->l.n_ints <= 1) && CHECK_EQ_INT(kf_launch_ints(&j->l, dims, np, iv), KF_OK);
+    for (int i = 0; ok && i < j->l.n_ints; i++) ptrs[np++] = (void *)(intptr_t)iv[i];
     if (ok && CHECK_EQ_INT(cc.launch(cc.self, k, ptrs, np, NULL), 0)) {
         kf_cu_result r = drv.ctx_synchronize();
         if (!CHECK_EQ_INT(r, KF_CU_SUCCESS)) {

@@ -193,9 +193,17 @@ CUDA_CASES = {
 
 
 # On the H200 (benchmarks/results/h200-2026-12-01-final/gpu.log) the column sum's search found no
-# kernel within the tolerance of eager (no_correct_kernel): refused, so nothing wrong is served,
-# but the cause (the 1e-4 tolerance against 4096-term float sums, or the column path) is open.
-_KNOWN = {"sum_cols": "H200: no_correct_kernel for a 4096-row column sum (cause not established)"}
+# kernel within the tolerance of eager (no_correct_kernel): refused, so nothing wrong is served.
+# The cause, reproduced on the host (host_reduce, the same shape and seed): the job's scale-100
+# random case. A sum's rounding error scales with its terms (sum |x| ~ 3e5 a column), the
+# tolerance with the result (1e-4 + 1e-4 |sum|); in the columns that cancel to near 0 a
+# thread's sequential float sum is off by up to 4e-3 (it was the candidates' accumulation: now
+# double, reduce_ops.c), and eager's own float sum by up to 8e-4 from the exact value (column
+# 75: exact -0.388081755, eager -0.388916016): the correctly rounded sum fails against eager.
+# Whether CUDA eager's order stays within it depends on the data; only a tolerance relative to
+# the terms (or an exact reference) passes every such case.
+_KNOWN = {"sum_cols": "tolerance not reliably reachable at the scale-100 case: eager's own float "
+                      "column sum can be off the exact one by more than 1e-4 + 1e-4 |sum| near 0"}
 
 
 @pytest.mark.gpu

@@ -211,7 +211,11 @@ __device__ __forceinline__ void kf_reduce(float2 (&st)[KF_NS], float2 *wbuf, flo
 }
 
 extern "C" __global__ void KF_CLUSTER_ATTR __launch_bounds__(KF_NT, KF_MINB)
-kf_kernel(const kf_tin *__restrict__ x, kf_tout *__restrict__ y)
+kf_kernel(const kf_tin *__restrict__ x, kf_tout *__restrict__ y
+#ifdef KF_ROWS_ARG
+          , long long kf_rows /* a family kernel: the row count at launch (KF_NROWS) */
+#endif
+)
 {
     extern __shared__ __align__(16) unsigned char kf_dyn[];
     __shared__ float2 kf_wbuf[32], kf_cbuf[KF_RPB];
