@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/chain_sig.h"
 #include "compile/compiler.h" /* KF_LAUNCH_MAX_ARGS */
 #include "forge/job/job.h"
 
@@ -506,6 +507,20 @@ static kf_status parse_chain(loader *L, const cJSON *root, kf_job *job)
     if (!job->chain_def) return nomem(L);
     kf_status s = kf_job_chain_parse(spec, &job->sig, job->chain_def, L->err, L->errcap);
     if (s != KF_OK) return s;
+    /* the job's key is the chain's canonical bytes: a spec and a sig_hex that disagree would put
+     * this kernel under another chain's key */
+    uint8_t *bytes = NULL;
+    uint32_t n = 0;
+    char why[256];
+    if (kf_chain_sig_bytes_obj(spec, &bytes, &n, why, sizeof why) != KF_OK)
+        return bad(L, "chain: %s", why);
+    int same = strlen(job->sig_hex) == 2 * (size_t)n;
+    for (uint32_t i = 0; same && i < n; i++) {
+        unsigned v;
+        same = sscanf(job->sig_hex + 2 * i, "%2x", &v) == 1 && v == bytes[i];
+    }
+    free(bytes);
+    if (!same) return bad(L, "\"sig_hex\" is not the chain's canonical bytes (common/chain_sig.h)");
     job->chain = cJSON_PrintUnformatted(spec);
     if (!job->chain) return nomem(L);
     kf_job_chain *ch = job->chain_def;

@@ -21,9 +21,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cjson/cJSON.h>
+
 #include "tests/c/check.h"
 #include "tests/c/nvrtc_find.h"
 #include "compile/compiler.h"
+#include "common/chain_sig.h"
+#include "common/signature.h"
 #include "compile/source_check.h"
 #include "forge/job/job.h"
 #include "forge/templates/chain.h"
@@ -97,23 +101,52 @@ static kf_job *load(const char *json, char *err, size_t cap)
     return job;
 }
 
-/* a job.json around the case's fields */
+/* a job.json around the case's fields: each member's sig_hex (its op's signature head) and the
+ * chain's canonical bytes as the job's sig_hex ("00" when the spec is refused there) */
 static char *job_text(const char *fields, int n_in, int n_out)
 {
-    char ins[256] = "", outs[256] = "";
+    char ins[256] = "", outs[256] = "", *wrapped = malloc(strlen(fields) + 3);
+    sprintf(wrapped, "{%s}", fields);
+    cJSON *f = cJSON_Parse(wrapped), *m;
+    free(wrapped);
+    cJSON *spec = cJSON_GetObjectItem(f, "chain");
+    cJSON_ArrayForEach(m, cJSON_GetObjectItem(spec, "members"))
+    {
+        static kf_sig sg;
+        const cJSON *op = cJSON_GetObjectItem(m, "op");
+        kf_sig_begin(&sg, cJSON_IsString(op) ? op->valuestring : "?");
+        char hex[600];
+        for (uint32_t i = 0; i < sg.len; i++) sprintf(hex + 2 * i, "%02x", sg.buf[i]);
+        cJSON_AddStringToObject(m, "sig_hex", hex);
+    }
+    uint8_t *bytes = NULL;
+    uint32_t nb = 0;
+    char why[256], *sig_hex;
+    if (kf_chain_sig_bytes_obj(spec, &bytes, &nb, why, sizeof why) == KF_OK) {
+        sig_hex = malloc(2 * (size_t)nb + 1);
+        for (uint32_t i = 0; i < nb; i++) sprintf(sig_hex + 2 * i, "%02x", bytes[i]);
+        free(bytes);
+    } else {
+        sig_hex = strdup("00");
+    }
+    char *body = cJSON_PrintUnformatted(f);
+    cJSON_Delete(f);
+    body[strlen(body) - 1] = 0; /* the fields without their braces */
     for (int i = 0; i < n_in; i++)
         snprintf(ins + strlen(ins), sizeof ins - strlen(ins), "%s\"i%d.bin\"", i ? "," : "", i);
     for (int i = 0; i < n_out; i++)
         snprintf(outs + strlen(outs), sizeof outs - strlen(outs), "%s\"o%d.bin\"", i ? "," : "", i);
-    size_t cap = strlen(fields) + 1024;
+    size_t cap = strlen(body) + strlen(sig_hex) + 1024;
     char *t = malloc(cap);
     snprintf(t, cap,
              "{\"format\": 1, \"op\": \"kforge::chain\", \"signature\": \"chain\", \"sig_hex\": "
-             "\"00\", \"torch_version\": \"x\", \"outputs_layout\": [], \"backend\": \"host\", "
+             "\"%s\", \"torch_version\": \"x\", \"outputs_layout\": [], \"backend\": \"host\", "
              "\"device_index\": 0, %s, \"cases\": [{\"kind\": \"random\", \"inputs\": [%s], "
              "\"outputs\": [%s]}], \"eager_us\": 1, \"bytes_moved\": 1, \"bandwidth_gbs\": 0, "
              "\"atol\": 1e-5, \"rtol\": 1e-5}",
-             fields, ins, outs);
+             sig_hex, body + 1, ins, outs);
+    free(body);
+    free(sig_hex);
     return t;
 }
 
@@ -496,6 +529,14 @@ static void test_refusals(void)
     s = swap(rms_json, "\"m2.alpha\"", "\"alpha\"");
     expect_load_error(s, 2, 6, "\"alpha\" is not named m<member>.<name>");
     free(s);
+    { /* the job's sig_hex must be the spec's canonical bytes */
+        char *t = job_text(pw_json, 3, 3), *h = strstr(t, "4b46434841494e31"), err[512] = "";
+        h[16] ^= 1; /* "KFCHAIN1", then the member count: another chain's key */
+        kf_job *job = load(t, err, sizeof err);
+        if (!CHECK(job == NULL)) kf_job_free(job);
+        CHECK(strstr(err, "\"sig_hex\" is not the chain's canonical bytes") != NULL);
+        free(t);
+    }
     /* loads, but the templates cannot fuse it */
     s = swap(pw_json, "aten::gelu\"", "aten::_softmax\"");
     expect_unbound(s, 3, 3, "member 1 (aten::_softmax): not an op the chain templates fuse");
