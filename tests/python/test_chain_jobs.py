@@ -145,16 +145,18 @@ def test_worker_refuses_a_job_whose_sig_hex_is_another_chains(tmp_path):
 
 
 @pytest.mark.gpu
-def test_cuda_rmsnorm_chain_job_verifies(tmp_path):
-    x, w = torch.randn(64, 1024, device="cuda"), torch.randn(1024, device="cuda")
-    chain = record_chain(5, rms, x, w)
-    job = write(tmp_path, chain, [x, w])
-    assert job["backend"] == "nvrtc"
+@pytest.mark.parametrize("name", sorted(CHAINS))
+def test_cuda_chain_job_verifies_and_inserts(name, tmp_path):
+    fn, make, n_members, _ = CHAINS[name]
+    torch.manual_seed(0)
+    args = [a.cuda() for a in make()]
+    chain = record_chain(5, fn, *args)
+    job = write(tmp_path, chain, args)
+    assert job["backend"] == "nvrtc" and len(job["outputs"]) == n_members
     res = run(tmp_path / "job", tmp_path / "cache")
     assert res["status"] == "inserted", res
     ok = [n for n in nodes(str(tmp_path / "job")) if n["status"] in ("verified", "slower")]
-    assert ok and all(n["meta"]["template"] == "cuda_chain" for n in ok)
-
+    assert ok and all(n["meta"]["template"] == "cuda_chain" for n in ok), ok
 
 WARMUP_SCRIPT = (
     "import torch\n"
