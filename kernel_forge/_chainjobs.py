@@ -297,7 +297,9 @@ def write_chain_job(job_dir: str, chain: dict, calls: list[list], *, recorded: l
     for ins, rec in zip(calls, recorded):
         add_case("recorded" if rec else "example", list(ins))
     for v in range(random_inputs):
-        add_case("random", [_jobs.random_like(t, v, head.op, n, gen) for t, n in zip(first, names)])
+        # a head gather's indices drawn in range (any other value is eager's error, not a case)
+        add_case("random", [_jobs.random_like(t, v, head.op, n, gen, index_bound=_jobs.index_bound(
+            head.op, n, head.args) if i < H else None) for i, (t, n) in enumerate(zip(first, names))])
 
     work = [_jobs.clone_exact(t) for t in first]
     with _jobs.bypass():

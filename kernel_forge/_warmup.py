@@ -402,7 +402,7 @@ def warmup(script_cmd: list[str], *, iterations: int = 50, time_budget: float = 
                 row["status"] = "not tuned: time budget spent"
                 return
             rest = [c["share"] for c in work_list[i:]
-                    if "error" not in jobs.get(c.get("row_key", c["key"]), {"error": 1})]
+                    if "error" not in jobs.get(c.get("row_key") or c["key"], {"error": 1})]
             extra = ["--time-budget", f"{job_time_budget(left, r['share'], rest):.1f}"]
         bar = _jobs.ProgressBar(f"[{i + 1}/{len(work_list)}] {r['signature']}")
         try:

@@ -180,7 +180,7 @@ def test_warmup_tunes_hot_chains_by_default(tmp_path):
     script.write_text(WARMUP_SCRIPT)
     env = {"KFORGE_CACHE_DIR": str(tmp_path / "cache")}
     p = run_python(["-m", "kernel_forge.cli", "warmup", "--iterations", "3", "--max-jobs", "1",
-                    "--json", str(tmp_path / "w.json"), str(script)], env, timeout=900)
+                    "--time-budget", "300", "--json", str(tmp_path / "w.json"), str(script)], env, timeout=900)
     assert p.returncode == 0, p.stdout + p.stderr
     with open(tmp_path / "w.json") as f:
         rows = json.load(f)["rows"]
