@@ -131,9 +131,13 @@ def _child_record(out: str, script_args: list[str]) -> int:
         devices = {r["device"] for r in rows if r.get("bytes_moved")}
         with _jobs.bypass():  # for the priority: time x headroom to the roofline
             bw = {d: _jobs.copy_bandwidth_gbs(torch_device(d), 1 << 26) for d in devices}
+        try:
+            chains = kf.chains(min_calls=2)
+        except Exception:  # noqa: BLE001 - chains are optional in the warm-up
+            chains = []
         with open(out, "w") as f:
             json.dump({"rows": rows, "bandwidth_gbs": bw, "forwards": fw.forwards,
-                       "window": fw.window if fw.forwards else None}, f)
+                       "window": fw.window if fw.forwards else None, "chains": chains}, f)
     return code
 
 
@@ -152,11 +156,19 @@ def _child_capture(plan_path: str, out: str, script_args: list[str]) -> int:
     module = script_args[0] == "-m"
     if module:
         script_args = script_args[1:]
-    for p in plan["jobs"]:
-        _tuner.request_captures(p["key"], plan["captures"])
+    chain_keys = {k for c in plan.get("chains", []) for k in chain_capture_keys(c)}
+    for key in {p["key"] for p in plan["jobs"]} | chain_keys:
+        _tuner.request_captures(key, plan["captures"])
     deadline = plan.get("deadline")  # time.time() when the budget ends; jobs come hottest first
     code = 0
     results = {}
+    taken = {}
+
+    def take(key):  # once per key: an op job and a chain job may share a head's captures
+        if key not in taken:
+            taken[key] = _tuner.take_captures(key, _tuner.n_tensor_args(key))
+        return taken[key]
+
     try:
         code = run_script(script_args[0], script_args[1:], module)
     finally:
@@ -172,7 +184,7 @@ def _child_capture(plan_path: str, out: str, script_args: list[str]) -> int:
                                              < (len(results) + 1) * MIN_JOB_S):
                     raise kf.KernelForgeError(
                         "the warm-up's time budget went to hotter signatures (--time-budget)")
-                caps = _tuner.take_captures(key, _tuner.n_tensor_args(key))
+                caps = take(key)
                 if not caps:
                     raise kf.KernelForgeError("not called in the capture run")
                 with _jobs.bypass():
@@ -180,9 +192,84 @@ def _child_capture(plan_path: str, out: str, script_args: list[str]) -> int:
                         key, caps, plan["search"], plan.get("random_inputs", 3))}
             except Exception as e:  # reported in the table, not fatal for the other jobs
                 results[key] = {"error": str(e)}
+        for c in plan.get("chains", []):
+            try:
+                if write_until and time.time() > write_until and results:
+                    raise kf.KernelForgeError("the warm-up's time budget went to hotter work")
+                with _jobs.bypass():
+                    results[c["row_key"]] = {"job_dir": write_chain_from_captures(c, take, plan)}
+            except Exception as e:  # noqa: BLE001 - reported in the table
+                results[c["row_key"]] = {"error": str(e)}
         with open(out, "w") as f:
             json.dump(results, f)
     return code
+
+
+def chain_capture_keys(c: dict) -> list[str]:
+    """The signatures whose real calls a chain job needs: the head's (its inputs), and each
+    member's that reads an external (where the external is taken from)."""
+    keys = [c["keys"][0]]
+    for k, m in enumerate(c["spec"]["members"]):
+        if any(r[0] == "ext" for r in m["inputs"]):
+            keys.append(c["keys"][k])
+    return keys
+
+
+def write_chain_from_captures(c: dict, take, plan: dict) -> str:
+    """A chain job from real calls: the head's captured inputs, each external from the first
+    member call that reads it (eager's outputs are computed from these, so they agree)."""
+    from . import _chainjobs, _jobs
+
+    spec = c["spec"]
+    head = take(c["keys"][0])
+    ext_src = {}
+    for k, m in enumerate(spec["members"]):
+        for i, r in enumerate(m["inputs"]):
+            if r[0] == "ext" and r[1] not in ext_src:
+                ext_src[r[1]] = (c["keys"][k], i)
+    calls = []
+    for n, h in enumerate(head):
+        ext = []
+        for e in range(spec["n_ext"]):
+            caps = take(ext_src[e][0])
+            if n >= len(caps):
+                break
+            ext.append(caps[n][ext_src[e][1]])
+        if len(ext) == spec["n_ext"]:
+            calls.append(list(h) + ext)
+    if not calls:
+        raise _jobs.NotTunable("its members were not called in the capture run")
+    job_dir = _jobs.new_job_dir("kforge::chain", spec["sig_hex"][-16:])
+    _chainjobs.write_chain_job(job_dir, c, calls, recorded=[True] * len(calls),
+                               random_inputs=plan.get("random_inputs", 3), search=plan["search"])
+    return job_dir
+
+
+def chain_candidates(chains: list[dict], rows: list[dict], min_share: float,
+                     max_chains: int) -> list[dict]:
+    """The hottest fusable chains: share = calls x the fused members' eager time, over the
+    tunable time of the rows (steady_rows' basis); at least min_share, at most max_chains."""
+    by_key = {r["key"]: r for r in rows}
+    total = sum(r["time_ms"] for r in rows if r["intercepted"] and not r.get("untunable"))
+    out = []
+    for c in chains:
+        spec = c.get("spec")
+        if not spec:
+            continue
+        keys = c["keys"][:len(spec["members"])]
+        us = sum(max(by_key[k].get("eager_us") or 0.0, 0.0) for k in keys if k in by_key)
+        time_ms = c["calls"] * us / 1000.0
+        share = time_ms / total if total > 0 else 0.0
+        if share < min_share:
+            continue
+        from ._chainjobs import readable
+
+        out.append({"op": "kforge::chain", "signature": readable(spec), "spec": spec,
+                    "keys": keys, "id": c["id"], "row_key": f"chain:{c['id']}",
+                    "calls": c["calls"], "time_ms": time_ms, "share": share,
+                    "eager_us": us})
+    out.sort(key=lambda c: -c["time_ms"])
+    return out[:max_chains] if max_chains else out
 
 
 def _child(argv: list[str]) -> int:
@@ -221,6 +308,7 @@ def job_time_budget(left: float, share: float, rest: list[float]) -> float:
 def warmup(script_cmd: list[str], *, iterations: int = 50, time_budget: float = 0,
            ops: list[str] | None = None, min_share: float = 0.01, min_calls: int = 1,
            max_jobs: int = 0, captures: int = 3, seed: int = 1, log=print, work_dir=None,
+           chains: bool = True, max_chains: int = 4,
            proposer: str | None = None, llm_budget_usd: float | None = None,
            llm_max_requests: int | None = None) -> dict:
     """The whole warm-up; returns {"rows": [...], "cache_dir": ...} (the final table's rows)."""
@@ -264,7 +352,12 @@ def warmup(script_cmd: list[str], *, iterations: int = 50, time_budget: float = 
         f"{100 * min_share:g}%); {len(untunable)} that can never be tuned set apart")
     for r in sorted(untunable, key=lambda r: -r["time_ms"])[:5]:
         log(f"  not tunable: {_text.shorten(r['signature'], 70)}: {r['untunable']}")
-    if not cands:
+    chain_cands = chain_candidates(rec.get("chains") or [], rows, min_share, max_chains) \
+        if chains and not wanted else []
+    if chain_cands:
+        log(f"kforge warmup: {len(chain_cands)} hot fusable chain"
+            f"{'' if len(chain_cands) == 1 else 's'} to tune as fused kernels (--no-chains: none)")
+    if not cands and not chain_cands:
         return {"rows": [], "cache_dir": kf.cache_dir(), "skipped": skipped, "setup": setup}
 
     if proposer is None:
@@ -277,7 +370,8 @@ def warmup(script_cmd: list[str], *, iterations: int = 50, time_budget: float = 
     search = {"iterations": iterations, "seed": seed, "proposer": proposer,
               "cache_dir": kf.cache_dir()}
     plan = {"captures": captures, "search": search,
-            "jobs": [{"key": r["key"], "signature": r["signature"]} for r in cands]}
+            "jobs": [{"key": r["key"], "signature": r["signature"]} for r in cands],
+            "chains": [{k: c[k] for k in ("spec", "keys", "id", "row_key")} for c in chain_cands]}
     if time_budget:  # writing jobs (device-to-host copies, files) must leave time to search
         plan["deadline"] = time.time() + (t0 + time_budget - time.monotonic())
     plan_path, jobs_path = os.path.join(work, "plan.json"), os.path.join(work, "jobs.json")
@@ -310,9 +404,10 @@ def warmup(script_cmd: list[str], *, iterations: int = 50, time_budget: float = 
             if left <= 0:
                 row["status"] = "not tuned: time budget spent"
                 return
-            rest = [c["share"] for c in cands[i:] if "error" not in jobs.get(c["key"], {"error": 1})]
+            rest = [c["share"] for c in work_list[i:]
+                    if "error" not in jobs.get(c.get("row_key") or c["key"], {"error": 1})]
             extra = ["--time-budget", f"{job_time_budget(left, r['share'], rest):.1f}"]
-        bar = _jobs.ProgressBar(f"[{i + 1}/{len(cands)}] {r['signature']}")
+        bar = _jobs.ProgressBar(f"[{i + 1}/{len(work_list)}] {r['signature']}")
         try:
             res = _jobs.run_worker(j["job_dir"], extra_args=llm_args + extra, on_progress=bar)
         except kf.KernelForgeError as e:
@@ -327,7 +422,21 @@ def warmup(script_cmd: list[str], *, iterations: int = 50, time_budget: float = 
         if res.get("best_us") and res.get("roofline_us"):
             row["roofline_pct"] = 100 * res["roofline_us"] / res["best_us"]
 
-    for i, r in enumerate(cands):
+    work_list = cands + chain_cands
+    for i, r in enumerate(work_list):
+        if r["op"] == "kforge::chain":  # a chain row: ops in order; no fleet cache for chains yet
+            row = {"op": r["op"], "signature": r["signature"], "key": r["row_key"],
+                   "share": r["share"], "calls": r["calls"], "eager_us": r.get("eager_us"),
+                   "best_us": None, "speedup": None, "roofline_pct": None, "iterations": 0,
+                   "status": "", "job_dir": None, "wall_s": 0.0, "chain": True}
+            j = jobs.get(r["row_key"], {"error": "no job written"})
+            if "error" in j:
+                row["status"] = "not tuned: " + j["error"]
+            else:
+                row["job_dir"] = j["job_dir"]
+                search_one(i, r, row, j)
+            out_rows.append(row)
+            continue
         row = {"op": r["op"], "signature": r["signature"], "key": r["key"], "share": r["share"],
                "calls": r["calls"], "eager_us": r.get("eager_us"), "best_us": None,
                "speedup": None, "roofline_pct": None, "iterations": 0, "status": "",

@@ -95,7 +95,7 @@ def cmd_warmup(args) -> int:
     res = _warmup.warmup(script_cmd, iterations=args.iterations, time_budget=args.time_budget,
                          ops=[o for arg in args.ops for o in arg.split(",") if o],
                          min_share=args.min_share, max_jobs=args.max_jobs,
-                         seed=args.seed, log=lambda m: print(m, file=sys.stderr),
+                         chains=not args.no_chains, seed=args.seed, log=lambda m: print(m, file=sys.stderr),
                          proposer=args.proposer, llm_budget_usd=args.llm_budget_usd,
                          llm_max_requests=args.llm_max_requests)
     print("\nkforge warmup: results")
@@ -348,6 +348,9 @@ def main(argv=None) -> int:
     w.add_argument("--min-share", type=float, default=0.01,
                    help="tune signatures with at least this share of the recorded time (0.01)")
     w.add_argument("--max-jobs", type=int, default=0, help="tune at most this many (hottest first)")
+    w.add_argument("--no-chains", action="store_true",
+                   help="do not tune recorded chains (runs of ops linked by dataflow) as fused "
+                        "kernels; by default the hottest fusable ones are tuned after the ops")
     w.add_argument("--seed", type=int, default=1, help="search seed (default 1)")
     w.add_argument("--proposer", choices=["builtin", "llm", "mixed"], default=None,
                    help="who writes candidates (default: mixed when KFORGE_LLM_URL is set, "

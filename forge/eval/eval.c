@@ -344,7 +344,8 @@ static int check_case(kf_eval *ev, int c, const char *pl, kf_eval_result *res, i
         ev_buf *buf = sig->out_alias[j] ? &ev->in[sig->out_alias[j] - 1] : &ev->out[j];
         if ((*rc = ev->be->view(ev, buf, &v, err, errcap))) return -1;
         ev_cmp cmp;
-        kf_ev_compare(&sig->out[j], v, ev->case_out[c][j], job->atol, job->rtol, &cmp);
+        kf_ev_compare(&sig->out[j], v, ev->case_out[c][j], job->out_atol[j], job->out_rtol[j],
+                      &cmp);
         if (cmp.max_abs > res->max_abs_err) res->max_abs_err = cmp.max_abs;
         if (cmp.max_rel > res->max_rel_err) res->max_rel_err = cmp.max_rel;
         if (!cmp.bad) continue;
@@ -359,8 +360,8 @@ static int check_case(kf_eval *ev, int c, const char *pl, kf_eval_result *res, i
                  "case %d (%s%s), output %d: %" PRId64 " of %" PRId64 " elements outside atol=%g "
                  "rtol=%g (max abs %.3g at %" PRId64 "; first at %" PRId64 ": got %.9g, "
                  "expected %.9g)",
-                 c, case_kind(job, c), pl, j, cmp.bad, cmp.n, job->atol, job->rtol, cmp.worst_abs,
-                 cmp.worst_at, cmp.first_bad, cmp.first_got, cmp.first_exp);
+                 c, case_kind(job, c), pl, j, cmp.bad, cmp.n, job->out_atol[j], job->out_rtol[j],
+                 cmp.worst_abs, cmp.worst_at, cmp.first_bad, cmp.first_got, cmp.first_exp);
         }
         return 1;
     }

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/chain_sig.h"
 #include "compile/compiler.h" /* KF_LAUNCH_MAX_ARGS */
 #include "forge/job/job.h"
 
@@ -291,25 +292,32 @@ static kf_status parse_aliases(loader *L, const cJSON *root, kf_job_sig *sig)
     return KF_OK;
 }
 
-static kf_status parse_scalars(loader *L, const cJSON *root, kf_job_sig *sig)
+/* The entries of "scalars" whose name starts with `prefix` (all of them for ""), the prefix
+ * stripped (a chain job's "m2.dim" is member 2's "dim"). */
+static kf_status parse_scalars(loader *L, const cJSON *root, const char *prefix, kf_job_sig *sig)
 {
     const cJSON *arr = field(root, "scalars");
     if (!arr) return bad(L, "\"scalars\" is missing");
     if (!cJSON_IsArray(arr)) return bad(L, "\"scalars\" must be an array");
-    int cnt = cJSON_GetArraySize(arr);
-    if (cnt > KF_JOB_MAX_SCALARS)
-        return bad(L, "\"scalars\" has %d entries, at most %d", cnt, KF_JOB_MAX_SCALARS);
-    for (int i = 0; i < cnt; i++) {
-        const cJSON *o = cJSON_GetArrayItem(arr, i);
+    int cnt = 0, all = cJSON_GetArraySize(arr);
+    size_t pl = strlen(prefix);
+    for (int ai = 0; ai < all; ai++) {
+        const cJSON *o = cJSON_GetArrayItem(arr, ai);
+        const cJSON *nm = field(o, "name");
+        if (pl && (!cJSON_IsString(nm) || strncmp(nm->valuestring, prefix, pl))) continue;
+        int i = cnt++;
+        if (cnt > KF_JOB_MAX_SCALARS)
+            return bad(L, "\"scalars\" has more than %d entries%s%s", KF_JOB_MAX_SCALARS,
+                       pl ? " named " : "", prefix);
         kf_job_scalar *s = &sig->scalars[i];
         memset(s, 0, sizeof *s);
-        if (!cJSON_IsObject(o)) return bad(L, "scalars[%d] must be an object", i);
-        const cJSON *nm = field(o, "name"), *kd = field(o, "kind"), *v = field(o, "value");
-        if (!cJSON_IsString(nm) || !nm->valuestring[0] ||
-            strlen(nm->valuestring) >= sizeof s->name)
-            return bad(L, "scalars[%d].name must be a string of 1..%zu bytes", i,
+        if (!cJSON_IsObject(o)) return bad(L, "scalars[%d] must be an object", ai);
+        const cJSON *kd = field(o, "kind"), *v = field(o, "value");
+        if (!cJSON_IsString(nm) || !nm->valuestring[pl] ||
+            strlen(nm->valuestring + pl) >= sizeof s->name)
+            return bad(L, "scalars[%d].name must be a string of 1..%zu bytes", ai,
                        sizeof s->name - 1);
-        strcpy(s->name, nm->valuestring);
+        strcpy(s->name, nm->valuestring + pl);
         for (int j = 0; j < i; j++)
             if (!strcmp(sig->scalars[j].name, s->name))
                 return bad(L, "scalars[%d].name \"%s\" repeats scalars[%d]", i, s->name, j);
@@ -323,32 +331,32 @@ static kf_status parse_scalars(loader *L, const cJSON *root, kf_job_sig *sig)
         /* a Python number in a tensor's place (sig.h): a number, never in "inputs" */
         const cJSON *wr = field(o, "wrapped");
         if (wr && !cJSON_IsBool(wr))
-            return bad(L, "scalars[%d] (%s).wrapped must be a boolean", i, nmv);
+            return bad(L, "scalars[%d] (%s).wrapped must be a boolean", ai, nmv);
         if (cJSON_IsTrue(wr) && !strchr("idb", s->kind))
             return bad(L, "scalars[%d] (%s): a wrapped Python number has kind \"d\", \"i\" or "
-                          "\"b\"", i, nmv);
+                          "\"b\"", ai, nmv);
         switch (s->kind) {
         case 'i':
             if (!get_int(v, INT64_MIN, INT64_MAX, &s->i))
-                return bad(L, "scalars[%d] (%s).value must be an integer", i, nmv);
+                return bad(L, "scalars[%d] (%s).value must be an integer", ai, nmv);
             break;
         case 'd':
             if (!get_num(v, -HUGE_VAL, HUGE_VAL, &s->d))
-                return bad(L, "scalars[%d] (%s).value must be a finite number", i, nmv);
+                return bad(L, "scalars[%d] (%s).value must be a finite number", ai, nmv);
             break;
         case 'b':
-            if (!cJSON_IsBool(v)) return bad(L, "scalars[%d] (%s).value must be a boolean", i, nmv);
+            if (!cJSON_IsBool(v)) return bad(L, "scalars[%d] (%s).value must be a boolean", ai, nmv);
             s->i = cJSON_IsTrue(v) ? 1 : 0;
             break;
         case 's':
             if (!cJSON_IsString(v) || strlen(v->valuestring) >= sizeof s->s)
-                return bad(L, "scalars[%d] (%s).value must be a string of at most %zu bytes", i,
+                return bad(L, "scalars[%d] (%s).value must be a string of at most %zu bytes", ai,
                            nmv, sizeof s->s - 1);
             strcpy(s->s, v->valuestring);
             break;
         case 'n':
             if (v && !cJSON_IsNull(v))
-                return bad(L, "scalars[%d] (%s): kind \"n\" (None) takes no value", i, nmv);
+                return bad(L, "scalars[%d] (%s): kind \"n\" (None) takes no value", ai, nmv);
             break;
         case 'l':
             if (!cJSON_IsArray(v) || cJSON_GetArraySize(v) > KF_MAX_DIMS)
@@ -490,6 +498,69 @@ static kf_status parse_search(loader *L, const cJSON *root, kf_job_search *s)
     return s->proposer && s->cache_dir ? KF_OK : nomem(L);
 }
 
+/* A chain job (chain.h): the spec, its members' signatures, their "m<k>." scalars. */
+static kf_status parse_chain(loader *L, const cJSON *root, kf_job *job)
+{
+    const cJSON *spec = field(root, "chain");
+    if (!spec) return bad(L, "\"chain\" is missing (op %s)", KF_CHAIN_OP);
+    job->chain_def = calloc(1, sizeof *job->chain_def);
+    if (!job->chain_def) return nomem(L);
+    kf_status s = kf_job_chain_parse(spec, &job->sig, job->chain_def, L->err, L->errcap);
+    if (s != KF_OK) return s;
+    /* the job's key is the chain's canonical bytes: a spec and a sig_hex that disagree would put
+     * this kernel under another chain's key */
+    uint8_t *bytes = NULL;
+    uint32_t n = 0;
+    char why[256];
+    if (kf_chain_sig_bytes_obj(spec, &bytes, &n, why, sizeof why) != KF_OK)
+        return bad(L, "chain: %s", why);
+    int same = strlen(job->sig_hex) == 2 * (size_t)n;
+    for (uint32_t i = 0; same && i < n; i++) {
+        unsigned v;
+        same = sscanf(job->sig_hex + 2 * i, "%2x", &v) == 1 && v == bytes[i];
+    }
+    free(bytes);
+    if (!same) return bad(L, "\"sig_hex\" is not the chain's canonical bytes (common/chain_sig.h)");
+    job->chain = cJSON_PrintUnformatted(spec);
+    if (!job->chain) return nomem(L);
+    kf_job_chain *ch = job->chain_def;
+    for (int k = 0; k < ch->n_members; k++) {
+        char pre[8];
+        snprintf(pre, sizeof pre, "m%d.", k);
+        if ((s = parse_scalars(L, root, pre, &ch->m[k].sig))) return s;
+    }
+    const cJSON *arr = field(root, "scalars"), *o;
+    cJSON_ArrayForEach(o, arr) { /* every scalar belongs to a member */
+        const cJSON *nm = field(o, "name");
+        int k = -1, used = 0;
+        if (cJSON_IsString(nm) && sscanf(nm->valuestring, "m%d.%n", &k, &used) == 1 && used > 0 &&
+            k >= 0 && k < ch->n_members)
+            continue;
+        return bad(L, "scalars: \"%.32s\" is not named m<member>.<name> of a member (0..%d)",
+                   cJSON_IsString(nm) ? nm->valuestring : "?", ch->n_members - 1);
+    }
+    job->sig.chain = ch;
+    return KF_OK;
+}
+
+/* "output_tol": [[atol, rtol], ...] per output, optional (else the job's atol/rtol). */
+static kf_status parse_output_tol(loader *L, const cJSON *root, kf_job *job)
+{
+    for (int j = 0; j < KF_JOB_MAX_OUTPUTS; j++) job->out_atol[j] = job->atol, job->out_rtol[j] = job->rtol;
+    const cJSON *arr = field(root, "output_tol");
+    if (!arr) return KF_OK;
+    if (!cJSON_IsArray(arr) || cJSON_GetArraySize(arr) != job->sig.n_out)
+        return bad(L, "\"output_tol\" must be an array of %d [atol, rtol] pairs", job->sig.n_out);
+    for (int j = 0; j < job->sig.n_out; j++) {
+        const cJSON *p = cJSON_GetArrayItem(arr, j);
+        if (!cJSON_IsArray(p) || cJSON_GetArraySize(p) != 2 ||
+            !get_num(cJSON_GetArrayItem(p, 0), 0, 1e30, &job->out_atol[j]) ||
+            !get_num(cJSON_GetArrayItem(p, 1), 0, 1e30, &job->out_rtol[j]))
+            return bad(L, "output_tol[%d] must be [atol, rtol], numbers in [0, 1e30]", j);
+    }
+    return KF_OK;
+}
+
 /* job.json's text: a regular file of sane size. */
 static kf_status read_json_text(loader *L, const char *dir, char **out)
 {
@@ -590,7 +661,9 @@ static kf_status parse_job(loader *L, const cJSON *root, kf_job *job)
     if (job->sig.n_in + n_fresh > KF_LAUNCH_MAX_ARGS)
         return bad(L, "%d inputs and %d fresh output%s: a kernel takes at most %d tensors",
                    job->sig.n_in, n_fresh, n_fresh == 1 ? "" : "s", KF_LAUNCH_MAX_ARGS);
-    if ((s = parse_scalars(L, root, &job->sig))) return s;
+    if ((s = !strcmp(job->op, KF_CHAIN_OP) ? parse_chain(L, root, job)
+                                           : parse_scalars(L, root, "", &job->sig)))
+        return s;
     if ((s = parse_cases(L, root, job))) return s;
 
     if ((s = req_num(L, root, "eager_us", 0, 1e12, &job->eager_us))) return s;
@@ -598,6 +671,7 @@ static kf_status parse_job(loader *L, const cJSON *root, kf_job *job)
     if ((s = req_num(L, root, "bandwidth_gbs", 0, 1e9, &job->bandwidth_gbs))) return s;
     if ((s = req_num(L, root, "atol", 0, 1e30, &job->atol))) return s;
     if ((s = req_num(L, root, "rtol", 0, 1e30, &job->rtol))) return s;
+    if ((s = parse_output_tol(L, root, job))) return s;
     job->roofline_us = job->bytes_moved > 0 && job->bandwidth_gbs > 0
                            ? job->bytes_moved / (job->bandwidth_gbs * 1e3)
                            : 0;
@@ -662,6 +736,8 @@ void kf_job_free(kf_job *job)
     free(job->torch_version);
     free(job->outputs_layout);
     free(job->backend);
+    free(job->chain);
+    free(job->chain_def);
     free(job->search.proposer);
     free(job->search.cache_dir);
     free(job);

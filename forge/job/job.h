@@ -53,6 +53,8 @@
  *   "bytes_moved": 524288,     bytes the op must read + write (for the roofline)
  *   "bandwidth_gbs": 4112,     measured copy bandwidth of the device (0: unknown)
  *   "atol": 1e-4, "rtol": 1e-4,
+ *   "output_tol": [[1e-4, 1e-4], …],   optional: per output [atol, rtol] (else atol/rtol)
+ *   "chain": {…},             op "kforge::chain" only: the chain spec (chain.h says what changes)
  *   "search": {"iterations": 50, "seed": 1, "margin": 0.03, "time_budget_s": 0,
  *              "candidate_timeout_s": 10, "bench_reps": 20, "flush_l2": true,
  *              "proposer": "builtin", "cache_dir": "/…/kernel_forge" | ""}
@@ -65,6 +67,7 @@
 
 #include "kforge.h"
 #include "common/dtype.h"
+#include "forge/job/chain.h"
 #include "forge/job/sig.h"
 
 #ifdef __cplusplus
@@ -105,6 +108,9 @@ typedef struct kf_job {
     double eager_us, bytes_moved, bandwidth_gbs;
     double roofline_us;        /* bytes_moved / bandwidth (0 when unknown) */
     double atol, rtol;
+    double out_atol[KF_JOB_MAX_OUTPUTS], out_rtol[KF_JOB_MAX_OUTPUTS]; /* per output (compare) */
+    char *chain;               /* a chain job's spec, JSON object text; NULL for one op */
+    kf_job_chain *chain_def;   /* its members (sig.chain points here) */
     kf_job_search search;
 } kf_job;
 

@@ -69,6 +69,9 @@ typedef struct kf_job_sig {
     int out_alias[KF_JOB_MAX_OUTPUTS];
     int n_scalars;
     kf_job_scalar scalars[KF_JOB_MAX_SCALARS];
+    /* A chain job's members and dataflow (forge/job/chain.h; owned by the job), else NULL: op is
+     * then "kforge::chain", in[]/out[] the chain's and scalars[] empty (they are the members'). */
+    const struct kf_job_chain *chain;
 } kf_job_sig;
 
 /* The scalar named `name`, or NULL. */

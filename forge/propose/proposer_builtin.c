@@ -14,6 +14,7 @@
 #include "common/log.h"
 #include "forge/search/mcts.h"
 #include "forge/propose/proposer.h"
+#include "forge/templates/chain.h"
 
 /* An index vector packs into 3 bits per knob; the template's position goes above them. */
 #define MAX_KNOBS 16
@@ -369,8 +370,13 @@ kf_status kf_proposer_builtin_create(const kf_job_sig *sig, const char *backend,
         b->tmpls[b->n_tmpls++] = t;
     }
     if (b->n_tmpls == 0) {
-        snprintf(err, errcap, "builtin proposer: no %s template applies to this %.64s signature",
-                 backend, sig->op);
+        char why[256] = "";
+        if (sig->chain) { /* which member the chain templates cannot fuse */
+            kf_chain_bind cb;
+            kf_chain_bind_sig(sig, &cb, why, sizeof why);
+        }
+        snprintf(err, errcap, "builtin proposer: no %s template applies to this %.64s signature%s%s",
+                 backend, sig->op, why[0] ? ": " : "", why);
         builtin_destroy(b);
         return KF_ERR_NOT_FOUND;
     }

@@ -28,6 +28,8 @@ extern const char kf_body_cuda_pool_cu[];
 extern const char kf_body_cuda_reduce_cu[];
 extern const char kf_body_cuda_softmax_cu[];
 extern const char kf_body_cuda_solve_cu[];
+/* the chain kernel's block-wide row reduction (cuda_chain.c) */
+extern const char kf_body_cuda_chain_reduce_cuh[];
 /* host (cc): the inline math the `math` knob selects (kernels/host_math.h), and the kernels.
  *
  * Float exp, sigmoid and erf that GCC vectorizes without -ffast-math: straight-line code,

@@ -112,7 +112,7 @@ static void emit_vector_loop(kf_strbuf *b, const kf_pw_bind *pb, int y, const ch
     }
     kf_strbuf_printf(b, "            kf_pack<%s, KF_VW> r;\n#pragma unroll\n"
                         "            for (int e = 0; e < KF_VW; e++) r.v[e] = KF_ST(", yt);
-    kf_pw_emit_call_from(b, pb, bp, off);
+    kf_pw_emit_call_as(b, pb, "", bp, off);
     kf_strbuf_printf(b, ");\n            *reinterpret_cast<kf_pack<%s, KF_VW> *>(p%d + v * KF_VW) = "
                         "r;\n        }\n    }\n"
                         "    /* the tail: the last KF_N %% KF_VW elements, one at a time */\n"

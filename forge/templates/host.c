@@ -35,6 +35,8 @@ extern const kf_template kf_tmpl_host_gather;
 extern const kf_template kf_tmpl_cuda_gather;
 extern const kf_template kf_tmpl_host_pointwise;
 extern const kf_template kf_tmpl_cuda_pointwise;
+extern const kf_template kf_tmpl_host_chain;
+extern const kf_template kf_tmpl_cuda_chain;
 
 const kf_template *const kf_builtin_templates[] = {
     &kf_tmpl_host_row_softmax,
@@ -66,6 +68,9 @@ const kf_template *const kf_builtin_templates[] = {
      * eltwise templates, which also serve some of those ops (the table's comment says which) */
     &kf_tmpl_host_pointwise,
     &kf_tmpl_cuda_pointwise,
+    /* chain jobs (op kforge::chain, chain.h): no other template applies to them */
+    &kf_tmpl_host_chain,
+    &kf_tmpl_cuda_chain,
     NULL,
 };
 

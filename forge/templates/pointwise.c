@@ -391,9 +391,9 @@ static void raw_load(kf_strbuf *b, int dt, int cuda, const char *p)
 }
 
 /* KF_LD<k>(p, o): operand k's element, converted to the promoted dtype, in the compute type */
-static void emit_load(kf_strbuf *b, const kf_pw_bind *pb, int k, int dt, int cuda)
+static void emit_load(kf_strbuf *b, const kf_pw_bind *pb, int k, int dt, int cuda, const char *sfx)
 {
-    kf_strbuf_printf(b, "#define KF_LD%d(p, o) ((kf_ct)(", k);
+    kf_strbuf_printf(b, "#define KF_LD%d%s(p, o) ((kf_ct)(", k, sfx);
     int P = pb->ptype;
     if (pb->mask[k] || pb->op->rule == KF_PW_LOGICAL) {
         raw_load(b, dt, cuda, "(p)[o]");
@@ -420,10 +420,10 @@ static void emit_load(kf_strbuf *b, const kf_pw_bind *pb, int k, int dt, int cud
 }
 
 /* KF_ST(v): the result in the destination's storage type */
-static void emit_store(kf_strbuf *b, const kf_pw_bind *pb, int cuda)
+static void emit_store(kf_strbuf *b, const kf_pw_bind *pb, int cuda, const char *sfx)
 {
     int o = pb->out_dtype;
-    kf_strbuf_printf(b, "#define KF_ST(v) ");
+    kf_strbuf_printf(b, "#define KF_ST%s(v) ", sfx);
     if (o == KF_F16 || o == KF_BF16) {
         if (cuda)
             kf_strbuf_printf(b, "kf_from_f<%s>((float)(v))\n", kf_pw_ctype(o, 1));
@@ -438,13 +438,18 @@ static void emit_store(kf_strbuf *b, const kf_pw_bind *pb, int cuda)
     }
 }
 
-void kf_pw_emit_element(kf_strbuf *b, const kf_pw_bind *pb, int cuda)
+static const char *const ctn[] = {[KF_F32] = "float", [KF_F64] = "double", [KF_I64] = "long long"};
+
+static void emit_comment(kf_strbuf *b, const kf_pw_bind *pb)
 {
     const kf_pw_op *op = pb->op;
-    static const char *const ctn[] = {[KF_F32] = "float", [KF_F64] = "double", [KF_I64] = "long long"};
     kf_strbuf_printf(b, "/* pointwise engine: %s%s%s; promoted dtype %d, computed in %s */\n",
                      op->name, op->when ? " " : "", op->when ? op->when : "", pb->ptype,
                      ctn[pb->ct]);
+}
+
+void kf_pw_emit_math(kf_strbuf *b, int ct, int p_bool, int cuda)
+{
     if (cuda)
         kf_strbuf_printf(b,
                          "#define KF_PW_FN __device__ __forceinline__\n"
@@ -462,9 +467,14 @@ void kf_pw_emit_element(kf_strbuf *b, const kf_pw_bind *pb, int cuda)
                          "#define KF_PW_INF HUGE_VAL\n#define KF_PW_NAN ((double)NAN)\n");
     kf_strbuf_printf(b, "typedef %s kf_ct;\n#define KF_CT_F64 %d\n#define KF_CT_INT %d\n"
                         "#define KF_P_BOOL %d\n%s",
-                     ctn[pb->ct], pb->ct == KF_F64, pb->ct == KF_I64, pb->ptype == KF_BOOL,
-                     kf_body_pointwise_math_h);
-    kf_strbuf_printf(b, "typedef %s kf_rt;\n", op->result == KF_PW_BOOLRES ? "int" : "kf_ct");
+                     ctn[ct], ct == KF_F64, ct == KF_I64, p_bool, kf_body_pointwise_math_h);
+}
+
+void kf_pw_emit_op(kf_strbuf *b, const kf_pw_bind *pb, int cuda, const char *sfx)
+{
+    const kf_pw_op *op = pb->op;
+    if (sfx[0]) emit_comment(b, pb);
+    kf_strbuf_printf(b, "typedef %s kf_rt%s;\n", op->result == KF_PW_BOOLRES ? "int" : "kf_ct", sfx);
     for (int k = 0; k < pb->n_s; k++) {
         kf_strbuf_printf(b, "#define has_%s %d\n#define KF_S_%s ", pb->s_name[k], pb->s_has[k],
                          pb->s_name[k]);
@@ -474,17 +484,43 @@ void kf_pw_emit_element(kf_strbuf *b, const kf_pw_bind *pb, int cuda)
     for (int k = 0; k < pb->n; k++) {
         kf_strbuf_printf(b, "#define has_%s %d\n", pb->name[k], pb->present[k]);
         if (pb->in_idx[k] >= 0) {
-            emit_load(b, pb, k, pb->dtype[k], cuda);
+            emit_load(b, pb, k, pb->dtype[k], cuda, sfx);
         } else { /* a Python number, or an absent optional operand (0, unused) */
-            kf_strbuf_printf(b, "#define KF_W%d ", k);
+            kf_strbuf_printf(b, "#define KF_W%d%s ", k, sfx);
             lit(b, pb->ct, pb->wval[k], pb->wint[k]);
             kf_strbuf_printf(b, "\n");
         }
     }
-    emit_store(b, pb, cuda);
-    kf_strbuf_printf(b, "KF_PW_FN kf_rt kf_pw_f(");
+    emit_store(b, pb, cuda, sfx);
+    kf_strbuf_printf(b, "KF_PW_FN kf_rt%s kf_pw_f%s(", sfx, sfx);
     for (int k = 0; k < pb->n; k++) kf_strbuf_printf(b, "%skf_ct x_%s", k ? ", " : "", pb->name[k]);
-    kf_strbuf_printf(b, "%s)\n{\n    return (kf_rt)(%s);\n}\n", pb->n ? "" : "void", op->expr);
+    kf_strbuf_printf(b, "%s)\n{\n    return (kf_rt%s)(%s);\n}\n", pb->n ? "" : "void", sfx,
+                     op->expr);
+    if (!sfx[0]) return;
+    /* another op's function follows: its names are its own */
+    for (int k = 0; k < pb->n_s; k++)
+        kf_strbuf_printf(b, "#undef has_%s\n#undef KF_S_%s\n", pb->s_name[k], pb->s_name[k]);
+    for (int k = 0; k < pb->n; k++) kf_strbuf_printf(b, "#undef has_%s\n", pb->name[k]);
+}
+
+void kf_pw_emit_element(kf_strbuf *b, const kf_pw_bind *pb, int cuda)
+{
+    emit_comment(b, pb);
+    kf_pw_emit_math(b, pb->ct, pb->ptype == KF_BOOL, cuda);
+    kf_pw_emit_op(b, pb, cuda, "");
+}
+
+void kf_pw_emit_call_as(kf_strbuf *b, const kf_pw_bind *pb, const char *sfx,
+                        const char *const *src, const char *const *off)
+{
+    kf_strbuf_printf(b, "kf_pw_f%s(", sfx);
+    for (int k = 0; k < pb->n; k++) {
+        if (k) kf_strbuf_printf(b, ", ");
+        if (pb->in_idx[k] < 0) kf_strbuf_printf(b, "KF_W%d%s", k, sfx);
+        else if (src && src[k]) kf_strbuf_printf(b, "KF_LD%d%s(%s, %s)", k, sfx, src[k], off[k]);
+        else kf_strbuf_printf(b, "KF_LD%d%s(p%d, %s)", k, sfx, pb->in_idx[k], off[k]);
+    }
+    kf_strbuf_printf(b, ")");
 }
 
 int kf_pw_emit_params(kf_strbuf *b, const kf_job_sig *sig, const kf_pw_bind *pb, int cuda,
@@ -506,20 +542,7 @@ int kf_pw_emit_params(kf_strbuf *b, const kf_job_sig *sig, const kf_pw_bind *pb,
     return na;
 }
 
-void kf_pw_emit_call_from(kf_strbuf *b, const kf_pw_bind *pb, const char *const *base,
-                          const char *const *off)
-{
-    kf_strbuf_printf(b, "kf_pw_f(");
-    for (int k = 0; k < pb->n; k++) {
-        if (k) kf_strbuf_printf(b, ", ");
-        if (pb->in_idx[k] < 0) kf_strbuf_printf(b, "KF_W%d", k);
-        else if (base && base[k]) kf_strbuf_printf(b, "KF_LD%d(%s, %s)", k, base[k], off[k]);
-        else kf_strbuf_printf(b, "KF_LD%d(p%d, %s)", k, pb->in_idx[k], off[k]);
-    }
-    kf_strbuf_printf(b, ")");
-}
-
 void kf_pw_emit_call(kf_strbuf *b, const kf_pw_bind *pb, const char *const *off)
 {
-    kf_pw_emit_call_from(b, pb, NULL, off);
+    kf_pw_emit_call_as(b, pb, "", NULL, off);
 }

@@ -94,10 +94,16 @@ int kf_pw_emit_params(kf_strbuf *b, const kf_job_sig *sig, const kf_pw_bind *pb,
                       const char **args, char (*types)[32]);
 /* `kf_pw_f(...)` with operand k read as KF_LD<k>(p<in[] index>, off[k]) or its constant. */
 void kf_pw_emit_call(kf_strbuf *b, const kf_pw_bind *pb, const char *const *off);
-/* The same with operand k read from base[k] (an array expression) where base and base[k] are
- * not NULL, as KF_LD<k>(base[k], off[k]). */
-void kf_pw_emit_call_from(kf_strbuf *b, const kf_pw_bind *pb, const char *const *base,
-                          const char *const *off);
+/* The two halves of kf_pw_emit_element, for a kernel computing several ops (the chain
+ * templates): the helpers once (for compute type ct), then each op's element function with its
+ * names suffixed by `sfx` (kf_pw_f<sfx>, KF_LD<k><sfx>, KF_W<k><sfx>, KF_ST<sfx>, kf_rt<sfx>; its
+ * scalar macros undefined after it when sfx is not ""). */
+void kf_pw_emit_math(kf_strbuf *b, int ct, int p_bool, int cuda);
+void kf_pw_emit_op(kf_strbuf *b, const kf_pw_bind *pb, int cuda, const char *sfx);
+/* kf_pw_f<sfx>(...), operand k read as KF_LD<k><sfx>(src[k], off[k]) (src NULL or src[k] NULL:
+ * p<in[] index>) or its constant. */
+void kf_pw_emit_call_as(kf_strbuf *b, const kf_pw_bind *pb, const char *sfx,
+                        const char *const *src, const char *const *off);
 /* The storage type of a dtype in a host ("uint16_t" for f16) or CUDA source ("__half"), and in
  * the launch record ("__half" either way); NULL for a dtype the engine does not take. */
 const char *kf_pw_ctype(int dtype, int cuda);

@@ -254,6 +254,11 @@ static kf_status insert_winner(worker *w, char key_hex[KF_KEY_HEX], char *err, s
     e.family = kf_candidate_family(&n->cand, &j->sig); /* docs/architecture.md, "Shape families" */
     e.max_abs_err = n->max_abs_err, e.max_rel_err = n->max_rel_err;
     e.atol = j->atol, e.rtol = j->rtol;
+    for (int k = 0; k < j->sig.n_out; k++) { /* a chain: its widest output's */
+        if (j->out_atol[k] > e.atol) e.atol = j->out_atol[k];
+        if (j->out_rtol[k] > e.rtol) e.rtol = j->out_rtol[k];
+    }
+    e.chain = j->chain; /* op "kforge::chain": its members and dataflow (chain.h) */
     e.eager_us = j->eager_us, e.kernel_us = n->latency_us;
     e.proposer = (char *)n->cand.proposer, e.job = j->dir, e.disabled_reason = "";
     st = kf_cache_open(&c, j->search.cache_dir, 0);

@@ -452,7 +452,9 @@ static void test_table(void)
                                               /* tests/c/test_templates_reduce_generic.c */
                                               "host_reduce", "host_gather",
                                               /* tests/c/test_templates_pointwise.c */
-                                              "host_pointwise"};
+                                              "host_pointwise",
+                                              /* tests/c/test_templates_chain.c */
+                                              "host_chain"};
     enum { N_HOST = sizeof host_names / sizeof host_names[0] };
     int n = 0, seen[N_HOST] = {0};
     for (int i = 0; kf_builtin_templates[i]; i++) {

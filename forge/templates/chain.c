@@ -1,0 +1,324 @@
+/* The chain templates' binding and the text both backends share (chain.h). */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "forge/templates/chain.h"
+
+static int why_(char *why, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int why_(char *why, size_t cap, const char *fmt, ...)
+{
+    if (why && cap) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(why, cap, fmt, ap);
+        va_end(ap);
+    }
+    return 0;
+}
+
+static int is_float(int dt)
+{
+    return dt == KF_F32 || dt == KF_F16 || dt == KF_BF16 || dt == KF_F64;
+}
+
+/* a last-dim keepdim sum / mean / amax of one float tensor, in its dtype: its kind; 0: not a
+ * reduction; -1: one the templates do not fuse (why says so) */
+static int red_kind_of(const kf_job_sig *m, char *why, size_t cap, int k)
+{
+    int kind = !strcmp(m->op, "aten::sum.dim_IntList") ? KF_CHAIN_RED_SUM
+             : !strcmp(m->op, "aten::mean.dim")        ? KF_CHAIN_RED_MEAN
+             : !strcmp(m->op, "aten::amax")            ? KF_CHAIN_RED_AMAX
+                                                       : KF_CHAIN_RED_NONE;
+    if (!kind) return 0;
+    const kf_job_tensor *x = &m->in[0], *y = &m->out[0];
+    const kf_job_scalar *dim = kf_job_scalar_find(m, "dim"), *kd = kf_job_scalar_find(m, "keepdim");
+    const kf_job_scalar *dt = kf_job_scalar_find(m, "dtype");
+    if (m->n_in != 1 || !is_float(x->dtype) || y->dtype != x->dtype || x->ndim < 1)
+        return -1 + why_(why, cap, "member %d (%s): the reduction must take one float tensor and give "
+                              "its dtype", k, m->op);
+    int nd = x->ndim;
+    if (!dim || dim->kind != 'l' || dim->n != 1 || (dim->v[0] != -1 && dim->v[0] != nd - 1) ||
+        !kd || kd->kind != 'b' || !kd->i || (dt && dt->kind != 'n'))
+        return -1 + why_(why, cap, "member %d (%s): only a reduction of the last dim with "
+                              "keepdim=True (and no dtype=) is fused", k, m->op);
+    int ok = y->ndim == nd && y->sizes[nd - 1] == 1;
+    for (int d = 0; ok && d + 1 < nd; d++) ok = y->sizes[d] == x->sizes[d];
+    if (!ok) return -1 + why_(why, cap, "member %d (%s): unexpected output shape", k, m->op);
+    return kind;
+}
+
+static int same_sizes(const kf_job_tensor *t, int nd, const int64_t *sz)
+{
+    if (t->ndim != nd) return 0;
+    for (int d = 0; d < nd; d++)
+        if (t->sizes[d] != sz[d]) return 0;
+    return 1;
+}
+
+int kf_chain_bind_sig(const kf_job_sig *sig, kf_chain_bind *b, char *why, size_t cap)
+{
+    if (!sig || !b) return why_(why, cap, "no signature");
+    memset(b, 0, sizeof *b);
+    const kf_job_chain *ch = sig->chain;
+    if (!ch || strcmp(sig->op, KF_CHAIN_OP)) return why_(why, cap, "not a chain job");
+    b->ch = ch;
+    b->n = ch->n_members;
+    b->red = -1;
+    if (b->n < 2 || b->n > KF_CHAIN_MAX_MEMBERS || sig->n_out != b->n)
+        return why_(why, cap, "malformed chain");
+    /* F: the widest output */
+    int widest = 0;
+    for (int k = 1; k < b->n; k++)
+        if (kf_job_tensor_numel(&sig->out[k]) > kf_job_tensor_numel(&sig->out[widest])) widest = k;
+    const kf_job_tensor *F = &sig->out[widest];
+    b->nd = F->ndim ? F->ndim : 1;
+    for (int d = 0; d < b->nd; d++) b->full[d] = F->ndim ? F->sizes[d] : 1;
+    b->C = b->full[b->nd - 1];
+    b->R = 1;
+    for (int d = 0; d + 1 < b->nd; d++) b->R *= b->full[d];
+    if (b->R * b->C <= 0 || b->R * b->C > ((int64_t)1 << 46))
+        return why_(why, cap, "%lld elements: nothing to do or too many", (long long)(b->R * b->C));
+    int64_t rowsz[KF_MAX_DIMS];
+    memcpy(rowsz, b->full, sizeof rowsz);
+    rowsz[b->nd - 1] = 1;
+
+    int have_ct = 0;
+    for (int k = 0; k < b->n; k++) {
+        const kf_job_sig *m = &ch->m[k].sig;
+        const kf_job_tensor *y = &sig->out[k];
+        if (!kf_job_tensor_contiguous(y))
+            return why_(why, cap, "member %d (%s): its output is not contiguous", k, m->op);
+        int rk = red_kind_of(m, why, cap, k);
+        if (rk < 0) return 0;
+        if (rk) {
+            if (b->red >= 0)
+                return why_(why, cap, "member %d (%s): a second reduction (member %d is one)", k,
+                            m->op, b->red);
+            if (!same_sizes(&m->in[0], b->nd, b->full))
+                return why_(why, cap, "member %d (%s): it must reduce the chain's full shape", k, m->op);
+            if (ch->m[k].ref[0].kind == KF_CHAIN_MEMBER && b->phase[ch->m[k].ref[0].a] != 0)
+                return why_(why, cap, "member %d (%s): reads a row value", k, m->op);
+            b->red = k;
+            b->red_kind = rk;
+            b->phase[k] = 1;
+            continue;
+        }
+        if (!kf_pw_bind_sig(m, &b->pb[k]))
+            return why_(why, cap, "member %d (%s): not an op the chain templates fuse (a pointwise-"
+                                  "engine op with these dtypes and arguments, or a last-dim "
+                                  "sum/mean/amax)", k, m->op);
+        const kf_pw_bind *pb = &b->pb[k];
+        if (!have_ct) b->ct = pb->ct, b->p_bool = pb->ptype == KF_BOOL, have_ct = 1;
+        if (pb->ct != b->ct || (pb->ptype == KF_BOOL) != b->p_bool)
+            return why_(why, cap, "member %d (%s): computes in another type than member 0", k, m->op);
+        int full = same_sizes(y, b->nd, b->full) || (F->ndim == 0 && y->ndim == 0);
+        int row = b->red >= 0 && b->C > 1 && same_sizes(y, b->nd, rowsz);
+        if (row) {
+            for (int i = 0; i < m->n_in; i++)
+                if (ch->m[k].ref[i].kind == KF_CHAIN_MEMBER && b->phase[ch->m[k].ref[i].a] != 1)
+                    row = 0;
+        }
+        if (!row && !full)
+            return why_(why, cap, "member %d (%s): its output's shape is neither the chain's nor "
+                                  "one per row after the reduction", k, m->op);
+        b->phase[k] = b->red < 0 ? 0 : row ? 1 : 2;
+    }
+    if (!have_ct) return why_(why, cap, "no pointwise member");
+    if (b->red >= 0) {
+        int rdt = sig->out[b->red].dtype;
+        if ((rdt == KF_F64) != (b->ct == KF_F64) || b->ct == KF_I64)
+            return why_(why, cap, "member %d (%s): accumulates in another type than the chain "
+                                  "computes in", b->red, ch->m[b->red].sig.op);
+    }
+    /* the kernel inputs on F's dims */
+    for (int i = 0; i < sig->n_in; i++) {
+        const kf_job_tensor *t = &sig->in[i];
+        if (t->ndim > b->nd) return why_(why, cap, "input %d has more dims than the chain", i);
+        int off = b->nd - t->ndim;
+        for (int d = 0; d < b->nd; d++) {
+            if (d < off) { b->st[i][d] = 0; continue; }
+            int64_t s = t->sizes[d - off];
+            if (s != 1 && s != b->full[d])
+                return why_(why, cap, "input %d does not broadcast to the chain's shape", i);
+            b->st[i][d] = s == 1 ? 0 : t->strides[d - off];
+        }
+    }
+    return 1;
+}
+
+/* ---- text ---- */
+
+static void store_expr(kf_strbuf *s, int dt, int cuda, const char *v)
+{
+    if (dt == KF_F16 || dt == KF_BF16) {
+        if (cuda) kf_strbuf_printf(s, "kf_from_f<%s>((float)(%s))", kf_pw_ctype(dt, 1), v);
+        else kf_strbuf_printf(s, "%s((float)(%s))", dt == KF_F16 ? "kf_pw_f2h" : "kf_pw_f2bf", v);
+    } else {
+        kf_strbuf_printf(s, "((%s)(%s))", kf_pw_ctype(dt, cuda), v);
+    }
+}
+
+static void load_expr(kf_strbuf *s, int dt, int cuda, const char *v)
+{
+    if (dt == KF_F16 || dt == KF_BF16) {
+        if (cuda) kf_strbuf_printf(s, "(kf_ct)kf_to_f(%s)", v);
+        else kf_strbuf_printf(s, "(kf_ct)%s(%s)", dt == KF_F16 ? "kf_pw_h2f" : "kf_pw_bf2f", v);
+    } else {
+        kf_strbuf_printf(s, "(kf_ct)(%s)", v);
+    }
+}
+
+void kf_chain_emit_defs(kf_strbuf *s, const kf_chain_bind *b, int cuda, const char *fnq)
+{
+    const kf_job_chain *ch = b->ch;
+    kf_strbuf_printf(s, "/* chain of %d:", b->n);
+    for (int k = 0; k < b->n; k++)
+        kf_strbuf_printf(s, " %s%s (phase %d)", k ? "->" : "", ch->m[k].sig.op, b->phase[k]);
+    kf_strbuf_printf(s, " */\n");
+    kf_pw_emit_math(s, b->ct, b->p_bool, cuda);
+    for (int k = 0; k < b->n; k++) {
+        if (k == b->red) continue;
+        char sfx[8];
+        snprintf(sfx, sizeof sfx, "_m%d", k);
+        kf_pw_emit_op(s, &b->pb[k], cuda, sfx);
+    }
+    kf_strbuf_printf(s, "#define KF_R %lldLL\n#define KF_C %lldLL\n", (long long)b->R, (long long)b->C);
+    if (b->red >= 0) {
+        static const char *const init[] = {"", "(kf_ct)0", "(kf_ct)0", "(-(kf_ct)KF_PW_INF)"};
+        kf_strbuf_printf(s, "#define KF_RINIT %s\n#define KF_RCOMB(a, b) %s\n"
+                            "#define KF_RFINAL(a) %s\n",
+                         init[b->red_kind],
+                         b->red_kind == KF_CHAIN_RED_AMAX ? "kf_pw_max(a, b)" : "((a) + (b))",
+                         b->red_kind == KF_CHAIN_RED_MEAN ? "((a) / (kf_ct)KF_C)" : "(a)");
+    }
+    /* row r's base offset in each input: r over F's outer dims, the innermost fastest */
+    int n_in = ch->n_head + ch->n_ext;
+    for (int i = 0; i < n_in; i++) {
+        kf_strbuf_printf(s, "%s long long kf_rb%d(long long r)\n{\n    long long o = 0;\n", fnq, i);
+        for (int d = b->nd - 2; d >= 0; d--)
+            kf_strbuf_printf(s, "    o += (r %% %lldLL) * %lldLL;\n    r /= %lldLL;\n",
+                             (long long)b->full[d], (long long)b->st[i][d], (long long)b->full[d]);
+        kf_strbuf_printf(s, "    (void)r;\n    return o;\n}\n");
+    }
+}
+
+void kf_chain_emit_rowbases(kf_strbuf *s, const kf_chain_bind *b, const char *ind)
+{
+    int n_in = b->ch->n_head + b->ch->n_ext;
+    for (int i = 0; i < n_in; i++)
+        kf_strbuf_printf(s, "%sconst long long rb%d = kf_rb%d(r);\n", ind, i, i);
+}
+
+/* the pointer a member's output is stored through */
+static void out_ptr(char *buf, size_t cap, const kf_chain_bind *b, int k)
+{
+    const kf_pw_bind *pb = &b->pb[k];
+    if (k == 0 && k != b->red && pb->dest_in >= 0) snprintf(buf, cap, "p%d", pb->dest_in);
+    else snprintf(buf, cap, "y%d", k);
+}
+
+static int member_dtype(const kf_chain_bind *b, int k)
+{
+    return b->ch->m[k].sig.out[0].dtype;
+}
+
+void kf_chain_emit_phase(kf_strbuf *s, const kf_chain_bind *b, int phase, int cuda,
+                         const char *ind, const char *store_guard)
+{
+    const kf_job_chain *ch = b->ch;
+    const char *cix = phase == 1 ? "0" : "c";
+    if (phase == 2) { /* phase-0 values read back: this thread stored them */
+        for (int m = 0; m < b->n; m++) {
+            if (b->phase[m] != 0) continue;
+            int used = 0;
+            for (int k = 0; k < b->n; k++)
+                for (int i = 0; b->phase[k] == 2 && i < ch->m[k].sig.n_in; i++)
+                    used |= ch->m[k].ref[i].kind == KF_CHAIN_MEMBER && ch->m[k].ref[i].a == m;
+            char p[16];
+            out_ptr(p, sizeof p, b, m);
+            if (used)
+                kf_strbuf_printf(s, "%sconst %s v%d = %s[r * KF_C + c];\n", ind,
+                                 kf_pw_ctype(member_dtype(b, m), cuda), m, p);
+        }
+    }
+    for (int k = 0; k < b->n; k++) {
+        const kf_job_member *jm = &ch->m[k];
+        char p[16], sfx[8];
+        out_ptr(p, sizeof p, b, k);
+        snprintf(sfx, sizeof sfx, "_m%d", k);
+        if (phase == 0 && k == b->red) { /* fold the reduction's input */
+            const kf_chain_ref *r = &jm->ref[0];
+            char v[96];
+            int dt = jm->sig.in[0].dtype;
+            if (r->kind == KF_CHAIN_MEMBER) snprintf(v, sizeof v, "v%d", r->a);
+            else {
+                int i = kf_job_chain_arg(ch, k, 0);
+                snprintf(v, sizeof v, "p%d[rb%d + c * %lldLL]", i, i,
+                         (long long)b->st[i][b->nd - 1]);
+            }
+            kf_strbuf_printf(s, "%sacc = KF_RCOMB(acc, ", ind);
+            load_expr(s, dt, cuda, v);
+            kf_strbuf_printf(s, ");\n");
+            continue;
+        }
+        if (b->phase[k] != phase || k == b->red) continue;
+        const kf_pw_bind *pb = &b->pb[k];
+        const char *src[KF_PW_MAX_OPS] = {0}, *off[KF_PW_MAX_OPS] = {0};
+        char sb[KF_PW_MAX_OPS][16], ob[KF_PW_MAX_OPS][64];
+        for (int q = 0; q < pb->n; q++) {
+            int li = pb->in_idx[q];
+            if (li < 0) continue;
+            const kf_chain_ref *r = &jm->ref[li];
+            if (r->kind == KF_CHAIN_MEMBER) {
+                snprintf(sb[q], sizeof sb[q], "(&v%d)", r->a);
+                snprintf(ob[q], sizeof ob[q], "0");
+            } else {
+                int i = kf_job_chain_arg(ch, k, li);
+                snprintf(sb[q], sizeof sb[q], "p%d", i);
+                snprintf(ob[q], sizeof ob[q], "rb%d + %s * %lldLL", i, cix,
+                         (long long)b->st[i][b->nd - 1]);
+            }
+            src[q] = sb[q];
+            off[q] = ob[q];
+        }
+        kf_strbuf_printf(s, "%sconst %s v%d = KF_ST%s(", ind, kf_pw_ctype(member_dtype(b, k), cuda),
+                         k, sfx);
+        kf_pw_emit_call_as(s, pb, sfx, src, off);
+        kf_strbuf_printf(s, ");\n");
+        if (phase == 1) kf_strbuf_printf(s, "%s%s%s[r] = v%d;\n", ind, store_guard, p, k);
+        else kf_strbuf_printf(s, "%s%s[r * KF_C + c] = v%d;\n", ind, p, k);
+    }
+}
+
+int kf_chain_emit_params(kf_strbuf *s, const kf_chain_bind *b, const kf_job_sig *sig, int cuda,
+                         char types[][40], const char **args)
+{
+    int na = 0, dest = b->red != 0 ? b->pb[0].dest_in : -1;
+    for (int i = 0; i < sig->n_in; i++) {
+        int w = i == dest, dt = sig->in[i].dtype;
+        kf_strbuf_printf(s, "%s%s%s *p%d", na ? ", " : "", w ? "" : "const ", kf_pw_ctype(dt, cuda), i);
+        snprintf(types[na], 40, "%s%s*", w ? "" : "const ", kf_pw_rectype(dt));
+        args[na] = types[na];
+        na++;
+    }
+    for (int k = 0; k < b->n; k++) {
+        if (sig->out_alias[k]) continue;
+        int dt = sig->out[k].dtype;
+        kf_strbuf_printf(s, "%s%s *%sy%d", na ? ", " : "", kf_pw_ctype(dt, cuda),
+                         cuda ? "__restrict__ " : "restrict ", k);
+        snprintf(types[na], 40, "%s*", kf_pw_rectype(dt));
+        args[na] = types[na];
+        na++;
+    }
+    return na;
+}
+
+void kf_chain_emit_red_value(kf_strbuf *s, const kf_chain_bind *b, int cuda, const char *ind,
+                             const char *store_guard)
+{
+    int k = b->red, dt = member_dtype(b, k);
+    kf_strbuf_printf(s, "%sconst %s v%d = ", ind, kf_pw_ctype(dt, cuda), k);
+    store_expr(s, dt, cuda, "KF_RFINAL(acc)");
+    kf_strbuf_printf(s, ";\n%s%sy%d[r] = v%d;\n", ind, store_guard, k, k);
+}

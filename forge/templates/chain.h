@@ -1,0 +1,67 @@
+/* The chain templates (host_chain.c, cuda_chain.c): one kernel for a chain job (forge/job/chain.h)
+ * whose members are pointwise-engine ops (pointwise_ops.c) with at most one last-dim keepdim
+ * reduction (sum / mean / amax) among them, e.g. RMSNorm as pow -> mean -> add -> rsqrt -> mul ->
+ * mul. Each member's value is its own op's element function, stored as that member's output
+ * dtype exactly as eager stores it, and read by later members from that stored value, so a
+ * chain without a reduction gives eager's bits.
+ *
+ * The kernel walks the chain's full shape F (the widest output) as R rows of its last dim (C):
+ *   phase 0: the members before the reduction (outputs of shape F), per element, folding the
+ *            reduction's input into an accumulator;
+ *   phase 1: the reduction's value per row, then the members whose outputs are F's rows ([..,1]);
+ *   phase 2: the members after it of shape F, per element (reading phase-0 values back from their
+ *            outputs, which this thread wrote).
+ * A chain without a reduction is phase 0 alone. The binding refuses (with a reason naming the
+ * member and its op) what this cannot compute exactly as eager. Private to those files and the builtin
+ * proposer (which reports the reason). */
+#ifndef KF_FORGE_TEMPLATES_CHAIN_H
+#define KF_FORGE_TEMPLATES_CHAIN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/strbuf.h"
+#include "forge/job/chain.h"
+#include "forge/templates/pointwise_ops.h"
+
+enum { KF_CHAIN_RED_NONE, KF_CHAIN_RED_SUM, KF_CHAIN_RED_MEAN, KF_CHAIN_RED_AMAX };
+
+typedef struct kf_chain_bind {
+    const kf_job_chain *ch;
+    int n;                                   /* members */
+    kf_pw_bind pb[KF_CHAIN_MAX_MEMBERS];     /* the pointwise members' bindings */
+    int phase[KF_CHAIN_MAX_MEMBERS];         /* 0, 1 or 2 (above) */
+    int red, red_kind;                       /* the reduction member (-1: none), its kind */
+    int ct, p_bool;                          /* the members' compute type (all alike) */
+    int nd;                                  /* dims of F (at least 1) */
+    int64_t full[KF_MAX_DIMS];               /* F */
+    int64_t R, C;                            /* rows, last dim */
+    /* per kernel input (the job's in[]): its strides on F's dims (0 where it broadcasts) */
+    int64_t st[KF_JOB_MAX_TENSORS][KF_MAX_DIMS];
+} kf_chain_bind;
+
+/* 1 when the chain templates compute this signature's chain exactly; else 0 and `why` says which
+ * member (and op) they cannot. */
+int kf_chain_bind_sig(const kf_job_sig *sig, kf_chain_bind *b, char *why, size_t cap);
+
+/* The shared text of both backends: the math helpers, each member's element function, the
+ * row base offsets kf_rb<i>(r) of each input, KF_R / KF_C, and the reduction's macros
+ * KF_RINIT, KF_RCOMB(a, b), KF_RFINAL(a). `fnq` qualifies functions. */
+void kf_chain_emit_defs(kf_strbuf *s, const kf_chain_bind *b, int cuda, const char *fnq);
+/* The statements of one phase at indent `ind`: each member's value v<k> (its output's storage
+ * type) and its store (full members at r * KF_C + c, row members at r; `store_guard` wraps a
+ * row member's store, "if (threadIdx.x == 0)" on CUDA), phase 0 also folding into `acc`. */
+void kf_chain_emit_phase(kf_strbuf *s, const kf_chain_bind *b, int phase, int cuda,
+                         const char *ind, const char *store_guard);
+/* After the fold (acc holds the row's combined value): the reduction member's v<red> and its
+ * store (wrapped by store_guard). */
+void kf_chain_emit_red_value(kf_strbuf *s, const kf_chain_bind *b, int cuda, const char *ind,
+                             const char *store_guard);
+/* The kernel's parameters ("const float *p0, ..., float *y2") and the launch record's types;
+ * returns the count. */
+int kf_chain_emit_params(kf_strbuf *s, const kf_chain_bind *b, const kf_job_sig *sig, int cuda,
+                         char types[][40], const char **args);
+/* "const long long rb0 = kf_rb0(r), ...;" for every input */
+void kf_chain_emit_rowbases(kf_strbuf *s, const kf_chain_bind *b, const char *ind);
+
+#endif

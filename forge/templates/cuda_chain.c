@@ -1,0 +1,90 @@
+/* cuda_chain (backend "nvrtc"): a chain job's one CUDA kernel (chain.h), from the same member
+ * element functions as host_chain. Without a reduction: a grid-stride loop over the chain's
+ * elements, each thread computing every member of its element. With one: a block per row
+ * (grid-stride over rows), its threads striding the row in phase 0, the block-wide combine
+ * (kernels/cuda_chain_reduce.cuh), every thread computing the row members (thread 0 stores
+ * them), then phase 2 over the same columns as phase 0 (so a thread reads back only what it
+ * stored). Knobs: threads per block; grid = 0: a block per row / enough blocks for every
+ * element, k > 0: at most k times the blocks a 132-SM H100/H200 holds. */
+#include <stdio.h>
+#include <string.h>
+
+#include "forge/templates/bodies.h"
+#include "forge/templates/chain.h"
+#include "forge/templates/template.h"
+
+static const kf_knob_def knobs[] = {
+    {"threads", 4, {256, 128, 512, 64}},
+    {"grid", 3, {0, 1, 4}},
+};
+#define NKNOBS ((int)(sizeof knobs / sizeof knobs[0]))
+
+static int applies(const kf_job_sig *sig)
+{
+    kf_chain_bind b;
+    if (!kf_chain_bind_sig(sig, &b, NULL, 0)) return 0;
+    for (int i = 0; i < sig->n_in; i++) /* no 64-bit device math for these in the engine */
+        if (!kf_pw_ctype(sig->in[i].dtype, 1)) return 0;
+    return 1;
+}
+
+static kf_status render(const kf_job_sig *sig, const int *knob_idx, char **source,
+                        char **launch_json, char *err, size_t errcap);
+
+const kf_template kf_tmpl_cuda_chain = {
+    .name = "cuda_chain",
+    .backend = "nvrtc",
+    .n_knobs = NKNOBS,
+    .knobs = knobs,
+    .applies = applies,
+    .render = render,
+};
+
+static kf_status render(const kf_job_sig *sig, const int *knob_idx, char **source,
+                        char **launch_json, char *err, size_t errcap)
+{
+    const kf_template *t = &kf_tmpl_cuda_chain;
+    int vals[NKNOBS];
+    kf_status st = kf_template_render_begin(t, sig, knob_idx, vals, source, launch_json, err, errcap);
+    if (st != KF_OK) return st;
+    kf_chain_bind cb;
+    kf_chain_bind_sig(sig, &cb, NULL, 0);
+    int nt = vals[0], gs = vals[1];
+    int64_t n = cb.R * cb.C;
+    unsigned grid = cb.red >= 0 ? kf_template_grid(cb.R, nt, &gs)
+                                : kf_template_grid((n + nt - 1) / nt, nt, &gs);
+
+    kf_strbuf b = {0};
+    kf_template_cuda_prologue(&b, t, sig, vals);
+    kf_chain_emit_defs(&b, &cb, 1, "__device__ __forceinline__");
+    kf_strbuf_printf(&b, "#define KF_NT %d\n", nt);
+    if (cb.red >= 0) kf_strbuf_printf(&b, "%s", kf_body_cuda_chain_reduce_cuh);
+    char types[KF_JOB_MAX_TENSORS + KF_JOB_MAX_OUTPUTS][40];
+    const char *args[KF_JOB_MAX_TENSORS + KF_JOB_MAX_OUTPUTS];
+    kf_strbuf_printf(&b, "\nextern \"C\" __global__ void __launch_bounds__(KF_NT) kf_kernel(");
+    int na = kf_chain_emit_params(&b, &cb, sig, 1, types, args);
+    kf_strbuf_printf(&b, ")\n{\n");
+    if (cb.red < 0) {
+        kf_strbuf_printf(&b, "    const long long step = (long long)gridDim.x * KF_NT;\n"
+                             "    for (long long i = (long long)blockIdx.x * KF_NT + threadIdx.x; "
+                             "i < KF_R * KF_C; i += step) {\n"
+                             "        const long long r = i / KF_C, c = i - r * KF_C;\n");
+        kf_chain_emit_rowbases(&b, &cb, "        ");
+        kf_chain_emit_phase(&b, &cb, 0, 1, "        ", "");
+        kf_strbuf_printf(&b, "    }\n}\n");
+    } else {
+        kf_strbuf_printf(&b, "    for (long long r = blockIdx.x; r < KF_R; r += gridDim.x) {\n");
+        kf_chain_emit_rowbases(&b, &cb, "        ");
+        kf_strbuf_printf(&b, "        kf_ct acc = KF_RINIT;\n"
+                             "        for (long long c = threadIdx.x; c < KF_C; c += KF_NT) {\n");
+        kf_chain_emit_phase(&b, &cb, 0, 1, "            ", "");
+        kf_strbuf_printf(&b, "        }\n        acc = kf_chain_block_reduce(acc);\n");
+        kf_chain_emit_red_value(&b, &cb, 1, "        ", "if (threadIdx.x == 0) ");
+        kf_chain_emit_phase(&b, &cb, 1, 1, "        ", "if (threadIdx.x == 0) ");
+        kf_strbuf_printf(&b, "        for (long long c = threadIdx.x; c < KF_C; c += KF_NT) {\n");
+        kf_chain_emit_phase(&b, &cb, 2, 1, "            ", "");
+        kf_strbuf_printf(&b, "        }\n    }\n}\n");
+    }
+    const unsigned g[3] = {grid, 1, 1}, blk[3] = {(unsigned)nt, 1, 1};
+    return kf_template_cuda_finish(t, &b, args, na, g, blk, 0, source, launch_json, err, errcap);
+}

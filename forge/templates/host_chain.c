@@ -1,0 +1,75 @@
+/* host_chain (backend "host"): a chain job's one C kernel (chain.h): per row of the chain's full
+ * shape, phase 0 over the row (folding the reduction), the reduction's value and the row
+ * members, phase 2 over the row. Knobs: omp = rows over OpenMP threads (0 off, 1 static, 2
+ * dynamic; off below 32768 elements, where eager stays on one thread); unroll = the row loops'
+ * `#pragma GCC unroll`. */
+#include <stdio.h>
+#include <string.h>
+
+#include "forge/templates/chain.h"
+#include "forge/templates/template.h"
+
+static const kf_knob_def knobs[] = {
+    {"omp", 3, {1, 0, 2}},
+    {"unroll", 2, {1, 4}},
+};
+#define NKNOBS ((int)(sizeof knobs / sizeof knobs[0]))
+
+static int applies(const kf_job_sig *sig)
+{
+    kf_chain_bind b;
+    return kf_chain_bind_sig(sig, &b, NULL, 0);
+}
+
+static kf_status render(const kf_job_sig *sig, const int *knob_idx, char **source,
+                        char **launch_json, char *err, size_t errcap);
+
+const kf_template kf_tmpl_host_chain = {
+    .name = "host_chain",
+    .backend = "host",
+    .n_knobs = NKNOBS,
+    .knobs = knobs,
+    .applies = applies,
+    .render = render,
+};
+
+static kf_status render(const kf_job_sig *sig, const int *knob_idx, char **source,
+                        char **launch_json, char *err, size_t errcap)
+{
+    const kf_template *t = &kf_tmpl_host_chain;
+    int vals[NKNOBS];
+    kf_status st = kf_template_render_begin(t, sig, knob_idx, vals, source, launch_json, err, errcap);
+    if (st != KF_OK) return st;
+    kf_chain_bind cb;
+    kf_chain_bind_sig(sig, &cb, NULL, 0);
+
+    kf_strbuf b = {0};
+    kf_template_host_prologue(&b, t, sig, vals);
+    kf_chain_emit_defs(&b, &cb, 0, "static inline");
+    char types[KF_JOB_MAX_TENSORS + KF_JOB_MAX_OUTPUTS][40];
+    const char *args[KF_JOB_MAX_TENSORS + KF_JOB_MAX_OUTPUTS];
+    kf_strbuf_printf(&b, "\nvoid kf_kernel(");
+    int na = kf_chain_emit_params(&b, &cb, sig, 0, types, args);
+    kf_strbuf_printf(&b, ")\n{\n");
+    int omp = cb.R * cb.C >= 32768 && cb.R > 1 ? vals[0] : 0;
+    if (omp != vals[0]) kf_strbuf_printf(&b, "    /* omp = %d: too few elements or rows */\n", vals[0]);
+    if (omp == 1) kf_strbuf_printf(&b, "#pragma omp parallel for schedule(static)\n");
+    if (omp == 2) kf_strbuf_printf(&b, "#pragma omp parallel for schedule(dynamic, 1)\n");
+    kf_strbuf_printf(&b, "    for (long long r = 0; r < KF_R; r++) {\n");
+    kf_chain_emit_rowbases(&b, &cb, "        ");
+    if (cb.red >= 0) kf_strbuf_printf(&b, "        kf_ct acc = KF_RINIT;\n");
+    kf_strbuf_printf(&b, "#pragma GCC unroll %d\n        for (long long c = 0; c < KF_C; c++) {\n",
+                     vals[1]);
+    kf_chain_emit_phase(&b, &cb, 0, 0, "            ", "");
+    kf_strbuf_printf(&b, "        }\n");
+    if (cb.red >= 0) {
+        kf_chain_emit_red_value(&b, &cb, 0, "        ", "");
+        kf_chain_emit_phase(&b, &cb, 1, 0, "        ", "");
+        kf_strbuf_printf(&b, "#pragma GCC unroll %d\n        for (long long c = 0; c < KF_C; c++) {\n",
+                         vals[1]);
+        kf_chain_emit_phase(&b, &cb, 2, 0, "            ", "");
+        kf_strbuf_printf(&b, "        }\n");
+    }
+    kf_strbuf_printf(&b, "    }\n}\n");
+    return kf_template_host_finish(t, &b, args, na, source, launch_json, err, errcap);
+}

@@ -1,0 +1,331 @@
+"""Chain jobs: a recorded chain (kernel_forge.chains(), its "spec": docs/chains.md) as a job folder
+for the forge worker, op "kforge::chain" (forge/job/chain.h): the kernel's inputs are the head's
+tensor inputs then the externals, its outputs every member's output in member order.
+
+The spec is untrusted (it comes from a recording, or from a caller): every member is checked
+against the signature the plugin recorded for it (op, tensor count, and the dtype / sizes /
+strides of every tensor the spec wires to it); a spec that does not hold is refused with a
+reason naming the member and its op.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+
+import torch
+
+from . import _jobs
+from ._jobs import NotTunable
+
+CHAIN_OP = "kforge::chain"
+MAX_MEMBERS = 8  # KF_CHAIN_MAX_MEMBERS: one output each, a job holds at most 8
+_REDUCTIONS = {"aten::sum.dim_IntList", "aten::mean.dim", "aten::amax"}
+
+
+def _kind_code(ref) -> tuple[int, int, int]:
+    if ref[0] == "head":
+        return 0, ref[1], 0
+    if ref[0] == "member":
+        return 1, ref[1], ref[2]
+    return 2, ref[1], 0
+
+
+def chain_sig_bytes(spec: dict) -> bytes:
+    """The canonical chain bytes (docs/chains.md): "KFCHAIN1", u8 members, then per member its
+    signature's length (u32 LE) and bytes, u8 inputs and 3 bytes per input (kind, a, b)."""
+    out = bytearray(b"KFCHAIN1")
+    out.append(len(spec["members"]))
+    for m in spec["members"]:
+        sig = bytes.fromhex(m["sig_hex"])
+        out += struct.pack("<I", len(sig)) + sig
+        out.append(len(m["inputs"]))
+        for ref in m["inputs"]:
+            out += bytes(_kind_code(ref))
+    return bytes(out)
+
+
+def _is_int(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def check_spec(spec) -> None:
+    """The spec's structure (chain.h's rules, as the worker checks them again): refuse with a
+    reason naming the member and its op."""
+    if not isinstance(spec, dict) or spec.get("version") != 1:
+        raise NotTunable("chain spec: not a version 1 spec")
+    members = spec.get("members")
+    if not isinstance(members, list) or not 2 <= len(members) <= MAX_MEMBERS:
+        raise NotTunable(f"chain spec: \"members\" must list 2..{MAX_MEMBERS} members")
+    H, E = spec.get("n_head_inputs"), spec.get("n_ext")
+    if not _is_int(H) or not _is_int(E) or H < 0 or E < 0:
+        raise NotTunable("chain spec: n_head_inputs and n_ext must be non-negative integers")
+    used_ext = set()
+    for k, m in enumerate(members):
+        op = m.get("op") if isinstance(m, dict) else None
+        if not isinstance(op, str) or not op:
+            raise NotTunable(f"chain spec: member {k} has no op")
+        if not isinstance(m.get("sig_hex"), str):
+            raise NotTunable(f"chain member {k} ({op}): no sig_hex")
+        ins = m.get("inputs")
+        if not isinstance(ins, list):
+            raise NotTunable(f"chain member {k} ({op}): no inputs")
+        if k == 0 and ins != [["head", i] for i in range(H)]:
+            raise NotTunable(f"chain member 0 ({op}): its inputs must be the head's, "
+                             f"[\"head\", 0..{H - 1}]")
+        for i, r in enumerate(ins):
+            ok = isinstance(r, list) and r and (
+                (r[0] == "head" and len(r) == 2 and _is_int(r[1]) and 0 <= r[1] < H) or
+                (r[0] == "member" and len(r) == 3 and _is_int(r[1]) and 0 <= r[1] < k and
+                 r[2] == 0) or
+                (r[0] == "ext" and len(r) == 2 and _is_int(r[1]) and 0 <= r[1] < E))
+            if not ok:
+                raise NotTunable(f"chain member {k} ({op}): inputs[{i}] = {r!r} is not "
+                                 f"[\"head\", i < {H}], [\"member\", m < {k}, 0] or "
+                                 f"[\"ext\", e < {E}]")
+            if r[0] == "ext":
+                used_ext.add(r[1])
+    if used_ext != set(range(E)):
+        raise NotTunable(f"chain spec: externals {sorted(set(range(E)) - used_ext)} are read by "
+                         f"no member")
+
+
+def _same_layout(desc: dict, t: torch.Tensor) -> bool:
+    return (desc["dtype"] == next((n for n, d in _jobs._TORCH_DTYPES.items() if d == t.dtype), None)
+            and list(desc["sizes"]) == list(t.shape) and list(desc["strides"]) == list(t.stride()))
+
+
+class _Member:
+    """One member: its recorded signature, decoded arguments and op."""
+
+    def __init__(self, k: int, m: dict, key: str):
+        self.k, self.spec = k, m
+        self.info, self.args = _jobs.describe(key)
+        self.op = self.info["op"]
+        if self.op != m["op"]:
+            raise NotTunable(f"chain member {k} ({m['op']}): signature {key} is {self.op}")
+        if self.info["sig_hex"] != m["sig_hex"]:
+            raise NotTunable(f"chain member {k} ({self.op}): sig_hex differs from signature {key}")
+        _jobs.check_tunable(self.info, self.args)
+        self.fn = _jobs.resolve(self.op)
+        self.tensors = _jobs.tensor_args(self.args)
+        if any(a["kind"] == "tensor_list" for a in self.args["args"]):
+            raise NotTunable(f"chain member {k} ({self.op}): a tensor list argument")
+        if len(self.tensors) != len(m["inputs"]):
+            raise NotTunable(f"chain member {k} ({self.op}): the spec wires {len(m['inputs'])} "
+                             f"tensor inputs, its signature has {len(self.tensors)}")
+        outs = self.info["outputs"] or []
+        if len(outs) != 1:
+            raise NotTunable(f"chain member {k} ({self.op}): {len(outs)} outputs; a chain member "
+                             f"has one")
+        self.alias = outs[0]["alias_arg"]
+        if self.alias >= 0 and k > 0:
+            raise NotTunable(f"chain member {k} ({self.op}) writes in place: only the head may")
+
+    def call(self, tensors: list):
+        for (name, desc), t in zip(self.tensors, tensors):
+            if not _same_layout(desc, t):
+                raise NotTunable(f"chain member {self.k} ({self.op}): input '{name}' is wired to a "
+                                 f"{t.dtype} tensor of sizes {list(t.shape)} strides "
+                                 f"{list(t.stride())}; the signature has {desc['dtype']} "
+                                 f"{desc['sizes']} {desc['strides']}")
+        return _jobs.call_from_args(self.fn, self.args, tensors)
+
+
+def _wire(spec: dict, k: int, inputs: list, outs: list) -> list:
+    H = spec["n_head_inputs"]
+    res = []
+    for r in spec["members"][k]["inputs"]:
+        res.append(inputs[r[1]] if r[0] == "head" else outs[r[1]] if r[0] == "member"
+                   else inputs[H + r[1]])
+    return res
+
+
+def run_chain(spec: dict, members: list, inputs: list) -> list:
+    """Every member's output, eager, from the kernel inputs (left as they are: a head that
+    writes in place writes a copy)."""
+    outs = []
+    for k, mb in enumerate(members):
+        pos, kw = mb.call(_wire(spec, k, inputs, outs))
+        if mb.alias >= 0:
+            pos, kw = _jobs.clone_written(mb.fn, pos, kw)
+        with _jobs.bypass():
+            r = _jobs.tensors_of(mb.fn(*pos, **kw))
+        if len(r) != 1:
+            raise NotTunable(f"chain member {k} ({mb.op}): eager returned {len(r)} tensors")
+        outs.append(r[0])
+    return outs
+
+
+def eager_runner(spec: dict, members: list, inputs: list):
+    """The chain's members back to back on `inputs` (a head writing in place writes them), with
+    no more Python per member than a model's own call: what eager_us times."""
+    plan, outs = [], []
+    for k, mb in enumerate(members):  # each call's arguments once; tensor slots refilled per run
+        pos, kw = mb.call(_wire(spec, k, inputs, outs))
+        slots = [i for i, a in enumerate(mb.fn._schema.arguments[:len(pos)])
+                 if isinstance(pos[i], torch.Tensor)]
+        if len(slots) != len(mb.tensors) or any(isinstance(v, torch.Tensor) for v in kw.values()):
+            raise NotTunable(f"chain member {k} ({mb.op}): a tensor passed by keyword")
+        refs = spec["members"][k]["inputs"]
+        plan.append((mb.fn, pos, kw, list(zip(slots, refs))))
+        with _jobs.bypass():
+            outs.append(_jobs.tensors_of(mb.fn(*pos, **kw))[0])
+    H = spec["n_head_inputs"]
+
+    def run():
+        res = []
+        for fn, pos, kw, slots in plan:
+            for i, r in slots:
+                pos[i] = inputs[r[1]] if r[0] == "head" else res[r[1]] if r[0] == "member" \
+                    else inputs[H + r[1]]
+            o = fn(*pos, **kw)
+            res.append(o if isinstance(o, torch.Tensor) else o[0])
+    return run
+
+
+def _desc(t: torch.Tensor) -> dict:
+    dt = next(n for n, d in _jobs._TORCH_DTYPES.items() if d == t.dtype)
+    return {"dtype": dt, "sizes": list(t.shape), "strides": list(t.stride())}
+
+
+def _downstream_of(spec: dict, src: int) -> set[int]:
+    dep = {src}
+    for k, m in enumerate(spec["members"]):
+        if any(r[0] == "member" and r[1] in dep for r in m["inputs"]):
+            dep.add(k)
+    return dep
+
+
+def output_tolerances(spec: dict, members: list, outs: list) -> list[list[float]]:
+    """Per output: the member op's kf_tolerance, widened to a reduction's for the members
+    downstream of it (their error is the reduction's, carried on)."""
+    tol = [list(_jobs.tolerance(mb.op, o.dtype)) for mb, o in zip(members, outs)]
+    for r, mb in enumerate(members):
+        if mb.op in _REDUCTIONS:
+            ra, rr = _jobs.tolerance(mb.op, outs[r].dtype)
+            for k in _downstream_of(spec, r):
+                tol[k] = [max(tol[k][0], ra), max(tol[k][1], rr)]
+    return tol
+
+
+def readable(spec: dict) -> str:
+    ops = [m["op"].split("::")[-1].split(".")[0] for m in spec["members"]]
+    return "chain: " + " -> ".join(ops)
+
+
+def write_chain_job(job_dir: str, chain: dict, calls: list[list], *, recorded: list[bool],
+                    random_inputs: int = 3, search: dict | None = None, seed: int = 0,
+                    bench_reps: int = 20) -> dict:
+    """Write the job folder of `chain` (a kernel_forge.chains() entry: "spec" and the members'
+    signature "keys") from real runs of it: each call is the kernel's inputs, the head's tensor
+    inputs then the externals, laid out as the members' signatures say. Returns the job."""
+    spec = chain.get("spec")
+    if spec is None:
+        raise NotTunable(f"chain {chain.get('id', '?')}: not fusable: "
+                         f"{chain.get('fusable_reason', 'no spec')}")
+    check_spec(spec)
+    keys = (chain.get("keys") or [])[:len(spec["members"])]  # the spec is the fusable prefix
+    if len(keys) != len(spec["members"]):
+        raise NotTunable(f"{readable(spec)}: {len(keys)} signature keys for "
+                         f"{len(spec['members'])} members")
+    members = [_Member(k, m, key) for k, (m, key) in enumerate(zip(spec["members"], keys))]
+    H, E = spec["n_head_inputs"], spec["n_ext"]
+    first = list(calls[0])
+    if len(first) != H + E:
+        raise NotTunable(f"{readable(spec)}: a call holds {len(first)} tensors, the chain takes "
+                         f"{H} head inputs and {E} externals")
+    head = members[0]
+    device = first[0].device if first else torch.device("cpu")
+    if any(t.device != device for t in first):
+        raise NotTunable(f"{readable(spec)}: its tensors are on several devices")
+    outs0 = run_chain(spec, members, first)  # checks the wiring against the signatures
+    sig = chain_sig_bytes(spec)
+    if "sig_hex" in spec and spec["sig_hex"] != sig.hex():
+        raise NotTunable(f"{readable(spec)}: the spec's sig_hex is not its canonical bytes")
+    names = [n for n, _ in head.tensors] + [f"ext.{e}" for e in range(E)]
+    inputs = []
+    for i, t in enumerate(first):
+        p = t.data_ptr()
+        align = head.tensors[i][1]["align"] if i < H else min(p & -p, 16) if p else 16
+        inputs.append(dict(_desc(t), align=int(align), name=names[i]))
+    outputs = [dict(_desc(o), alias=head.alias if (k == 0 and head.alias >= 0) else -1)
+               for k, o in enumerate(outs0)]
+    if head.alias >= 0:  # the head's schema argument index -> its tensor index
+        arg_idx = [i for i, a in enumerate(head.args["args"]) if a["kind"] == "tensor"]
+        outputs[0]["alias"] = arg_idx.index(head.alias)
+    fresh = sum(1 for o in outputs if o["alias"] < 0)
+    if len(inputs) + fresh > _jobs.MAX_KERNEL_TENSORS:
+        raise NotTunable(f"{readable(spec)}: {len(inputs)} inputs and {fresh} outputs; a kernel "
+                         f"takes at most {_jobs.MAX_KERNEL_TENSORS} tensors")
+    scalars = []
+    for k, mb in enumerate(members):
+        for a in mb.args["args"]:
+            if a["kind"] in ("tensor", "tensor_list"):
+                continue
+            s = {"name": f"m{k}.{a['name']}", "kind": a["scalar"] if a["kind"] == "wrapped"
+                 else a["kind"]}
+            if "value" in a:
+                s["value"] = a["value"]
+            if a["kind"] == "wrapped":
+                s["wrapped"] = True
+            scalars.append(s)
+
+    os.makedirs(os.path.join(job_dir, "cases"), exist_ok=True)
+    gen = torch.Generator(device=device).manual_seed(seed)
+    cases, case_bytes = [], 0
+
+    def write_files(c: int, what: str, tensors: list) -> list[str]:
+        nonlocal case_bytes
+        files = []
+        for j, t in enumerate(tensors):
+            files.append(f"c{c}_{what}{j}.bin")
+            with open(os.path.join(job_dir, "cases", files[-1]), "wb") as f:
+                case_bytes += _jobs.write_span(f, t)
+        return files
+
+    def add_case(kind: str, ins: list):
+        outs = run_chain(spec, members, ins)
+        for k, (o, d) in enumerate(zip(outs, outputs)):
+            if not _same_layout(d, o):
+                raise NotTunable(f"chain member {k} ({members[k].op}): eager's output is laid out "
+                                 f"unlike the first call's")
+        cases.append({"kind": kind, "inputs": write_files(len(cases), "in", ins),
+                      "outputs": write_files(len(cases), "out", outs)})
+
+    for ins, rec in zip(calls, recorded):
+        add_case("recorded" if rec else "example", list(ins))
+    for v in range(random_inputs):
+        # a head gather's indices drawn in range (any other value is eager's error, not a case)
+        add_case("random", [_jobs.random_like(t, v, head.op, n, gen, index_bound=_jobs.index_bound(
+            head.op, n, head.args) if i < H else None) for i, (t, n) in enumerate(zip(first, names))])
+
+    work = [_jobs.clone_exact(t) for t in first]
+    with _jobs.bypass():
+        eager_us = _jobs.bench_us(eager_runner(spec, members, work), device, reps=bench_reps)
+    moved = 0
+    for t in first:
+        moved += min(_jobs.span_numel(t), t.numel()) * t.element_size()
+    for o in outs0:
+        moved += o.numel() * o.element_size()
+    with _jobs.bypass():
+        bw = _jobs.copy_bandwidth_gbs(device, moved)
+    tol = output_tolerances(spec, members, outs0)
+    search = dict(search or {})
+    if not search.get("candidate_timeout_s"):
+        search["candidate_timeout_s"] = round(10 + 10 * case_bytes / 1e9, 1)
+    layout = [o for mb in members for o in mb.info["outputs"]]
+    job = {
+        "format": 1, "op": CHAIN_OP, "signature": readable(spec), "sig_hex": sig.hex(),
+        "torch_version": head.info["torch_version"], "outputs_layout": layout,
+        "backend": "nvrtc" if device.type == "cuda" else "host",
+        "device_index": head.info["device_index"], "inputs": inputs, "outputs": outputs,
+        "scalars": scalars, "chain": spec, "cases": cases, "eager_us": eager_us,
+        "bytes_moved": moved, "bandwidth_gbs": bw,
+        "atol": max(a for a, _ in tol), "rtol": max(r for _, r in tol), "output_tol": tol,
+        "search": search, "keys": keys,
+    }
+    with open(os.path.join(job_dir, "job.json"), "w") as f:
+        json.dump(job, f, indent=1)
+    return job

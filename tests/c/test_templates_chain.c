@@ -1,0 +1,593 @@
+/* The chain templates (forge/templates/chain.c, host_chain.c, cuda_chain.c) and the chain job's
+ * loading (forge/job/chain.c):
+ *  - chains written as job.json (the loader builds each member's signature from the spec),
+ *    rendered by host_chain for every knob combination, compiled, run on poisoned outputs and
+ *    compared with an independent reference written here (double math, each member's value
+ *    rounded to its output dtype as eager stores it): RMSNorm in f32 (pow -> mean -> add ->
+ *    rsqrt -> mul -> mul), pointwise f32 (add with a broadcast bias -> gelu -> mul), bf16
+ *    (mul by a number -> sigmoid -> add), an in-place head (add_ -> relu), amax -> sub -> exp;
+ *    inputs come back unchanged;
+ *  - the same chains rendered by cuda_chain (each threads value) compile: NVRTC for sm_90, or
+ *    one translation unit with nvcc --ptx (SKIP when neither is here);
+ *  - the loader refuses specs that lie (a reference to a later member, an external nobody
+ *    reads, a later member writing in place, the head's written input read again, a member
+ *    count unlike the outputs'), and the binding refuses what the templates cannot fuse with a
+ *    reason naming the member and its op. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "tests/c/check.h"
+#include "tests/c/nvrtc_find.h"
+#include "compile/compiler.h"
+#include "common/chain_sig.h"
+#include "common/signature.h"
+#include "compile/source_check.h"
+#include "forge/job/job.h"
+#include "forge/templates/chain.h"
+#include "forge/templates/template.h"
+
+static kf_compiler_i cc, nv;
+static int have_nv;
+static const kf_template *host_t, *cuda_t;
+static char tmpdir[] = "/tmp/kf_chainXXXXXX";
+static FILE *nvcc_tu;
+static int nvcc_n;
+
+/* ---- values ---- */
+
+static float bf16_round(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return f;
+    u = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
+    memcpy(&f, &u, 4);
+    return f;
+}
+static double get(const void *p, int dt, int64_t o)
+{
+    if (dt == KF_F32) return ((const float *)p)[o];
+    uint32_t u = (uint32_t)((const uint16_t *)p)[o] << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+static void put(void *p, int dt, int64_t o, double v)
+{
+    if (dt == KF_F32) {
+        ((float *)p)[o] = (float)v;
+        return;
+    }
+    float f = bf16_round((float)v);
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    ((uint16_t *)p)[o] = (uint16_t)(u >> 16);
+}
+static double store_as(int dt, double v) { return dt == KF_F32 ? (double)(float)v : bf16_round((float)v); }
+
+/* ---- a chain case: job.json text, the reference ---- */
+
+#define MAXT 8
+typedef struct ccase {
+    const char *label;
+    const char *json; /* inputs, outputs, scalars, chain: the rest is filled in */
+    /* reference: element e of member k's output from the inputs and earlier members' outputs
+     * (all as doubles, laid out contiguously as the outputs) */
+    void (*ref)(int64_t R, int64_t C, double *const *in, double **out);
+    int64_t R, C;
+    int dt;     /* the chain's float dtype */
+    double rtol;
+} ccase;
+
+static kf_job *load(const char *json, char *err, size_t cap)
+{
+    char dir[256], path[300];
+    static int n;
+    snprintf(dir, sizeof dir, "%s/j%d", tmpdir, n++);
+    mkdir(dir, 0700);
+    snprintf(path, sizeof path, "%s/job.json", dir);
+    FILE *f = fopen(path, "w");
+    fputs(json, f);
+    fclose(f);
+    kf_job *job = NULL;
+    kf_job_load(dir, &job, err, cap);
+    return job;
+}
+
+/* a job.json around the case's fields: each member's sig_hex (its op's signature head) and the
+ * chain's canonical bytes as the job's sig_hex ("00" when the spec is refused there) */
+static char *job_text(const char *fields, int n_in, int n_out)
+{
+    char ins[256] = "", outs[256] = "", *wrapped = malloc(strlen(fields) + 3);
+    sprintf(wrapped, "{%s}", fields);
+    cJSON *f = cJSON_Parse(wrapped), *m;
+    free(wrapped);
+    cJSON *spec = cJSON_GetObjectItem(f, "chain");
+    cJSON_ArrayForEach(m, cJSON_GetObjectItem(spec, "members"))
+    {
+        static kf_sig sg;
+        const cJSON *op = cJSON_GetObjectItem(m, "op");
+        kf_sig_begin(&sg, cJSON_IsString(op) ? op->valuestring : "?");
+        char hex[600];
+        for (uint32_t i = 0; i < sg.len; i++) sprintf(hex + 2 * i, "%02x", sg.buf[i]);
+        cJSON_AddStringToObject(m, "sig_hex", hex);
+    }
+    uint8_t *bytes = NULL;
+    uint32_t nb = 0;
+    char why[256], *sig_hex;
+    if (kf_chain_sig_bytes_obj(spec, &bytes, &nb, why, sizeof why) == KF_OK) {
+        sig_hex = malloc(2 * (size_t)nb + 1);
+        for (uint32_t i = 0; i < nb; i++) sprintf(sig_hex + 2 * i, "%02x", bytes[i]);
+        free(bytes);
+    } else {
+        sig_hex = strdup("00");
+    }
+    char *body = cJSON_PrintUnformatted(f);
+    cJSON_Delete(f);
+    body[strlen(body) - 1] = 0; /* the fields without their braces */
+    for (int i = 0; i < n_in; i++)
+        snprintf(ins + strlen(ins), sizeof ins - strlen(ins), "%s\"i%d.bin\"", i ? "," : "", i);
+    for (int i = 0; i < n_out; i++)
+        snprintf(outs + strlen(outs), sizeof outs - strlen(outs), "%s\"o%d.bin\"", i ? "," : "", i);
+    size_t cap = strlen(body) + strlen(sig_hex) + 1024;
+    char *t = malloc(cap);
+    snprintf(t, cap,
+             "{\"format\": 1, \"op\": \"kforge::chain\", \"signature\": \"chain\", \"sig_hex\": "
+             "\"%s\", \"torch_version\": \"x\", \"outputs_layout\": [], \"backend\": \"host\", "
+             "\"device_index\": 0, %s, \"cases\": [{\"kind\": \"random\", \"inputs\": [%s], "
+             "\"outputs\": [%s]}], \"eager_us\": 1, \"bytes_moved\": 1, \"bandwidth_gbs\": 0, "
+             "\"atol\": 1e-5, \"rtol\": 1e-5}",
+             sig_hex, body + 1, ins, outs);
+    free(body);
+    free(sig_hex);
+    return t;
+}
+
+static int count_items(const char *json, const char *key)
+{
+    const char *p = strstr(json, key);
+    if (!p) return 0;
+    int n = 0, depth = 0;
+    for (p = strchr(p, '['); *p; p++) {
+        if (depth == 1 && *p == '{') n++;
+        if (*p == '[' || *p == '{') depth++;
+        if (*p == ']' || *p == '}') depth--;
+        if (depth == 0) break;
+    }
+    return n;
+}
+
+static void cuda_compile(const char *label, const char *src, const char *lj)
+{
+    char err[256];
+    if (!CHECK(kf_source_check_backend(src, "nvrtc", err, sizeof err))) printf("     %s: %s\n", label, err);
+    if (have_nv) {
+        kf_launch l;
+        memset(&l, 0, sizeof l);
+        void *blob = NULL;
+        size_t len = 0;
+        char *log = NULL;
+        if (CHECK_EQ_INT(kf_launch_parse(lj, &l, err, sizeof err), KF_OK)) {
+            kf_status st = nv.compile(nv.self, src, &l, "sm_90", &blob, &len, &log);
+            if (!CHECK_EQ_INT(st, KF_OK) || (log && !CHECK(!strstr(log, "warning"))))
+                printf("     %s (cuda): log:\n%s\n--- source ---\n%s\n", label, log ? log : "", src);
+        }
+        free(blob);
+        free(log);
+        return;
+    }
+    if (!nvcc_tu) return;
+    /* one TU: each render in its namespace, its macros undefined after it */
+    fprintf(nvcc_tu, "\n/* ---- %s ---- */\n#define kf_kernel kf_kernel_%d\nnamespace kf_u%d {\n", label,
+            nvcc_n, nvcc_n);
+    for (const char *p = src; *p;) {
+        const char *eol = strchr(p, '\n');
+        size_t len = eol ? (size_t)(eol - p) : strlen(p);
+        if (strncmp(p, "#include", 8)) fprintf(nvcc_tu, "%.*s\n", (int)len, p);
+        p += len + (eol != NULL);
+    }
+    fprintf(nvcc_tu, "}\n#undef kf_kernel\n");
+    for (const char *p = strstr(src, "#define "); p; p = strstr(p + 1, "#define ")) {
+        size_t len = strcspn(p + 8, " (\n");
+        fprintf(nvcc_tu, "#undef %.*s\n", (int)len, p + 8);
+    }
+    nvcc_n++;
+}
+
+static void run_case(const ccase *c)
+{
+    int n_in = count_items(c->json, "\"inputs\""), n_out = count_items(c->json, "\"outputs\"");
+    char *text = job_text(c->json, n_in, n_out), err[512] = "";
+    kf_job *job = load(text, err, sizeof err);
+    free(text);
+    if (!CHECK(job != NULL)) {
+        printf("     %s: %s\n", c->label, err);
+        return;
+    }
+    const kf_job_sig *s = &job->sig;
+    kf_chain_bind cb;
+    err[0] = 0;
+    if (!CHECK(kf_chain_bind_sig(s, &cb, err, sizeof err)) || !CHECK(host_t->applies(s)) ||
+        !CHECK(cuda_t->applies(s))) {
+        printf("     %s: not applicable: %s\n", c->label, err);
+        kf_job_free(job);
+        return;
+    }
+    int64_t R = c->R, C = c->C;
+    /* the reference from the inputs as doubles */
+    double *rin[MAXT] = {0}, *rout[MAXT] = {0};
+    void *orig[MAXT] = {0};
+    uint64_t rng = 0x9e3779b97f4a7c15ULL;
+    for (int i = 0; i < s->n_in; i++) {
+        int ok;
+        int64_t n = (int64_t)(kf_job_span_bytes(&s->in[i], &ok) / (uint64_t)kf_dtype_size(s->in[i].dtype));
+        rin[i] = calloc((size_t)n, sizeof(double));
+        orig[i] = calloc((size_t)n, 4);
+        for (int64_t e = 0; e < n; e++) {
+            rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
+            double v = ((double)(rng >> 40) / (double)(1ull << 24) - 0.5) * 6;
+            put(orig[i], s->in[i].dtype, e, v);
+            rin[i][e] = get(orig[i], s->in[i].dtype, e);
+        }
+    }
+    for (int k = 0; k < s->n_out; k++) rout[k] = calloc((size_t)kf_job_tensor_numel(&s->out[k]), sizeof(double));
+    c->ref(R, C, rin, rout);
+
+    int combos = 1;
+    for (int k = 0; k < host_t->n_knobs; k++) combos *= host_t->knobs[k].n_values;
+    for (int combo = 0; combo < combos; combo++) {
+        int idx[8] = {0}, v = combo;
+        for (int k = 0; k < host_t->n_knobs; k++) {
+            idx[k] = v % host_t->knobs[k].n_values;
+            v /= host_t->knobs[k].n_values;
+        }
+        char *src = NULL, *lj = NULL, *log = NULL;
+        void *blob = NULL, *bufs[2 * MAXT] = {0};
+        size_t len = 0;
+        kf_compiled *kc = NULL;
+        kf_launch l;
+        memset(&l, 0, sizeof l);
+        if (!CHECK_EQ_INT(host_t->render(s, idx, &src, &lj, err, sizeof err), KF_OK)) {
+            printf("     %s: %s\n", c->label, err);
+            break;
+        }
+        if (!CHECK(kf_source_check_backend(src, "host", err, sizeof err))) printf("     %s: %s\n", c->label, err);
+        if (combo == 0 && getenv("KF_TEST_CHAIN_SHOW")) printf("--- %s ---\n%s\n", c->label, src);
+        if (!CHECK_EQ_INT(kf_launch_parse(lj, &l, err, sizeof err), KF_OK)) goto next;
+        kf_status st = cc.compile(cc.self, src, &l, NULL, &blob, &len, &log);
+        if (!CHECK_EQ_INT(st, KF_OK) || (log && !CHECK(!strstr(log, "warning")))) {
+            printf("     %s: compile log:\n%s\n--- source ---\n%s\n", c->label, log ? log : "", src);
+            goto next;
+        }
+        if (!CHECK_EQ_INT(cc.load(cc.self, blob, len, &l, 0, &kc, err, sizeof err), KF_OK)) goto next;
+        int na = 0;
+        for (int i = 0; i < s->n_in; i++) {
+            int ok;
+            uint64_t nb = kf_job_span_bytes(&s->in[i], &ok);
+            bufs[na] = malloc(nb);
+            memcpy(bufs[na], orig[i], nb);
+            na++;
+        }
+        for (int k = 0; k < s->n_out; k++) {
+            if (s->out_alias[k]) continue;
+            size_t nb = (size_t)kf_job_tensor_numel(&s->out[k]) * (size_t)kf_dtype_size(s->out[k].dtype);
+            bufs[na] = malloc(nb);
+            memset(bufs[na], 0xff, nb); /* poison: NaN */
+            na++;
+        }
+        if (!CHECK_EQ_INT(cc.launch(cc.self, kc, bufs, na, NULL), 0)) goto next;
+        long bad = 0;
+        for (int k = 0, fi = s->n_in; k < s->n_out; k++) {
+            const void *y = s->out_alias[k] ? bufs[s->out_alias[k] - 1] : bufs[fi++];
+            int64_t n = kf_job_tensor_numel(&s->out[k]);
+            for (int64_t e = 0; e < n; e++) {
+                double got = get(y, s->out[k].dtype, e), want = rout[k][e];
+                int ok = isnan(want) ? isnan(got) : fabs(got - want) <= 1e-6 + c->rtol * fabs(want);
+                if (!ok && bad++ < 4)
+                    printf("     %s (knobs %d): member %d element %lld: got %.9g, want %.9g\n", c->label,
+                           combo, k, (long long)e, got, want);
+            }
+        }
+        for (int i = 0; i < s->n_in; i++) { /* inputs unchanged (but the head's destination) */
+            int ok;
+            if (s->out_alias[0] == i + 1) continue;
+            CHECK(!memcmp(bufs[i], orig[i], kf_job_span_bytes(&s->in[i], &ok)));
+        }
+        CHECK_EQ_INT(bad, 0);
+        if (bad) printf("--- source ---\n%s\n", src);
+    next:
+        if (kc) cc.unload(cc.self, kc);
+        for (int i = 0; i < 2 * MAXT; i++) free(bufs[i]);
+        free(blob);
+        free(log);
+        free(src);
+        free(lj);
+    }
+    /* CUDA: each threads value (the grid knob changes the launch only) */
+    for (int t = 0; t < cuda_t->knobs[0].n_values; t++) {
+        int idx[8] = {t, t % cuda_t->knobs[1].n_values};
+        char *src = NULL, *lj = NULL, label[96];
+        snprintf(label, sizeof label, "%s threads=%d", c->label, cuda_t->knobs[0].values[t]);
+        if (CHECK_EQ_INT(cuda_t->render(s, idx, &src, &lj, err, sizeof err), KF_OK))
+            cuda_compile(label, src, lj);
+        else
+            printf("     %s: %s\n", label, err);
+        free(src);
+        free(lj);
+    }
+    for (int i = 0; i < MAXT; i++) free(rin[i]), free(rout[i]), free(orig[i]);
+    kf_job_free(job);
+}
+
+/* ---- the chains ---- */
+
+#define T2(dt, r, c) "{\"dtype\": \"" dt "\", \"sizes\": [" #r ", " #c "], \"strides\": [" #c ", 1], \"align\": 16}"
+#define O2(dt, r, c, a) "{\"dtype\": \"" dt "\", \"sizes\": [" #r ", " #c "], \"strides\": [" #c ", 1], \"alias\": " #a "}"
+#define T1(dt, c) "{\"dtype\": \"" dt "\", \"sizes\": [" #c "], \"strides\": [1], \"align\": 16}"
+
+/* RMSNorm, f32 [6, 40]: x.pow(2).mean(-1, keepdim) + 1e-6 -> rsqrt -> x * r -> * w */
+static const char rms_json[] =
+    "\"inputs\": [" T2("f32", 6, 40) ", " T1("f32", 40) "], "
+    "\"outputs\": [" O2("f32", 6, 40, -1) ", " O2("f32", 6, 1, -1) ", " O2("f32", 6, 1, -1) ", "
+    O2("f32", 6, 1, -1) ", " O2("f32", 6, 40, -1) ", " O2("f32", 6, 40, -1) "], "
+    "\"scalars\": [{\"name\": \"m0.exponent\", \"kind\": \"d\", \"value\": 2.0}, "
+    "{\"name\": \"m1.dim\", \"kind\": \"l\", \"value\": [-1]}, "
+    "{\"name\": \"m1.keepdim\", \"kind\": \"b\", \"value\": true}, "
+    "{\"name\": \"m1.dtype\", \"kind\": \"n\"}, "
+    "{\"name\": \"m2.other\", \"kind\": \"d\", \"value\": 1e-6, \"wrapped\": true}, "
+    "{\"name\": \"m2.alpha\", \"kind\": \"i\", \"value\": 1}], "
+    "\"chain\": {\"version\": 1, \"n_head_inputs\": 1, \"n_ext\": 1, \"members\": ["
+    "{\"op\": \"aten::pow.Tensor_Scalar\", \"inputs\": [[\"head\", 0]]}, "
+    "{\"op\": \"aten::mean.dim\", \"inputs\": [[\"member\", 0, 0]]}, "
+    "{\"op\": \"aten::add.Tensor\", \"inputs\": [[\"member\", 1, 0]]}, "
+    "{\"op\": \"aten::rsqrt\", \"inputs\": [[\"member\", 2, 0]]}, "
+    "{\"op\": \"aten::mul.Tensor\", \"inputs\": [[\"head\", 0], [\"member\", 3, 0]]}, "
+    "{\"op\": \"aten::mul.Tensor\", \"inputs\": [[\"member\", 4, 0], [\"ext\", 0]]}]}";
+
+static void rms_ref(int64_t R, int64_t C, double *const *in, double **out)
+{
+    for (int64_t r = 0; r < R; r++) {
+        double s = 0;
+        for (int64_t c = 0; c < C; c++) {
+            double x = in[0][r * C + c];
+            out[0][r * C + c] = (float)(x * x);
+            s += out[0][r * C + c];
+        }
+        out[1][r] = (float)(s / (double)C);
+        out[2][r] = (float)(out[1][r] + (double)(float)1e-6);
+        out[3][r] = (float)(1 / sqrt(out[2][r]));
+        for (int64_t c = 0; c < C; c++) {
+            out[4][r * C + c] = (float)(in[0][r * C + c] * out[3][r]);
+            out[5][r * C + c] = (float)(out[4][r * C + c] * in[1][c]);
+        }
+    }
+}
+
+/* pointwise f32 [4*8, 16] as [4, 8, 16]: (x + b) -> gelu -> * y */
+static const char pw_json[] =
+    "\"inputs\": [{\"dtype\": \"f32\", \"sizes\": [4, 8, 16], \"strides\": [128, 16, 1], \"align\": 16}, "
+    T1("f32", 16) ", {\"dtype\": \"f32\", \"sizes\": [4, 8, 16], \"strides\": [128, 16, 1], \"align\": 16}], "
+    "\"outputs\": [{\"dtype\": \"f32\", \"sizes\": [4, 8, 16], \"strides\": [128, 16, 1], \"alias\": -1}, "
+    "{\"dtype\": \"f32\", \"sizes\": [4, 8, 16], \"strides\": [128, 16, 1], \"alias\": -1}, "
+    "{\"dtype\": \"f32\", \"sizes\": [4, 8, 16], \"strides\": [128, 16, 1], \"alias\": -1}], "
+    "\"scalars\": [{\"name\": \"m0.alpha\", \"kind\": \"i\", \"value\": 1}, "
+    "{\"name\": \"m1.approximate\", \"kind\": \"s\", \"value\": \"none\"}], "
+    "\"chain\": {\"version\": 1, \"n_head_inputs\": 2, \"n_ext\": 1, \"members\": ["
+    "{\"op\": \"aten::add.Tensor\", \"inputs\": [[\"head\", 0], [\"head\", 1]]}, "
+    "{\"op\": \"aten::gelu\", \"inputs\": [[\"member\", 0, 0]]}, "
+    "{\"op\": \"aten::mul.Tensor\", \"inputs\": [[\"member\", 1, 0], [\"ext\", 0]]}]}";
+
+static void pw_ref(int64_t R, int64_t C, double *const *in, double **out)
+{
+    for (int64_t e = 0; e < R * C; e++) {
+        double a = (float)(in[0][e] + in[1][e % C]);
+        double g = (float)(a * 0.5 * (1 + erf(a / sqrt(2.0))));
+        out[0][e] = a;
+        out[1][e] = g;
+        out[2][e] = (float)(g * in[2][e]);
+    }
+}
+
+/* bf16 [8, 24]: x * 2.5 -> sigmoid -> + y, each stored as bf16 */
+static const char bf_json[] =
+    "\"inputs\": [" T2("bf16", 8, 24) ", " T2("bf16", 8, 24) "], "
+    "\"outputs\": [" O2("bf16", 8, 24, -1) ", " O2("bf16", 8, 24, -1) ", " O2("bf16", 8, 24, -1) "], "
+    "\"scalars\": [{\"name\": \"m0.other\", \"kind\": \"d\", \"value\": 2.5, \"wrapped\": true}, "
+    "{\"name\": \"m2.alpha\", \"kind\": \"i\", \"value\": 1}], "
+    "\"chain\": {\"version\": 1, \"n_head_inputs\": 1, \"n_ext\": 1, \"members\": ["
+    "{\"op\": \"aten::mul.Tensor\", \"inputs\": [[\"head\", 0]]}, "
+    "{\"op\": \"aten::sigmoid\", \"inputs\": [[\"member\", 0, 0]]}, "
+    "{\"op\": \"aten::add.Tensor\", \"inputs\": [[\"member\", 1, 0], [\"ext\", 0]]}]}";
+
+static void bf_ref(int64_t R, int64_t C, double *const *in, double **out)
+{
+    for (int64_t e = 0; e < R * C; e++) {
+        out[0][e] = store_as(KF_BF16, (float)(in[0][e] * 2.5));
+        out[1][e] = store_as(KF_BF16, (float)(1 / (1 + exp(-out[0][e]))));
+        out[2][e] = store_as(KF_BF16, (float)(out[1][e] + in[1][e]));
+    }
+}
+
+/* in-place head: x.add_(y) -> relu */
+static const char inpl_json[] =
+    "\"inputs\": [" T2("f32", 5, 12) ", " T2("f32", 5, 12) "], "
+    "\"outputs\": [" O2("f32", 5, 12, 0) ", " O2("f32", 5, 12, -1) "], "
+    "\"scalars\": [{\"name\": \"m0.alpha\", \"kind\": \"i\", \"value\": 1}], "
+    "\"chain\": {\"version\": 1, \"n_head_inputs\": 2, \"n_ext\": 0, \"members\": ["
+    "{\"op\": \"aten::add_.Tensor\", \"inputs\": [[\"head\", 0], [\"head\", 1]]}, "
+    "{\"op\": \"aten::relu\", \"inputs\": [[\"member\", 0, 0]]}]}";
+
+static void inpl_ref(int64_t R, int64_t C, double *const *in, double **out)
+{
+    for (int64_t e = 0; e < R * C; e++) {
+        out[0][e] = (float)(in[0][e] + in[1][e]);
+        out[1][e] = out[0][e] < 0 ? 0 : out[0][e];
+    }
+}
+
+/* amax(x, -1, keepdim) -> x - m -> exp (softmax's numerator) */
+static const char amax_json[] =
+    "\"inputs\": [" T2("f32", 7, 33) "], "
+    "\"outputs\": [" O2("f32", 7, 1, -1) ", " O2("f32", 7, 33, -1) ", " O2("f32", 7, 33, -1) "], "
+    "\"scalars\": [{\"name\": \"m0.dim\", \"kind\": \"l\", \"value\": [1]}, "
+    "{\"name\": \"m0.keepdim\", \"kind\": \"b\", \"value\": true}, "
+    "{\"name\": \"m1.alpha\", \"kind\": \"i\", \"value\": 1}], "
+    "\"chain\": {\"version\": 1, \"n_head_inputs\": 1, \"n_ext\": 0, \"members\": ["
+    "{\"op\": \"aten::amax\", \"inputs\": [[\"head\", 0]]}, "
+    "{\"op\": \"aten::sub.Tensor\", \"inputs\": [[\"head\", 0], [\"member\", 0, 0]]}, "
+    "{\"op\": \"aten::exp\", \"inputs\": [[\"member\", 1, 0]]}]}";
+
+static void amax_ref(int64_t R, int64_t C, double *const *in, double **out)
+{
+    for (int64_t r = 0; r < R; r++) {
+        double m = -INFINITY;
+        for (int64_t c = 0; c < C; c++) m = fmax(m, in[0][r * C + c]);
+        out[0][r] = m;
+        for (int64_t c = 0; c < C; c++) {
+            out[1][r * C + c] = (float)(in[0][r * C + c] - m);
+            out[2][r * C + c] = (float)exp(out[1][r * C + c]);
+        }
+    }
+}
+
+static const ccase cases[] = {
+    {"rmsnorm f32", rms_json, rms_ref, 6, 40, KF_F32, 1e-5},
+    {"add->gelu->mul f32", pw_json, pw_ref, 32, 16, KF_F32, 1e-6},
+    {"mul->sigmoid->add bf16", bf_json, bf_ref, 8, 24, KF_BF16, 8e-3},
+    {"add_->relu in place", inpl_json, inpl_ref, 5, 12, KF_F32, 0},
+    {"amax->sub->exp", amax_json, amax_ref, 7, 33, KF_F32, 1e-6},
+};
+
+/* ---- refusals ---- */
+
+static void expect_load_error(const char *fields, int n_in, int n_out, const char *want)
+{
+    char *text = job_text(fields, n_in, n_out), err[512] = "";
+    kf_job *job = load(text, err, sizeof err);
+    free(text);
+    if (!CHECK(job == NULL)) kf_job_free(job);
+    else if (!CHECK(strstr(err, want) != NULL)) printf("     want \"%s\" in: %s\n", want, err);
+}
+
+static char *swap(const char *s, const char *from, const char *to)
+{
+    const char *p = strstr(s, from);
+    CHECK(p != NULL);
+    size_t n = strlen(s) - strlen(from) + strlen(to) + 1;
+    char *o = malloc(n);
+    snprintf(o, n, "%.*s%s%s", (int)(p - s), s, to, p + strlen(from));
+    return o;
+}
+
+static void expect_unbound(const char *fields, int n_in, int n_out, const char *want)
+{
+    char *text = job_text(fields, n_in, n_out), err[512] = "";
+    kf_job *job = load(text, err, sizeof err);
+    free(text);
+    if (!CHECK(job != NULL)) {
+        printf("     %s\n", err);
+        return;
+    }
+    kf_chain_bind cb;
+    err[0] = 0;
+    CHECK(!kf_chain_bind_sig(&job->sig, &cb, err, sizeof err));
+    CHECK(!host_t->applies(&job->sig) && !cuda_t->applies(&job->sig));
+    if (!CHECK(strstr(err, want) != NULL)) printf("     want \"%s\" in: %s\n", want, err);
+    for (int i = 0; kf_builtin_templates[i]; i++) /* no one-op template takes a chain either */
+        CHECK(!kf_builtin_templates[i]->applies(&job->sig));
+    kf_job_free(job);
+}
+
+static void test_refusals(void)
+{
+    char *s;
+    s = swap(rms_json, "[[\"member\", 2, 0]]", "[[\"member\", 4, 0]]");
+    expect_load_error(s, 2, 6, "member 3 (aten::rsqrt): inputs[0]: [\"member\", m, o] must name an earlier");
+    free(s);
+    s = swap(rms_json, "[[\"member\", 4, 0], [\"ext\", 0]]", "[[\"member\", 4, 0], [\"member\", 0, 0]]");
+    expect_load_error(s, 2, 6, "external 0 is read by no member");
+    free(s);
+    s = swap(rms_json, "[[\"head\", 0]]}, {\"op\": \"aten::mean", "[[\"head\", 1]]}, {\"op\": \"aten::mean");
+    expect_load_error(s, 2, 6, "member 0 (aten::pow.Tensor_Scalar): inputs[0]: head input out of range");
+    free(s);
+    s = swap(inpl_json, "[[\"member\", 0, 0]]", "[[\"head\", 0]]");
+    expect_load_error(s, 2, 2, "member 1 (aten::relu): inputs[0] reads the head's input 0, which the head writes in place");
+    free(s);
+    s = swap(pw_json, "\"alias\": -1}], \"scalars\"", "\"alias\": 0}], \"scalars\"");
+    expect_load_error(s, 3, 3, "member 2 (aten::mul.Tensor) writes in place: only the head may");
+    free(s);
+    s = swap(pw_json, ", {\"op\": \"aten::mul.Tensor\", \"inputs\": [[\"member\", 1, 0], [\"ext\", 0]]}]}", "]}");
+    expect_load_error(s, 3, 3, "2 members, but the job has 3 outputs");
+    free(s);
+    s = swap(rms_json, "\"m2.alpha\"", "\"alpha\"");
+    expect_load_error(s, 2, 6, "\"alpha\" is not named m<member>.<name>");
+    free(s);
+    { /* the job's sig_hex must be the spec's canonical bytes */
+        char *t = job_text(pw_json, 3, 3), *h = strstr(t, "4b46434841494e31"), err[512] = "";
+        h[16] ^= 1; /* "KFCHAIN1", then the member count: another chain's key */
+        kf_job *job = load(t, err, sizeof err);
+        if (!CHECK(job == NULL)) kf_job_free(job);
+        CHECK(strstr(err, "\"sig_hex\" is not the chain's canonical bytes") != NULL);
+        free(t);
+    }
+    /* loads, but the templates cannot fuse it */
+    s = swap(pw_json, "aten::gelu\"", "aten::_softmax\"");
+    expect_unbound(s, 3, 3, "member 1 (aten::_softmax): not an op the chain templates fuse");
+    free(s);
+    s = swap(rms_json, "\"value\": [-1]", "\"value\": [0]");
+    expect_unbound(s, 2, 6, "member 1 (aten::mean.dim): only a reduction of the last dim");
+    free(s);
+}
+
+int main(void)
+{
+    for (int i = 0; kf_builtin_templates[i]; i++) {
+        if (!strcmp(kf_builtin_templates[i]->name, "host_chain")) host_t = kf_builtin_templates[i];
+        if (!strcmp(kf_builtin_templates[i]->name, "cuda_chain")) cuda_t = kf_builtin_templates[i];
+    }
+    if (!CHECK(host_t && cuda_t) || !CHECK(mkdtemp(tmpdir) != NULL) ||
+        !CHECK_EQ_INT(kf_compiler_host_create(&cc, NULL), KF_OK))
+        return check_done("templates_chain");
+    CHECK(!host_t->applies(NULL) && !cuda_t->applies(NULL));
+    const char *inc = nvrtc_find_include();
+    char err[512], path[4096], tu[] = "/tmp/kf_chain_cudaXXXXXX";
+    if (inc) {
+        kf_status st = kf_compiler_nvrtc_create(&nv, NULL, inc, err, sizeof err);
+        if (st != KF_OK && nvrtc_find_wheel(path, sizeof path))
+            st = kf_compiler_nvrtc_create(&nv, path, inc, err, sizeof err);
+        have_nv = st == KF_OK;
+    }
+    int tu_fd = -1;
+    if (!have_nv && system("nvcc --version >/dev/null 2>&1") == 0 && (tu_fd = mkstemp(tu)) >= 0) {
+        nvcc_tu = fdopen(tu_fd, "w");
+        fprintf(nvcc_tu, "#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n");
+    }
+    if (!have_nv && !nvcc_tu) printf("SKIP CUDA compiles: neither NVRTC nor nvcc here\n");
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_case(&cases[i]);
+    test_refusals();
+    if (nvcc_tu) {
+        fclose(nvcc_tu);
+        char cmd[512], out[4096];
+        snprintf(cmd, sizeof cmd, "nvcc -std=c++17 -arch=sm_90 --ptx -x cu -o /dev/null %s 2>&1", tu);
+        FILE *p = popen(cmd, "r");
+        size_t got = p ? fread(out, 1, sizeof out - 1, p) : 0;
+        out[got] = 0;
+        int rc = p ? pclose(p) : -1;
+        if (!CHECK_EQ_INT(rc, 0) || !CHECK(got == 0)) printf("     nvcc on %s:\n%s\n", tu, out);
+        else unlink(tu);
+        printf("compiled %d CUDA renders with nvcc --ptx for sm_90\n", nvcc_n);
+    }
+    if (have_nv) nv.destroy(nv.self);
+    cc.destroy(cc.self);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
+    if (system(cmd) != 0) printf("could not remove %s\n", tmpdir);
+    return check_done("templates_chain");
+}

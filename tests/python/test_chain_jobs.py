@@ -1,0 +1,204 @@
+"""Chain jobs (kernel_forge/_chainjobs.py, forge/job/chain.c, forge/templates/*chain*.c): a
+recorded chain's spec becomes a job folder (every member's eager output, the chain's eager time,
+per-output tolerances), the worker finds a fused chain kernel that verifies every member's output
+(outputs poisoned before each run) and inserts it as a "kforge::chain" entry with the chain
+object; specs that lie are refused with a reason naming the member's op."""
+
+import glob
+import json
+import os
+
+import pytest
+import torch
+
+import kernel_forge as kf
+from kernel_forge import _chainjobs, _jobs
+from kernel_forge._jobs import NotTunable
+
+
+def record_chain(steps, fn, *args):
+    kf.reset_stats()
+    kf.set_recording(True)
+    try:
+        for _ in range(steps):
+            fn(*args)
+    finally:
+        kf.set_recording(False)
+    chs = [c for c in kf.chains() if c.get("spec")]
+    assert chs, kf.chains()
+    return max(chs, key=lambda c: len(c["spec"]["members"]))
+
+
+def rms(x, w):
+    r = torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6)
+    return (x * r) * w
+
+
+def add_gelu(x, b):
+    return torch.nn.functional.gelu(x + b)
+
+
+def mul_add_sigmoid(x, y, z):
+    return torch.sigmoid(x * y + z)
+
+
+def softmax_of_scaled(x):
+    return torch.softmax(x * 2.0, -1)
+
+
+def run(job_dir, cache):
+    return _jobs.run_worker(str(job_dir), extra_args=["--iterations", "4", "--cache", str(cache)])
+
+
+def write(tmp_path, chain, inputs, **kw):
+    with _jobs.bypass():
+        return _chainjobs.write_chain_job(str(tmp_path / "job"), chain, [inputs],
+                                          recorded=[False], bench_reps=20,
+                                          search={"margin": -100.0}, **kw)
+
+
+def nodes(job_dir):
+    with open(os.path.join(job_dir, "tree.json")) as f:
+        return json.load(f)["nodes"]
+
+
+CHAINS = {
+    "rmsnorm": (rms, lambda: (torch.randn(256, 512), torch.randn(512)), 6, (1, 1)),
+    "add_gelu": (add_gelu, lambda: (torch.randn(4, 8, 32), torch.randn(32)), 2, (2, 0)),
+    "mul_add_sigmoid": (mul_add_sigmoid, lambda: (torch.randn(16, 24), torch.randn(16, 24),
+                                                  torch.randn(24)), 3, (2, 1)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CHAINS))
+def test_chain_job_verifies_and_inserts_a_chain_entry(name, tmp_path):
+    fn, make, n_members, (H, E) = CHAINS[name]
+    torch.manual_seed(0)
+    args = make()
+    chain = record_chain(5, fn, *args)
+    spec = chain["spec"]
+    assert len(spec["members"]) == n_members and (spec["n_head_inputs"], spec["n_ext"]) == (H, E)
+    job = write(tmp_path, chain, list(args))
+    assert job["op"] == "kforge::chain" and job["sig_hex"] == spec["sig_hex"]
+    assert len(job["outputs"]) == n_members and len(job["output_tol"]) == n_members
+    assert all(s["name"].startswith("m") and "." in s["name"] for s in job["scalars"])
+    # case outputs are every member's eager output, in order (the example case: the real values)
+    case = job["cases"][0]
+    with _jobs.bypass():
+        want = fn(*args)
+    last = torch.frombuffer(bytearray((tmp_path / "job" / "cases" / case["outputs"][-1])
+                                      .read_bytes()), dtype=torch.float32)
+    assert torch.equal(last, want.reshape(-1))
+    if name == "rmsnorm":  # downstream of the mean: the reduction's tolerance
+        mean_tol = _jobs.tolerance("aten::mean.dim", torch.float32)
+        assert job["output_tol"][5][1] >= mean_tol[1]
+        assert job["output_tol"][0] == list(_jobs.tolerance("aten::pow.Tensor_Scalar",
+                                                            torch.float32))
+    res = run(tmp_path / "job", tmp_path / "cache")
+    assert res["status"] == "inserted", res
+    ok = [n for n in nodes(str(tmp_path / "job")) if n["status"] in ("verified", "slower")]
+    assert ok and all(n["meta"]["template"] == "host_chain" for n in ok), ok
+    man = [json.load(open(p)) for p in glob.glob(str(tmp_path / "cache" / "**" / "*.json"),
+                                                 recursive=True)]
+    entries = [m for m in man if m.get("op") == "kforge::chain"]
+    assert entries, man
+    assert entries[0]["chain"]["members"] == spec["members"]
+
+
+def test_spec_that_lies_about_inputs_is_refused(tmp_path):
+    x, w = torch.randn(8, 64), torch.randn(64)
+    chain = record_chain(5, rms, x, w)
+    bad = json.loads(json.dumps(chain))
+    bad["spec"]["members"][3]["inputs"] = [["member", 0, 0]]  # rsqrt of x^2, not of mean + eps
+    with pytest.raises(NotTunable, match=r"chain member 3 \(aten::rsqrt\): input 'self' is wired"):
+        write(tmp_path, bad, [x, w])
+    bad = json.loads(json.dumps(chain))
+    bad["spec"]["members"][2]["inputs"] = [["member", 4, 0]]  # a later member
+    with pytest.raises(NotTunable, match=r"chain member 2 \(aten::add.Tensor\): inputs\[0\]"):
+        write(tmp_path, bad, [x, w])
+    bad = json.loads(json.dumps(chain))
+    bad["spec"]["members"][1]["op"] = "aten::sum.dim_IntList"  # not what was recorded
+    with pytest.raises(NotTunable, match=r"chain member 1 \(aten::sum.dim_IntList\)"):
+        write(tmp_path, bad, [x, w])
+
+
+def test_chain_of_an_op_the_templates_do_not_fuse_says_which(tmp_path):
+    x = torch.randn(8, 32)
+    chain = record_chain(5, softmax_of_scaled, x)
+    assert [m["op"] for m in chain["spec"]["members"]] == ["aten::mul.Tensor", "aten::_softmax"]
+    write(tmp_path, chain, [x])
+    res = run(tmp_path / "job", tmp_path / "cache")
+    assert res["status"] == "no_template"
+    assert "member 1 (aten::_softmax): not an op the chain templates fuse" in res["detail"]
+
+
+def test_worker_refuses_a_job_whose_sig_hex_is_another_chains(tmp_path):
+    x, b = torch.randn(4, 8, 32), torch.randn(32)
+    chain = record_chain(5, add_gelu, x, b)
+    write(tmp_path, chain, [x, b])
+    path = tmp_path / "job" / "job.json"
+    job = json.loads(path.read_text())
+    job["sig_hex"] = job["sig_hex"][:-2] + ("01" if job["sig_hex"][-2:] != "01" else "02")
+    path.write_text(json.dumps(job))
+    with pytest.raises(kf.KernelForgeError, match="canonical bytes"):
+        run(tmp_path / "job", tmp_path / "cache")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", sorted(CHAINS))
+def test_cuda_chain_job_verifies_and_inserts(name, tmp_path):
+    fn, make, n_members, _ = CHAINS[name]
+    torch.manual_seed(0)
+    args = [a.cuda() for a in make()]
+    chain = record_chain(5, fn, *args)
+    job = write(tmp_path, chain, args)
+    assert job["backend"] == "nvrtc" and len(job["outputs"]) == n_members
+    res = run(tmp_path / "job", tmp_path / "cache")
+    assert res["status"] == "inserted", res
+    ok = [n for n in nodes(str(tmp_path / "job")) if n["status"] in ("verified", "slower")]
+    assert ok and all(n["meta"]["template"] == "cuda_chain" for n in ok), ok
+
+WARMUP_SCRIPT = (
+    "import torch\n"
+    "class RMS(torch.nn.Module):\n"
+    "    def __init__(self):\n"
+    "        super().__init__()\n"
+    "        self.w = torch.nn.Parameter(torch.randn(256))\n"
+    "    def forward(self, x):\n"
+    "        r = torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6)\n"
+    "        return (x * r) * self.w\n"
+    "m = RMS().requires_grad_(False)\n"
+    "x = torch.randn(64, 256)\n"
+    "for _ in range(30):\n"
+    "    y = m(x)\n")
+
+
+def test_warmup_tunes_hot_chains_by_default(tmp_path):
+    from conftest import run_python
+
+    script = tmp_path / "model.py"
+    script.write_text(WARMUP_SCRIPT)
+    env = {"KFORGE_CACHE_DIR": str(tmp_path / "cache")}
+    p = run_python(["-m", "kernel_forge.cli", "warmup", "--iterations", "3", "--max-jobs", "1",
+                    "--time-budget", "300", "--json", str(tmp_path / "w.json"), str(script)], env, timeout=900)
+    assert p.returncode == 0, p.stdout + p.stderr
+    with open(tmp_path / "w.json") as f:
+        rows = json.load(f)["rows"]
+    chain_rows = [r for r in rows if r["op"] == "kforge::chain"]
+    assert [r["signature"] for r in chain_rows] == [
+        "chain: pow -> mean -> add -> rsqrt -> mul -> mul"], rows
+    (row,) = chain_rows
+    assert row["status"] in ("inserted", "no_faster_kernel"), row
+    assert "chain: pow -> mean" in p.stdout  # the table's chain row
+    with open(os.path.join(row["job_dir"], "job.json")) as f:
+        job = json.load(f)
+    kinds = [c["kind"] for c in job["cases"]]
+    assert kinds.count("recorded") == 3 and kinds.count("random") == 3
+    assert job["op"] == "kforge::chain" and len(job["outputs"]) == 6
+
+    p = run_python(["-m", "kernel_forge.cli", "warmup", "--iterations", "2", "--max-jobs", "1",
+                    "--no-chains", "--json", str(tmp_path / "w2.json"), str(script)], env,
+                   timeout=900)
+    assert p.returncode == 0, p.stdout + p.stderr
+    with open(tmp_path / "w2.json") as f:
+        assert not [r for r in json.load(f)["rows"] if r["op"] == "kforge::chain"]
