@@ -103,8 +103,11 @@ def chains(min_calls: int = 3) -> list[dict]:
     Keys: id, calls, ops, signatures and keys (one per member, in call order), inputs (per member,
     per tensor input: [member, output] when it is an earlier member's output, None when it comes
     from outside the chain), time_ms (calls x the members' mean sampled eager time; members not
-    sampled yet count 0), share (of the recorded time, stats()'s basis) and status ("recorded":
-    seen, not tuned).
+    sampled yet count 0), share (of the recorded time, stats()'s basis), status ("recorded":
+    seen, not tuned), writes (per member: it writes a tensor argument in place), and spec: the
+    chain as a job and a cache entry see it (docs/chains.md: its fusable prefix, per member op,
+    signature, sig_hex and inputs as ["head", i] | ["member", m, o] | ["ext", e]; the chain's
+    canonical bytes in spec["sig_hex"]), or None with fusable_reason saying why.
     """
     doc = _native.take_json(_native.lib().kf_chains_json(_native.runtime(), int(min_calls)))
     rows = {r["key"]: r for r in stats()}
@@ -120,8 +123,10 @@ def chains(min_calls: int = 3) -> list[dict]:
             "signatures": [r["signature"] if r else "(evicted)" for r in members],
             "keys": [m["key"] for m in ch["members"]],
             "inputs": [m["inputs"] for m in ch["members"]],
+            "writes": [bool(m.get("writes")) for m in ch["members"]],
             "time_ms": time_ms, "share": time_ms / total if total > 0 else 0.0,
             "status": "recorded",
+            "spec": ch.get("spec"), "fusable_reason": ch.get("fusable_reason"),
         })
     return out
 

@@ -7,17 +7,24 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/chain_sig.h"
+#include "common/hex.h"
 #include "common/signature.h"
 #include "plugin/chains.h"
 
+/* src[0] of an input that is no member's output: one of the head's inputs (src[1] = which), or
+ * an external tensor (src[1] = its number: a weight, the residual, anything made before). */
+#define FROM_HEAD 0xfe
 #define FROM_OUTSIDE 0xff
+#define MAX_EXT (KF_CHAIN_MAX * KF_CHAIN_MAX_IO)
 
-/* One chain's identity: for member m, its key and, for each input, the member and output it
- * came from (FROM_OUTSIDE: a weight, the residual, anything made before the chain). */
+/* One chain's identity: for member m, its key, whether it writes in place and, for each input,
+ * the member and output it came from, or FROM_HEAD / FROM_OUTSIDE and a number. */
 typedef struct chain_shape {
     int n;
     uint64_t key[KF_CHAIN_MAX];
     uint8_t n_in[KF_CHAIN_MAX];
+    uint8_t writes[KF_CHAIN_MAX];
     uint8_t src[KF_CHAIN_MAX][KF_CHAIN_MAX_IO][2];
 } chain_shape;
 
@@ -25,6 +32,9 @@ struct kf_chain_rec {
     chain_shape run;
     int n_out[KF_CHAIN_MAX];
     uintptr_t out[KF_CHAIN_MAX][KF_CHAIN_MAX_IO];
+    int n_head, n_ext;
+    uintptr_t head_in[KF_CHAIN_MAX_IO];
+    uintptr_t ext[MAX_EXT];
 };
 
 typedef struct chain_entry {
@@ -83,12 +93,13 @@ void kf_chain_rec_free(kf_chain_rec *r) { free(r); }
 
 static uint64_t shape_id(const chain_shape *s)
 {
-    uint8_t buf[KF_CHAIN_MAX * (8 + 1 + 2 * KF_CHAIN_MAX_IO)];
+    uint8_t buf[KF_CHAIN_MAX * (8 + 2 + 2 * KF_CHAIN_MAX_IO)];
     uint32_t len = 0;
     for (int m = 0; m < s->n; m++) {
         memcpy(buf + len, &s->key[m], 8);
         len += 8;
         buf[len++] = s->n_in[m];
+        buf[len++] = s->writes[m];
         for (int i = 0; i < s->n_in[m]; i++) {
             buf[len++] = s->src[m][i][0];
             buf[len++] = s->src[m][i][1];
@@ -129,8 +140,9 @@ void kf_chain_flush(kf_chains *c, kf_chain_rec *r)
     memset(&r->run, 0, sizeof r->run);
 }
 
-/* Where input `id` comes from in the run: the latest member with that output. */
-static int find_source(const kf_chain_rec *r, uintptr_t id, uint8_t src[2])
+/* Where input `id` comes from in the run: the latest member with that output (1), else one of
+ * the head's inputs or an external tensor, numbered on first use (0). */
+static int find_source(kf_chain_rec *r, uintptr_t id, uint8_t src[2])
 {
     for (int m = r->run.n - 1; m >= 0; m--)
         for (int o = 0; o < r->n_out[m]; o++)
@@ -139,37 +151,52 @@ static int find_source(const kf_chain_rec *r, uintptr_t id, uint8_t src[2])
                 src[1] = (uint8_t)o;
                 return 1;
             }
+    src[0] = FROM_HEAD;
+    for (int i = 0; i < r->n_head; i++)
+        if (r->head_in[i] == id) {
+            src[1] = (uint8_t)i;
+            return 0;
+        }
+    src[0] = FROM_OUTSIDE;
+    int e = 0;
+    while (e < r->n_ext && r->ext[e] != id) e++;
+    if (e == r->n_ext && r->n_ext < MAX_EXT) r->ext[r->n_ext++] = id;
+    src[1] = (uint8_t)e;
     return 0;
 }
 
-static void start(kf_chain_rec *r)
+/* The call starts a new run as its head: its inputs are the head's. */
+static void start(kf_chain_rec *r, const uintptr_t *in, int n_in, uint8_t src[][2])
 {
     memset(&r->run, 0, sizeof r->run);
+    r->n_ext = 0;
+    r->n_head = n_in;
+    memcpy(r->head_in, in, (size_t)n_in * sizeof in[0]);
+    for (int i = 0; i < n_in; i++) src[i][0] = FROM_HEAD, src[i][1] = (uint8_t)i;
 }
 
-void kf_chain_observe(kf_chains *c, kf_chain_rec *r, uint64_t key, int servable,
+void kf_chain_observe(kf_chains *c, kf_chain_rec *r, uint64_t key, unsigned flags,
                       const uintptr_t *in, int n_in, const uintptr_t *out, int n_out)
 {
     if (!c || !r) return;
     if (n_in > KF_CHAIN_MAX_IO) n_in = KF_CHAIN_MAX_IO;
     if (n_out > KF_CHAIN_MAX_IO) n_out = KF_CHAIN_MAX_IO;
-    if (!servable) { /* a call no kernel can take ends the run and joins none */
+    if (!(flags & KF_CHAIN_SERVABLE)) { /* a call no kernel can take ends the run and joins none */
         kf_chain_flush(c, r);
+        r->n_head = r->n_ext = 0;
         return;
     }
     uint8_t src[KF_CHAIN_MAX_IO][2];
     int linked = 0;
-    for (int i = 0; i < n_in; i++) {
-        src[i][0] = src[i][1] = FROM_OUTSIDE;
-        if (in[i] && r->run.n > 0 && find_source(r, in[i], src[i])) linked = 1;
-    }
-    if (!linked || r->run.n == KF_CHAIN_MAX) {
+    for (int i = 0; i < n_in && r->run.n > 0 && r->run.n < KF_CHAIN_MAX; i++)
+        if (find_source(r, in[i], src[i])) linked = 1;
+    if (!linked) {
         kf_chain_flush(c, r);
-        start(r);
-        for (int i = 0; i < n_in; i++) src[i][0] = src[i][1] = FROM_OUTSIDE;
+        start(r, in, n_in, src);
     }
     int m = r->run.n++;
     r->run.key[m] = key;
+    r->run.writes[m] = (flags & KF_CHAIN_WRITES) != 0;
     r->run.n_in[m] = (uint8_t)n_in;
     memcpy(r->run.src[m], src, (size_t)n_in * sizeof src[0]);
     r->n_out[m] = n_out;
@@ -182,17 +209,99 @@ static int by_calls(const void *a, const void *b)
     return x->calls < y->calls ? 1 : x->calls > y->calls ? -1 : 0;
 }
 
-char *kf_chains_json_doc(kf_chains *c, uint64_t min_calls)
+/* The spec of chain shape `s` (chain_sig.h), or NULL with *why set: its fusable prefix (cut
+ * before the first later member that writes in place), each member's signature looked up. */
+static cJSON *make_spec(const chain_shape *s, kf_chain_lookup_fn lookup, void *user,
+                        kf_chain_member_info *mi, char *why, size_t cap)
+{
+    int n = 1;
+    while (n < s->n && !s->writes[n]) n++;
+    if (n < 2) {
+        snprintf(why, cap, "member 1 writes in place (only the head may)");
+        return NULL;
+    }
+    if (!lookup) {
+        snprintf(why, cap, "no signature table");
+        return NULL;
+    }
+    cJSON *spec = cJSON_CreateObject(), *members = cJSON_AddArrayToObject(spec, "members");
+    if (!members) goto oom;
+    cJSON_AddNumberToObject(spec, "version", 1);
+    int n_ext = 0;
+    for (int m = 0; m < n; m++) {
+        if (!lookup(user, s->key[m], mi)) {
+            snprintf(why, cap, "member %d's signature is no longer in the signature table", m);
+            goto fail;
+        }
+        /* the recorded inputs must be the signature's tensors, in order: no tensor lists */
+        int tensors = 0, r;
+        kf_sig_item it;
+        for (uint32_t pos = kf_sig_items_begin(mi->sig, mi->sig_len);
+             (r = kf_sig_item_next(mi->sig, mi->sig_len, &pos, &it)) == 1;) {
+            if (it.tag == KF_SIG_ITEM_TLIST) r = -2;
+            if (r != 1) break;
+            tensors += it.tag == KF_SIG_ITEM_TENSOR;
+        }
+        if (r != 0 || tensors != s->n_in[m]) {
+            snprintf(why, cap, "member %d (%s): %s", m, mi->op,
+                     r == -2 ? "takes a tensor list" : "its tensor inputs could not be followed");
+            goto fail;
+        }
+        cJSON *mem = cJSON_CreateObject();
+        if (!mem) goto oom;
+        cJSON_AddItemToArray(members, mem);
+        char *hex = malloc(2 * (size_t)mi->sig_len + 1);
+        if (!hex) goto oom;
+        kf_hex_encode(mi->sig, mi->sig_len, hex);
+        cJSON_AddStringToObject(mem, "op", mi->op);
+        cJSON_AddStringToObject(mem, "signature", mi->signature);
+        cJSON_AddStringToObject(mem, "sig_hex", hex);
+        free(hex);
+        cJSON *ins = cJSON_AddArrayToObject(mem, "inputs");
+        if (!ins) goto oom;
+        for (int i = 0; i < s->n_in[m]; i++) {
+            const uint8_t *src = s->src[m][i];
+            cJSON *ref = cJSON_CreateArray();
+            if (!ref) goto oom;
+            cJSON_AddItemToArray(ins, ref);
+            const char *kind = src[0] == FROM_HEAD ? "head" : src[0] == FROM_OUTSIDE ? "ext" : "member";
+            cJSON_AddItemToArray(ref, cJSON_CreateString(kind));
+            if (src[0] < FROM_HEAD) cJSON_AddItemToArray(ref, cJSON_CreateNumber(src[0])); /* member */
+            cJSON_AddItemToArray(ref, cJSON_CreateNumber(src[1]));
+            if (src[0] == FROM_OUTSIDE && src[1] + 1 > n_ext) n_ext = src[1] + 1;
+        }
+    }
+    cJSON_AddNumberToObject(spec, "n_head_inputs", s->n_in[0]);
+    cJSON_AddNumberToObject(spec, "n_ext", n_ext);
+    uint8_t *bytes = NULL;
+    uint32_t len = 0;
+    if (kf_chain_sig_bytes_obj(spec, &bytes, &len, why, cap) != KF_OK) goto fail;
+    char *hex = malloc(2 * (size_t)len + 1);
+    if (hex) kf_hex_encode(bytes, len, hex);
+    free(bytes);
+    if (!hex) goto oom;
+    cJSON_AddStringToObject(spec, "sig_hex", hex);
+    free(hex);
+    return spec;
+oom:
+    snprintf(why, cap, "out of memory");
+fail:
+    cJSON_Delete(spec);
+    return NULL;
+}
+
+char *kf_chains_json_doc(kf_chains *c, uint64_t min_calls, kf_chain_lookup_fn lookup, void *user)
 {
     if (!c) return NULL;
     char *text = NULL;
     cJSON *doc = cJSON_CreateObject(), *list = doc ? cJSON_AddArrayToObject(doc, "chains") : NULL;
+    kf_chain_member_info *mi = malloc(sizeof *mi);
     pthread_mutex_lock(&c->lock);
     chain_entry **sorted = calloc((size_t)c->used + 1, sizeof *sorted);
     int n = 0;
     for (int i = 0; sorted && i < c->cap; i++)
         if (c->e[i].id && c->e[i].calls >= min_calls) sorted[n++] = &c->e[i];
-    if (!list || !sorted) goto out;
+    if (!list || !sorted || !mi) goto out;
     qsort(sorted, (size_t)n, sizeof *sorted, by_calls);
     for (int k = 0; k < n; k++) {
         const chain_entry *e = sorted[k];
@@ -213,9 +322,10 @@ char *kf_chains_json_doc(kf_chains *c, uint64_t min_calls)
             cJSON_AddItemToArray(members, mem);
             snprintf(hex, sizeof hex, "%016" PRIx64, e->shape.key[m]);
             cJSON_AddStringToObject(mem, "key", hex);
+            cJSON_AddBoolToObject(mem, "writes", e->shape.writes[m]);
             for (int i = 0; i < e->shape.n_in[m]; i++) {
                 const uint8_t *s = e->shape.src[m][i];
-                if (s[0] == FROM_OUTSIDE) {
+                if (s[0] >= FROM_HEAD) {
                     cJSON_AddItemToArray(ins, cJSON_CreateNull());
                 } else {
                     const int pair[2] = {s[0], s[1]};
@@ -223,12 +333,21 @@ char *kf_chains_json_doc(kf_chains *c, uint64_t min_calls)
                 }
             }
         }
+        char why[256] = "";
+        cJSON *spec = make_spec(&e->shape, lookup, user, mi, why, sizeof why);
+        if (spec) {
+            cJSON_AddItemToObject(ch, "spec", spec);
+        } else {
+            cJSON_AddNullToObject(ch, "spec");
+            cJSON_AddStringToObject(ch, "fusable_reason", why);
+        }
     }
     cJSON_AddNumberToObject(doc, "dropped", (double)c->dropped);
     text = cJSON_PrintUnformatted(doc);
 out:
     pthread_mutex_unlock(&c->lock);
     free(sorted);
+    free(mi);
     cJSON_Delete(doc);
     return text;
 }

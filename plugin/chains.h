@@ -4,8 +4,13 @@
  * Each thread keeps a recorder: the run of calls it is in. A finished call joins the run when one
  * of its tensor inputs is an output of a member (the same tensor: its TensorImpl); otherwise, or
  * when it cannot be served, the run ends and is counted in the shared table under its identity
- * (the members' signature keys and, for every input, which member and output it came from, or
- * "from outside"), and the call starts the next run. Runs of one call are not chains.
+ * (the members' signature keys, whether each writes in place and, for every tensor input, which
+ * member and output it came from, which of the head's inputs it is, or which external tensor:
+ * one from outside the run, numbered in order of first use), and the call starts the next run.
+ * Runs of one call are not chains.
+ *
+ * The listing gives each chain its spec (common/chain_sig.h, docs/chains.md): the fusable prefix
+ * (cut before the first later member that writes in place) with every member's signature bytes.
  *
  * Cost: a few comparisons per call on the calling thread while recording is on
  * (kernel_forge.set_recording, KFORGE_RECORD, KFORGE_TUNE, kforge warmup / run); the table's
@@ -15,6 +20,7 @@
 
 #include <stdint.h>
 
+#include "common/signature.h"
 #include "kforge.h"
 
 #ifdef __cplusplus
@@ -34,16 +40,34 @@ void kf_chains_reset(kf_chains *c);
 kf_chain_rec *kf_chain_rec_create(void);
 void kf_chain_rec_free(kf_chain_rec *r);
 
-/* One finished call on r's thread: its signature key, whether it can be served, the identities of
- * its tensor inputs (0 for an argument that is not a tensor) and outputs, in schema order. */
-void kf_chain_observe(kf_chains *c, kf_chain_rec *r, uint64_t key, int servable,
+enum {
+    KF_CHAIN_SERVABLE = 1, /* a kernel could serve the call */
+    KF_CHAIN_WRITES = 2,   /* it writes a tensor argument (in place, out=) */
+};
+
+/* One finished call on r's thread: its signature key, KF_CHAIN_* flags, the identities of its
+ * tensor inputs (the kernel's tensor arguments: no Python numbers, no None) and outputs, in
+ * schema order. */
+void kf_chain_observe(kf_chains *c, kf_chain_rec *r, uint64_t key, unsigned flags,
                       const uintptr_t *in, int n_in, const uintptr_t *out, int n_out);
 /* End r's open run now (counted if it is a chain). */
 void kf_chain_flush(kf_chains *c, kf_chain_rec *r);
 
-/* {"chains": [{"id", "calls", "members": [{"key", "inputs": [[member, output] | null ...]}]}],
- *  "dropped"}: chains seen at least min_calls times, most frequent first. Caller frees (kf_free). */
-char *kf_chains_json_doc(kf_chains *c, uint64_t min_calls);
+/* What the listing needs to know of a member's signature (the signature table has it). */
+typedef struct kf_chain_member_info {
+    char op[128];
+    char signature[1024]; /* readable */
+    uint8_t sig[KF_SIG_MAX_BYTES];
+    uint32_t sig_len;
+} kf_chain_member_info;
+/* 1 with *out filled when the signature of `key` is known (0: evicted). */
+typedef int (*kf_chain_lookup_fn)(void *user, uint64_t key, kf_chain_member_info *out);
+
+/* {"chains": [{"id", "calls", "members": [{"key", "writes", "inputs": [[member, output] | null
+ * ...]}], "spec": {...} | null, "fusable_reason"}], "dropped"}: chains seen at least min_calls
+ * times, most frequent first; the spec carries "sig_hex" (the canonical chain bytes) and per
+ * member "sig_hex". `lookup` may be NULL (every spec is then null). Caller frees (kf_free). */
+char *kf_chains_json_doc(kf_chains *c, uint64_t min_calls, kf_chain_lookup_fn lookup, void *user);
 
 #ifdef __cplusplus
 }

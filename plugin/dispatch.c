@@ -222,12 +222,13 @@ int kf_dispatch_chains_on(const kf_runtime *rt, const kf_call *c)
     return c->slot && atomic_load_explicit(&rt->observer_on, memory_order_relaxed);
 }
 
-void kf_dispatch_chain_call(kf_runtime *rt, kf_chain_rec *rec, const kf_call *c,
+void kf_dispatch_chain_call(kf_runtime *rt, kf_chain_rec *rec, const kf_call *c, int writes,
                             const uintptr_t *in, int n_in, const uintptr_t *out, int n_out)
 {
     if (!c->slot) return;
-    const int servable = !(c->slot->flags & (KF_SIG_TRUNCATED | KF_SIG_UNSERVABLE));
-    kf_chain_observe(rt->chains, rec, kf_slot_key(c->slot), servable, in, n_in, out, n_out);
+    unsigned flags = writes ? KF_CHAIN_WRITES : 0;
+    if (!(c->slot->flags & (KF_SIG_TRUNCATED | KF_SIG_UNSERVABLE))) flags |= KF_CHAIN_SERVABLE;
+    kf_chain_observe(rt->chains, rec, kf_slot_key(c->slot), flags, in, n_in, out, n_out);
 }
 
 void kf_dispatch_done(kf_runtime *rt, kf_call *c)

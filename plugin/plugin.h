@@ -45,9 +45,10 @@ typedef struct kf_call {
 
 void kf_dispatch_begin(kf_runtime *rt, const kf_sig *sig, kf_call *c);
 /* Chain recording (plugin/chains.h), on while the observer is: 1 when this call should be
- * reported, after it finished, with its tensors' identities, to kf_dispatch_chain_call. */
+ * reported, after it finished, with its tensors' identities (and whether it writes one of its
+ * arguments), to kf_dispatch_chain_call. */
 int kf_dispatch_chains_on(const kf_runtime *rt, const kf_call *c);
-void kf_dispatch_chain_call(kf_runtime *rt, kf_chain_rec *rec, const kf_call *c,
+void kf_dispatch_chain_call(kf_runtime *rt, kf_chain_rec *rec, const kf_call *c, int writes,
                             const uintptr_t *in, int n_in, const uintptr_t *out, int n_out);
 void kf_dispatch_start(kf_runtime *rt, kf_call *c, int served, void *stream);
 void kf_dispatch_end(kf_runtime *rt, kf_call *c, int served, void *stream);

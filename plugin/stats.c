@@ -163,9 +163,31 @@ void kf_reset_stats(kf_runtime *rt)
     atomic_store(&rt->dropped, 0);
 }
 
+/* A chain member's signature, from the signature table (chains.h). */
+static int chain_member(void *user, uint64_t key, kf_chain_member_info *out)
+{
+    kf_runtime *rt = user;
+    kf_slot *s = kf_sigtable_find_hash(rt->sigs, key);
+    if (!s) return 0;
+    int ok = s->len <= sizeof out->sig;
+    if (ok) {
+        memcpy(out->sig, s->key, s->len);
+        out->sig_len = s->len;
+        kf_sig_op_name(s->key, s->len, out->op, sizeof out->op);
+        const kf_op_info *info = kf_runtime_find_op(rt, out->op);
+        const char *names[KF_MAX_ARGNAMES];
+        int n_names = info ? info->n_args : 0;
+        for (int i = 0; i < n_names; i++) names[i] = info->argnames[i];
+        if (kf_sig_format(s->key, s->len, names, n_names, out->signature, sizeof out->signature) != KF_OK)
+            snprintf(out->signature, sizeof out->signature, "%s(<unreadable signature>)", out->op);
+    }
+    kf_slot_unpin(s);
+    return ok;
+}
+
 char *kf_chains_json(kf_runtime *rt, uint64_t min_calls)
 {
-    return rt ? kf_chains_json_doc(rt->chains, min_calls) : NULL;
+    return rt ? kf_chains_json_doc(rt->chains, min_calls, chain_member, rt) : NULL;
 }
 
 char *kf_ops_json(kf_runtime *rt)

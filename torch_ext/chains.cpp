@@ -35,11 +35,16 @@ struct RecHolder {
 
 thread_local RecHolder t_rec;
 
+// The kernel's tensor arguments, as a served call passes them: no Python number wrapped into a
+// tensor (its value is compiled in), no undefined tensor.
 void ids_of(const c10::IValue* v, size_t n, ChainIds* ids) {
   ids->n = 0;
-  for (size_t i = 0; i < n && ids->n < KF_CHAIN_MAX_IO; i++)
-    if (v[i].isTensor())
-      ids->id[ids->n++] = reinterpret_cast<uintptr_t>(v[i].toTensor().unsafeGetTensorImpl());
+  for (size_t i = 0; i < n && ids->n < KF_CHAIN_MAX_IO; i++) {
+    if (!v[i].isTensor()) continue;
+    const c10::TensorImpl* impl = v[i].toTensor().unsafeGetTensorImpl();
+    if (!v[i].toTensor().defined() || impl->is_wrapped_number()) continue;
+    ids->id[ids->n++] = reinterpret_cast<uintptr_t>(impl);
+  }
 }
 
 }  // namespace
@@ -56,7 +61,9 @@ void chain_report(kf_runtime* rt, const kf_call& call, const ChainIds& in, const
   ids_of(rets, info.n_returns, &out);
   for (size_t r = 0; r < info.n_returns; r++)
     if (rets[r].isTensor() && rets[r].toTensor().defined()) t_rec.keep(rets[r].toTensor());
-  kf_dispatch_chain_call(rt, t_rec.rec, &call, in.id, in.n, out.id, out.n);
+  bool writes = info.hidden_writes != 0;
+  for (size_t i = 0; i < info.n_args && !writes; i++) writes = info.written[i];
+  kf_dispatch_chain_call(rt, t_rec.rec, &call, writes, in.id, in.n, out.id, out.n);
 }
 
 }  // namespace kforge

@@ -4,6 +4,8 @@
 #include <stdlib.h>
 
 #include "check.h"
+#include "common/chain_sig.h"
+#include "common/hex.h"
 #include "plugin/chains.h"
 
 /* One call of signature `key` reading `in` (ids) and writing `out`. */
@@ -16,7 +18,7 @@ static void call(kf_chains *c, kf_chain_rec *r, uint64_t key, uintptr_t in0, uin
 
 static cJSON *listing(kf_chains *c, uint64_t min_calls)
 {
-    char *text = kf_chains_json_doc(c, min_calls);
+    char *text = kf_chains_json_doc(c, min_calls, NULL, NULL);
     cJSON *doc = text ? cJSON_Parse(text) : NULL;
     free(text);
     return doc;
@@ -113,10 +115,128 @@ static void test_full_table_drops(void)
     kf_chains_free(c);
 }
 
+/* Test signatures: key k is op "t::k<k>" taking (k >> 8) f32[4] tensors. */
+static int lookup(void *user, uint64_t key, kf_chain_member_info *out)
+{
+    (void)user;
+    if (key == 0xdead) return 0; /* evicted */
+    char op[32];
+    snprintf(op, sizeof op, "t::k%llx", (unsigned long long)key);
+    kf_sig s;
+    kf_sig_begin(&s, op);
+    kf_tensor t = {.dtype = KF_F32, .ndim = 1, .sizes = {4}, .strides = {1}};
+    for (uint64_t i = 0; i < key >> 8; i++) kf_sig_tensor(&s, &t);
+    snprintf(out->op, sizeof out->op, "%s", op);
+    snprintf(out->signature, sizeof out->signature, "%s(...)", op);
+    memcpy(out->sig, s.buf, s.len);
+    out->sig_len = s.len;
+    return 1;
+}
+
+static cJSON *only_chain(kf_chains *c)
+{
+    char *text = kf_chains_json_doc(c, 1, lookup, NULL);
+    cJSON *doc = text ? cJSON_Parse(text) : NULL;
+    free(text);
+    cJSON *ch = cJSON_DetachItemFromArray(cJSON_GetObjectItem(doc, "chains"), 0);
+    cJSON_Delete(doc);
+    return ch;
+}
+
+static const char *ref_text(cJSON *spec, int m, int i, char *buf)
+{
+    cJSON *ins = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(spec, "members"), m), "inputs");
+    char *t = cJSON_PrintUnformatted(cJSON_GetArrayItem(ins, i));
+    snprintf(buf, 64, "%s", t ? t : "?");
+    free(t);
+    return buf;
+}
+
+/* RMSNorm-like: pow(x) -> mean -> add(mean, w) -> mul(x, rsq) -> mul(y, w): x is the head's
+ * input at later members, w one external used twice, the same tensor both times. */
+static void test_spec(void)
+{
+    kf_chains *c;
+    CHECK_EQ_INT(kf_chains_create(&c, 64), KF_OK);
+    kf_chain_rec *r = kf_chain_rec_create();
+    uintptr_t x = 10, w = 20, in[2], out[1];
+    struct { uint64_t key; uintptr_t a, b, o; } calls[] = {
+        {0x101, x, 0, 11}, {0x102, 11, 0, 12}, {0x203, 12, w, 13}, {0x204, x, 13, 14}, {0x205, 14, w, 15}};
+    for (int k = 0; k < 5; k++) {
+        in[0] = calls[k].a, in[1] = calls[k].b, out[0] = calls[k].o;
+        kf_chain_observe(c, r, calls[k].key, KF_CHAIN_SERVABLE, in, calls[k].b ? 2 : 1, out, 1);
+    }
+    kf_chain_flush(c, r);
+    cJSON *ch = only_chain(c), *spec = cJSON_GetObjectItem(ch, "spec");
+    char buf[64];
+    if (CHECK(cJSON_IsObject(spec))) {
+        CHECK_EQ_INT(cJSON_GetArraySize(cJSON_GetObjectItem(spec, "members")), 5);
+        CHECK_EQ_INT(cJSON_GetObjectItem(spec, "n_head_inputs")->valueint, 1);
+        CHECK_EQ_INT(cJSON_GetObjectItem(spec, "n_ext")->valueint, 1);
+        CHECK(!strcmp(ref_text(spec, 0, 0, buf), "[\"head\",0]"));
+        CHECK(!strcmp(ref_text(spec, 2, 0, buf), "[\"member\",1,0]"));
+        CHECK(!strcmp(ref_text(spec, 2, 1, buf), "[\"ext\",0]"));
+        CHECK(!strcmp(ref_text(spec, 3, 0, buf), "[\"head\",0]"));
+        CHECK(!strcmp(ref_text(spec, 4, 1, buf), "[\"ext\",0]"));
+        /* the chain's sig_hex is the canonical bytes of the spec itself */
+        char *text = cJSON_PrintUnformatted(spec);
+        uint8_t *b = NULL;
+        uint32_t n = 0;
+        CHECK_EQ_INT(kf_chain_sig_bytes(text, &b, &n, NULL, 0), KF_OK);
+        char *hex = malloc(2 * (size_t)n + 1);
+        kf_hex_encode(b, n, hex);
+        CHECK(!strcmp(hex, cJSON_GetObjectItem(spec, "sig_hex")->valuestring));
+        free(hex), free(b), free(text);
+        cJSON *m1 = cJSON_GetArrayItem(cJSON_GetObjectItem(spec, "members"), 1);
+        CHECK(!strcmp(cJSON_GetObjectItem(m1, "op")->valuestring, "t::k102"));
+    }
+    cJSON_Delete(ch);
+
+    /* a later member that writes in place cuts the spec before it; at member 1: no spec */
+    kf_chains_reset(c);
+    for (int cut = 1; cut <= 2; cut++) {
+        for (int k = 0; k < 4; k++) {
+            in[0] = 30 + (uintptr_t)k, out[0] = 31 + (uintptr_t)k;
+            kf_chain_observe(c, r, 0x101 + (uint64_t)k, KF_CHAIN_SERVABLE | (k == cut ? KF_CHAIN_WRITES : 0),
+                             in, 1, out, 1);
+        }
+        kf_chain_flush(c, r);
+        ch = only_chain(c);
+        spec = cJSON_GetObjectItem(ch, "spec");
+        CHECK_EQ_INT(cJSON_GetArraySize(cJSON_GetObjectItem(ch, "members")), 4); /* all recorded */
+        if (cut == 1) {
+            CHECK(cJSON_IsNull(spec));
+            CHECK(strstr(cJSON_GetObjectItem(ch, "fusable_reason")->valuestring, "writes in place"));
+        } else {
+            CHECK_EQ_INT(cJSON_GetArraySize(cJSON_GetObjectItem(spec, "members")), 2);
+        }
+        cJSON_Delete(ch);
+        kf_chains_reset(c);
+    }
+
+    /* an evicted member signature, and a member whose recorded inputs do not match its signature */
+    for (int bad = 0; bad < 2; bad++) {
+        in[0] = 40, out[0] = 41;
+        kf_chain_observe(c, r, 0x101, KF_CHAIN_SERVABLE, in, 1, out, 1);
+        in[0] = 41, out[0] = 42;
+        kf_chain_observe(c, r, bad ? 0x202 : 0xdead, KF_CHAIN_SERVABLE, in, 1, out, 1);
+        kf_chain_flush(c, r);
+        ch = only_chain(c);
+        CHECK(cJSON_IsNull(cJSON_GetObjectItem(ch, "spec")));
+        CHECK(strstr(cJSON_GetObjectItem(ch, "fusable_reason")->valuestring,
+                     bad ? "could not be followed" : "no longer in the signature table"));
+        cJSON_Delete(ch);
+        kf_chains_reset(c);
+    }
+    kf_chain_rec_free(r);
+    kf_chains_free(c);
+}
+
 int main(void)
 {
     test_recurring_chain();
     test_runs_end();
     test_full_table_drops();
+    test_spec();
     return check_done("chains");
 }

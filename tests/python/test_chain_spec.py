@@ -1,0 +1,75 @@
+"""Chain specs (docs/chains.md): kernel_forge.chains() gives each recorded chain its spec, the
+fusable prefix with every member's signature bytes and inputs as head inputs, earlier members'
+outputs or external tensors, and the canonical chain bytes; or None with the reason."""
+
+import torch
+
+import kernel_forge as kf
+
+
+def record(steps, fn, *args):
+    kf.reset_stats()
+    kf.set_recording(True)
+    try:
+        for _ in range(steps):
+            fn(*args)
+    finally:
+        kf.set_recording(False)
+    return kf.chains()
+
+
+def rms(x, w):
+    r = torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6)
+    return (x * r) * w
+
+
+def test_rmsnorm_spec_names_head_inputs_members_and_externals():
+    x, w = torch.randn(8, 64), torch.randn(64)
+    (ch,) = record(5, rms, x, w)
+    spec = ch["spec"]
+    assert spec is not None, ch["fusable_reason"]
+    assert [m["op"] for m in spec["members"]] == [
+        "aten::pow.Tensor_Scalar", "aten::mean.dim", "aten::add.Tensor", "aten::rsqrt",
+        "aten::mul.Tensor", "aten::mul.Tensor"]
+    ins = [m["inputs"] for m in spec["members"]]
+    # add's 1e-6 is a Python number: compiled in, no tensor input
+    assert ins == [[["head", 0]], [["member", 0, 0]], [["member", 1, 0]], [["member", 2, 0]],
+                   [["head", 0], ["member", 3, 0]], [["member", 4, 0], ["ext", 0]]]
+    assert spec["n_head_inputs"] == 1 and spec["n_ext"] == 1 and spec["version"] == 1
+    assert spec["members"][3]["signature"].startswith("rsqrt(f32[8,1]")
+    # each member's sig_hex starts with its op name (the signature encoding's head)
+    for m in spec["members"]:
+        raw = bytes.fromhex(m["sig_hex"])
+        assert raw[1:1 + raw[0]].decode() == m["op"]
+    chain = bytes.fromhex(spec["sig_hex"])
+    assert chain.startswith(b"KFCHAIN1") and chain[8] == 6
+    # the old "inputs" listing is unchanged: None for anything from outside the chain
+    assert ch["inputs"][4] == [None, [3, 0]] and ch["writes"] == [False] * 6
+
+
+def test_later_in_place_member_ends_the_fusable_part():
+    def tail(y, res):
+        z = y * 2.0
+        z.add_(res)  # a later member writing in place: the spec stops before it
+        return z.relu()
+
+    (ch,) = record(5, tail, torch.randn(4, 8), torch.randn(4, 8))
+    assert ch["writes"] == [False, True, False]
+    assert ch["spec"] is None and "writes in place" in ch["fusable_reason"]
+
+    def tail2(y, res):
+        z = torch.exp(y * 2.0)
+        z.add_(res)
+        return z.relu()
+
+    (ch,) = record(5, tail2, torch.randn(4, 8), torch.randn(4, 8))
+    assert [m["op"] for m in ch["spec"]["members"]] == ["aten::mul.Tensor", "aten::exp"]
+
+
+def test_same_tensor_twice_is_one_external():
+    def f(x, w):
+        return (x * w) + w
+
+    (ch,) = record(5, f, torch.randn(4, 8), torch.randn(8))
+    assert ch["spec"]["members"][1]["inputs"] == [["member", 0, 0], ["head", 1]]
+    assert ch["spec"]["n_ext"] == 0
