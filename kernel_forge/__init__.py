@@ -147,9 +147,11 @@ def chain_entries() -> list[dict]:
 
 
 def add_chain_kernel(spec: dict, source: str, launch, *, backend: str = "host",
-                     outputs: list | None = None, atol: float = 1e-5, rtol: float = 1e-5) -> None:
+                     outputs: list | None = None, atol: float = 1e-5, rtol: float = 1e-5,
+                     insert: bool = False) -> str | None:
     """Attach a hand-written kernel for a recorded chain (docs/chains.md), compiled here from
-    checked source like a host entry rebuilt from source; not written to the cache.
+    checked source like a host entry rebuilt from source; with `insert`, also write it to the
+    cache folder as a kforge::chain entry (what the forge produces) and return its cache key.
 
     `spec` is a chain's spec from chains(); the kernel's arguments are the head's tensor inputs,
     then the externals, then every member's outputs in member order, as typed pointers (launch
@@ -162,15 +164,17 @@ def add_chain_kernel(spec: dict, source: str, launch, *, backend: str = "host",
 
     lib = _native.lib()
     log = ctypes.c_void_p()
+    key = ctypes.create_string_buffer(33) if insert else None
     launch_text = launch if isinstance(launch, str) else json.dumps(launch)
     code = lib.kf_chain_kernel_add(_native.runtime(), json.dumps(spec).encode(),
                                    json.dumps(outputs).encode() if outputs is not None else None,
                                    backend.encode(), source.encode(), launch_text.encode(),
-                                   float(atol), float(rtol), ctypes.byref(log))
+                                   float(atol), float(rtol), key, ctypes.byref(log))
     if log.value:
         lib.kf_free(log)
     if code:
         raise KernelForgeError(f"add_chain_kernel: {_native.status_str(code)}: {_native.errmsg()}")
+    return key.value.decode() if insert else None
 
 
 def _time_basis(row) -> str:

@@ -168,6 +168,13 @@ static void mark_attached(kf_runtime *rt, const char *key)
     snprintf(rt->attached[rt->n_attached++], KF_KEY_HEX, "%s", key);
 }
 
+void kf_cachelink_mark_attached(kf_runtime *rt, const char *key)
+{
+    pthread_mutex_lock(&rt->cache_lock);
+    if (!is_attached(rt, key)) mark_attached(rt, key);
+    pthread_mutex_unlock(&rt->cache_lock);
+}
+
 /* Not decided after all (the folder was locked, or no slot was free): looked at again later. */
 static void unmark_attached(kf_runtime *rt, const char *key)
 {

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "common/hex.h"
 #include "common/log.h"
@@ -294,7 +295,7 @@ char *kf_chain_entries_json(kf_runtime *rt)
 
 static kf_status add_compiled(kf_runtime *rt, const char *spec_json, const char *outputs_json,
                               const char *backend, const char *source, const char *launch_json,
-                              double atol, double rtol, char **log);
+                              double atol, double rtol, char *key_out, char **log);
 
 /* Every member's outputs as eager laid them out in this process (the signature table's), flat
  * with "member"; NULL with the runtime's error when a member's layout is not known. */
@@ -333,11 +334,62 @@ out:
     return text;
 }
 
+/* The chain kernel as a cache entry (docs/chains.md): op kforge::chain, sig the canonical bytes. */
+static kf_status insert(kf_runtime *rt, const char *spec_json, const char *outputs_json, kf_kernel *k,
+                        kf_compiler_i *cc, const char *backend, const char *toolchain, const char *arch,
+                        const char *source, const char *launch_json, double atol, double rtol,
+                        char key[KF_KEY_HEX])
+{
+    (void)cc;
+    char err[256], name[300];
+    kf_cache_entry e = {0};
+    kf_cache *rw = NULL;
+    kf_status st = kf_chain_sig_bytes(spec_json, &e.sig, &e.sig_len, err, sizeof err);
+    if (st != KF_OK) {
+        kf_runtime_set_error(rt, "%s", err);
+        return st;
+    }
+    kf_chain_def d;
+    memset(&d, 0, sizeof d);
+    cJSON *spec = cJSON_Parse(spec_json);
+    fill_def(spec, &d);
+    cJSON_Delete(spec);
+    snprintf(name, sizeof name, "chain: %s", d.ops);
+    e.format = KF_CACHE_FORMAT;
+    e.contract_version = KF_CONTRACT_VERSION;
+    e.op = "kforge::chain";
+    e.signature = name;
+    e.backend = (char *)backend;
+    e.arch = (char *)arch;
+    e.toolchain = (char *)toolchain;
+    e.torch_version = rt->torch_version;
+    e.plugin_version = KF_VERSION_STRING;
+    e.source = (char *)source;
+    e.launch = (char *)launch_json;
+    e.compile_options = (char *)toolchain;
+    e.outputs = (char *)outputs_json;
+    e.chain = (char *)spec_json;
+    e.atol = atol, e.rtol = rtol;
+    e.proposer = "hand-written";
+    e.job = "";
+    e.disabled_reason = "";
+    e.created = (double)time(NULL);
+    size_t blob_len;
+    const void *blob = kf_served_blob(k->served, &blob_len);
+    st = kf_cache_open(&rw, rt->cfg.cache_dir, 0);
+    if (st == KF_OK) st = kf_cache_insert(rw, &e, blob, blob_len, key);
+    if (st != KF_OK) kf_runtime_set_error(rt, "cache %s: %s", rt->cfg.cache_dir, kf_cache_errmsg(rw));
+    kf_cache_free(rw);
+    free(e.sig);
+    return st;
+}
+
 kf_status kf_chain_kernel_add(kf_runtime *rt, const char *spec_json, const char *outputs_json,
                               const char *backend, const char *source, const char *launch_json,
-                              double atol, double rtol, char **log)
+                              double atol, double rtol, char *key_out, char **log)
 {
     if (log) *log = NULL;
+    if (key_out) key_out[0] = 0;
     if (!rt || !spec_json || !backend || !source || !launch_json || !log) return KF_ERR_INVALID;
     char *from_slots = NULL;
     if (!outputs_json) {
@@ -351,14 +403,15 @@ kf_status kf_chain_kernel_add(kf_runtime *rt, const char *spec_json, const char 
         outputs_json = from_slots = outputs_from_slots(rt, spec_json);
         if (!from_slots) return KF_ERR_NOT_FOUND;
     }
-    kf_status st = add_compiled(rt, spec_json, outputs_json, backend, source, launch_json, atol, rtol, log);
+    kf_status st = add_compiled(rt, spec_json, outputs_json, backend, source, launch_json, atol, rtol,
+                                key_out, log);
     free(from_slots);
     return st;
 }
 
 static kf_status add_compiled(kf_runtime *rt, const char *spec_json, const char *outputs_json,
                               const char *backend, const char *source, const char *launch_json,
-                              double atol, double rtol, char **log)
+                              double atol, double rtol, char *key_out, char **log)
 {
     char err[512];
     if (!kf_source_check_backend(source, backend, err, sizeof err)) {
@@ -391,7 +444,19 @@ static kf_status add_compiled(kf_runtime *rt, const char *spec_json, const char 
     }
     kf_kernel *k = kf_served_kernel(rt, cc, &launch, blob, blob_len);
     if (!k) return KF_ERR_NOMEM;
-    st = kf_chainserve_add(rt, spec_json, outputs_json, NULL, 0, k, atol, rtol, NULL, err, sizeof err);
+    char key[KF_KEY_HEX] = "";
+    if (key_out) {
+        st = insert(rt, spec_json, outputs_json, k, cc, backend, toolchain, arch, source, launch_json, atol,
+                    rtol, key);
+        if (st != KF_OK) {
+            kf_served_free(k->served);
+            free(k);
+            return st;
+        }
+        kf_cachelink_mark_attached(rt, key); /* attached below, not again by a reload */
+        snprintf(key_out, KF_KEY_HEX, "%s", key);
+    }
+    st = kf_chainserve_add(rt, spec_json, outputs_json, NULL, 0, k, atol, rtol, key, err, sizeof err);
     if (st != KF_OK) kf_runtime_set_error(rt, "%s", err);
     return st;
 }

@@ -11,8 +11,12 @@ namespace kforge {
 
 extern thread_local bool t_chain_pending;
 
-// One branch on the hot path: nothing to do unless an entry exists or a chain is pending here.
-inline bool chain_may_apply(kf_runtime* rt) { return t_chain_pending || kf_chainserve_active(rt); }
+// One branch on the hot path while no chain entry exists: nothing to do unless a chain is
+// pending on this thread or the call's signature is some entry's head.
+inline bool chain_may_apply(kf_runtime* rt, const kf_call& call) {
+  return t_chain_pending ||
+         (kf_chainserve_active(rt) && call.slot && kf_chainserve_find(rt, kf_slot_key(call.slot)));
+}
 
 // What chain serving does with one call. `active`: the call runs eager (its kernel dropped) and
 // chain_after must see its outputs. Left active (an exception), it drops the pending chain.

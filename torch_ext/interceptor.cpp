@@ -160,7 +160,7 @@ void Interceptor::run(kf_call& call, const kf_sig& sig, ThreadState& ts, const c
   if (chains) chain_inputs(*info_, *stack, &chain_in);
   // chain serving (docs/chains.md): a top-level call may be a chain's head or its next member
   ChainStep chain;
-  if (ts.depth == 1 && chain_may_apply(rt_) && chain_before(rt_, *info_, call, stack, &chain)) {
+  if (ts.depth == 1 && chain_may_apply(rt_, call) && chain_before(rt_, *info_, call, stack, &chain)) {
     if (chains) chain_report(rt_, call, chain_in, *info_, *stack);
     return;
   }

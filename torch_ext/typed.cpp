@@ -125,7 +125,7 @@ struct TypedKernel {
     CallDone call_done{s.rt, &call};
     // chain recording and serving need the call's tensors (top-level calls): boxed too
     if (call.kernel || call.learn || call.capture ||
-        (ts.depth == 0 && (kf_dispatch_chains_on(s.rt, &call) || chain_may_apply(s.rt)))) {
+        (ts.depth == 0 && (kf_dispatch_chains_on(s.rt, &call) || chain_may_apply(s.rt, call)))) {
       torch::jit::Stack stack = c10::impl::boxArgs<Args...>(args...);
       s.ic.run(call, sig, ts, s.op, ks, &stack);
       return c10::impl::PopResult<Ret>::call(stack);

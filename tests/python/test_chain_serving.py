@@ -5,6 +5,7 @@ compares the outputs with eager's (bit-identical where not served, within tolera
 served) and counts what was served. Each test uses its own shape: entries live as long as the
 process."""
 
+import json
 import threading
 
 import pytest
@@ -12,6 +13,8 @@ import torch
 
 import kernel_forge as kf
 from kernel_forge import _jobs
+
+from conftest import run_python
 
 TOL = dict(atol=1e-5, rtol=1e-5)
 
@@ -313,6 +316,56 @@ def test_bad_chain_kernels_are_refused():
         kf.add_chain_kernel(bad, kernel_source(16, 64), LAUNCH)
     with pytest.raises(kf.KernelForgeError, match="member"):
         kf.add_chain_kernel(spec, kernel_source(16, 64), LAUNCH, outputs=[{"member": 0}])
+
+
+def record_spec(rows, cols):
+    x, w = torch.randn(rows, cols), torch.randn(cols)
+    kf.reset_stats()
+    kf.set_recording(True)
+    try:
+        for _ in range(4):
+            rms(x, w)
+    finally:
+        kf.set_recording(False)
+    (ch,) = [c for c in kf.chains() if c["ops"][0] == "aten::pow.Tensor_Scalar"]
+    return ch["spec"]
+
+
+FRESH = """
+import json, torch, kernel_forge as kf
+def rms(x, w):
+    r = torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6)
+    return (x * r) * w
+ok = {{}}
+for rows in ({good}, {bad}):
+    x, w = torch.randn(rows, 64), torch.randn(64)
+    for _ in range(5):
+        y = rms(x, w)
+        kf.disable(); ref = rms(x, w); kf.enable()
+        ok.setdefault(rows, []).append(bool(torch.allclose(y, ref, atol=1e-5, rtol=1e-5)))
+print(json.dumps({{"ok": ok, "entries": kf.chain_entries(), "cache": kf.cache_entries()}}))
+"""
+
+
+def test_chain_entries_from_the_cache_in_a_fresh_process():
+    good, bad = 19, 20
+    keys = {}
+    for rows, scale in ((good, "1.0f"), (bad, "1.01f")):
+        spec = record_spec(rows, 64)
+        keys[rows] = kf.add_chain_kernel(spec, kernel_source(rows, 64, scale), LAUNCH, insert=True, **TOL)
+        assert keys[rows] and entry(spec)["cache_key"] == keys[rows]
+    p = run_python(FRESH.format(good=good, bad=bad))
+    assert p.returncode == 0, p.stderr[-3000:]
+    res = json.loads(p.stdout.strip().splitlines()[-1])
+    assert all(res["ok"][str(good)]) and all(res["ok"][str(bad)]), res["ok"]
+    by_key = {e["cache_key"]: e for e in res["entries"]}
+    assert by_key[keys[good]]["state"] == "served" and by_key[keys[good]]["completed"] >= 3
+    assert by_key[keys[bad]]["state"] == "refused" and "member 5" in by_key[keys[bad]]["reason"]
+    cached = {e["key"]: e for e in res["cache"]}
+    assert cached[keys[good]]["op"] == "kforge::chain" and not cached[keys[good]]["disabled"]
+    # the wrong one is marked disabled in the cache: no later process checks it again
+    kf.reload_cache()
+    assert {e["key"]: e for e in kf.cache_entries()}[keys[bad]]["disabled"]
 
 
 CUDA_SOURCE = """
