@@ -26,7 +26,8 @@ struct kf_chain_entry {
     char key_hex[KF_KEY_HEX]; /* its cache entry; "" when added in this process */
     _Atomic int state;
     _Atomic uint64_t n[KF_CHAIN_N_COUNTERS];
-    char reason[256]; /* why it was refused, written once by the refusing caller */
+    char reason[256]; /* why it was refused, written once by the refusing caller... */
+    _Atomic int reason_ready; /* ...and readable once this is set */
     struct kf_chain_entry *next;
 };
 
@@ -244,6 +245,7 @@ int kf_chain_entry_refuse(kf_chain_entry *e, kf_runtime *rt, const char *reason,
         if (st == KF_CHAIN_REFUSED) return 0;
     } while (!atomic_compare_exchange_weak(&e->state, &st, KF_CHAIN_REFUSED));
     snprintf(e->reason, sizeof e->reason, "%s", reason);
+    atomic_store_explicit(&e->reason_ready, 1, memory_order_release);
     if (disable_cache && e->key_hex[0]) kf_cachelink_disable_entry(rt, e->key_hex, reason);
     return 1;
 }
@@ -282,7 +284,8 @@ char *kf_chain_entries_json(kf_runtime *rt)
         cJSON_AddStringToObject(o, "cache_key", e->key_hex);
         const int st = kf_chain_entry_state(e);
         cJSON_AddStringToObject(o, "state", states[st]);
-        cJSON_AddStringToObject(o, "reason", st == KF_CHAIN_REFUSED ? e->reason : "");
+        const int ready = atomic_load_explicit(&e->reason_ready, memory_order_acquire);
+        cJSON_AddStringToObject(o, "reason", st == KF_CHAIN_REFUSED && ready ? e->reason : "");
         cJSON_AddNumberToObject(o, "heads", (double)atomic_load(&e->n[KF_CHAIN_HEADS]));
         cJSON_AddNumberToObject(o, "completed", (double)atomic_load(&e->n[KF_CHAIN_COMPLETED]));
         cJSON_AddNumberToObject(o, "dropped", (double)atomic_load(&e->n[KF_CHAIN_DROPPED]));
