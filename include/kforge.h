@@ -128,6 +128,16 @@ KF_API char *kf_ops_json(kf_runtime *rt);
 KF_API void kf_reset_stats(kf_runtime *rt);
 /* Recorded chains (plugin/chains.h) seen at least min_calls times. */
 KF_API char *kf_chains_json(kf_runtime *rt, uint64_t min_calls);
+/* Chain entries (plugin/chainserve.h): per entry its chain's sig_hex, ops, state ("checking",
+ * "served", "refused"), reason and counters (heads, completed, dropped). */
+KF_API char *kf_chain_entries_json(kf_runtime *rt);
+/* Compile a chain kernel from checked source in this process and attach it to the chain's head
+ * (docs/chains.md): spec as kernel_forge.chains() gives it, outputs the layouts of every
+ * member's outputs (each with "member"; NULL: eager's in this process), atol/rtol the first-use
+ * check's tolerance. With key_out, also insert it into the cache folder (key_out: its key). */
+KF_API kf_status kf_chain_kernel_add(kf_runtime *rt, const char *spec_json, const char *outputs_json,
+                                     const char *backend, const char *source, const char *launch_json,
+                                     double atol, double rtol, char *key_out, char **log);
 KF_API void kf_free(void *p);
 
 /* Signature probe: between begin and end, the first call of `op` (e.g. "aten::relu") on this thread has its

@@ -15,7 +15,7 @@ from . import _native
 
 __all__ = [
     "KernelForgeError", "library_path", "load", "enable", "disable", "enabled",
-    "intercepted_ops", "ops_info", "stats", "chains", "signature_table", "reset_stats", "set_recording",
+    "intercepted_ops", "ops_info", "stats", "chains", "chain_entries", "add_chain_kernel", "signature_table", "reset_stats", "set_recording",
     "signature_key", "add_kernel", "cache_entries", "reload_cache", "cache_dir", "tune",
     "tuner_status", "__version__",
 ]
@@ -107,9 +107,12 @@ def chains(min_calls: int = 3) -> list[dict]:
     seen, not tuned), writes (per member: it writes a tensor argument in place), and spec: the
     chain as a job and a cache entry see it (docs/chains.md: its fusable prefix, per member op,
     signature, sig_hex and inputs as ["head", i] | ["member", m, o] | ["ext", e]; the chain's
-    canonical bytes in spec["sig_hex"]), or None with fusable_reason saying why.
+    canonical bytes in spec["sig_hex"]), or None with fusable_reason saying why. With a chain
+    kernel attached, status is its entry's state ("checking", "served", "refused") and entry is
+    chain_entries()'s row.
     """
     doc = _native.take_json(_native.lib().kf_chains_json(_native.runtime(), int(min_calls)))
+    entries = {e["sig_hex"]: e for e in chain_entries()}
     rows = {r["key"]: r for r in stats()}
     total = sum(r["time_ms"] for r in rows.values())
     out = []
@@ -128,7 +131,50 @@ def chains(min_calls: int = 3) -> list[dict]:
             "status": "recorded",
             "spec": ch.get("spec"), "fusable_reason": ch.get("fusable_reason"),
         })
+        entry = entries.get((ch.get("spec") or {}).get("sig_hex"))
+        if entry:  # a chain kernel is attached: checking, served or refused (and why)
+            out[-1].update(status=entry["state"], entry=entry)
     return out
+
+
+def chain_entries() -> list[dict]:
+    """The chain kernels attached in this process (docs/chains.md), newest first: sig_hex (the
+    chain's canonical bytes), ops, cache_key ("" when added by add_chain_kernel), state
+    ("checking" until its first use matched eager, "served", "refused"), reason (why refused),
+    and counters: heads (the kernel ran at the chain's head), completed (every member was handed
+    its result), dropped (the chain broke off before its last member)."""
+    return _native.take_json(_native.lib().kf_chain_entries_json(_native.runtime()))
+
+
+def add_chain_kernel(spec: dict, source: str, launch, *, backend: str = "host",
+                     outputs: list | None = None, atol: float = 1e-5, rtol: float = 1e-5,
+                     insert: bool = False) -> str | None:
+    """Attach a hand-written kernel for a recorded chain (docs/chains.md), compiled here from
+    checked source like a host entry rebuilt from source; with `insert`, also write it to the
+    cache folder as a kforge::chain entry (what the forge produces) and return its cache key.
+
+    `spec` is a chain's spec from chains(); the kernel's arguments are the head's tensor inputs,
+    then the externals, then every member's outputs in member order, as typed pointers (launch
+    record as for add_kernel). `outputs` are those outputs' layouts (the manifest's form, each
+    with "member"); None takes the layouts eager produced in this process. Nothing is trusted:
+    the chain's first use in this process runs every member eager too and serves the kernel
+    only if all of them match within atol/rtol. Raises KernelForgeError naming the reason."""
+    import ctypes
+    import json
+
+    lib = _native.lib()
+    log = ctypes.c_void_p()
+    key = ctypes.create_string_buffer(33) if insert else None
+    launch_text = launch if isinstance(launch, str) else json.dumps(launch)
+    code = lib.kf_chain_kernel_add(_native.runtime(), json.dumps(spec).encode(),
+                                   json.dumps(outputs).encode() if outputs is not None else None,
+                                   backend.encode(), source.encode(), launch_text.encode(),
+                                   float(atol), float(rtol), key, ctypes.byref(log))
+    if log.value:
+        lib.kf_free(log)
+    if code:
+        raise KernelForgeError(f"add_chain_kernel: {_native.status_str(code)}: {_native.errmsg()}")
+    return key.value.decode() if insert else None
 
 
 def _time_basis(row) -> str:

@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "common/log.h"
+#include "plugin/chainserve.h"
 #include "plugin/family.h"
 #include "plugin/rebuild.h"
 #include "plugin/served.h"
@@ -180,6 +181,16 @@ static void mark_attached(kf_runtime *rt, const kf_cache_entry *e, int bundle)
     a->bundle = bundle;
 }
 
+void kf_cachelink_mark_attached(kf_runtime *rt, const char *key)
+{
+    pthread_mutex_lock(&rt->cache_lock);
+    kf_cache_entry *e = NULL; /* its blob's hash too: a reload attaches a changed blob again */
+    if (rt->cache && kf_cache_get(rt->cache, key, &e) == KF_OK && !is_attached(rt, e, 0))
+        mark_attached(rt, e, 0);
+    kf_cache_entry_free(e);
+    pthread_mutex_unlock(&rt->cache_lock);
+}
+
 /* Not decided after all (the folder was locked, or no slot was free): looked at again later;
  * a replacement gets its old record back, so that it still counts as replaced. */
 static void unmark_attached(kf_runtime *rt, const char *key, const struct kf_attached *old)
@@ -202,6 +213,7 @@ static void detach_disabled(kf_runtime *rt, const kf_cache_entry *e)
     }
     kf_slot_unpin(s);
     kf_family_disable(rt, e->key_hex); /* and every shape its family served */
+    kf_chainserve_disable(rt, e->key_hex, e->disabled_reason);
 }
 
 enum { ATTACH_DONE = 1, ATTACH_LATER = 0, ATTACH_BUSY = 2 };
@@ -231,7 +243,9 @@ static int attach_entry(kf_runtime *rt, kf_cache *from, const kf_cache_entry *e,
     if (!cc) return ATTACH_DONE;
     int dtype, didx;
     char arch[128];
-    if (kf_sig_device_of(e->sig, e->sig_len, &dtype, &didx) != KF_OK ||
+    /* a chain's sig is its canonical bytes: the device is its head member's */
+    if ((e->chain ? kf_chainserve_device(e->chain, &dtype, &didx)
+                  : kf_sig_device_of(e->sig, e->sig_len, &dtype, &didx)) != KF_OK ||
         cc->arch(cc->self, didx, arch, sizeof arch) != KF_OK)
         return ATTACH_DONE;
     kf_key_inputs in = {e->sig, e->sig_len, e->backend, arch, toolchain, rt->torch_version,
@@ -246,7 +260,7 @@ static int attach_entry(kf_runtime *rt, kf_cache *from, const kf_cache_entry *e,
     kf_out_layout outs;
     char err[256];
     if (kf_launch_parse(e->launch, &launch, err, sizeof err) != KF_OK ||
-        kf_layout_from_json(e->outputs, &outs) != KF_OK) {
+        (!e->chain && kf_layout_from_json(e->outputs, &outs) != KF_OK)) {
         KF_WARN("cache entry %s: bad launch record or outputs; skipped", e->key_hex);
         return ATTACH_DONE;
     }
@@ -269,6 +283,13 @@ static int attach_entry(kf_runtime *rt, kf_cache *from, const kf_cache_entry *e,
     }
     if (rs != KF_OK) {
         KF_WARN("cache entry %s: %s; skipped", e->key_hex, kf_cache_errmsg(from));
+        return ATTACH_DONE;
+    }
+    if (e->chain) { /* attached to its head signature (plugin/chainserve.h), checked on first use */
+        kf_kernel *ck = kf_served_kernel(rt, cc, &launch, blob, blob_len);
+        if (ck && kf_chainserve_add(rt, e->chain, e->outputs, e->sig, e->sig_len, ck, e->atol, e->rtol,
+                                    e->key_hex, err, sizeof err) != KF_OK)
+            KF_WARN("cache entry %s (%s): %s; not served", e->key_hex, e->signature, err);
         return ATTACH_DONE;
     }
     kf_slot *slot = kf_sigtable_get(rt->sigs, kf_sig_hash(e->sig, e->sig_len), e->sig, e->sig_len, 0,

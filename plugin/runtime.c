@@ -8,6 +8,7 @@
 
 #include "common/log.h"
 #include "plugin/cachelink.h"
+#include "plugin/chainserve.h"
 #include "plugin/family.h"
 #include "plugin/served.h"
 
@@ -67,6 +68,7 @@ void kf_runtime_free(kf_runtime *rt)
     }
     kf_cachelink_free(rt); /* after the served kernels: they use its compilers */
     kf_family_free_all(rt);
+    kf_chainserve_free_all(rt);
     kf_gpu_timer_free(rt->gtimer);
     kf_chains_free(rt->chains);
     kf_sigtable_free(rt->sigs);

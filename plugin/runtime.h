@@ -86,6 +86,9 @@ struct kf_runtime {
      * counts additions (0: none, so a slot's fam_seen of 0 means "nothing to look at"). */
     _Atomic(struct kf_family *) families;
     _Atomic uint32_t fam_gen;
+
+    /* Chain entries (plugin/chainserve.c): prepended under `lock`, read without it. */
+    _Atomic(struct kf_chain_entry *) chain_entries;
 };
 
 /* A slot was just looked up: give it a capture request that was waiting for it. */

@@ -11,6 +11,7 @@
 #include <string>
 #include <stdexcept>
 
+#include "torch_ext/chainserve.h"
 #include "torch_ext/ext.h"
 #include "common/log.h"
 
@@ -157,6 +158,12 @@ void Interceptor::run(kf_call& call, const kf_sig& sig, ThreadState& ts, const c
   // a call made inside another intercepted op's kernel is part of that op, not of a chain
   const bool chains = ts.depth == 1 && kf_dispatch_chains_on(rt_, &call);
   if (chains) chain_inputs(*info_, *stack, &chain_in);
+  // chain serving (docs/chains.md): a top-level call may be a chain's head or its next member
+  ChainStep chain;
+  if (ts.depth == 1 && chain_may_apply(rt_, call) && chain_before(rt_, *info_, call, stack, &chain)) {
+    if (chains) chain_report(rt_, call, chain_in, *info_, *stack);
+    return;
+  }
   if (call.kernel &&
       (call.validate ? serve_checked(call, op, ks, stack, stream) : serve(call, stack, stream))) {
     if (chains) chain_report(rt_, call, chain_in, *info_, *stack);
@@ -197,6 +204,7 @@ void Interceptor::run(kf_call& call, const kf_sig& sig, ThreadState& ts, const c
     throw;  // eager's own error, unchanged
   }
   kf_dispatch_end(rt_, &call, 0, stream);
+  if (chain.active) chain_after(rt_, *info_, *stack, &chain);
   if (chains) chain_report(rt_, call, chain_in, *info_, *stack);
   if (capture && call.slot) {
     try {

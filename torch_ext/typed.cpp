@@ -14,6 +14,7 @@
 #include <string_view>
 #include <tuple>
 
+#include "torch_ext/chainserve.h"
 #include "torch_ext/ext.h"
 #include "common/log.h"
 
@@ -122,9 +123,9 @@ struct TypedKernel {
     kf_call call;
     kf_dispatch_begin(s.rt, &sig, &call);
     CallDone call_done{s.rt, &call};
-    // chain recording needs the call's tensors (top-level calls, while recording): boxed too
+    // chain recording and serving need the call's tensors (top-level calls): boxed too
     if (call.kernel || call.learn || call.capture ||
-        (ts.depth == 0 && kf_dispatch_chains_on(s.rt, &call))) {
+        (ts.depth == 0 && (kf_dispatch_chains_on(s.rt, &call) || chain_may_apply(s.rt, call)))) {
       torch::jit::Stack stack = c10::impl::boxArgs<Args...>(args...);
       s.ic.run(call, sig, ts, s.op, ks, &stack);
       return c10::impl::PopResult<Ret>::call(stack);

@@ -1,0 +1,75 @@
+/* Chain entries (docs/chains.md): a kernel computing every member of a recorded chain at once,
+ * attached to the chain's head signature. torch_ext (chainserve.cpp) runs the serving state
+ * machine; this side validates entries (untrusted: cache files, bundles, the caller of
+ * kf_chain_kernel_add), holds them, their state and counters.
+ *
+ * Entries are prepended to the runtime's list under rt->lock and never freed before the
+ * runtime, so readers walk it without a lock. Per call, while no entry exists, the hot path pays
+ * one relaxed load (kf_chainserve_active). */
+#ifndef KF_PLUGIN_CHAINSERVE_H
+#define KF_PLUGIN_CHAINSERVE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/chain_sig.h"
+#include "kforge.h"
+#include "plugin/layout.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct kf_kernel kf_kernel;
+typedef struct kf_chain_entry kf_chain_entry;
+
+/* What an entry says about its chain; immutable once the entry is published. */
+typedef struct kf_chain_def {
+    int n, n_head, n_ext, n_outputs;
+    uint64_t key[KF_CHAIN_SPEC_MAX_MEMBERS]; /* the members' signature keys */
+    int n_in[KF_CHAIN_SPEC_MAX_MEMBERS];
+    uint8_t ref[KF_CHAIN_SPEC_MAX_MEMBERS][KF_CHAIN_SPEC_MAX_INPUTS][3]; /* kind, a, b */
+    kf_out_layout outs[KF_CHAIN_SPEC_MAX_MEMBERS]; /* eager's outputs of each member */
+    double atol, rtol;                             /* of the first-use check */
+    char ops[256];                                 /* "pow -> mean -> add -> ..." */
+} kf_chain_def;
+
+enum { KF_CHAIN_CHECKING = 0, KF_CHAIN_SERVING = 1, KF_CHAIN_REFUSED = 2 };
+enum { KF_CHAIN_HEADS, KF_CHAIN_COMPLETED, KF_CHAIN_DROPPED, KF_CHAIN_N_COUNTERS };
+
+#define KF_CHAIN_MAX_ARGS 16   /* kernel arguments: head inputs, externals, outputs */
+#define KF_CHAIN_GUARD_HEADS 32 /* heads before the drop-rate guard judges a chain */
+
+/* Validate spec (chain_sig.h) and outputs (a JSON array of layouts as the manifest's, each with
+ * "member": its member's index, in member order, at least one per member; only the head's may
+ * alias an argument) and publish an entry serving kernel k (owned from here, even on failure).
+ * The canonical bytes of the spec must equal `sig` when sig is given (a cache entry's). */
+kf_status kf_chainserve_add(kf_runtime *rt, const char *spec_json, const char *outputs_json,
+                            const uint8_t *sig, uint32_t sig_len, kf_kernel *k, double atol,
+                            double rtol, const char *key_hex, char *err, size_t err_cap);
+void kf_chainserve_free_all(kf_runtime *rt);
+/* The device of a chain (its head member's signature), for a cache entry's "chain" object. */
+kf_status kf_chainserve_device(const char *chain_json, int *type, int *index);
+/* Its cache entry was disabled (by another process): entries from it are refused here too. */
+void kf_chainserve_disable(kf_runtime *rt, const char *key_hex, const char *reason);
+
+/* Any entry published (the hot path's one check). */
+int kf_chainserve_active(const kf_runtime *rt);
+/* The newest entry not refused whose head signature key is head_key, or NULL. */
+kf_chain_entry *kf_chainserve_find(kf_runtime *rt, uint64_t head_key);
+const kf_chain_def *kf_chain_entry_def(const kf_chain_entry *e);
+const kf_kernel *kf_chain_entry_kernel(const kf_chain_entry *e);
+int kf_chain_entry_state(const kf_chain_entry *e);
+/* The whole chain matched eager on first use: served from now on. */
+void kf_chain_entry_enable(kf_chain_entry *e);
+/* Stop serving it in this process (a mismatch, a failed launch, the drop-rate guard), and mark
+ * its cache entry disabled when `disable_cache`. 1 for the one caller that refused it (it warns). */
+int kf_chain_entry_refuse(kf_chain_entry *e, kf_runtime *rt, const char *reason, int disable_cache);
+/* Counters (KF_CHAIN_HEADS: the kernel ran at a head). A drop past the guard's threshold refuses
+ * the entry (1 returned to the caller that did, which warns). */
+int kf_chain_entry_count(kf_chain_entry *e, kf_runtime *rt, int which);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

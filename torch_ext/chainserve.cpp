@@ -1,0 +1,373 @@
+// Chain serving (chainserve.h, docs/chains.md): precompute at the head, hand out at each member.
+//
+// Per thread: at most one pending chain, and per entry the externals its last complete run read
+// (held strongly, with their version counters). A head with no valid prediction runs eager and
+// OBSERVES the chain (learning its externals); with one, the kernel runs at the head and the
+// members are CHECKED against eager (first use in the process) or SERVED from its outputs.
+#include "torch_ext/chainserve.h"
+
+#include <ATen/ATen.h>
+#include <c10/core/impl/DeviceGuardImplInterface.h>
+
+#include <unordered_map>
+#include <vector>
+
+#include "common/log.h"
+
+namespace kforge {
+
+thread_local bool t_chain_pending = false;
+
+namespace {
+
+enum class Mode { Observe, Check, Serve };
+
+struct Held {  // a tensor a later member must get: the very TensorImpl, at this version
+  at::Tensor t;
+  uint32_t version = 0;
+};
+
+struct Pending {
+  kf_chain_entry* e = nullptr;
+  const kf_chain_def* d = nullptr;
+  Mode mode = Mode::Observe;
+  int next = 0;            // the member expected next
+  bool in_member = false;  // a member runs eager now (chain_after clears it)
+  bool cuda = false;
+  void* stream = nullptr;
+  std::vector<Held> head_in, ext;
+  std::vector<std::vector<Held>> seen;        // per member: the outputs its readers must get
+  std::vector<std::vector<at::Tensor>> outs;  // per member: the kernel's (Check, Serve)
+};
+
+struct Prediction {
+  std::vector<Held> ext;
+  std::vector<kf_tensor> meta;  // what each external was: a resize_ or set_ need not bump its version
+};
+
+bool same_meta(const at::Tensor& t, const kf_tensor& m) {
+  kf_tensor now;
+  if (!to_kf_tensor(t, &now) || now.data != m.data || now.dtype != m.dtype || now.ndim != m.ndim) return false;
+  for (int d = 0; d < m.ndim; d++)
+    if (now.sizes[d] != m.sizes[d] || now.strides[d] != m.strides[d]) return false;
+  return true;
+}
+
+struct ChainThread {
+  Pending p;
+  std::unordered_map<const kf_chain_entry*, Prediction> pred;
+};
+
+thread_local ChainThread t_chain;
+
+struct Bypass {  // our own ATen calls (allocation, comparison) are not the user's
+  ThreadState& ts = thread_state();
+  bool saved = ts.bypass;
+  Bypass() { ts.bypass = true; }
+  ~Bypass() { ts.bypass = saved; }
+};
+
+// The version counter, or false (an inference tensor has none: nothing can be proven unchanged).
+bool version_of(const at::Tensor& t, uint32_t* v) {
+  if (!t.defined() || t.is_inference()) return false;
+  try {
+    *v = t.unsafeGetTensorImpl()->version_counter().current_version();
+    return true;
+  } catch (...) {
+    return false;
+  }
+}
+
+bool held_now(const Held& h, const at::Tensor& t) {
+  uint32_t v;
+  return h.t.defined() && t.unsafeGetTensorImpl() == h.t.unsafeGetTensorImpl() && version_of(t, &v) &&
+         v == h.version;
+}
+
+// The call's kernel tensor inputs (as the recorder numbers them: no Python numbers, no None).
+c10::SmallVector<at::Tensor, 8> tensor_inputs(const OpSchemaInfo& info, const torch::jit::Stack& stack) {
+  c10::SmallVector<at::Tensor, 8> v;
+  const c10::IValue* args = stack.data() + (stack.size() - info.n_args);
+  for (size_t i = 0; i < info.n_args; i++) {
+    if (!args[i].isTensor()) continue;
+    const at::Tensor& t = args[i].toTensor();
+    if (t.defined() && !t.unsafeGetTensorImpl()->is_wrapped_number()) v.push_back(t);
+  }
+  return v;
+}
+
+void* stream_of(const at::Tensor& t) {
+  if (!t.is_cuda()) return nullptr;
+  return current_cuda_stream(t.device().index());
+}
+
+void clear(Pending& p) {
+  p = Pending{};
+  t_chain_pending = false;
+}
+
+// The pending chain cannot go on: release it and count the drop (the guard may detach the
+// entry). `forget`: the next member came with other tensors (a new weight, a write in between),
+// so the prediction is stale and the next head observes again; another call (the model took
+// another branch, read an intermediate) leaves it.
+void drop(kf_runtime* rt, const char* why, bool forget) {
+  Pending& p = t_chain.p;
+  if (!p.e) return;
+  KF_DEBUG("chain %s: dropped at member %d (%s)", p.d->ops, p.next, why);
+  if (forget) t_chain.pred.erase(p.e);
+  if (p.mode != Mode::Observe && kf_chain_entry_count(p.e, rt, KF_CHAIN_DROPPED))
+    KF_WARN("chain %s is not served again in this process: its pending state was dropped before "
+            "its last member more often than the chain completed", p.d->ops);
+  clear(p);
+}
+
+// What member m's input i must be; nullptr when not known yet (an external while observing).
+Held* expected(Pending& p, int m, int i) {
+  const uint8_t* r = p.d->ref[m][i];
+  if (r[0] == KF_CHAIN_IN_HEAD) return &p.head_in[r[1]];
+  if (r[0] == KF_CHAIN_IN_MEMBER) return &p.seen[r[1]][r[2]];
+  return p.ext[r[1]].t.defined() ? &p.ext[r[1]] : nullptr;
+}
+
+bool member_inputs_match(Pending& p, const c10::SmallVector<at::Tensor, 8>& ins) {
+  const int m = p.next;
+  if (static_cast<int>(ins.size()) != p.d->n_in[m]) return false;
+  for (int i = 0; i < p.d->n_in[m]; i++) {
+    Held* h = expected(p, m, i);
+    if (h ? !held_now(*h, ins[i]) : !version_of(ins[i], &p.ext[p.d->ref[m][i][1]].version)) return false;
+    if (!h) p.ext[p.d->ref[m][i][1]].t = ins[i];  // observed: the prediction for the next run
+  }
+  return true;
+}
+
+// Counted as served, untimed: a hand-out is no sample of a kernel's speed (the speed guard's).
+void served(kf_runtime* rt, kf_call& call) {
+  call.time_it = call.eager_sample = 0;
+  kf_dispatch_end(rt, &call, 1, nullptr);
+}
+
+void replace_args(const OpSchemaInfo& info, torch::jit::Stack* stack, const std::vector<at::Tensor>& outs) {
+  torch::jit::drop(*stack, info.n_args);
+  for (const at::Tensor& t : outs) stack->emplace_back(t);
+}
+
+// The last member passed: the chain completed.
+void complete(kf_runtime* rt) {
+  Pending& p = t_chain.p;
+  if (p.mode != Mode::Observe) kf_chain_entry_count(p.e, rt, KF_CHAIN_COMPLETED);
+  if (p.mode == Mode::Check) kf_chain_entry_enable(p.e);
+  Prediction pr{p.ext, std::vector<kf_tensor>(p.ext.size())};
+  bool ok = true;
+  for (size_t i = 0; i < p.ext.size(); i++) ok = ok && to_kf_tensor(p.ext[i].t, &pr.meta[i]);
+  if (ok) t_chain.pred[p.e] = std::move(pr);
+  clear(p);
+}
+
+// Every member's outputs, allocated as eager lays them out, on `device`.
+bool allocate(const kf_chain_def* d, const c10::Device& device, std::vector<std::vector<at::Tensor>>* outs) {
+  outs->assign(d->n, {});
+  for (int m = 0; m < d->n; m++)
+    for (int o = 0; o < d->outs[m].n; o++) {
+      const auto& l = d->outs[m].o[o];
+      (*outs)[m].push_back(at::empty_strided(c10::IntArrayRef(l.sizes, l.ndim), c10::IntArrayRef(l.strides, l.ndim),
+                                             at::TensorOptions().dtype(from_kf_dtype(l.dtype)).device(device)));
+    }
+  return true;
+}
+
+// The kernel at the head: inputs, externals, then every member's outputs. False: not launched.
+bool launch(kf_runtime* rt, kf_chain_entry* e, Pending& p) {
+  const kf_chain_def* d = p.d;
+  kf_tensor ts[KF_CHAIN_MAX_ARGS];
+  int n = 0;
+  try {
+    Bypass bypass;
+    allocate(d, p.head_in[0].t.device(), &p.outs);
+    for (const Held& h : p.head_in)
+      if (!to_kf_tensor(h.t, &ts[n++])) return false;
+    for (const Held& h : p.ext)
+      if (h.t.device() != p.head_in[0].t.device() || !to_kf_tensor(h.t, &ts[n++])) return false;
+    for (auto& mo : p.outs)
+      for (const at::Tensor& t : mo) {
+        if (!to_kf_tensor(t, &ts[n++])) return false;
+        if (p.mode == Mode::Check) poison(t);  // an output the kernel forgets cannot match by luck
+      }
+  } catch (...) {
+    return false;  // e.g. out of memory: the head runs eager
+  }
+  const int rc = kf_kernel_launch(kf_chain_entry_kernel(e), ts, n, p.stream);
+  if (rc == 0) return true;
+  if (rc != KF_KERNEL_LATER) {
+    char why[96];
+    snprintf(why, sizeof why, "its kernel returned %d", rc);
+    if (kf_chain_entry_refuse(e, rt, why, 0))
+      KF_WARN("chain kernel for %s returned %d; it is not served again in this process (eager runs "
+              "instead)", d->ops, rc);
+  }
+  return false;
+}
+
+bool start_head(kf_runtime* rt, kf_chain_entry* e, const OpSchemaInfo& info, kf_call& call,
+                torch::jit::Stack* stack, ChainStep* step) {
+  const kf_chain_def* d = kf_chain_entry_def(e);
+  const auto ins = tensor_inputs(info, *stack);
+  if (d->n_head < 1 || static_cast<int>(ins.size()) != d->n_head) return false;
+  Pending p;
+  p.e = e;
+  p.d = d;
+  p.cuda = ins[0].is_cuda();
+  try {
+    p.stream = stream_of(ins[0]);
+  } catch (...) {
+    return false;
+  }
+  for (const at::Tensor& t : ins) {
+    Held h{t, 0};
+    if (!version_of(t, &h.version)) return false;
+    p.head_in.push_back(std::move(h));
+  }
+  const int state = kf_chain_entry_state(e);
+  // the check compares on the host: never while a CUDA graph is captured
+  if (p.cuda && kf_runtime_capturing(rt, p.stream) && state != KF_CHAIN_SERVING) return false;
+  p.ext.assign(d->n_ext, Held{});
+  p.seen.assign(d->n, {});
+  bool predicted = d->n_ext == 0;
+  auto it = t_chain.pred.find(e);
+  if (!predicted && it != t_chain.pred.end() && static_cast<int>(it->second.ext.size()) == d->n_ext) {
+    predicted = true;
+    for (size_t i = 0; i < it->second.ext.size(); i++) {
+      const Held& h = it->second.ext[i];
+      predicted = predicted && held_now(h, h.t) && same_meta(h.t, it->second.meta[i]);
+    }
+    if (predicted) p.ext = it->second.ext;
+  }
+  p.mode = !predicted ? Mode::Observe : state == KF_CHAIN_SERVING ? Mode::Serve : Mode::Check;
+  if (p.mode != Mode::Observe) {
+    if (!launch(rt, e, p)) return false;
+    kf_chain_entry_count(e, rt, KF_CHAIN_HEADS);
+  }
+  p.next = 1;
+  t_chain.p = std::move(p);
+  t_chain_pending = true;
+  Pending& q = t_chain.p;
+  if (q.mode == Mode::Serve) {
+    for (int m = 0; m < d->n; m++)
+      for (const at::Tensor& t : q.outs[m]) {
+        Held h{t, 0};
+        version_of(t, &h.version);  // fresh tensors: never an inference tensor here
+        q.seen[m].push_back(std::move(h));
+      }
+    served(rt, call);
+    replace_args(info, stack, q.outs[0]);
+    return true;
+  }
+  q.next = 0;  // chain_after takes the head's eager outputs as member 0's
+  q.in_member = true;
+  call.kernel = nullptr;
+  step->active = true;
+  return false;
+}
+
+}  // namespace
+
+ChainStep::~ChainStep() {
+  if (active && t_chain.p.e && t_chain.p.in_member) drop(nullptr, "the call raised", true);
+}
+
+bool chain_before(kf_runtime* rt, const OpSchemaInfo& info, kf_call& call, torch::jit::Stack* stack,
+                  ChainStep* step) {
+  Pending& p = t_chain.p;
+  const uint64_t key = call.slot ? kf_slot_key(call.slot) : 0;
+  try {
+    if (p.e) {
+      const auto ins = tensor_inputs(info, *stack);
+      bool same_stream = true;
+      if (p.cuda) same_stream = !ins.empty() && ins[0].is_cuda() && stream_of(ins[0]) == p.stream;
+      if (p.in_member || key != p.d->key[p.next]) {
+        drop(rt, p.in_member ? "a member did not complete" : "not the next member", p.in_member);
+      } else if (!same_stream || !member_inputs_match(p, ins)) {
+        drop(rt, "the next member with other tensors, or on another stream", true);
+      } else if (p.mode == Mode::Serve) {
+        const int m = p.next++;
+        served(rt, call);
+        replace_args(info, stack, p.outs[m]);
+        if (p.next == p.d->n) complete(rt);
+        return true;
+      } else {
+        p.in_member = true;
+        call.kernel = nullptr;  // checked and observed against eager itself
+        step->active = true;
+        return false;
+      }
+    }
+    if (!call.slot || !kf_chainserve_active(rt)) return false;
+    kf_chain_entry* e = kf_chainserve_find(rt, key);
+    return e ? start_head(rt, e, info, call, stack, step) : false;
+  } catch (...) {
+    if (t_chain.p.e) drop(rt, "an error", true);
+    step->active = false;
+    return false;  // the normal path runs the call
+  }
+}
+
+void chain_after(kf_runtime* rt, const OpSchemaInfo& info, const torch::jit::Stack& stack, ChainStep* step) {
+  step->active = false;
+  Pending& p = t_chain.p;
+  if (!p.e || !p.in_member) return;
+  p.in_member = false;
+  const int m = p.next;
+  const kf_out_layout& l = p.d->outs[m];
+  try {
+    if (stack.size() < info.n_returns || static_cast<int>(info.n_returns) != l.n) {
+      drop(rt, "its outputs are not the entry's", true);
+      return;
+    }
+    const c10::IValue* rets = stack.data() + (stack.size() - info.n_returns);
+    std::string why;
+    for (int o = 0; o < l.n; o++) {
+      if (!rets[o].isTensor()) {
+        drop(rt, "a non-tensor output", true);
+        return;
+      }
+      const at::Tensor& t = rets[o].toTensor();
+      Held h{t, 0};
+      if (!version_of(t, &h.version)) {
+        drop(rt, "an output without a version counter", true);
+        return;
+      }
+      p.seen[m].push_back(std::move(h));
+      if (p.mode != Mode::Check) continue;
+      const at::Tensor& k = p.outs[m][o];
+      bool ok = k.strides() == t.strides();
+      if (!ok) why = "output strides differ from eager";
+      if (ok) {
+        Bypass bypass;
+        ok = matches_eager(k, t, p.d->atol, p.d->rtol, &why);
+      }
+      if (!ok) {
+        char reason[512];
+        snprintf(reason, sizeof reason, "member %d (%s), output %d: %s", m, info.name.c_str(), o, why.c_str());
+        kf_chain_entry* e = p.e;
+        const std::string ops = p.d->ops;
+        t_chain.pred.erase(e);
+        clear(p);
+        if (kf_chain_entry_refuse(e, rt, reason, 1))
+          KF_WARN("chain kernel for %s disagrees with eager (%s); it is disabled, eager's results are used",
+                  ops.c_str(), reason);
+        return;
+      }
+    }
+  } catch (const std::exception& ex) {
+    // a comparison that cannot run: the chain is not served in this process
+    kf_chain_entry* e = p.e;
+    const std::string ops = p.d->ops;
+    clear(p);
+    if (kf_chain_entry_refuse(e, rt, ex.what(), 0))
+      KF_WARN("could not check the chain kernel for %s against eager (%s); not served in this process",
+              ops.c_str(), ex.what());
+    return;
+  }
+  if (++p.next == p.d->n) complete(rt);
+}
+
+}  // namespace kforge

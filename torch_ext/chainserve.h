@@ -1,0 +1,41 @@
+// Chain serving (docs/chains.md): the per-thread state machine, hooked into Interceptor::run for
+// top-level calls while a chain entry exists or this thread has a chain pending.
+#pragma once
+
+#include <string>
+
+#include "plugin/chainserve.h"
+#include "torch_ext/ext.h"
+
+namespace kforge {
+
+extern thread_local bool t_chain_pending;
+
+// One branch on the hot path while no chain entry exists: nothing to do unless a chain is
+// pending on this thread or the call's signature is some entry's head.
+inline bool chain_may_apply(kf_runtime* rt, const kf_call& call) {
+  return t_chain_pending ||
+         (kf_chainserve_active(rt) && call.slot && kf_chainserve_find(rt, kf_slot_key(call.slot)));
+}
+
+// What chain serving does with one call. `active`: the call runs eager (its kernel dropped) and
+// chain_after must see its outputs. Left active (an exception), it drops the pending chain.
+struct ChainStep {
+  bool active = false;
+  ~ChainStep();
+};
+
+// Before a top-level call runs: true when the call was served from a chain (its outputs are on
+// the stack, nothing else to do); false to run it the normal way (with call.kernel cleared when
+// step->active).
+bool chain_before(kf_runtime* rt, const OpSchemaInfo& info, kf_call& call, torch::jit::Stack* stack,
+                  ChainStep* step);
+// After an active step's call ran eager: its outputs are on the stack.
+void chain_after(kf_runtime* rt, const OpSchemaInfo& info, const torch::jit::Stack& stack, ChainStep* step);
+
+// interceptor.cpp: every byte of t's storage set to 0xff.
+void poison(const at::Tensor& t);
+// interceptor.cpp: kernel output `k` against eager's `e` (common/match.c's rule).
+bool matches_eager(const at::Tensor& k, const at::Tensor& e, double atol, double rtol, std::string* why);
+
+}  // namespace kforge
