@@ -148,7 +148,10 @@ def run_mode(mode, calls, mark, tmp, cache, pythonpath):
     if mode == "served":
         env["KFORGE_EAGER_SAMPLE_EVERY"] = "0"
     out = os.path.join(tmp, f"cg-{mode}-{abs(hash(pythonpath))}")
-    r = subprocess.run(["valgrind", "--tool=callgrind", "--instr-atstart=no", "--collect-atstart=no",
+    # the same string hashes and addresses in every process (Python's loop itself varies by a
+    # few hundred instructions from one process to the next otherwise)
+    env["PYTHONHASHSEED"] = "0"
+    r = subprocess.run(["setarch", os.uname().machine, "-R", "valgrind", "--tool=callgrind", "--instr-atstart=no", "--collect-atstart=no",
                         f"--callgrind-out-file={out}", sys.executable, "-c", CHILD, mode, str(calls), mark],
                        env=env, capture_output=True, text=True)
     if r.returncode != 0:

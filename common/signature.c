@@ -95,8 +95,12 @@ static void put_tensor_body(kf_sig *s, int dtype, int device_type, int device_in
     uint8_t head[5] = {(uint8_t)dtype, (uint8_t)device_type, (uint8_t)device_index,
                        align_log2(data), (uint8_t)nd};
     raw(s, head, sizeof head);
-    raw(s, sizes, sizeof(int64_t) * (size_t)nd);
-    raw(s, strides, sizeof(int64_t) * (size_t)nd);
+    /* element by element: nd is small, and a fixed-size copy needs no call to memcpy */
+    uint8_t *p = s->buf + s->len;
+    for (int i = 0; i < nd; i++) memcpy(p + 8 * i, &sizes[i], 8);
+    p += 8 * nd;
+    for (int i = 0; i < nd; i++) memcpy(p + 8 * i, &strides[i], 8);
+    s->len += (uint32_t)(16 * nd);
     kf_sig_device_hint(s, device_type, device_index);
     /* a tensor on another device than the call's (a CPU scalar in a CUDA call, cuda:1 in a
      * cuda:0 copy_): eager moves or synchronizes across devices; a kernel would get a pointer

@@ -100,7 +100,8 @@ static void sig_tensor(kf_sig* sig, const at::Tensor& t) {
   }
   // what to_kf_tensor + kf_sig_tensor would write, without the copy into a kf_tensor
   const int dtype = to_kf_dtype(t.scalar_type());
-  if (t.layout() != c10::kStrided || t.dim() > KF_MAX_DIMS || dtype == KF_DTYPE_UNKNOWN ||
+  const int64_t nd = t.dim();
+  if (t.layout() != c10::kStrided || nd > KF_MAX_DIMS || dtype == KF_DTYPE_UNKNOWN ||
       t.is_conj() || t.is_neg()) {
     std::string what = std::string(c10::toString(t.scalar_type())) + "/" +
                        c10::str(t.layout()) + (t.is_conj() ? "/conj" : "") +
@@ -108,7 +109,7 @@ static void sig_tensor(kf_sig* sig, const at::Tensor& t) {
     kf_sig_opaque(sig, what.c_str());
     return;
   }
-  kf_sig_tensor_parts(sig, dtype, dev_type, dev_index, t.const_data_ptr(), static_cast<int>(t.dim()),
+  kf_sig_tensor_parts(sig, dtype, dev_type, dev_index, t.const_data_ptr(), static_cast<int>(nd),
                       t.sizes().data(), t.strides().data());
 }
 
