@@ -14,6 +14,10 @@ alike, and reports medians per call for five states of the plugin:
 
     python benchmarks/dispatch_overhead.py [--calls 20000] [--rounds 5] [--device cuda]
 
+Progress goes to stderr as it happens (each process, each round); a first table is printed
+after round 1. On cuda the kernels of the served mode are verified in the background while the
+other modes run, and --calls defaults to 2000.
+
 --baseline DIR runs every plugin state a second time with DIR first on PYTHONPATH (a copy of an
 older kernel_forge package, its _kforge.so included) and prints new/old ratios taken in the same
 run, which is what to compare on a shared, noisy machine.
@@ -33,6 +37,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 
 CHILD = r"""
 import json, sys, time, torch
@@ -53,8 +58,9 @@ cases = {  # name: (call, the intercepted op it reaches)
     "layer_norm(f32[4,8])": (lambda: F.layer_norm(m, (8,)), "aten::native_layer_norm"),
 }
 out = {}
+print(f"[{mode}] torch and the plugin loaded", file=sys.stderr, flush=True)
 for name, (fn, _) in cases.items():
-    for _ in range(2000):
+    for _ in range(min(2000, calls)):
         fn()
     sync()
     best = float("inf")
@@ -65,6 +71,7 @@ for name, (fn, _) in cases.items():
         sync()
         best = min(best, (time.perf_counter_ns() - t0) / calls)
     out[name] = best
+    print(f"[{mode}] {name}: {best:.0f} ns", file=sys.stderr, flush=True)
 res = {"ns": out}
 if mode == "served":  # which cases really were served (all but eager samples)
     rows = kf.stats()
@@ -144,8 +151,8 @@ kernels, dev = json.loads(sys.argv[1]), sys.argv[2]
 x = torch.randn(8, device=dev); y = torch.randn(8, device=dev); m = torch.randn(4, 8, device=dev)
 args = {"x": (x,), "xy": (x, y), "x2": (x, 2.0), "m": (m, -1, False),
         "ln": (m, [8], None, None, 1e-5)}
-done = []
-for op, which, body, params, types in kernels:
+def add(k):
+    op, which, body, params, types = k
     # (x, 2.0): the Python number becomes a wrapped 0-dim f64 tensor, as in x * 2.0
     if dev == "cuda":
         src = ('extern "C" __global__ void k' + params + ' { if (threadIdx.x || blockIdx.x) return; '
@@ -156,9 +163,13 @@ for op, which, body, params, types in kernels:
         kf.add_kernel(op, args[which], src, {"entry": "k", "grid": [1, 1, 1], "block": [1, 1, 1],
                                              "smem": 0, "args": types},
                       allow_slower=True)  # the served path's overhead is measured, win or lose
-        done.append(op)
+        return op
     except kf.KernelForgeError as e:
-        print("not served:", e, file=sys.stderr)
+        print("not served:", e, file=sys.stderr, flush=True)
+# on a GPU host each verification (its own process) mostly waits for CUDA start-up: in parallel
+from concurrent.futures import ThreadPoolExecutor
+with ThreadPoolExecutor(len(kernels) if dev == "cuda" else 1) as pool:
+    done = [op for op in pool.map(add, kernels) if op]
 print(json.dumps(done))
 """
 
@@ -170,13 +181,33 @@ def clean_env(pythonpath=None):
     return env
 
 
-def setup_cache(cache, dev, pythonpath=None):
-    """Verify and cache the kernels once (add_kernel), for the "served" mode."""
+CHILD_TIMEOUT_S = 300
+
+
+def start_setup(cache, dev, pythonpath=None):
+    """Verify and cache the kernels (add_kernel), for the "served" mode, in the background: on
+    a GPU each add_kernel verifies in a child process of its own, which takes a while. The
+    kernels are this file's own: no compute-sanitizer memcheck (KFORGE_COMPUTE_SANITIZER=0)."""
     env = clean_env(pythonpath)
     env["KFORGE_CACHE_DIR"] = cache
-    r = subprocess.run([sys.executable, "-c", SETUP, json.dumps(KERNELS), dev], env=env,
-                       check=True, capture_output=True, text=True)
-    return json.loads(r.stdout.strip().splitlines()[-1])
+    env["KFORGE_COMPUTE_SANITIZER"] = "0"
+    return subprocess.Popen([sys.executable, "-c", SETUP, json.dumps(KERNELS), dev], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def finish_setup(proc, what):
+    try:
+        out, err = proc.communicate(timeout=CHILD_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, err = proc.communicate()
+        sys.exit(f"kernel setup ({what}) did not finish in {CHILD_TIMEOUT_S} s:\n{err[-3000:]}")
+    if proc.returncode != 0:
+        sys.exit(f"kernel setup ({what}) failed (exit {proc.returncode}):\n{err[-3000:]}")
+    for line in err.splitlines():
+        if line.startswith("not served:"):
+            log(f"{what}: {line}")
+    return json.loads(out.strip().splitlines()[-1])
 
 
 def run(mode, calls, dev, cache, pythonpath=None):
@@ -187,9 +218,23 @@ def run(mode, calls, dev, cache, pythonpath=None):
         env["KFORGE_SAMPLE_EVERY"] = str(1 << 20)
     if mode == "served":
         env["KFORGE_CACHE_DIR"] = cache
-    r = subprocess.run([sys.executable, "-c", CHILD, mode, str(calls), dev], env=env,
-                       capture_output=True, text=True, check=True)
+    try:
+        r = subprocess.run([sys.executable, "-c", CHILD, mode, str(calls), dev], env=env,
+                           capture_output=True, text=True, timeout=CHILD_TIMEOUT_S)
+    except subprocess.TimeoutExpired as e:  # what it printed tells how far it got
+        err = e.stderr.decode() if isinstance(e.stderr, bytes) else (e.stderr or "")
+        sys.exit(f"{mode}: no result in {CHILD_TIMEOUT_S} s; its progress:\n{err[-3000:]}")
+    if r.returncode != 0:
+        sys.exit(f"{mode}: exit {r.returncode}:\n{r.stderr[-3000:]}")
     return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+T0 = time.monotonic()
+
+
+def log(msg):
+    """Progress, on stderr and unbuffered: a long run shows where it is."""
+    print(f"[{time.monotonic() - T0:6.1f} s] {msg}", file=sys.stderr, flush=True)
 
 
 MODES = ["none", "off", "on", "on-unsampled", "served"]
@@ -197,39 +242,14 @@ HEAD = {"none": "no plugin", "off": "switched off", "on": "pass-through",
         "on-unsampled": "unsampled", "served": "served"}
 
 
-def main():
-    p = argparse.ArgumentParser()
-    p.add_argument("--calls", type=int, default=20000)
-    p.add_argument("--rounds", type=int, default=5)
-    p.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
-    p.add_argument("--baseline", help="folder holding an older kernel_forge package to compare")
-    p.add_argument("--json", help="write the raw numbers here")
-    p.add_argument("--shapes", type=int, help="measure N new shapes instead (see above)")
-    args = p.parse_args()
-    if args.shapes:
-        res = shapes(args.shapes)
-        if args.json:
-            with open(args.json, "w") as f:
-                json.dump(res, f, indent=1)
-        return
-    variants = {"new": None}
-    if args.baseline:
-        variants["old"] = os.path.abspath(args.baseline)
-    tmp = tempfile.mkdtemp(prefix="kforge-overhead-")
-    caches = {v: os.path.join(tmp, v) for v in variants}
-    kernels = {v: setup_cache(caches[v], args.device, pp) for v, pp in variants.items()}
-    runs = [("none", "new")] + [(m, v) for v in variants for m in MODES[1:]]
-    samples = {r: [] for r in runs}
-    for _ in range(args.rounds):
-        for m, v in runs:
-            samples[(m, v)].append(run(m, args.calls, args.device, caches[v], variants[v]))
-    shutil.rmtree(tmp, ignore_errors=True)
+def table(samples, runs, variants, served, calls, label):
+    """The medians so far (rounds with a result for every run)."""
+    n_rounds = min(len(v) for v in samples.values())
     cases = list(samples[("none", "new")][0]["ns"])
-    med = {r: {c: statistics.median(s["ns"][c] for s in samples[r]) for c in cases} for r in runs}
-    served = {v: {c: all(s["served"][c] for s in samples[("served", v)]) for c in cases}
-              for v in variants}
-    print(f"ns per call, median of {args.rounds} rounds x best of 5 x {args.calls} calls, "
-          f"1 thread, {args.device} tensors")
+    med = {r: {c: statistics.median(s["ns"][c] for s in samples[r][:n_rounds]) for c in cases}
+           for r in runs}
+    print(f"ns per call, median of {n_rounds} rounds x best of 5 x {calls} calls, "
+          f"1 thread, {label} tensors", flush=True)
     for v in variants:
         if len(variants) > 1:
             print(f"\n{v} ({variants[v] or 'this tree'}):")
@@ -254,6 +274,62 @@ def main():
                 cells.append(f"{a:+6.0f} vs {b:+6.0f} {a / b if b > 0 else float('nan'):5.2f}"
                              if ok else "-")
             print(f"{c:22} " + " ".join(f"{x:>22}" for x in cells))
+    sys.stdout.flush()
+    return med
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--calls", type=int, help="calls per timed loop (default 20000; 2000 on cuda)")
+    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    p.add_argument("--baseline", help="folder holding an older kernel_forge package to compare")
+    p.add_argument("--json", help="write the raw numbers here")
+    p.add_argument("--shapes", type=int, help="measure N new shapes instead (see above)")
+    args = p.parse_args()
+    if args.shapes:
+        res = shapes(args.shapes)
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(res, f, indent=1)
+        return
+    # a CUDA call is several us of host time, and every child pays torch's CUDA start-up
+    calls = args.calls or (2000 if args.device == "cuda" else 20000)
+    variants = {"new": None}
+    if args.baseline:
+        variants["old"] = os.path.abspath(args.baseline)
+    tmp = tempfile.mkdtemp(prefix="kforge-overhead-")
+    caches = {v: os.path.join(tmp, v) for v in variants}
+    log(f"{args.device}: caching the served mode's kernels in the background; "
+        f"{args.rounds} rounds of {1 + 4 * len(variants)} processes, {calls} calls per loop")
+    setups = {v: start_setup(caches[v], args.device, pp) for v, pp in variants.items()}
+    kernels = {}
+    runs = [("none", "new")] + [(m, v) for v in variants for m in MODES[1:]]
+    samples = {r: [] for r in runs}
+    try:
+        for i in range(args.rounds):
+            for m, v in runs:
+                if m == "served" and v not in kernels:
+                    log(f"waiting for the kernels ({v})")
+                    kernels[v] = finish_setup(setups[v], v)
+                    log(f"kernels cached ({v}): {', '.join(kernels[v]) or 'none'}")
+                samples[(m, v)].append(run(m, calls, args.device, caches[v], variants[v]))
+                log(f"round {i + 1}/{args.rounds} {m}:{v}: " +
+                    " ".join(f"{ns:.0f}" for ns in samples[(m, v)][-1]["ns"].values()))
+            served = {v: {c: all(s["served"][c] for s in samples[("served", v)])
+                          for c in samples[("served", v)][0]["served"]} for v in variants}
+            if i == 0 and args.rounds > 1:  # a first table early; the final one below
+                print("after round 1:")
+                table(samples, runs, variants, served, calls, args.device)
+                print()
+    finally:
+        for proc in setups.values():
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        shutil.rmtree(tmp, ignore_errors=True)
+    med = table(samples, runs, variants, served, calls, args.device)
+    cases = list(med[("none", "new")])
     print("\nper round (" + " / ".join(f"{m}:{v}" for m, v in runs) + "):")
     for c in cases:
         print(f"  {c:22} " + "  ".join("/".join(f"{samples[r][i]['ns'][c]:.0f}" for r in runs)
@@ -262,7 +338,7 @@ def main():
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"median_ns": {f"{m}:{v}": d for (m, v), d in med.items()},
-                       "served": served, "rounds": args.rounds, "calls": args.calls,
+                       "served": served, "rounds": args.rounds, "calls": calls,
                        "device": args.device}, f, indent=1)
 
 

@@ -77,9 +77,9 @@ static uint8_t align_log2(const void *p)
     return k;
 }
 
-static int tensor_dims(kf_sig *s, const kf_tensor *t)
+static int tensor_dims(kf_sig *s, int ndim)
 {
-    int nd = t->ndim < 0 ? 0 : t->ndim;
+    int nd = ndim < 0 ? 0 : ndim;
     if (nd > KF_MAX_DIMS) {
         /* never produced by torch_ext (it checks); keep the encoding exact anyway */
         s->flags |= KF_SIG_UNSERVABLE;
@@ -89,18 +89,23 @@ static int tensor_dims(kf_sig *s, const kf_tensor *t)
 }
 
 /* Under a reservation of 5 + 16 * nd bytes. */
-static void put_tensor_body(kf_sig *s, const kf_tensor *t, int nd)
+static void put_tensor_body(kf_sig *s, int dtype, int device_type, int device_index, const void *data,
+                            int nd, const int64_t *sizes, const int64_t *strides)
 {
-    uint8_t head[5] = {(uint8_t)t->dtype, (uint8_t)t->device_type, (uint8_t)t->device_index,
-                       align_log2(t->data), (uint8_t)nd};
+    uint8_t head[5] = {(uint8_t)dtype, (uint8_t)device_type, (uint8_t)device_index,
+                       align_log2(data), (uint8_t)nd};
     raw(s, head, sizeof head);
-    raw(s, t->sizes, sizeof(int64_t) * (size_t)nd);
-    raw(s, t->strides, sizeof(int64_t) * (size_t)nd);
-    kf_sig_device_hint(s, t->device_type, t->device_index);
+    /* element by element: nd is small, and a fixed-size copy needs no call to memcpy */
+    uint8_t *p = s->buf + s->len;
+    for (int i = 0; i < nd; i++) memcpy(p + 8 * i, &sizes[i], 8);
+    p += 8 * nd;
+    for (int i = 0; i < nd; i++) memcpy(p + 8 * i, &strides[i], 8);
+    s->len += (uint32_t)(16 * nd);
+    kf_sig_device_hint(s, device_type, device_index);
     /* a tensor on another device than the call's (a CPU scalar in a CUDA call, cuda:1 in a
      * cuda:0 copy_): eager moves or synchronizes across devices; a kernel would get a pointer
      * it must not touch. kf_sig_unservable_reason says the same in words. */
-    if (t->device_type != s->device_type || t->device_index != s->device_index)
+    if (device_type != s->device_type || device_index != s->device_index)
         s->flags |= KF_SIG_UNSERVABLE;
     s->n_tensors++;
     if (s->n_tensors > KF_SIG_MAX_TENSORS) s->flags |= KF_SIG_UNSERVABLE;
@@ -108,10 +113,17 @@ static void put_tensor_body(kf_sig *s, const kf_tensor *t, int nd)
 
 void kf_sig_tensor(kf_sig *s, const kf_tensor *t)
 {
-    int nd = tensor_dims(s, t);
+    kf_sig_tensor_parts(s, t->dtype, t->device_type, t->device_index, t->data, t->ndim, t->sizes,
+                        t->strides);
+}
+
+void kf_sig_tensor_parts(kf_sig *s, int dtype, int device_type, int device_index, const void *data,
+                         int ndim, const int64_t *sizes, const int64_t *strides)
+{
+    int nd = tensor_dims(s, ndim);
     if (reserve(s, 1 + 5 + 16 * (size_t)nd)) return;
     raw_u8(s, TAG_TENSOR);
-    put_tensor_body(s, t, nd);
+    put_tensor_body(s, dtype, device_type, device_index, data, nd, sizes, strides);
 }
 
 void kf_sig_tensor_list(kf_sig *s, const kf_tensor *ts, int n)
@@ -121,9 +133,10 @@ void kf_sig_tensor_list(kf_sig *s, const kf_tensor *ts, int n)
     raw_u8(s, TAG_TLIST);
     raw(s, &cnt, sizeof cnt);
     for (int i = 0; i < cnt; i++) {
-        int nd = tensor_dims(s, &ts[i]);
+        int nd = tensor_dims(s, ts[i].ndim);
         if (reserve(s, 5 + 16 * (size_t)nd)) return;
-        put_tensor_body(s, &ts[i], nd);
+        put_tensor_body(s, ts[i].dtype, ts[i].device_type, ts[i].device_index, ts[i].data, nd,
+                        ts[i].sizes, ts[i].strides);
     }
 }
 

@@ -36,6 +36,10 @@ typedef struct kf_sig {
 
 void kf_sig_begin(kf_sig *s, const char *op);
 void kf_sig_tensor(kf_sig *s, const kf_tensor *t);
+/* The same bytes as kf_sig_tensor, from a tensor's parts (no kf_tensor to fill first: the
+ * interceptors describe a torch tensor straight from its own size and stride arrays). */
+void kf_sig_tensor_parts(kf_sig *s, int dtype, int device_type, int device_index, const void *data,
+                         int ndim, const int64_t *sizes, const int64_t *strides);
 void kf_sig_tensor_list(kf_sig *s, const kf_tensor *ts, int n);
 void kf_sig_int(kf_sig *s, int64_t v);
 void kf_sig_double(kf_sig *s, double v);

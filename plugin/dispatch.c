@@ -50,7 +50,9 @@ void kf_dispatch_begin(kf_runtime *rt, const kf_sig *sig, kf_call *c)
     int want = atomic_load_explicit(&s->capture_want, memory_order_relaxed);
     while (want > 0 && !c->capture)
         c->capture = atomic_compare_exchange_weak(&s->capture_want, &want, want - 1);
-    if (t_probe.active && !t_probe.done && probe_wants(sig)) {
+    /* the thread-local probe only while some thread has one: a TLS lookup saved per call */
+    if (atomic_load_explicit(&rt->probes, memory_order_relaxed) && t_probe.active && !t_probe.done &&
+        probe_wants(sig)) {
         t_probe.done = 1;
         t_probe.key = h;
         return; /* a probe always runs eager, so the layout of eager's outputs gets recorded */
@@ -259,7 +261,7 @@ void kf_dispatch_observed(kf_runtime *rt, const char *name, uint64_t ns, uint64_
 
 void kf_probe_begin(kf_runtime *rt, const char *op)
 {
-    (void)rt;
+    if (rt && !t_probe.active) atomic_fetch_add(&rt->probes, 1);
     memset(&t_probe, 0, sizeof t_probe);
     strncpy(t_probe.op, op, sizeof t_probe.op - 1);
     t_probe.active = 1;
@@ -267,7 +269,7 @@ void kf_probe_begin(kf_runtime *rt, const char *op)
 
 kf_status kf_probe_end(kf_runtime *rt, uint64_t *key)
 {
-    (void)rt;
+    if (rt && t_probe.active) atomic_fetch_sub(&rt->probes, 1);
     int done = t_probe.done;
     *key = t_probe.key;
     memset(&t_probe, 0, sizeof t_probe);

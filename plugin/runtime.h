@@ -43,6 +43,7 @@ struct kf_runtime {
     _Atomic uint64_t dropped;  /* calls not recorded: no slot of their set could be recycled */
     _Atomic uint64_t total_calls; /* every intercepted call (kf_total_calls) */
     _Atomic int observer_on;   /* set by torch_ext when its op observer is installed */
+    _Atomic int probes;        /* signature probes under way (any thread): calls look at t_probe */
     void *ext;                 /* torch_ext's registrations (C++), owned by torch_ext */
     _Atomic int poison;        /* fill fresh outputs with 0xff before a kernel runs (verification) */
     _Atomic int check_faults;  /* testing: first-use checks still to fail (kf_fail_next_checks) */

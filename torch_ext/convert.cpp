@@ -91,20 +91,26 @@ static void sig_tensor(kf_sig* sig, const at::Tensor& t) {
     }
     return;
   }
-  kf_sig_device_hint_of(sig, t);
-  kf_tensor kt;
+  const c10::Device dev = t.device();
+  const int dev_type = to_kf_device(dev.type()), dev_index = dev.has_index() ? dev.index() : 0;
+  kf_sig_device_hint(sig, dev_type, dev_index);
   if (!t.has_storage() && t.layout() == c10::kStrided && !t.is_meta()) {
     kf_sig_opaque(sig, "storage-less tensor");
     return;
   }
-  if (!to_kf_tensor(t, &kt) || kt.dtype == KF_DTYPE_UNKNOWN || t.is_conj() || t.is_neg()) {
+  // what to_kf_tensor + kf_sig_tensor would write, without the copy into a kf_tensor
+  const int dtype = to_kf_dtype(t.scalar_type());
+  const int64_t nd = t.dim();
+  if (t.layout() != c10::kStrided || nd > KF_MAX_DIMS || dtype == KF_DTYPE_UNKNOWN ||
+      t.is_conj() || t.is_neg()) {
     std::string what = std::string(c10::toString(t.scalar_type())) + "/" +
                        c10::str(t.layout()) + (t.is_conj() ? "/conj" : "") +
                        (t.is_neg() ? "/neg" : "") + "/" + std::to_string(t.dim()) + "d";
     kf_sig_opaque(sig, what.c_str());
     return;
   }
-  kf_sig_tensor(sig, &kt);
+  kf_sig_tensor_parts(sig, dtype, dev_type, dev_index, t.const_data_ptr(), static_cast<int>(nd),
+                      t.sizes().data(), t.strides().data());
 }
 
 bool writes_hidden(const OpSchemaInfo& info, const c10::IValue* args, size_t i) {

@@ -101,9 +101,9 @@ class Interceptor final : public c10::OperatorKernel {
   c10::SafeKernelFunction orig_;
 };
 
-// typed.cpp: the schema's argument and return types ("Tensor,Tensor,Scalar->Tensor"; "" when an
-// argument or return has an alias annotation), and the unboxed interceptor for it when it is one
-// of the typed fast path's signatures (std::nullopt otherwise).
+// typed.cpp: the schema's argument and return types ("Tensor,Tensor,Scalar->Tensor",
+// "Tensor(a!)->Tensor(a!)" for an in-place op; "" for views and other alias annotations), and the
+// unboxed interceptor for it when it is one of the typed fast path's signatures (else nullopt).
 std::string schema_shape(const c10::FunctionSchema& s);
 std::optional<torch::CppFunction> make_typed(kf_runtime* rt, std::shared_ptr<const OpSchemaInfo> info,
                                              int device, const c10::OperatorHandle& op,

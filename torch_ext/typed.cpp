@@ -13,6 +13,7 @@
 #include <optional>
 #include <string_view>
 #include <tuple>
+#include <type_traits>
 
 #include "torch_ext/chainserve.h"
 #include "torch_ext/ext.h"
@@ -92,18 +93,68 @@ inline void describe(kf_sig* sig, const c10::Scalar& v) {
   }
   sig_value(sig, c10::IValue(v));
 }
+inline void describe(kf_sig* sig, const std::optional<c10::Scalar>& v) {
+  if (v.has_value())
+    describe(sig, *v);
+  else
+    kf_sig_none(sig);
+}
+inline void describe(kf_sig* sig, c10::IntArrayRef v) {
+  kf_sig_int_list(sig, v.data(), static_cast<int>(v.size()));
+}
+inline void describe(kf_sig* sig, at::OptionalIntArrayRef v) {
+  if (v.has_value())
+    describe(sig, *v);
+  else
+    kf_sig_none(sig);
+}
+// IValue(SymInt) is an int when concrete; IValue(ScalarType) is its enum value as an int
+inline void describe(kf_sig* sig, const c10::SymInt& v) {
+  if (const auto i = v.maybe_as_int())
+    kf_sig_int(sig, *i);
+  else
+    sig_value(sig, c10::IValue(v));
+}
+inline void describe(kf_sig* sig, std::optional<c10::ScalarType> v) {
+  if (v.has_value())
+    kf_sig_int(sig, static_cast<int64_t>(*v));
+  else
+    kf_sig_none(sig);
+}
 inline void describe(kf_sig* sig, int64_t v) { kf_sig_int(sig, v); }
 inline void describe(kf_sig* sig, bool v) { kf_sig_bool(sig, v); }
 inline void describe(kf_sig* sig, double v) { kf_sig_double(sig, v); }
 
+template <class First, class... Rest>
+constexpr bool first_mutable() {
+  return std::is_same_v<First, at::Tensor&>;
+}
+
 template <class Ret, class... Args>
 struct TypedKernel {
+  // an in-place / out= schema's C++ signature: Tensor& returned, its first or last argument
+  static_assert(!std::is_same_v<Ret, at::Tensor&> ||
+                std::is_same_v<std::tuple_element_t<first_mutable<Args...>() ? 0 : sizeof...(Args) - 1,
+                                                    std::tuple<Args...>>,
+                               at::Tensor&>);
   std::shared_ptr<TypedState> st;
+
+  // A boxed call's result: popped from the stack, or for in-place / out= (Ret is Tensor&) the
+  // argument written, as torch's own BoxedKernelWrapper returns it (the first argument when it
+  // is a mutable reference, else the last).
+  static Ret result(torch::jit::Stack& stack, Args&... args) {
+    if constexpr (std::is_same_v<Ret, at::Tensor&>) {
+      (void)stack;
+      return std::get<first_mutable<Args...>() ? 0 : sizeof...(Args) - 1>(std::forward_as_tuple(args...));
+    } else {
+      return c10::impl::PopResult<Ret>::call(stack);
+    }
+  }
 
   Ret boxed(c10::DispatchKeySet ks, Args... args) const {
     torch::jit::Stack stack = c10::impl::boxArgs<Args...>(args...);
     st->ic(st->op, ks, &stack);
-    return c10::impl::PopResult<Ret>::call(stack);
+    return result(stack, args...);
   }
 
   Ret operator()(c10::DispatchKeySet ks, Args... args) const {
@@ -128,7 +179,7 @@ struct TypedKernel {
         (ts.depth == 0 && (kf_dispatch_chains_on(s.rt, &call) || chain_may_apply(s.rt, call)))) {
       torch::jit::Stack stack = c10::impl::boxArgs<Args...>(args...);
       s.ic.run(call, sig, ts, s.op, ks, &stack);
-      return c10::impl::PopResult<Ret>::call(stack);
+      return result(stack, args...);
     }
     // The pass-through: Interceptor::run with no kernel, nothing learned, nothing captured, no chain.
     if (ts.depth > 0) call.time_it = call.eager_sample = 0;
@@ -162,11 +213,14 @@ torch::CppFunction make(std::shared_ptr<TypedState> st) {
 }
 
 using at::Tensor;
+using c10::Scalar;
+using OptT = std::optional<Tensor>;
+using T2 = std::tuple<Tensor, Tensor>;
 using T3 = std::tuple<Tensor, Tensor, Tensor>;
 
-// Schemas (argument and return types, no alias annotations) and the C++ signature the
-// dispatcher knows them by. A mismatch is refused by torch at registration (the op then gets
-// the boxed interceptor).
+// Schemas (argument and return types; "(a!)" marks the written argument and the return that is
+// it) and the C++ signature the dispatcher knows them by. A mismatch is refused by torch at
+// registration (the op then gets the boxed interceptor).
 struct Variant {
   const char* shape;
   torch::CppFunction (*make)(std::shared_ptr<TypedState>);
@@ -174,31 +228,74 @@ struct Variant {
 const Variant kVariants[] = {
     {"Tensor->Tensor", make<Tensor, const Tensor&>},  // relu, silu, sigmoid, ...
     {"Tensor,Tensor->Tensor", make<Tensor, const Tensor&, const Tensor&>},  // mul, div, ...
-    {"Tensor,Tensor,Scalar->Tensor", make<Tensor, const Tensor&, const Tensor&, const c10::Scalar&>},
-    {"Tensor,Scalar->Tensor", make<Tensor, const Tensor&, const c10::Scalar&>},  // clamp_min, pow
-    {"Tensor,Scalar,Scalar->Tensor", make<Tensor, const Tensor&, const c10::Scalar&, const c10::Scalar&>},
+    {"Tensor,Tensor,Scalar->Tensor", make<Tensor, const Tensor&, const Tensor&, const Scalar&>},
+    {"Tensor,Scalar->Tensor", make<Tensor, const Tensor&, const Scalar&>},  // clamp_min, pow
+    {"Tensor,Scalar,Scalar->Tensor", make<Tensor, const Tensor&, const Scalar&, const Scalar&>},
     {"Tensor,int,bool->Tensor", make<Tensor, const Tensor&, int64_t, bool>},  // _softmax
     {"Tensor,str->Tensor", make<Tensor, const Tensor&, c10::string_view>},  // gelu
+    {"Tensor,Tensor,Tensor->Tensor", make<Tensor, const Tensor&, const Tensor&, const Tensor&>},  // where
+    {"Tensor,Tensor,Tensor,Scalar->Tensor",  // addcmul, addcdiv
+     make<Tensor, const Tensor&, const Tensor&, const Tensor&, const Scalar&>},
+    {"Tensor,Scalar?,Scalar?->Tensor",  // clamp
+     make<Tensor, const Tensor&, const std::optional<Scalar>&, const std::optional<Scalar>&>},
+    {"Tensor,ScalarType?->Tensor", make<Tensor, const Tensor&, std::optional<c10::ScalarType>>},  // sum
+    {"Tensor,int[],bool->Tensor", make<Tensor, const Tensor&, c10::IntArrayRef, bool>},  // amax
+    {"Tensor,int[]?,bool,ScalarType?->Tensor",  // sum.dim_IntList, mean.dim
+     make<Tensor, const Tensor&, at::OptionalIntArrayRef, bool, std::optional<c10::ScalarType>>},
+    {"Tensor,int,bool->(Tensor,Tensor)", make<T2, const Tensor&, int64_t, bool>},  // max.dim
+    // in-place: the first argument written and returned
+    {"Tensor(a!)->Tensor(a!)", make<Tensor&, Tensor&>},  // relu_, neg_, ...
+    {"Tensor(a!),Tensor->Tensor(a!)", make<Tensor&, Tensor&, const Tensor&>},  // mul_, div_
+    {"Tensor(a!),Scalar->Tensor(a!)", make<Tensor&, Tensor&, const Scalar&>},  // clamp_min_
+    {"Tensor(a!),Scalar,Scalar->Tensor(a!)", make<Tensor&, Tensor&, const Scalar&, const Scalar&>},
+    {"Tensor(a!),Scalar?,Scalar?->Tensor(a!)",  // clamp_
+     make<Tensor&, Tensor&, const std::optional<Scalar>&, const std::optional<Scalar>&>},
+    {"Tensor(a!),Tensor,Scalar->Tensor(a!)", make<Tensor&, Tensor&, const Tensor&, const Scalar&>},  // add_
+    {"Tensor(a!),Tensor,Tensor,Scalar->Tensor(a!)",  // addcmul_
+     make<Tensor&, Tensor&, const Tensor&, const Tensor&, const Scalar&>},
+    {"Tensor(a!),str->Tensor(a!)", make<Tensor&, Tensor&, c10::string_view>},  // gelu_
+    {"Tensor(a!),Tensor,bool->Tensor(a!)", make<Tensor&, Tensor&, const Tensor&, bool>},  // copy_
+    // out=: the last argument written and returned
+    {"Tensor,Tensor,Tensor(a!)->Tensor(a!)", make<Tensor&, const Tensor&, const Tensor&, Tensor&>},  // mul.out
+    {"Tensor,Tensor,Scalar,Tensor(a!)->Tensor(a!)",  // add.out
+     make<Tensor&, const Tensor&, const Tensor&, const Scalar&, Tensor&>},
+    // norms
     {"Tensor,SymInt[],Tensor?,Tensor?,float->(Tensor,Tensor,Tensor)",  // native_layer_norm
-     make<T3, const Tensor&, c10::SymIntArrayRef, const std::optional<Tensor>&,
-          const std::optional<Tensor>&, double>},
+     make<T3, const Tensor&, c10::SymIntArrayRef, const OptT&, const OptT&, double>},
+    {"Tensor,Tensor?,Tensor?,SymInt,SymInt,SymInt,int,float->(Tensor,Tensor,Tensor)",  // group_norm
+     make<T3, const Tensor&, const OptT&, const OptT&, c10::SymInt, c10::SymInt, c10::SymInt, int64_t,
+          double>},
+    {"Tensor,Tensor?,Tensor?,Tensor?,Tensor?,bool,float,float->(Tensor,Tensor,Tensor)",  // batch_norm
+     make<T3, const Tensor&, const OptT&, const OptT&, const OptT&, const OptT&, bool, double, double>},
+    {"Tensor,Tensor?,Tensor?,Tensor,Tensor,float,float->(Tensor,Tensor,Tensor)",  // ..._no_training
+     make<T3, const Tensor&, const OptT&, const OptT&, const Tensor&, const Tensor&, double, double>},
 };
 
 }  // namespace
 
+// "(a!)" only for an argument written in place and a return that is such an argument; any
+// other alias annotation (views, several written arguments) keeps the op boxed
 std::string schema_shape(const c10::FunctionSchema& s) {
   std::string out;
-  for (const auto& a : s.arguments()) {
-    if (a.alias_info()) return "";  // in-place, out= and views stay boxed
-    if (!out.empty()) out += ',';
+  int written = 0;
+  auto type = [&](const c10::Argument& a) {
+    const c10::AliasInfo* ai = a.alias_info();
+    if (ai && (!ai->isWrite() || a.real_type()->kind() != c10::TypeKind::TensorType)) return false;
     out += a.real_type()->str();
+    if (ai) out += "(a!)";
+    return true;
+  };
+  for (const auto& a : s.arguments()) {
+    if (!out.empty()) out += ',';
+    if (!type(a)) return "";
+    written += a.alias_info() != nullptr;
   }
+  if (written > 1) return "";
   out += "->";
   if (s.returns().size() != 1) out += "(";
   for (size_t i = 0; i < s.returns().size(); i++) {
-    if (s.returns()[i].alias_info()) return "";
     if (i) out += ',';
-    out += s.returns()[i].real_type()->str();
+    if (!type(s.returns()[i])) return "";
   }
   if (s.returns().size() != 1) out += ")";
   return out;

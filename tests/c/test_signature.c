@@ -778,8 +778,32 @@ static void test_damaged(void)
     }
 }
 
+/* kf_sig_tensor_parts writes exactly kf_sig_tensor's bytes and flags (the interceptors use it) */
+static void test_tensor_parts(void)
+{
+    const int64_t sizes[3] = {2, 3, 5};
+    const uintptr_t datas[3] = {0x1000, 0x1004, 0x1002};
+    for (int d = 0; d < 3; d++) {
+        kf_tensor t = tensor(KF_F32, d + 1, sizes, datas[d], d == 2 ? KF_DEV_CUDA : KF_DEV_CPU, d == 2);
+        t.strides[0] = 7; /* not contiguous: strides are taken as given */
+        kf_sig a, b;
+        kf_sig_begin(&a, "aten::add.Tensor");
+        kf_sig_begin(&b, "aten::add.Tensor");
+        kf_sig_call_device(&a, KF_DEV_CPU);
+        kf_sig_call_device(&b, KF_DEV_CPU);
+        kf_sig_tensor(&a, &t);
+        kf_sig_tensor_parts(&b, t.dtype, t.device_type, t.device_index, t.data, t.ndim, t.sizes,
+                            t.strides);
+        CHECK(same_sig(&a, &b));
+        CHECK_EQ_INT(a.flags, b.flags);
+        CHECK_EQ_INT(a.n_tensors, b.n_tensors);
+        CHECK_EQ_INT(a.device_index, b.device_index);
+    }
+}
+
 int main(void)
 {
+    test_tensor_parts();
     test_canonical();
     test_device_fields();
     test_format();
