@@ -162,6 +162,7 @@ def add_chain_kernel(spec: dict, source: str, launch, *, backend: str = "host",
     import ctypes
     import json
 
+    _native.intercept()  # its members' ops, served in this process from then on
     lib = _native.lib()
     log = ctypes.c_void_p()
     key = ctypes.create_string_buffer(33) if insert else None

@@ -315,7 +315,8 @@ def write_chain_job(job_dir: str, chain: dict, calls: list[list], *, recorded: l
     search = dict(search or {})
     if not search.get("candidate_timeout_s"):
         search["candidate_timeout_s"] = round(10 + 10 * case_bytes / 1e9, 1)
-    layout = [o for mb in members for o in mb.info["outputs"]]
+    # every member's outputs, flat, each marked with its member (plugin/chainserve.c reads it)
+    layout = [dict(o, member=m) for m, mb in enumerate(members) for o in mb.info["outputs"]]
     job = {
         "format": 1, "op": CHAIN_OP, "signature": readable(spec), "sig_hex": sig.hex(),
         "torch_version": head.info["torch_version"], "outputs_layout": layout,

@@ -202,8 +202,10 @@ static void evaluate(worker *w, int id, wnode *n)
         n->latency_us = w->rep.latency[id];
         n->replayed = 1;
     }
-    /* Not trusted: more than 10x eager, or faster than moving the bytes at copy bandwidth. */
-    if (n->latency_us <= 0 || n->latency_us * 10 < j->eager_us ||
+    /* Not trusted: more than 10x eager (per member of a chain: eager pays a dispatch for each),
+     * or faster than moving the bytes at copy bandwidth. */
+    const double max_x = 10.0 * (j->chain_def ? j->chain_def->n_members : 1);
+    if (n->latency_us <= 0 || n->latency_us * max_x < j->eager_us ||
         (j->roofline_us > 0 && n->latency_us < 0.97 * j->roofline_us)) {
         n->status = KF_NODE_FLAGGED;
         free(n->error);
