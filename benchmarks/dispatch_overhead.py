@@ -209,8 +209,10 @@ def start_setup(cache, dev, pythonpath=None):
     env = clean_env(pythonpath)
     env["KFORGE_CACHE_DIR"] = cache
     env["KFORGE_COMPUTE_SANITIZER"] = "0"
+    # `python -c` puts the working folder first on sys.path: a baseline runs elsewhere
     return subprocess.Popen([sys.executable, "-c", SETUP, json.dumps(KERNELS), dev], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            cwd=os.path.dirname(cache) if pythonpath else None)
 
 
 def finish_setup(proc, what):
@@ -238,7 +240,8 @@ def run(mode, calls, dev, cache, pythonpath=None):
         env["KFORGE_CACHE_DIR"] = cache
     try:
         r = subprocess.run([sys.executable, "-c", CHILD, mode, str(calls), dev], env=env,
-                           capture_output=True, text=True, timeout=CHILD_TIMEOUT_S)
+                           capture_output=True, text=True, timeout=CHILD_TIMEOUT_S,
+                           cwd=os.path.dirname(cache) if pythonpath else None)
     except subprocess.TimeoutExpired as e:  # what it printed tells how far it got
         err = e.stderr.decode() if isinstance(e.stderr, bytes) else (e.stderr or "")
         sys.exit(f"{mode}: no result in {CHILD_TIMEOUT_S} s; its progress:\n{err[-3000:]}")
