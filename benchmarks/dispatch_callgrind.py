@@ -153,7 +153,7 @@ def run_mode(mode, calls, mark, tmp, cache, pythonpath):
     env["PYTHONHASHSEED"] = "0"
     r = subprocess.run(["setarch", os.uname().machine, "-R", "valgrind", "--tool=callgrind", "--instr-atstart=no", "--collect-atstart=no",
                         f"--callgrind-out-file={out}", sys.executable, "-c", CHILD, mode, str(calls), mark],
-                       env=env, capture_output=True, text=True)
+                       env=env, capture_output=True, text=True, cwd=tmp if pythonpath else None)
     if r.returncode != 0:
         sys.exit(f"{mode}: exit {r.returncode}\n{r.stderr[-3000:]}")
     res = json.loads(r.stdout.strip().splitlines()[-1])
@@ -185,8 +185,9 @@ def main():
     for v, pp in variants.items():
         cache = os.path.join(tmp, f"cache-{v}")
         if "served" in modes:
+            # `python -c` puts the working folder first on sys.path: a baseline runs elsewhere
             r = subprocess.run([sys.executable, "-c", SETUP, json.dumps(KERNELS)], env=clean_env(pp, KFORGE_CACHE_DIR=cache),
-                               capture_output=True, text=True)
+                               capture_output=True, text=True, cwd=tmp if pp else None)
             if r.returncode != 0:
                 sys.exit(f"kernel setup ({v}): {r.stderr[-3000:]}")
             print(f"{v}: kernels cached for {json.loads(r.stdout.strip().splitlines()[-1])}", flush=True)

@@ -49,6 +49,7 @@ if mode != "none":  # "on", "on-unsampled", "off", "served"
     if mode == "off":
         kf.disable()
 x = torch.randn(8, device=dev); y = torch.randn(8, device=dev); m = torch.randn(4, 8, device=dev)
+w = torch.randn(8, device=dev); z = torch.randn(8, device=dev); o = torch.empty(8, device=dev)
 sync = torch.cuda.synchronize if dev == "cuda" else (lambda: None)
 cases = {  # name: (call, the intercepted op it reaches)
     "add(f32[8], f32[8])": (lambda: torch.add(x, y), "aten::add.Tensor"),
@@ -56,6 +57,11 @@ cases = {  # name: (call, the intercepted op it reaches)
     "relu(f32[8])": (lambda: torch.relu(x), "aten::relu"),
     "softmax(f32[4,8])": (lambda: torch.softmax(m, -1), "aten::_softmax"),
     "layer_norm(f32[4,8])": (lambda: F.layer_norm(m, (8,)), "aten::native_layer_norm"),
+    # in-place, out= and a reduction (their own tensors: w grows, harmlessly)
+    "add_(f32[8], f32[8])": (lambda: w.add_(y), "aten::add_.Tensor"),
+    "relu_(f32[8])": (lambda: z.relu_(), "aten::relu_"),
+    "mul(f32[8], f32[8], out=)": (lambda: torch.mul(x, y, out=o), "aten::mul.out"),
+    "sum(f32[4,8], -1)": (lambda: m.sum(-1), "aten::sum.dim_IntList"),
 }
 out = {}
 print(f"[{mode}] torch and the plugin loaded", file=sys.stderr, flush=True)
@@ -144,14 +150,26 @@ KERNELS = [
     ("aten::_softmax", "m", _SM, "(const float *x, float *y)", ["const float*", "float*"]),
     ("aten::native_layer_norm", "ln", _LN, "(const float *x, float *y, float *mean, float *rstd)",
      ["const float*", "float*", "float*", "float*"]),
+    # in-place and out=: the written argument is the kernel's, no fresh output
+    ("aten::add_.Tensor", "wy", "for (int i = 0; i < 8; i++) x[i] += y[i];",
+     "(float *x, const float *y)", ["float*", "const float*"]),
+    ("aten::relu_", "z", "for (int i = 0; i < 8; i++) x[i] = x[i] > 0.f ? x[i] : 0.f;",
+     "(float *x)", ["float*"]),
+    ("aten::mul.out", "xyo", "for (int i = 0; i < 8; i++) o[i] = x[i] * y[i];",
+     "(const float *x, const float *y, float *o)", ["const float*", "const float*", "float*"]),
+    ("aten::sum.dim_IntList", "msum",
+     "for (int r = 0; r < 4; r++) { float s = 0.f; for (int c = 0; c < 8; c++) s += x[8 * r + c]; o[r] = s; }",
+     "(const float *x, float *o)", ["const float*", "float*"]),
 ]
 
 SETUP = r"""
 import json, sys, torch, kernel_forge as kf
 kernels, dev = json.loads(sys.argv[1]), sys.argv[2]
 x = torch.randn(8, device=dev); y = torch.randn(8, device=dev); m = torch.randn(4, 8, device=dev)
+w = torch.randn(8, device=dev); z = torch.randn(8, device=dev); o = torch.empty(8, device=dev)
 args = {"x": (x,), "xy": (x, y), "x2": (x, 2.0), "m": (m, -1, False),
-        "ln": (m, [8], None, None, 1e-5)}
+        "ln": (m, [8], None, None, 1e-5), "wy": (w, y), "z": (z,), "xyo": (x, y), "msum": (m, [-1])}
+kwargs = {"xyo": {"out": o}}
 def add(k):
     op, which, body, params, types = k
     # (x, 2.0): the Python number becomes a wrapped 0-dim f64 tensor, as in x * 2.0
@@ -163,7 +181,7 @@ def add(k):
     try:
         kf.add_kernel(op, args[which], src, {"entry": "k", "grid": [1, 1, 1], "block": [1, 1, 1],
                                              "smem": 0, "args": types},
-                      allow_slower=True)  # the served path's overhead is measured, win or lose
+                      kwargs=kwargs.get(which), allow_slower=True)  # the served path's overhead is measured, win or lose
         return op
     except kf.KernelForgeError as e:
         print("not served:", e, file=sys.stderr, flush=True)
@@ -195,8 +213,10 @@ def start_setup(cache, dev, pythonpath=None):
     env = clean_env(pythonpath)
     env["KFORGE_CACHE_DIR"] = cache
     env["KFORGE_COMPUTE_SANITIZER"] = "0"
+    # `python -c` puts the working folder first on sys.path: a baseline runs elsewhere
     return subprocess.Popen([sys.executable, "-c", SETUP, json.dumps(KERNELS), dev], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            cwd=os.path.dirname(cache) if pythonpath else None)
 
 
 def finish_setup(proc, what):
@@ -224,7 +244,8 @@ def run(mode, calls, dev, cache, pythonpath=None):
         env["KFORGE_CACHE_DIR"] = cache
     try:
         r = subprocess.run([sys.executable, "-c", CHILD, mode, str(calls), dev], env=env,
-                           capture_output=True, text=True, timeout=CHILD_TIMEOUT_S)
+                           capture_output=True, text=True, timeout=CHILD_TIMEOUT_S,
+                           cwd=os.path.dirname(cache) if pythonpath else None)
     except subprocess.TimeoutExpired as e:  # what it printed tells how far it got
         err = e.stderr.decode() if isinstance(e.stderr, bytes) else (e.stderr or "")
         sys.exit(f"{mode}: no result in {CHILD_TIMEOUT_S} s; its progress:\n{err[-3000:]}")
@@ -257,18 +278,18 @@ def table(samples, runs, variants, served, calls, label):
     for v in variants:
         if len(variants) > 1:
             print(f"\n{v} ({variants[v] or 'this tree'}):")
-        print(f"{'op':22} " + " ".join(f"{HEAD[m]:>12}" for m in MODES) +
+        print(f"{'op':26} " + " ".join(f"{HEAD[m]:>12}" for m in MODES) +
               f" {'off-none':>9} {'pass-none':>9} {'served/none':>11}")
         for c in cases:
             n = med[("none", "new")][c]
             vals = {m: med[(m, "new" if m == "none" else v)][c] for m in MODES}
             sv = f"{vals['served']:12.0f}" if served[v][c] else f"{'-':>12}"
             ratio = f"{vals['served'] / n:11.2f}" if served[v][c] else f"{'-':>11}"
-            print(f"{c:22} " + " ".join(f"{vals[m]:12.0f}" for m in MODES[:-1]) + " " + sv +
+            print(f"{c:26} " + " ".join(f"{vals[m]:12.0f}" for m in MODES[:-1]) + " " + sv +
                   f" {vals['off'] - n:+9.0f} {vals['on'] - n:+9.0f} " + ratio)
     if len(variants) > 1:
         print("\nextra ns over no plugin, new vs old (same run), and new/old of that extra:")
-        print(f"{'op':22} " + " ".join(f"{HEAD[m]:>22}" for m in MODES[1:]))
+        print(f"{'op':26} " + " ".join(f"{HEAD[m]:>22}" for m in MODES[1:]))
         for c in cases:
             n = med[("none", "new")][c]
             cells = []
@@ -277,7 +298,7 @@ def table(samples, runs, variants, served, calls, label):
                 ok = m != "served" or (served["new"][c] and served["old"][c])
                 cells.append(f"{a:+6.0f} vs {b:+6.0f} {a / b if b > 0 else float('nan'):5.2f}"
                              if ok else "-")
-            print(f"{c:22} " + " ".join(f"{x:>22}" for x in cells))
+            print(f"{c:26} " + " ".join(f"{x:>22}" for x in cells))
     sys.stdout.flush()
     return med
 
@@ -336,7 +357,7 @@ def main():
     cases = list(med[("none", "new")])
     print("\nper round (" + " / ".join(f"{m}:{v}" for m, v in runs) + "):")
     for c in cases:
-        print(f"  {c:22} " + "  ".join("/".join(f"{samples[r][i]['ns'][c]:.0f}" for r in runs)
+        print(f"  {c:26} " + "  ".join("/".join(f"{samples[r][i]['ns'][c]:.0f}" for r in runs)
                                        for i in range(args.rounds)))
     print("kernels added: " + "; ".join(f"{v}: {', '.join(k)}" for v, k in kernels.items()))
     if args.json:
