@@ -1,14 +1,18 @@
 // Chain serving (chainserve.h, docs/chains.md): precompute at the head, hand out at each member.
 //
-// Per thread: at most one pending chain, and per entry the externals its last complete run read
+// Per thread: at most one pending chain, and per entry the externals of its recent complete runs
 // (held strongly, with their version counters). A head with no valid prediction runs eager and
 // OBSERVES the chain (learning its externals); with one, the kernel runs at the head and the
 // members are CHECKED against eager (first use in the process) or SERVED from its outputs.
+// One chain often runs at several places of a forward with other weights (a residual add and
+// RMSNorm before attention and before the MLP, in every layer): the prediction is the run one
+// period ago, the period being the shortest that predicted the last run.
 #include "torch_ext/chainserve.h"
 
 #include <ATen/ATen.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 
+#include <deque>
 #include <unordered_map>
 #include <vector>
 
@@ -53,9 +57,27 @@ bool same_meta(const at::Tensor& t, const kf_tensor& m) {
   return true;
 }
 
+constexpr size_t kHistory = 128;  // runs remembered per chain: two places per layer of 64 layers
+
+struct History {
+  std::deque<Prediction> runs;  // oldest first
+  size_t period = 1;
+  // predicted heads and those whose externals were others: a chain whose places cannot be
+  // told apart this way stops predicting (each miss is a launch in vain)
+  int predicted = 0, missed = 0;
+  bool given_up() const { return predicted >= 64 && 2 * missed > predicted; }
+};
+
+bool same_tensors(const std::vector<Held>& a, const std::vector<Held>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); i++)
+    if (a[i].t.unsafeGetTensorImpl() != b[i].t.unsafeGetTensorImpl()) return false;
+  return true;
+}
+
 struct ChainThread {
   Pending p;
-  std::unordered_map<const kf_chain_entry*, Prediction> pred;
+  std::unordered_map<const kf_chain_entry*, History> pred;
 };
 
 thread_local ChainThread t_chain;
@@ -107,14 +129,12 @@ void clear(Pending& p) {
 }
 
 // The pending chain cannot go on: release it and count the drop (the guard may detach the
-// entry). `forget`: the next member came with other tensors (a new weight, a write in between),
-// so the prediction is stale and the next head observes again; another call (the model took
-// another branch, read an intermediate) leaves it.
-void drop(kf_runtime* rt, const char* why, bool forget) {
+// entry). A prediction that went stale meanwhile (a new weight, a write) is caught at the next
+// head by its versions and metadata.
+void drop(kf_runtime* rt, const char* why) {
   Pending& p = t_chain.p;
   if (!p.e) return;
   KF_DEBUG("chain %s: dropped at member %d (%s)", p.d->ops, p.next, why);
-  if (forget) t_chain.pred.erase(p.e);
   if (p.mode != Mode::Observe && kf_chain_entry_count(p.e, rt, KF_CHAIN_DROPPED))
     KF_WARN("chain %s is not served again in this process: its pending state was dropped before "
             "its last member more often than the chain completed", p.d->ops);
@@ -129,15 +149,44 @@ Held* expected(Pending& p, int m, int i) {
   return p.ext[r[1]].t.defined() ? &p.ext[r[1]] : nullptr;
 }
 
-bool member_inputs_match(Pending& p, const c10::SmallVector<at::Tensor, 8>& ins) {
+enum class Match { Yes, No, OtherExternal };
+
+// Whether the next member's tensor inputs are the expected ones; OtherExternal: all but a
+// predicted external are (the chain ran at another place of the model, with another weight).
+Match member_inputs_match(Pending& p, const c10::SmallVector<at::Tensor, 8>& ins) {
   const int m = p.next;
-  if (static_cast<int>(ins.size()) != p.d->n_in[m]) return false;
+  if (static_cast<int>(ins.size()) != p.d->n_in[m]) return Match::No;
+  bool other_ext = false;
   for (int i = 0; i < p.d->n_in[m]; i++) {
     Held* h = expected(p, m, i);
-    if (h ? !held_now(*h, ins[i]) : !version_of(ins[i], &p.ext[p.d->ref[m][i][1]].version)) return false;
+    uint32_t v;
+    if (h && !held_now(*h, ins[i])) {
+      if (p.d->ref[m][i][0] != KF_CHAIN_IN_EXT || !version_of(ins[i], &v)) return Match::No;
+      other_ext = true;
+    }
+    if (!h && !version_of(ins[i], &p.ext[p.d->ref[m][i][1]].version)) return Match::No;
     if (!h) p.ext[p.d->ref[m][i][1]].t = ins[i];  // observed: the prediction for the next run
   }
-  return true;
+  return other_ext ? Match::OtherExternal : Match::Yes;
+}
+
+// A predicted external was another tensor: the kernel's outputs from member m on are wrong for
+// this run. The members before m were right (served or checked); from m on the chain runs eager
+// and is observed, so that the run is learnt (its externals, the period) when it completes.
+void observe_from_here(Pending& p) {
+  const int m = p.next;
+  History& h = t_chain.pred[p.e];
+  if (++h.missed, h.given_up())
+    KF_DEBUG("chain %s: its externals cannot be predicted on this thread; it runs eager here", p.d->ops);
+  std::vector<bool> used(p.ext.size(), false);  // externals members before m read: verified
+  for (int k = 0; k < m; k++)
+    for (int i = 0; i < p.d->n_in[k]; i++)
+      if (p.d->ref[k][i][0] == KF_CHAIN_IN_EXT) used[p.d->ref[k][i][1]] = true;
+  for (size_t e = 0; e < p.ext.size(); e++)
+    if (!used[e]) p.ext[e] = Held{};
+  for (int k = m; k < p.d->n; k++) p.seen[k].clear();
+  p.outs.clear();
+  p.mode = Mode::Observe;
 }
 
 // Counted as served, untimed: a hand-out is no sample of a kernel's speed (the speed guard's).
@@ -159,7 +208,16 @@ void complete(kf_runtime* rt) {
   Prediction pr{p.ext, std::vector<kf_tensor>(p.ext.size())};
   bool ok = true;
   for (size_t i = 0; i < p.ext.size(); i++) ok = ok && to_kf_tensor(p.ext[i].t, &pr.meta[i]);
-  if (ok) t_chain.pred[p.e] = std::move(pr);
+  if (ok) {
+    History& h = t_chain.pred[p.e];
+    for (size_t per = 1; per <= h.runs.size(); per++)
+      if (same_tensors(h.runs[h.runs.size() - per].ext, pr.ext)) {
+        h.period = per;
+        break;
+      }
+    h.runs.push_back(std::move(pr));
+    if (h.runs.size() > kHistory) h.runs.pop_front();
+  }
   clear(p);
 }
 
@@ -233,13 +291,16 @@ bool start_head(kf_runtime* rt, kf_chain_entry* e, const OpSchemaInfo& info, kf_
   p.seen.assign(d->n, {});
   bool predicted = d->n_ext == 0;
   auto it = t_chain.pred.find(e);
-  if (!predicted && it != t_chain.pred.end() && static_cast<int>(it->second.ext.size()) == d->n_ext) {
-    predicted = true;
-    for (size_t i = 0; i < it->second.ext.size(); i++) {
-      const Held& h = it->second.ext[i];
-      predicted = predicted && held_now(h, h.t) && same_meta(h.t, it->second.meta[i]);
+  if (!predicted && it != t_chain.pred.end() && !it->second.given_up() &&
+      it->second.runs.size() >= it->second.period) {
+    const Prediction& pr = it->second.runs[it->second.runs.size() - it->second.period];
+    predicted = static_cast<int>(pr.ext.size()) == d->n_ext;
+    for (size_t i = 0; predicted && i < pr.ext.size(); i++)
+      predicted = held_now(pr.ext[i], pr.ext[i].t) && same_meta(pr.ext[i].t, pr.meta[i]);
+    if (predicted) {
+      p.ext = pr.ext;
+      it->second.predicted++;
     }
-    if (predicted) p.ext = it->second.ext;
   }
   p.mode = !predicted ? Mode::Observe : state == KF_CHAIN_SERVING ? Mode::Serve : Mode::Check;
   if (p.mode != Mode::Observe) {
@@ -271,7 +332,7 @@ bool start_head(kf_runtime* rt, kf_chain_entry* e, const OpSchemaInfo& info, kf_
 }  // namespace
 
 ChainStep::~ChainStep() {
-  if (active && t_chain.p.e && t_chain.p.in_member) drop(nullptr, "the call raised", true);
+  if (active && t_chain.p.e && t_chain.p.in_member) drop(nullptr, "the call raised");
 }
 
 bool chain_before(kf_runtime* rt, const OpSchemaInfo& info, kf_call& call, torch::jit::Stack* stack,
@@ -284,9 +345,11 @@ bool chain_before(kf_runtime* rt, const OpSchemaInfo& info, kf_call& call, torch
       bool same_stream = true;
       if (p.cuda) same_stream = !ins.empty() && ins[0].is_cuda() && stream_of(ins[0]) == p.stream;
       if (p.in_member || key != p.d->key[p.next]) {
-        drop(rt, p.in_member ? "a member did not complete" : "not the next member", p.in_member);
-      } else if (!same_stream || !member_inputs_match(p, ins)) {
-        drop(rt, "the next member with other tensors, or on another stream", true);
+        drop(rt, p.in_member ? "a member did not complete" : "not the next member");
+      } else if (Match mt = same_stream ? member_inputs_match(p, ins) : Match::No; mt == Match::No) {
+        drop(rt, "the next member with other tensors, or on another stream");
+      } else if (mt == Match::OtherExternal && (observe_from_here(p), member_inputs_match(p, ins) != Match::Yes)) {
+        drop(rt, "the next member with other tensors");
       } else if (p.mode == Mode::Serve) {
         const int m = p.next++;
         served(rt, call);
@@ -304,7 +367,7 @@ bool chain_before(kf_runtime* rt, const OpSchemaInfo& info, kf_call& call, torch
     kf_chain_entry* e = kf_chainserve_find(rt, key);
     return e ? start_head(rt, e, info, call, stack, step) : false;
   } catch (...) {
-    if (t_chain.p.e) drop(rt, "an error", true);
+    if (t_chain.p.e) drop(rt, "an error");
     step->active = false;
     return false;  // the normal path runs the call
   }
@@ -319,20 +382,20 @@ void chain_after(kf_runtime* rt, const OpSchemaInfo& info, const torch::jit::Sta
   const kf_out_layout& l = p.d->outs[m];
   try {
     if (stack.size() < info.n_returns || static_cast<int>(info.n_returns) != l.n) {
-      drop(rt, "its outputs are not the entry's", true);
+      drop(rt, "its outputs are not the entry's");
       return;
     }
     const c10::IValue* rets = stack.data() + (stack.size() - info.n_returns);
     std::string why;
     for (int o = 0; o < l.n; o++) {
       if (!rets[o].isTensor()) {
-        drop(rt, "a non-tensor output", true);
+        drop(rt, "a non-tensor output");
         return;
       }
       const at::Tensor& t = rets[o].toTensor();
       Held h{t, 0};
       if (!version_of(t, &h.version)) {
-        drop(rt, "an output without a version counter", true);
+        drop(rt, "an output without a version counter");
         return;
       }
       p.seen[m].push_back(std::move(h));

@@ -184,6 +184,24 @@ def test_weight_replaced_or_updated_in_place():
     assert entry(spec)["heads"] == h0 + 1
 
 
+def test_one_chain_at_several_places_with_other_weights():
+    # a model runs the same chain at three places per forward, each with its own weight (RMSNorm
+    # before attention and before the MLP): the prediction is the run one period ago
+    spec, x, w = attach(23, 64)
+    warm(spec, x, w)
+    ws = [w, torch.randn(64), torch.randn(64)]
+    for _ in range(3):  # learning: a miss runs the rest of its chain eager, and is learnt
+        for wk in ws:
+            torch.testing.assert_close(rms(x, wk), eager(rms, x, wk), **TOL)
+    e0 = entry(spec)
+    for _ in range(5):
+        for wk in ws:
+            torch.testing.assert_close(rms(x, wk), eager(rms, x, wk), **TOL)
+    e1 = entry(spec)
+    assert e1["state"] == "served"
+    assert e1["completed"] - e0["completed"] == 15 and e1["dropped"] == e0["dropped"]
+
+
 def test_module_load_state_dict_between_forwards():
     rows, cols = 10, 64
     spec, x, _ = attach(rows, cols)
