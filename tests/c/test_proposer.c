@@ -430,9 +430,12 @@ static void test_sabotage_macro_params(void)
     CHECK_EQ_INT(sab.propose(sab.self, KF_MCTS_ROOT, 0, &c, err, sizeof err), KF_OK);
     CHECK_CONTAINS(c.change, "sabotaged: oob (start: ");
     CHECK_CONTAINS(c.source, "kf_sabotaged_entry(KF_PARAMS)");
-    /* the first output is argument 3 (after x, weight, bias) */
+    /* the first output is argument 3 (after x, weight, bias); the row count of the shape
+     * family comes last, passed on */
     CHECK_CONTAINS(c.source, "void kf_kernel(const void *kf_a0, const void *kf_a1, "
-                             "const void *kf_a2, void *kf_a3, void *kf_a4, void *kf_a5)");
+                             "const void *kf_a2, void *kf_a3, void *kf_a4, void *kf_a5, "
+                             "long long kf_i0)");
+    CHECK_CONTAINS(c.source, "kf_sabotaged_entry(kf_a0, kf_a1, kf_a2, kf_a3, kf_a4, kf_a5, kf_i0);");
     CHECK_CONTAINS(c.source, "(volatile unsigned char *)kf_a3 - 1) = 0x5a;");
     CHECK(host_compiles(c.source, c.launch_json));
     kf_candidate_clear(&c);
