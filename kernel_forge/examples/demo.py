@@ -76,8 +76,10 @@ def main() -> int:
 
     with torch.inference_mode():
         kf.reset_stats()
+        kf.set_recording(True)  # every op intercepted and counted, as kforge run does
         for _ in range(10):
             model(x)
+        kf.set_recording(False)
         hot = _tuner.hot_candidates(kf.stats(), min_calls=5, min_share=0.02, skip=set())
         print(f"\n1. recorded: {len(hot)} hot intercepted signatures")
         for r in hot:
