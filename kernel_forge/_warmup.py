@@ -169,13 +169,28 @@ def _child_capture(plan_path: str, out: str, script_args: list[str]) -> int:
             taken[key] = _tuner.take_captures(key, _tuner.n_tensor_args(key))
         return taken[key]
 
+    def write_chain(c):
+        try:
+            if deadline and results and (time.time() > write_until or deadline - time.time()
+                                         < (len(results) + 1) * MIN_JOB_S):
+                raise kf.KernelForgeError("the warm-up's time budget went to hotter work")
+            with _jobs.bypass():
+                results[c["row_key"]] = {"job_dir": write_chain_from_captures(c, take, plan)}
+        except Exception as e:  # noqa: BLE001 - reported in the table
+            results[c["row_key"]] = {"error": str(e)}
+
     try:
         code = run_script(script_args[0], script_args[1:], module)
     finally:
         # writing jobs gets a share of what the script's two runs left, and stops while the rest
         # can still give every written job a search of its own
         write_until = deadline and time.time() + WRITE_SHARE * max(0.0, deadline - time.time())
-        for p in plan["jobs"]:
+        order = sorted([("op", p) for p in plan["jobs"]] + [("chain", c) for c in plan.get("chains", [])],
+                       key=lambda w: -w[1].get("prio", 0))
+        for kind, p in order:
+            if kind == "chain":
+                write_chain(p)
+                continue
             key = p["key"]
             try:
                 # the hottest job is written whatever the clock says: recording and capturing a
@@ -192,14 +207,6 @@ def _child_capture(plan_path: str, out: str, script_args: list[str]) -> int:
                         key, caps, plan["search"], plan.get("random_inputs", 3))}
             except Exception as e:  # reported in the table, not fatal for the other jobs
                 results[key] = {"error": str(e)}
-        for c in plan.get("chains", []):
-            try:
-                if write_until and time.time() > write_until and results:
-                    raise kf.KernelForgeError("the warm-up's time budget went to hotter work")
-                with _jobs.bypass():
-                    results[c["row_key"]] = {"job_dir": write_chain_from_captures(c, take, plan)}
-            except Exception as e:  # noqa: BLE001 - reported in the table
-                results[c["row_key"]] = {"error": str(e)}
         with open(out, "w") as f:
             json.dump(results, f)
     return code
@@ -369,9 +376,16 @@ def warmup(script_cmd: list[str], *, iterations: int = 50, time_budget: float = 
         llm_args += ["--llm-max-requests", str(int(llm_max_requests))]
     search = {"iterations": iterations, "seed": seed, "proposer": proposer,
               "cache_dir": kf.cache_dir()}
+    # signatures and chains in one priority order, for writing jobs and for searching: a hot
+    # chain must not wait behind every op row for the budget
+    prio = {id(r): _tuner.priority(r, bw) for r in cands}
+    prio.update({id(c): c["time_ms"] for c in chain_cands})
+    work_list = sorted(cands + chain_cands, key=lambda r: -prio[id(r)])
     plan = {"captures": captures, "search": search,
-            "jobs": [{"key": r["key"], "signature": r["signature"]} for r in cands],
-            "chains": [{k: c[k] for k in ("spec", "keys", "id", "row_key")} for c in chain_cands]}
+            "jobs": [{"key": r["key"], "signature": r["signature"], "prio": prio[id(r)]}
+                     for r in cands],
+            "chains": [dict({k: c[k] for k in ("spec", "keys", "id", "row_key")},
+                            prio=prio[id(c)]) for c in chain_cands]}
     if time_budget:  # writing jobs (device-to-host copies, files) must leave time to search
         plan["deadline"] = time.time() + (t0 + time_budget - time.monotonic())
     plan_path, jobs_path = os.path.join(work, "plan.json"), os.path.join(work, "jobs.json")
@@ -422,7 +436,6 @@ def warmup(script_cmd: list[str], *, iterations: int = 50, time_budget: float = 
         if res.get("best_us") and res.get("roofline_us"):
             row["roofline_pct"] = 100 * res["roofline_us"] / res["best_us"]
 
-    work_list = cands + chain_cands
     for i, r in enumerate(work_list):
         if r["op"] == "kforge::chain":  # a chain row: ops in order; no fleet cache for chains yet
             row = {"op": r["op"], "signature": r["signature"], "key": r["row_key"],
