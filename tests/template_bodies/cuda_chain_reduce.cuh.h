@@ -1,0 +1,10 @@
+/* What a render prints before forge/templates/kernels/cuda_chain_reduce.cuh (cuda_chain, a row
+ * chain whose reduction is mean: RMSNorm), cut to the definitions the body uses, so that the body
+ * compiles alone: one variant. */
+#define KF_CHECK_VARIANTS 1
+typedef float kf_ct;
+#define KF_C 512LL
+#define KF_RINIT (kf_ct)0
+#define KF_RCOMB(a, b) ((a) + (b))
+#define KF_RFINAL(a) ((a) / (kf_ct)KF_C)
+#define KF_NT 256
