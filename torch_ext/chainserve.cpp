@@ -44,8 +44,14 @@ struct Pending {
   std::vector<std::vector<at::Tensor>> outs;  // per member: the kernel's (Check, Serve)
 };
 
+using WeakImpl = c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>;
+
+// A remembered run's externals, held weakly: a run long ago must not keep a large tensor made
+// for one forward (a mask) alive; one that is gone is no prediction. While a weak reference
+// lives, no other tensor can appear at its address.
 struct Prediction {
-  std::vector<Held> ext;
+  std::vector<WeakImpl> ext;
+  std::vector<uint32_t> version;
   std::vector<kf_tensor> meta;  // what each external was: a resize_ or set_ need not bump its version
 };
 
@@ -68,10 +74,10 @@ struct History {
   bool given_up() const { return predicted >= 64 && 2 * missed > predicted; }
 };
 
-bool same_tensors(const std::vector<Held>& a, const std::vector<Held>& b) {
+bool same_tensors(const std::vector<WeakImpl>& a, const std::vector<WeakImpl>& b) {
   if (a.size() != b.size()) return false;
   for (size_t i = 0; i < a.size(); i++)
-    if (a[i].t.unsafeGetTensorImpl() != b[i].t.unsafeGetTensorImpl()) return false;
+    if (a[i]._unsafe_get_target() != b[i]._unsafe_get_target()) return false;
   return true;
 }
 
@@ -205,9 +211,14 @@ void complete(kf_runtime* rt) {
   Pending& p = t_chain.p;
   if (p.mode != Mode::Observe) kf_chain_entry_count(p.e, rt, KF_CHAIN_COMPLETED);
   if (p.mode == Mode::Check) kf_chain_entry_enable(p.e);
-  Prediction pr{p.ext, std::vector<kf_tensor>(p.ext.size())};
+  Prediction pr{{}, {}, std::vector<kf_tensor>(p.ext.size())};
   bool ok = true;
-  for (size_t i = 0; i < p.ext.size(); i++) ok = ok && to_kf_tensor(p.ext[i].t, &pr.meta[i]);
+  for (size_t i = 0; i < p.ext.size(); i++) {
+    ok = ok && p.ext[i].t.defined() && to_kf_tensor(p.ext[i].t, &pr.meta[i]);
+    if (!ok) break;
+    pr.ext.emplace_back(p.ext[i].t.getIntrusivePtr());
+    pr.version.push_back(p.ext[i].version);
+  }
   if (ok) {
     History& h = t_chain.pred[p.e];
     for (size_t per = 1; per <= h.runs.size(); per++)
@@ -295,10 +306,19 @@ bool start_head(kf_runtime* rt, kf_chain_entry* e, const OpSchemaInfo& info, kf_
       it->second.runs.size() >= it->second.period) {
     const Prediction& pr = it->second.runs[it->second.runs.size() - it->second.period];
     predicted = static_cast<int>(pr.ext.size()) == d->n_ext;
-    for (size_t i = 0; predicted && i < pr.ext.size(); i++)
-      predicted = held_now(pr.ext[i], pr.ext[i].t) && same_meta(pr.ext[i].t, pr.meta[i]);
+    std::vector<Held> ext;
+    for (size_t i = 0; predicted && i < pr.ext.size(); i++) {
+      auto strong = pr.ext[i].lock();
+      if (!strong) {
+        predicted = false;
+        break;
+      }
+      Held h{at::Tensor(std::move(strong)), pr.version[i]};
+      predicted = held_now(h, h.t) && same_meta(h.t, pr.meta[i]);
+      ext.push_back(std::move(h));
+    }
     if (predicted) {
-      p.ext = pr.ext;
+      p.ext = std::move(ext);
       it->second.predicted++;
     }
   }

@@ -202,6 +202,23 @@ def test_one_chain_at_several_places_with_other_weights():
     assert e1["completed"] - e0["completed"] == 15 and e1["dropped"] == e0["dropped"]
 
 
+def test_remembered_runs_do_not_keep_their_externals_alive():
+    import gc
+    import weakref
+
+    spec, x, w = attach(24, 64)
+    warm(spec, x, w)
+    w2 = torch.randn(64)
+    for _ in range(3):
+        torch.testing.assert_close(rms(x, w2), eager(rms, x, w2), **TOL)
+    gone = weakref.ref(w2)
+    del w2
+    gc.collect()
+    assert gone() is None  # the chain's memory of it is weak
+    torch.testing.assert_close(rms(x, w), eager(rms, x, w), **TOL)  # and still served
+    assert entry(spec)["state"] == "served"
+
+
 def test_module_load_state_dict_between_forwards():
     rows, cols = 10, 64
     spec, x, _ = attach(rows, cols)
