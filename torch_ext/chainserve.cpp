@@ -1,7 +1,7 @@
 // Chain serving (chainserve.h, docs/chains.md): precompute at the head, hand out at each member.
 //
 // Per thread: at most one pending chain, and per entry the externals of its recent complete runs
-// (held strongly, with their version counters). A head with no valid prediction runs eager and
+// (held weakly, with their version counters). A head with no valid prediction runs eager and
 // OBSERVES the chain (learning its externals); with one, the kernel runs at the head and the
 // members are CHECKED against eager (first use in the process) or SERVED from its outputs.
 // One chain often runs at several places of a forward with other weights (a residual add and
