@@ -44,7 +44,7 @@ if [ "$ngpu" -ge 2 ]; then per=$left; else per=$(( left / 2 )); fi
 online=$(( per - EAGER_S - 35 - warm_cost ))
 warm=1
 if [ "$online" -lt 240 ]; then online=$(( per - EAGER_S - 35 )); warm=0; fi
-[ "$online" -gt 270 ] && online=270
+[ "$online" -gt 300 ] && online=300
 if [ "$online" -lt 30 ]; then echo "== only $left s left after the build: not enough"; exit 1; fi
 echo "== $ngpu GPUs; per model: eager $EAGER_S s, online $online s, warmup comparison: $warm"
 run_model() {  # model, GPU index

@@ -2,7 +2,8 @@
 
 Each script is written as a user writes one: it builds its model on the CPU with seeded random
 weights (nothing is downloaded), moves it with `.to(device, dtype)` (and channels_last where users
-do), then runs untimed forwards and a timed loop of forwards under torch.inference_mode().
+do), then runs untimed forwards and a timed loop of forwards under torch.inference_mode() (or
+torch.no_grad(), as transformers' generate() and timm's validate.py do, with --grad-mode no_grad).
 Options, the same for every script:
 
   --device cuda|cpu      default: cuda when available
@@ -11,6 +12,7 @@ Options, the same for every script:
   --warmup N             untimed forwards first (default 5; with --compile the first compiles)
   --compile              wrap the model in torch.compile (default options)
   --plugin               `import kernel_forge` before anything is built: the one line a user adds
+  --grad-mode inference|no_grad   the forwards' context (default inference: torch.inference_mode)
   --tiny                 drastically smaller sizes (CPU tests)
   --save-output FILE     torch.save the last forward's output (on the CPU; floats as float32)
 
@@ -47,6 +49,8 @@ def parse(doc: str, *, dtype: str, iters: int = 30, warmup: int = 5):
                    help=f"untimed forwards first (default {warmup}, at least 1)")
     p.add_argument("--compile", action="store_true", help="wrap the model in torch.compile")
     p.add_argument("--plugin", action="store_true", help="import kernel_forge first")
+    p.add_argument("--grad-mode", choices=("inference", "no_grad"), default="inference",
+                   help="the forwards' context: torch.inference_mode (default) or torch.no_grad")
     p.add_argument("--tiny", action="store_true", help="tiny sizes (CPU tests)")
     p.add_argument("--save-output", metavar="FILE", help="torch.save the last output")
     a = p.parse_args()
@@ -100,7 +104,8 @@ def bench(name: str, fn, a, *, family: str, source: str, unit: str = "forward", 
     """Warm-up forwards, then a timed loop; prints `ZOO {json}` and returns the record."""
     t_built = time.perf_counter()
     cuda = a.device.type == "cuda"
-    with torch.inference_mode():
+    grad_ctx = torch.no_grad if a.grad_mode == "no_grad" else torch.inference_mode
+    with grad_ctx():
         t0 = time.perf_counter()
         out = fn()
         _sync(a)
@@ -129,7 +134,7 @@ def bench(name: str, fn, a, *, family: str, source: str, unit: str = "forward", 
         torch.save(_saved(out), a.save_output)
     rec = {"model": name, "family": family, "source": source, "unit": unit,
            "device": str(a.device), "dtype": NAMES[a.dtype], "compile": a.compile,
-           "iters": a.iters, "warmup": a.warmup,
+           "iters": a.iters, "warmup": a.warmup, "grad_mode": a.grad_mode,
            "median_ms": statistics.median(ms), "mean_ms": statistics.fmean(ms), "min_ms": min(ms),
            "host_median_ms": statistics.median(host_ms), "first_ms": first_ms,
            "build_s": t_built - T_START, "total_s": time.perf_counter() - T_START,
