@@ -9,8 +9,10 @@ For each model, each step in a fresh process (its output in WORK/logs/MODEL-STEP
                folder per model, KFORGE_CACHE_DIR=WORK/cache-M)
   3. plugin:   python models/M.py --plugin      (`import kernel_forge`, the one line a user adds,
                on that warm cache; what it served from kernel_forge.stats())
-  4. eager again, a second fresh process (--eager-runs 2): the spread between the two is the
-     process-to-process noise the plugin's speedup is read against
+  4. eager again and the plugin again, fresh processes alternating (--eager-runs 3, --plugin-runs
+     3 in all): each variant's time is the median over its processes, and their spread is the
+     process-to-process noise the speedup is read against (on the H200 one process in a few
+     issues its forwards up to 2x slower on the host, eager or not)
   5. compile:  python models/M.py --compile     (torch.compile, default options)
 The scripts time their own forwards (CUDA events) and print one `ZOO {json}` line. KFORGE_*
 variables of this environment are not passed on (--env K=V adds one). One model failing is a row
@@ -247,12 +249,12 @@ def run_model(name: str, info: dict, a, work: str, deadline: float | None, extra
                gpu=rec.get("gpu"))
     runs = [e["record"]["median_ms"] for e in eagers]
     res["eager_runs_ms"] = runs
-    res["eager_ms"] = statistics.fmean(runs)
+    res["eager_ms"] = statistics.median(runs)
     res["eager_spread"] = (max(runs) - min(runs)) / res["eager_ms"] if len(runs) > 1 else None
     if p is not None:
         pr = p["record"]  # what was served: the first plugin process's stats
         res["plugin_runs_ms"] = [x["record"]["median_ms"] for x in plugins]
-        res["plugin_ms"] = statistics.fmean(res["plugin_runs_ms"])
+        res["plugin_ms"] = statistics.median(res["plugin_runs_ms"])
         res["speedup"] = res["eager_ms"] / res["plugin_ms"]
         pr_ms = res["plugin_runs_ms"]
         res["plugin_spread"] = (max(pr_ms) - min(pr_ms)) / res["plugin_ms"] if len(pr_ms) > 1 else None
@@ -375,12 +377,12 @@ def main(argv=None) -> int:
     p.add_argument("--warmup-args", default="",
                    help="more kforge warmup options (default none: its defaults)")
     p.add_argument("--model-args", default="", help="options for every script, e.g. '--tiny'")
-    p.add_argument("--eager-runs", type=int, default=2,
+    p.add_argument("--eager-runs", type=int, default=3,
                    help="fresh eager processes: one before the warm-up, the others alternating "
-                        "with the plugin's after it (default 2)")
-    p.add_argument("--plugin-runs", type=int, default=1,
-                   help="fresh plugin processes on the warm cache (default 1); the plugin's time "
-                        "is their mean, as eager's is of the eager processes")
+                        "with the plugin's after it (default 3); eager's time is their median")
+    p.add_argument("--plugin-runs", type=int, default=3,
+                   help="fresh plugin processes on the warm cache (default 3); the plugin's time "
+                        "is their median, as eager's is of the eager processes")
     p.add_argument("--settle", type=float, default=3,
                    help="seconds of pause after the warm-up, before the plugin's process (3)")
     p.add_argument("--no-compile", action="store_true", help="skip torch.compile")

@@ -2,7 +2,7 @@
 
 Noise: a model is slower than eager beyond the noise when its speedup is below 1 - max(3%, the
 spread of its eager processes, that of its plugin processes); above 1 + that margin it is faster
-(bold in the table). A spread is (max - min) / mean over a variant's fresh processes.
+(bold in the table). A spread is (max - min) / median over a variant's fresh processes.
 """
 
 from __future__ import annotations
@@ -141,8 +141,8 @@ def write(out: str, doc: dict):
     md += ["", "Each number comes from a fresh process: eager (kernel_forge not imported), the "
            "plugin (`import kernel_forge`) on the cache its `kforge warmup` filled, torch.compile. "
            "ms are medians of the script's timed forwards (CUDA events; `llama_decode`: one "
-           "whole generation). Eager is the mean of its processes, `eager spread` their "
-           "(max - min) over that mean (the plugin's likewise, with --plugin-runs > 1); a speedup "
+           "whole generation). Eager is the median of its processes, `eager spread` their "
+           "(max - min) over that median (the plugin's likewise, with --plugin-runs > 1); a speedup "
            "in bold is above 1 + max(3%, those spreads), one marked slower below 1 - that. "
            "`served sigs (calls)`: signatures the plugin served in the timed process, and its "
            "served calls; `inserted / tuned`: the warm-up's signatures. `plugin output`: "

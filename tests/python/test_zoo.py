@@ -58,7 +58,8 @@ def test_run_tiny_bert_and_a_broken_script(tmp_path):
                     "--models-dir", str(models), "--budget", "0",
                     "--warmup-args", "--ops native_layer_norm --iterations 3",
                     "--model-args", "--device cpu --tiny --iters 4 --warmup 2",
-                    "--eager-runs", "1", "--settle", "0", "--no-compile", "--out", str(out),
+                    "--eager-runs", "1", "--plugin-runs", "1", "--settle", "0", "--no-compile",
+                    "--out", str(out),
                     "--work", str(work)],
                    env_extra={"OMP_NUM_THREADS": "1"}, timeout=600)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
