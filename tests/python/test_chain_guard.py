@@ -6,12 +6,13 @@ eager's. Each test uses its own shape: entries live as long as the process."""
 
 import json
 
+import pytest
 import torch
 
 import kernel_forge as kf
 
 from conftest import run_python
-from test_chain_serving import LAUNCH, TOL, attach, eager, entry, kernel_source, rms, warm
+from test_chain_serving import CUDA_SOURCE, LAUNCH, TOL, attach, eager, entry, kernel_source, rms, warm
 
 EARLY_SAMPLES = 4  # plugin/plugin.h KF_SPEED_EARLY_SAMPLES: a kernel over 2x slower goes then
 MIN_SAMPLES = 16   # KF_SPEED_MIN_SAMPLES
@@ -108,3 +109,35 @@ def test_a_head_runs_its_members_eager_when_their_samples_are_gone():
     assert after["state"] == "served" and after["eager_heads"] == 1, after
     assert after["eager_us"] > 0 and after["timed"] == 4, after  # heads 1, 3, 16, 32
     assert after["heads"] == gone["heads"] + 39, after
+
+
+@pytest.mark.gpu
+def test_a_slow_cuda_chain_kernel_is_detached_on_its_event_samples():
+    # on the H200: PYTHONPATH=$PWD python3 -m pytest -q tests/python/test_chain_guard.py -k cuda
+    rows, cols = 35, 64
+    x, w = torch.randn(rows, cols, device="cuda"), torch.randn(cols, device="cuda")
+    kf.reset_stats()
+    kf.set_recording(True)
+    try:
+        for _ in range(4):
+            rms(x, w)
+    finally:
+        kf.set_recording(False)
+    (ch,) = [c for c in kf.chains() if c["ops"][0] == "aten::pow.Tensor_Scalar"]
+    spec = ch["spec"]
+    spin = ("if (i >= KF_R) return;\n    volatile float kf_spin = 0.f;\n"
+            "    for (long k = 0; k < 200000L; k++) kf_spin = kf_spin + 1.0f;")
+    src = CUDA_SOURCE.format(rows=rows, cols=cols).replace("if (i >= KF_R) return;", spin, 1)
+    launch = dict(LAUNCH, grid=[(rows + 31) // 32, 1, 1], block=[32, 1, 1])
+    kf.add_chain_kernel(spec, src, launch, backend="nvrtc", **TOL)
+    warm(spec, x, w)
+    for _ in range(40):
+        torch.testing.assert_close(rms(x, w), eager(rms, x, w), **TOL)
+    kf.stats()  # reads back the event pairs still pending: the verdict is taken there at the latest
+    e = entry(spec)
+    assert e["state"] == "refused" and e["stopped"] == "slower", e
+    assert e["timed"] >= EARLY_SAMPLES and e["kernel_us"] > 2 * e["eager_us"] > 0, e
+    heads = e["heads"]
+    for _ in range(3):
+        torch.testing.assert_close(rms(x, w), eager(rms, x, w), **TOL)
+    assert entry(spec)["heads"] == heads
