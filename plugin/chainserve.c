@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/clock.h"
 #include "common/hex.h"
 #include "common/log.h"
 #include "common/signature.h"
@@ -20,6 +21,7 @@ _Static_assert(KF_CHAIN_MAX_ARGS <= KF_LAUNCH_MAX_ARGS, "a chain kernel is launc
 
 struct kf_chain_entry {
     kf_chain_def def;
+    kf_runtime *rt; /* its guard reads the members' slots and the sampling settings */
     kf_kernel *kernel;
     uint8_t *sig; /* canonical chain bytes */
     uint32_t sig_len;
@@ -28,6 +30,10 @@ struct kf_chain_entry {
     _Atomic uint64_t n[KF_CHAIN_N_COUNTERS];
     char reason[256]; /* why it was refused, written once by the refusing caller... */
     _Atomic int reason_ready; /* ...and readable once this is set */
+    _Atomic int stopped;      /* KF_CHAIN_STOP_*, with the reason */
+    /* The speed guard (kf_chain_entry_plan): heads that would serve, the kernel's samples,
+     * heads run eager because a member had no eager sample. */
+    _Atomic uint64_t plans, timed, time_ns, min_ns, eager_heads;
     struct kf_chain_entry *next;
 };
 
@@ -156,6 +162,7 @@ kf_status kf_chainserve_add(kf_runtime *rt, const char *spec_json, const char *o
     }
     e->def.atol = atol, e->def.rtol = rtol;
     e->kernel = k;
+    e->rt = rt;
     snprintf(e->key_hex, sizeof e->key_hex, "%s", key_hex ? key_hex : "");
     pthread_mutex_lock(&rt->lock);
     if (k) { /* freed with the runtime, as every kernel: a reader may hold it */
@@ -238,16 +245,22 @@ void kf_chain_entry_enable(kf_chain_entry *e)
         KF_INFO("chain %s matched eager on first use; served from now on", e->def.ops);
 }
 
-int kf_chain_entry_refuse(kf_chain_entry *e, kf_runtime *rt, const char *reason, int disable_cache)
+static int refuse_as(kf_chain_entry *e, kf_runtime *rt, const char *reason, int disable_cache, int why)
 {
     int st = atomic_load(&e->state);
     do {
         if (st == KF_CHAIN_REFUSED) return 0;
     } while (!atomic_compare_exchange_weak(&e->state, &st, KF_CHAIN_REFUSED));
+    atomic_store(&e->stopped, why);
     snprintf(e->reason, sizeof e->reason, "%s", reason);
     atomic_store_explicit(&e->reason_ready, 1, memory_order_release);
     if (disable_cache && e->key_hex[0]) kf_cachelink_disable_entry(rt, e->key_hex, reason);
     return 1;
+}
+
+int kf_chain_entry_refuse(kf_chain_entry *e, kf_runtime *rt, const char *reason, int disable_cache)
+{
+    return refuse_as(e, rt, reason, disable_cache, KF_CHAIN_STOP_OTHER);
 }
 
 int kf_chain_entry_count(kf_chain_entry *e, kf_runtime *rt, int which)
@@ -261,7 +274,84 @@ int kf_chain_entry_count(kf_chain_entry *e, kf_runtime *rt, int which)
     char why[160];
     snprintf(why, sizeof why, "dropped before its last member %llu times in %llu heads (the kernel "
              "costs more than the head alone)", (unsigned long long)dropped, (unsigned long long)heads);
-    return kf_chain_entry_refuse(e, rt, why, 0); /* another process may use it better: entry stays */
+    return refuse_as(e, rt, why, 0, KF_CHAIN_STOP_DROPPED); /* another process may use it better: entry stays */
+}
+
+/* The chain run eager: the sum of its members' fastest sampled eager calls, or 0 while one has
+ * none (or its signature's slot was recycled, which starts its samples afresh). */
+static uint64_t eager_ns(kf_chain_entry *e)
+{
+    uint64_t sum = 0;
+    for (int m = 0; m < e->def.n; m++) {
+        kf_slot *s = kf_sigtable_find_hash(e->rt->sigs, e->def.key[m]);
+        const uint64_t fb = s ? atomic_load_explicit(&s->fb_min_ns, memory_order_relaxed) : 0;
+        kf_slot_unpin(s);
+        if (!fb) return 0;
+        sum += fb;
+    }
+    return sum;
+}
+
+int kf_chain_entry_plan(kf_chain_entry *e, int cuda, void *stream)
+{
+    kf_runtime *rt = e->rt;
+    const uint64_t n = atomic_fetch_add_explicit(&e->plans, 1, memory_order_relaxed) + 1;
+    if (n > 3 && n % (uint64_t)rt->cfg.sample_every) return KF_CHAIN_PLAN_SERVE;
+    const int every = rt->cfg.eager_every;
+    if (every <= 0 || eager_ns(e)) return KF_CHAIN_PLAN_TIMED;
+    /* as kf_dispatch_begin's eager_sample: one eager head for every - 1 kernel samples */
+    const uint64_t eager = atomic_load(&e->eager_heads), timed = atomic_load(&e->timed);
+    if (eager * (uint64_t)(every - 1) >= timed || (cuda && kf_runtime_capturing(rt, stream)))
+        return KF_CHAIN_PLAN_TIMED;
+    atomic_fetch_add_explicit(&e->eager_heads, 1, memory_order_relaxed);
+    return KF_CHAIN_PLAN_EAGER;
+}
+
+void kf_chain_time_start(kf_chain_entry *e, int cuda, void *stream, kf_chain_timer *t)
+{
+    t->gpu_token = cuda ? kf_gpu_timer_start(e->rt->gtimer, stream, e, 0, KF_CHAIN_GPU_SAMPLE) : -1;
+    t->on = !cuda || t->gpu_token >= 0; /* no event pair (capturing, no driver): no sample */
+    t->t0_ns = kf_now_ns();
+}
+
+void kf_chain_time_end(kf_chain_entry *e, int launched, void *stream, kf_chain_timer *t)
+{
+    if (!t->on) return;
+    t->on = 0;
+    if (t->gpu_token >= 0) {
+        if (launched)
+            kf_gpu_timer_stop(e->rt->gtimer, t->gpu_token, stream); /* read back lazily */
+        else
+            kf_gpu_timer_cancel(e->rt->gtimer, t->gpu_token);
+        return;
+    }
+    if (launched) kf_chain_entry_add_sample(e, kf_now_ns() - t->t0_ns);
+}
+
+static void store_min(_Atomic uint64_t *p, uint64_t v)
+{
+    uint64_t cur = atomic_load_explicit(p, memory_order_relaxed);
+    while ((cur == 0 || v < cur) &&
+           !atomic_compare_exchange_weak_explicit(p, &cur, v, memory_order_relaxed, memory_order_relaxed)) {
+    }
+}
+
+int kf_chain_entry_add_sample(kf_chain_entry *e, uint64_t ns)
+{
+    const uint64_t n = atomic_fetch_add_explicit(&e->timed, 1, memory_order_relaxed) + 1;
+    atomic_fetch_add_explicit(&e->time_ns, ns, memory_order_relaxed);
+    store_min(&e->min_ns, ns ? ns : 1);
+    if (n < KF_SPEED_EARLY_SAMPLES || kf_chain_entry_state(e) != KF_CHAIN_SERVING) return 0;
+    const uint64_t sv = atomic_load(&e->min_ns), fb = eager_ns(e);
+    if (!kf_speed_slower(n, sv, fb)) return 0;
+    char why[200];
+    snprintf(why, sizeof why, "slower than eager: %.1f us vs %.1f us (the kernel's fastest sampled call vs "
+             "the sum of its members' fastest eager calls, %llu samples)", (double)sv / 1e3, (double)fb / 1e3,
+             (unsigned long long)n);
+    if (!refuse_as(e, e->rt, why, 0, KF_CHAIN_STOP_SLOWER)) return 0; /* it may win elsewhere: entry stays */
+    KF_WARN("chain %s is slower here than its members run eager (%.1f us vs %.1f us); they run eager from "
+            "now on in this process", e->def.ops, (double)sv / 1e3, (double)fb / 1e3);
+    return 1;
 }
 
 char *kf_chain_entries_json(kf_runtime *rt)
@@ -289,6 +379,15 @@ char *kf_chain_entries_json(kf_runtime *rt)
         cJSON_AddNumberToObject(o, "heads", (double)atomic_load(&e->n[KF_CHAIN_HEADS]));
         cJSON_AddNumberToObject(o, "completed", (double)atomic_load(&e->n[KF_CHAIN_COMPLETED]));
         cJSON_AddNumberToObject(o, "dropped", (double)atomic_load(&e->n[KF_CHAIN_DROPPED]));
+        static const char *const stopped[] = {"other", "slower", "dropped"};
+        const int why = atomic_load(&e->stopped);
+        cJSON_AddStringToObject(o, "stopped", st == KF_CHAIN_REFUSED && ready && why >= 0 && why <= 2 ? stopped[why] : "");
+        /* the speed guard's samples: the kernel's (fastest, us), eager's (the members' fastest, summed) */
+        const uint64_t kmin = atomic_load(&e->min_ns), fb = eager_ns(e);
+        cJSON_AddNumberToObject(o, "timed", (double)atomic_load(&e->timed));
+        cJSON_AddNumberToObject(o, "kernel_us", kmin ? (double)kmin / 1e3 : -1.0);
+        cJSON_AddNumberToObject(o, "eager_us", fb ? (double)fb / 1e3 : -1.0);
+        cJSON_AddNumberToObject(o, "eager_heads", (double)atomic_load(&e->eager_heads));
         cJSON_AddItemToArray(arr, o);
     }
     char *text = arr ? cJSON_PrintUnformatted(arr) : NULL;

@@ -39,6 +39,9 @@ enum { KF_CHAIN_HEADS, KF_CHAIN_COMPLETED, KF_CHAIN_DROPPED, KF_CHAIN_N_COUNTERS
 
 #define KF_CHAIN_MAX_ARGS 16   /* kernel arguments: head inputs, externals, outputs */
 #define KF_CHAIN_GUARD_HEADS 32 /* heads before the drop-rate guard judges a chain */
+/* Why an entry was refused, for chain_entries()' "stopped": the speed guard, the drop-rate guard,
+ * anything else (a mismatch, a failed launch, its cache entry disabled). */
+enum { KF_CHAIN_STOP_OTHER = 0, KF_CHAIN_STOP_SLOWER = 1, KF_CHAIN_STOP_DROPPED = 2 };
 
 /* Validate spec (chain_sig.h) and outputs (a JSON array of layouts as the manifest's, each with
  * "member": its member's index, in member order, at least one per member; only the head's may
@@ -68,6 +71,30 @@ int kf_chain_entry_refuse(kf_chain_entry *e, kf_runtime *rt, const char *reason,
 /* Counters (KF_CHAIN_HEADS: the kernel ran at a head). A drop past the guard's threshold refuses
  * the entry (1 returned to the caller that did, which warns). */
 int kf_chain_entry_count(kf_chain_entry *e, kf_runtime *rt, int which);
+
+/* The speed guard (docs/chains.md): the kernel's time at a served head against the sum of its
+ * members' fastest eager calls (their signature slots' samples), judged by the per-op guard's
+ * rule (kf_speed_slower). A head about to serve asks what to do: serve untimed, serve timed
+ * (the entry's first 3 such heads, then one in KFORGE_SAMPLE_EVERY), or, on a timed head while
+ * some member has no eager sample, run its members eager and timed instead (one in
+ * KFORGE_EAGER_SAMPLE_EVERY of those, as a per-op kf_call.eager_sample; never while `stream`
+ * is captured into a CUDA graph). */
+enum { KF_CHAIN_PLAN_SERVE = 0, KF_CHAIN_PLAN_TIMED = 1, KF_CHAIN_PLAN_EAGER = 2 };
+int kf_chain_entry_plan(kf_chain_entry *e, int cuda, void *stream);
+/* A timed head: from before its outputs are allocated to after the launch, on the host clock or
+ * with a CUDA event pair on the launch stream (none while it is captured). end with launched 0
+ * cancels; a second end is a no-op. */
+typedef struct kf_chain_timer {
+    int on, gpu_token;
+    uint64_t t0_ns;
+} kf_chain_timer;
+void kf_chain_time_start(kf_chain_entry *e, int cuda, void *stream, kf_chain_timer *t);
+void kf_chain_time_end(kf_chain_entry *e, int launched, void *stream, kf_chain_timer *t);
+/* One sample of the kernel's time, and the guard's verdict: 1 when this sample detached the
+ * entry (refused, stopped "slower", one warning naming its ops). */
+int kf_chain_entry_add_sample(kf_chain_entry *e, uint64_t ns);
+/* gpu_timer's `served` value of a chain kernel's sample (its `user` is the entry). */
+#define KF_CHAIN_GPU_SAMPLE 2
 
 #ifdef __cplusplus
 }

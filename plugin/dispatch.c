@@ -130,10 +130,8 @@ void kf_slot_add_sample(kf_slot *s, int served, uint64_t ns)
     uint64_t n = served ? atomic_fetch_add_explicit(&s->guard_n, 1, memory_order_relaxed) + 1
                         : atomic_load_explicit(&s->guard_n, memory_order_relaxed);
     if (n < KF_SPEED_EARLY_SAMPLES) return;
-    /* minima: robust to the cold first calls (thread pools, page faults) of either side; a
-     * kernel far slower is stopped after a few samples, a marginal one after more */
     uint64_t sv = atomic_load(&s->sv_min_ns), fb = atomic_load(&s->fb_min_ns);
-    if (!fb || !sv || (double)sv <= (double)fb * (n < KF_SPEED_MIN_SAMPLES ? 2.0 : 1.05)) return;
+    if (!kf_speed_slower(n, sv, fb)) return;
     kf_kernel *k = atomic_load(&s->kernel);
     if (!k || k->unguarded || !detach(s, k, KF_STOP_SLOWER)) return;
     atomic_store(&s->served_slower, 1);
@@ -142,6 +140,14 @@ void kf_slot_add_sample(kf_slot *s, int served, uint64_t ns)
     KF_INFO("the kernel for a %s signature is slower here than eager (fastest call %.1f us vs "
             "%.1f us); eager is used from now on in this process",
             op, (double)sv / 1e3, (double)fb / 1e3);
+}
+
+int kf_speed_slower(uint64_t n, uint64_t sv_ns, uint64_t fb_ns)
+{
+    /* minima: robust to the cold first calls (thread pools, page faults) of either side; a
+     * kernel far slower is stopped after a few samples, a marginal one after more */
+    if (n < KF_SPEED_EARLY_SAMPLES || !sv_ns || !fb_ns) return 0;
+    return (double)sv_ns > (double)fb_ns * (n < KF_SPEED_MIN_SAMPLES ? KF_SPEED_EARLY_MARGIN : KF_SPEED_MARGIN);
 }
 
 int kf_kernel_launch(const kf_kernel *k, const kf_tensor *tensors, int n, void *stream)

@@ -86,6 +86,11 @@ void kf_dispatch_learn_outputs(kf_slot *slot, const kf_out_layout *layout);
 void kf_slot_add_sample(kf_slot *slot, int served, uint64_t ns);
 #define KF_SPEED_MIN_SAMPLES 16
 #define KF_SPEED_EARLY_SAMPLES 4
+#define KF_SPEED_EARLY_MARGIN 2.0 /* before KF_SPEED_MIN_SAMPLES: only a kernel far slower */
+#define KF_SPEED_MARGIN 1.05
+/* That verdict, shared with the chain guard (chainserve.h): after n served samples, the fastest
+ * served call sv_ns against eager's fastest fb_ns (0: none yet, no verdict). */
+int kf_speed_slower(uint64_t n, uint64_t sv_ns, uint64_t fb_ns);
 /* The signature key of a slot (what stats() and the tuning API call `key`). */
 uint64_t kf_slot_key(const kf_slot *slot);
 

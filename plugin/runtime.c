@@ -15,9 +15,14 @@
 /* The only process-wide pointer of the plugin: the runtime torch_ext created at load. */
 static _Atomic(kf_runtime *) g_runtime;
 
-/* A sample holds no pin on its slot: it counts only if the slot was not recycled meanwhile. */
+/* A sample holds no pin on its slot: it counts only if the slot was not recycled meanwhile. A
+ * chain kernel's is its entry's (entries live as long as the runtime). */
 static void gpu_sample_done(void *user, uint64_t gen, int served, uint64_t ns)
 {
+    if (served == KF_CHAIN_GPU_SAMPLE) {
+        kf_chain_entry_add_sample(user, ns);
+        return;
+    }
     if (!kf_slot_pin_gen(user, (uint32_t)gen)) return;
     kf_slot_add_sample(user, served, ns);
     kf_slot_unpin(user);

@@ -37,6 +37,7 @@ struct Pending {
   Mode mode = Mode::Observe;
   int next = 0;            // the member expected next
   bool in_member = false;  // a member runs eager now (chain_after clears it)
+  bool time_members = false;  // the speed guard's eager sample: every member's eager call is timed
   bool cuda = false;
   void* stream = nullptr;
   std::vector<Held> head_in, ext;
@@ -244,11 +245,25 @@ bool allocate(const kf_chain_def* d, const c10::Device& device, std::vector<std:
   return true;
 }
 
+// The speed guard's sample of a served head (kf_chain_time_start): cancelled unless launched.
+struct KernelTimer {
+  kf_chain_entry* e;
+  void* stream;
+  kf_chain_timer t{};
+  KernelTimer(kf_chain_entry* e, bool on, bool cuda, void* stream) : e(e), stream(stream) {
+    if (on) kf_chain_time_start(e, cuda, stream, &t);
+  }
+  void launched() { kf_chain_time_end(e, 1, stream, &t); }
+  ~KernelTimer() { kf_chain_time_end(e, 0, stream, &t); }
+};
+
 // The kernel at the head: inputs, externals, then every member's outputs. False: not launched.
-bool launch(kf_runtime* rt, kf_chain_entry* e, Pending& p) {
+// Timed: from before the outputs are allocated, as a served call is.
+bool launch(kf_runtime* rt, kf_chain_entry* e, Pending& p, bool timed) {
   const kf_chain_def* d = p.d;
   kf_tensor ts[KF_CHAIN_MAX_ARGS];
   int n = 0;
+  KernelTimer timer(e, timed, p.cuda, p.stream);
   try {
     Bypass bypass;
     allocate(d, p.head_in[0].t.device(), &p.outs);
@@ -265,7 +280,10 @@ bool launch(kf_runtime* rt, kf_chain_entry* e, Pending& p) {
     return false;  // e.g. out of memory: the head runs eager
   }
   const int rc = kf_kernel_launch(kf_chain_entry_kernel(e), ts, n, p.stream);
-  if (rc == 0) return true;
+  if (rc == 0) {
+    timer.launched();  // may detach the entry (slower than eager): this head still serves
+    return true;
+  }
   if (rc != KF_KERNEL_LATER) {
     char why[96];
     snprintf(why, sizeof why, "its kernel returned %d", rc);
@@ -323,8 +341,11 @@ bool start_head(kf_runtime* rt, kf_chain_entry* e, const OpSchemaInfo& info, kf_
     }
   }
   p.mode = !predicted ? Mode::Observe : state == KF_CHAIN_SERVING ? Mode::Serve : Mode::Check;
+  // the speed guard: time this head's kernel, or run the members eager (timed) instead
+  const int plan = p.mode == Mode::Serve ? kf_chain_entry_plan(e, p.cuda, p.stream) : KF_CHAIN_PLAN_SERVE;
+  if (plan == KF_CHAIN_PLAN_EAGER) p.mode = Mode::Observe, p.time_members = true;
   if (p.mode != Mode::Observe) {
-    if (!launch(rt, e, p)) return false;
+    if (!launch(rt, e, p, plan == KF_CHAIN_PLAN_TIMED)) return false;
     kf_chain_entry_count(e, rt, KF_CHAIN_HEADS);
   }
   p.next = 1;
@@ -345,6 +366,7 @@ bool start_head(kf_runtime* rt, kf_chain_entry* e, const OpSchemaInfo& info, kf_
   q.next = 0;  // chain_after takes the head's eager outputs as member 0's
   q.in_member = true;
   call.kernel = nullptr;
+  if (q.time_members) call.time_it = 1;
   step->active = true;
   return false;
 }
@@ -379,6 +401,7 @@ bool chain_before(kf_runtime* rt, const OpSchemaInfo& info, kf_call& call, torch
       } else {
         p.in_member = true;
         call.kernel = nullptr;  // checked and observed against eager itself
+        if (p.time_members) call.time_it = 1;
         step->active = true;
         return false;
       }

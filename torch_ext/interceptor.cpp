@@ -136,10 +136,12 @@ void Interceptor::run(kf_call& call, const kf_sig& sig, ThreadState& ts, const c
   if (ts.depth > 0) call.time_it = call.eager_sample = 0;
   DepthGuard depth(ts);
   void* stream = nullptr;
+  bool have_stream = false;
   // a capture needs the current stream too: only it tells whether a CUDA graph is being captured
   if (sig.device_type == KF_DEV_CUDA && (call.time_it || call.kernel || call.capture)) {
     try {
       stream = current_cuda_stream(sig.device_index);
+      have_stream = true;
     } catch (...) {
       call.kernel = nullptr;  // no stream, no launch
       call.time_it = 0;
@@ -163,6 +165,14 @@ void Interceptor::run(kf_call& call, const kf_sig& sig, ThreadState& ts, const c
   if (ts.depth == 1 && chain_may_apply(rt_, call) && chain_before(rt_, *info_, call, stack, &chain)) {
     if (chains) chain_report(rt_, call, chain_in, *info_, *stack);
     return;
+  }
+  // the chain speed guard's eager sample times this member (chainserve.cpp): on its stream
+  if (chain.active && call.time_it && !have_stream && sig.device_type == KF_DEV_CUDA) {
+    try {
+      stream = current_cuda_stream(sig.device_index);
+    } catch (...) {
+      call.time_it = 0;
+    }
   }
   if (call.kernel &&
       (call.validate ? serve_checked(call, op, ks, stack, stream) : serve(call, stack, stream))) {
