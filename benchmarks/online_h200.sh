@@ -9,7 +9,7 @@
 # (time to the first kernel, p50/p99 forward while tuning against eager, final speedup), then
 # `kforge warmup --time-budget WARMUP_BUDGET` and the loop served from its cache, when it fits.
 # With two GPUs visible the models run at once, one per GPU (CUDA_VISIBLE_DEVICES); with one, one
-# after the other, ONLINE_S shrunk to fit and no warmup comparison (the table says so).
+# after the other, ONLINE_S shrunk to fit (with two models, no warmup comparison: the table says so).
 # Everything is sized from LIMIT (seconds for the whole call, default 585) after the build.
 # Output, under $OUT: online-h200.md (the table), vit_base.json, bert_base.json, logs.tgz.
 # SKIP_BUILD=1: the plugin is built already (an earlier call on the same warm machine).
@@ -40,7 +40,8 @@ python3 -c "import timm, transformers" 2>/dev/null || echo "== timm or transform
 # the searches, the served loop: about WARMUP_BUDGET + 75 s)
 left=$(( LIMIT - ($(date +%s) - T0) - 25 ))
 warm_cost=$(( WARMUP_BUDGET + 75 ))
-if [ "$ngpu" -ge 2 ]; then per=$left; else per=$(( left / 2 )); fi
+nmodels=$(echo $MODELS | wc -w)
+if [ "$ngpu" -ge 2 ]; then per=$left; else per=$(( left / nmodels )); fi
 online=$(( per - EAGER_S - 35 - warm_cost ))
 warm=1
 if [ "$online" -lt 240 ]; then online=$(( per - EAGER_S - 35 )); warm=0; fi
