@@ -334,12 +334,35 @@ static int is_pending(kf_runtime *rt, const kf_cache_entry *e)
     return 0;
 }
 
+static void want_op(const kf_config *cfg, const char *op, unsigned char *wanted)
+{
+    for (int i = 0; op && i < cfg->n_ops; i++)
+        if (!strcmp(cfg->ops[i], op)) wanted[i] = 1;
+}
+
+/* Under cache_lock: the ops of the intercept list an entry is for (a chain's: its members'). */
+static void note_entry_ops(kf_runtime *rt, const kf_cache_entry *e)
+{
+    if (e->disabled) return;
+    want_op(&rt->cfg, e->op, rt->entry_ops);
+    cJSON *chain = e->chain ? cJSON_Parse(e->chain) : NULL;
+    const cJSON *m;
+    cJSON_ArrayForEach(m, cJSON_GetObjectItemCaseSensitive(chain, "members")) {
+        const char *op = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(m, "op"));
+        want_op(&rt->cfg, op, rt->entry_ops);
+    }
+    cJSON_Delete(chain);
+}
+
 /* Under cache_lock: attach what can be, keep nvrtc entries pending until a CUDA call. */
 static void load_from(kf_runtime *rt, kf_cache *c)
 {
     kf_cache_entry **entries = NULL;
     int n = 0;
     kf_status st = kf_cache_list(c, &entries, &n);
+    const int bit = c == rt->bundle ? 2 : 1;
+    if (st == KF_OK) rt->entry_ops_unlisted &= ~bit;
+    else rt->entry_ops_unlisted |= bit;
     if (st == KF_ERR_BUSY) {
         KF_DEBUG("kernel cache: %s", kf_cache_errmsg(c));
         rt->reload_retry = 1;
@@ -350,6 +373,7 @@ static void load_from(kf_runtime *rt, kf_cache *c)
         return;
     }
     for (int i = 0; i < n; i++) {
+        note_entry_ops(rt, entries[i]);
         if (attach_entry(rt, c, entries[i], 0) == ATTACH_LATER && !is_pending(rt, entries[i])) {
             void *p = realloc(rt->pending, (size_t)(rt->n_pending + 1) * sizeof *rt->pending);
             if (p) {
@@ -555,38 +579,11 @@ void kf_cachelink_init(kf_runtime *rt)
     start_reloader(rt);
 }
 
-static void want_op(const kf_config *cfg, const char *op, unsigned char *wanted)
-{
-    for (int i = 0; op && i < cfg->n_ops; i++)
-        if (!strcmp(cfg->ops[i], op)) wanted[i] = 1;
-}
-
-static void want_entries(const kf_config *cfg, kf_cache *c, unsigned char *wanted)
-{
-    kf_cache_entry **entries = NULL;
-    int n = 0;
-    if (!c) return;
-    if (kf_cache_list(c, &entries, &n) != KF_OK) { /* busy or unreadable: as before, every op */
-        memset(wanted, 1, (size_t)cfg->n_ops);
-        return;
-    }
-    for (int i = 0; i < n; i++) {
-        if (entries[i]->disabled) continue;
-        want_op(cfg, entries[i]->op, wanted);
-        cJSON *chain = entries[i]->chain ? cJSON_Parse(entries[i]->chain) : NULL;
-        const cJSON *m;
-        cJSON_ArrayForEach(m, cJSON_GetObjectItemCaseSensitive(chain, "members"))
-            want_op(cfg, cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(m, "op")), wanted);
-        cJSON_Delete(chain);
-    }
-    kf_cache_entries_free(entries, n);
-}
-
 void kf_cachelink_entry_ops(kf_runtime *rt, unsigned char *wanted)
 {
-    pthread_mutex_lock(&rt->cache_lock);
-    want_entries(&rt->cfg, rt->cache, wanted);
-    want_entries(&rt->cfg, rt->bundle, wanted);
+    pthread_mutex_lock(&rt->cache_lock); /* noted by load_from: at init and at every reload */
+    for (int i = 0; i < rt->cfg.n_ops; i++)
+        if (rt->entry_ops_unlisted || rt->entry_ops[i]) wanted[i] = 1;
     pthread_mutex_unlock(&rt->cache_lock);
 }
 

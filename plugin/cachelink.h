@@ -34,9 +34,11 @@ void kf_cachelink_mark_attached(kf_runtime *rt, const char *key);
 void kf_cachelink_set_kernel(kf_runtime *rt, kf_slot *slot, kf_kernel *k);
 
 /* Which ops of the intercept list (cfg.ops) the cache's entries (folder and bundle) are for: a
- * chain entry counts for each of its members' ops. Sets wanted[i] (n_ops flags) for op i; the
- * entries are only read, not checked (a superset is harmless: an op intercepted for nothing); a
- * cache that cannot be listed now (another process holds its lock) wants every op. */
+ * chain entry counts for each of its members' ops. Sets wanted[i] (n_ops flags) for op i, from
+ * the entries listed at init and at each reload (not listed again here); the entries are only
+ * read, not checked (a superset is harmless: an op intercepted for nothing, one whose entry was
+ * removed or disabled since); a cache whose last listing failed (another process held its
+ * lock) wants every op. */
 void kf_cachelink_entry_ops(kf_runtime *rt, unsigned char *wanted);
 
 /* Output layout <-> JSON (the manifest's "outputs"). */
