@@ -28,8 +28,9 @@ void kf_cachelink_poll(kf_runtime *rt);
 void kf_cachelink_disable_entry(kf_runtime *rt, const char *key_hex, const char *reason);
 /* The compiler for a backend name, created on first use; NULL (with rt->errmsg) if unavailable. */
 kf_compiler_i *kf_cachelink_compiler(kf_runtime *rt, const char *backend, const char **toolchain);
-/* An entry this process inserted and attached itself: not attached again by a reload. */
-void kf_cachelink_mark_attached(kf_runtime *rt, const char *key);
+/* An entry this process inserted and attached itself, with the hash of the blob it inserted
+ * (a reload attaches a changed blob again): not attached again by a reload. */
+void kf_cachelink_mark_attached(kf_runtime *rt, const char *key, const char *blob_hash);
 /* Put `k` on the slot (replacing any kernel); the previous one is retired, not freed. */
 void kf_cachelink_set_kernel(kf_runtime *rt, kf_slot *slot, kf_kernel *k);
 
