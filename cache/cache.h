@@ -113,6 +113,8 @@ void kf_cache_set_nowait(kf_cache *c, int on);
  * key_hex (may be NULL) gets the key the entry was stored under. */
 kf_status kf_cache_insert(kf_cache *c, const kf_cache_entry *e, const void *blob, size_t blob_len,
                           char key_hex[KF_KEY_HEX]);
+/* The blob_hash an insert records for this blob. */
+void kf_cache_blob_hash(const void *blob, size_t blob_len, char out[KF_KEY_HEX]);
 
 /* Every valid entry (bad ones skipped, each with a warning naming the file the first time this
  * handle lists it with that problem). The array and the entries belong to the caller:

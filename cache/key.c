@@ -92,6 +92,11 @@ void kf_hash128_hex(const void *p, size_t n, char out[KF_KEY_HEX])
     kf_cache_key_hex((kf_cache_key){.hi = h.high64, .lo = h.low64}, out);
 }
 
+void kf_cache_blob_hash(const void *blob, size_t blob_len, char out[KF_KEY_HEX])
+{
+    kf_hash128_hex(blob_len ? blob : "", blob_len, out);
+}
+
 int kf_entry_name(const char *name, char key_hex[KF_KEY_HEX])
 {
     if (strnlen(name, 38) != 37 || !kf_is_hex32(name, 32)) return 0;

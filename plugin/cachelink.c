@@ -158,15 +158,15 @@ static int find_attached(const kf_runtime *rt, const char *key)
 
 /* Decided already: the same key with the same blob, or one from the bundle (a folder entry of
  * the same key does not replace it). A folder entry whose blob changed was replaced. */
-static int is_attached(const kf_runtime *rt, const kf_cache_entry *e, int bundle)
+static int is_attached(const kf_runtime *rt, const char *key, const char *blob_hash, int bundle)
 {
-    int i = find_attached(rt, e->key_hex);
-    return i >= 0 && (rt->attached[i].bundle || bundle || !strcmp(rt->attached[i].blob, e->blob_hash));
+    int i = find_attached(rt, key);
+    return i >= 0 && (rt->attached[i].bundle || bundle || !strcmp(rt->attached[i].blob, blob_hash));
 }
 
-static void mark_attached(kf_runtime *rt, const kf_cache_entry *e, int bundle)
+static void mark_attached(kf_runtime *rt, const char *key, const char *blob_hash, int bundle)
 {
-    int i = find_attached(rt, e->key_hex);
+    int i = find_attached(rt, key);
     if (i < 0 && rt->n_attached == rt->cap_attached) {
         int cap = rt->cap_attached ? 2 * rt->cap_attached : 64;
         void *p = realloc(rt->attached, (size_t)cap * sizeof *rt->attached);
@@ -176,18 +176,15 @@ static void mark_attached(kf_runtime *rt, const kf_cache_entry *e, int bundle)
     }
     if (i < 0) i = rt->n_attached++;
     struct kf_attached *a = &rt->attached[i];
-    snprintf(a->key, sizeof a->key, "%s", e->key_hex);
-    snprintf(a->blob, sizeof a->blob, "%s", e->blob_hash);
+    snprintf(a->key, sizeof a->key, "%s", key);
+    snprintf(a->blob, sizeof a->blob, "%s", blob_hash);
     a->bundle = bundle;
 }
 
-void kf_cachelink_mark_attached(kf_runtime *rt, const char *key)
+void kf_cachelink_mark_attached(kf_runtime *rt, const char *key, const char *blob_hash)
 {
     pthread_mutex_lock(&rt->cache_lock);
-    kf_cache_entry *e = NULL; /* its blob's hash too: a reload attaches a changed blob again */
-    if (rt->cache && kf_cache_get(rt->cache, key, &e) == KF_OK && !is_attached(rt, e, 0))
-        mark_attached(rt, e, 0);
-    kf_cache_entry_free(e);
+    if (!is_attached(rt, key, blob_hash, 0)) mark_attached(rt, key, blob_hash, 0);
     pthread_mutex_unlock(&rt->cache_lock);
 }
 
@@ -226,18 +223,19 @@ static int attach_entry(kf_runtime *rt, kf_cache *from, const kf_cache_entry *e,
         return ATTACH_DONE;
     }
     const int bundle = from == rt->bundle;
-    if (is_attached(rt, e, bundle)) return ATTACH_DONE;
+    if (is_attached(rt, e->key_hex, e->blob_hash, bundle)) return ATTACH_DONE;
     int was = find_attached(rt, e->key_hex);
     struct kf_attached old_rec, *old = was >= 0 ? &old_rec : NULL; /* a replaced entry */
     if (old) old_rec = rt->attached[was];
     int bi = backend_index(e->backend);
     if (bi < 0) {
         KF_WARN("cache entry %s: unknown backend '%s'; skipped", e->key_hex, e->backend);
-        mark_attached(rt, e, bundle);
+        mark_attached(rt, e->key_hex, e->blob_hash, bundle);
         return ATTACH_DONE;
     }
     if (bi == 1 && !allow_cuda) return ATTACH_LATER; /* no CUDA call yet: do not touch the driver */
-    mark_attached(rt, e, bundle); /* attached or refused: decided once per entry's blob */
+    /* attached or refused: decided once per entry's blob */
+    mark_attached(rt, e->key_hex, e->blob_hash, bundle);
     const char *toolchain = NULL;
     kf_compiler_i *cc = compiler_locked(rt, e->backend, &toolchain);
     if (!cc) return ATTACH_DONE;
@@ -334,12 +332,35 @@ static int is_pending(kf_runtime *rt, const kf_cache_entry *e)
     return 0;
 }
 
+static void want_op(const kf_config *cfg, const char *op, unsigned char *wanted)
+{
+    for (int i = 0; op && i < cfg->n_ops; i++)
+        if (!strcmp(cfg->ops[i], op)) wanted[i] = 1;
+}
+
+/* Under cache_lock: the ops of the intercept list an entry is for (a chain's: its members'). */
+static void note_entry_ops(kf_runtime *rt, const kf_cache_entry *e)
+{
+    if (e->disabled) return;
+    want_op(&rt->cfg, e->op, rt->entry_ops);
+    cJSON *chain = e->chain ? cJSON_Parse(e->chain) : NULL;
+    const cJSON *m;
+    cJSON_ArrayForEach(m, cJSON_GetObjectItemCaseSensitive(chain, "members")) {
+        const char *op = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(m, "op"));
+        want_op(&rt->cfg, op, rt->entry_ops);
+    }
+    cJSON_Delete(chain);
+}
+
 /* Under cache_lock: attach what can be, keep nvrtc entries pending until a CUDA call. */
 static void load_from(kf_runtime *rt, kf_cache *c)
 {
     kf_cache_entry **entries = NULL;
     int n = 0;
     kf_status st = kf_cache_list(c, &entries, &n);
+    const int bit = c == rt->bundle ? 2 : 1;
+    if (st == KF_OK) rt->entry_ops_unlisted &= ~bit;
+    else rt->entry_ops_unlisted |= bit;
     if (st == KF_ERR_BUSY) {
         KF_DEBUG("kernel cache: %s", kf_cache_errmsg(c));
         rt->reload_retry = 1;
@@ -350,6 +371,7 @@ static void load_from(kf_runtime *rt, kf_cache *c)
         return;
     }
     for (int i = 0; i < n; i++) {
+        note_entry_ops(rt, entries[i]);
         if (attach_entry(rt, c, entries[i], 0) == ATTACH_LATER && !is_pending(rt, entries[i])) {
             void *p = realloc(rt->pending, (size_t)(rt->n_pending + 1) * sizeof *rt->pending);
             if (p) {
@@ -555,38 +577,11 @@ void kf_cachelink_init(kf_runtime *rt)
     start_reloader(rt);
 }
 
-static void want_op(const kf_config *cfg, const char *op, unsigned char *wanted)
-{
-    for (int i = 0; op && i < cfg->n_ops; i++)
-        if (!strcmp(cfg->ops[i], op)) wanted[i] = 1;
-}
-
-static void want_entries(const kf_config *cfg, kf_cache *c, unsigned char *wanted)
-{
-    kf_cache_entry **entries = NULL;
-    int n = 0;
-    if (!c) return;
-    if (kf_cache_list(c, &entries, &n) != KF_OK) { /* busy or unreadable: as before, every op */
-        memset(wanted, 1, (size_t)cfg->n_ops);
-        return;
-    }
-    for (int i = 0; i < n; i++) {
-        if (entries[i]->disabled) continue;
-        want_op(cfg, entries[i]->op, wanted);
-        cJSON *chain = entries[i]->chain ? cJSON_Parse(entries[i]->chain) : NULL;
-        const cJSON *m;
-        cJSON_ArrayForEach(m, cJSON_GetObjectItemCaseSensitive(chain, "members"))
-            want_op(cfg, cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(m, "op")), wanted);
-        cJSON_Delete(chain);
-    }
-    kf_cache_entries_free(entries, n);
-}
-
 void kf_cachelink_entry_ops(kf_runtime *rt, unsigned char *wanted)
 {
-    pthread_mutex_lock(&rt->cache_lock);
-    want_entries(&rt->cfg, rt->cache, wanted);
-    want_entries(&rt->cfg, rt->bundle, wanted);
+    pthread_mutex_lock(&rt->cache_lock); /* noted by load_from: at init and at every reload */
+    for (int i = 0; i < rt->cfg.n_ops; i++)
+        if (rt->entry_ops_unlisted || rt->entry_ops[i]) wanted[i] = 1;
     pthread_mutex_unlock(&rt->cache_lock);
 }
 

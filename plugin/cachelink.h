@@ -28,15 +28,18 @@ void kf_cachelink_poll(kf_runtime *rt);
 void kf_cachelink_disable_entry(kf_runtime *rt, const char *key_hex, const char *reason);
 /* The compiler for a backend name, created on first use; NULL (with rt->errmsg) if unavailable. */
 kf_compiler_i *kf_cachelink_compiler(kf_runtime *rt, const char *backend, const char **toolchain);
-/* An entry this process inserted and attached itself: not attached again by a reload. */
-void kf_cachelink_mark_attached(kf_runtime *rt, const char *key);
+/* An entry this process inserted and attached itself, with the hash of the blob it inserted
+ * (a reload attaches a changed blob again): not attached again by a reload. */
+void kf_cachelink_mark_attached(kf_runtime *rt, const char *key, const char *blob_hash);
 /* Put `k` on the slot (replacing any kernel); the previous one is retired, not freed. */
 void kf_cachelink_set_kernel(kf_runtime *rt, kf_slot *slot, kf_kernel *k);
 
 /* Which ops of the intercept list (cfg.ops) the cache's entries (folder and bundle) are for: a
- * chain entry counts for each of its members' ops. Sets wanted[i] (n_ops flags) for op i; the
- * entries are only read, not checked (a superset is harmless: an op intercepted for nothing); a
- * cache that cannot be listed now (another process holds its lock) wants every op. */
+ * chain entry counts for each of its members' ops. Sets wanted[i] (n_ops flags) for op i, from
+ * the entries listed at init and at each reload (not listed again here); the entries are only
+ * read, not checked (a superset is harmless: an op intercepted for nothing, one whose entry was
+ * removed or disabled since); a cache whose last listing failed (another process held its
+ * lock) wants every op. */
 void kf_cachelink_entry_ops(kf_runtime *rt, unsigned char *wanted);
 
 /* Output layout <-> JSON (the manifest's "outputs"). */

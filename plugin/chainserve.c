@@ -440,7 +440,7 @@ out:
 static kf_status insert(kf_runtime *rt, const char *spec_json, const char *outputs_json, kf_kernel *k,
                         kf_compiler_i *cc, const char *backend, const char *toolchain, const char *arch,
                         const char *source, const char *launch_json, double atol, double rtol,
-                        char key[KF_KEY_HEX])
+                        char key[KF_KEY_HEX], char blob_hash[KF_KEY_HEX])
 {
     (void)cc;
     char err[256], name[300];
@@ -480,6 +480,7 @@ static kf_status insert(kf_runtime *rt, const char *spec_json, const char *outpu
     const void *blob = kf_served_blob(k->served, &blob_len);
     st = kf_cache_open(&rw, rt->cfg.cache_dir, 0);
     if (st == KF_OK) st = kf_cache_insert(rw, &e, blob, blob_len, key);
+    if (st == KF_OK) kf_cache_blob_hash(blob, blob_len, blob_hash); /* what the insert recorded */
     if (st != KF_OK) kf_runtime_set_error(rt, "cache %s: %s", rt->cfg.cache_dir, kf_cache_errmsg(rw));
     kf_cache_free(rw);
     free(e.sig);
@@ -546,16 +547,16 @@ static kf_status add_compiled(kf_runtime *rt, const char *spec_json, const char 
     }
     kf_kernel *k = kf_served_kernel(rt, cc, &launch, blob, blob_len);
     if (!k) return KF_ERR_NOMEM;
-    char key[KF_KEY_HEX] = "";
+    char key[KF_KEY_HEX] = "", blob_hash[KF_KEY_HEX];
     if (key_out) {
         st = insert(rt, spec_json, outputs_json, k, cc, backend, toolchain, arch, source, launch_json, atol,
-                    rtol, key);
+                    rtol, key, blob_hash);
         if (st != KF_OK) {
             kf_served_free(k->served);
             free(k);
             return st;
         }
-        kf_cachelink_mark_attached(rt, key); /* attached below, not again by a reload */
+        kf_cachelink_mark_attached(rt, key, blob_hash); /* attached below, not again by a reload */
         snprintf(key_out, KF_KEY_HEX, "%s", key);
     }
     st = kf_chainserve_add(rt, spec_json, outputs_json, NULL, 0, k, atol, rtol, key, err, sizeof err);

@@ -64,6 +64,10 @@ struct kf_runtime {
      * the folder (a deeper search's winner, same key) is attached again */
     struct kf_attached { char key[KF_KEY_HEX], blob[KF_KEY_HEX]; int bundle; } *attached;
     int n_attached, cap_attached;
+    /* cfg.ops the listed entries are for (kf_cachelink_entry_ops), noted as they are listed;
+     * bit 1 folder, 2 bundle: its last listing failed, so every op is wanted */
+    unsigned char entry_ops[KF_MAX_OPS];
+    int entry_ops_unlisted;
     kf_compiler_i compilers[2]; /* [0] host, [1] nvrtc */
     int compiler_state[2];      /* 0 not tried, 1 ready, -1 unavailable */
     char toolchain[2][512];

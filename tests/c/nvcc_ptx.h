@@ -1,8 +1,8 @@
 /* Compiling CUDA renders where NVRTC is missing: every source in one translation unit for
  * `nvcc --ptx` (a compile costs seconds), each in its own namespace with its kf_kernel renamed
- * and its macros #undef'ed after it, the headers its prologue includes once at the top (as
- * test_templates_pointwise.c's nvcc_all does). Used by test_templates_family.c and
- * test_templates_pointwise_vec.c. */
+ * and its macros #undef'ed after it, the headers its prologue includes once at the top. Used by
+ * test_templates_family.c, test_templates_pointwise.c, test_templates_pointwise_vec.c and
+ * test_templates_chain.c (which appends as it renders). */
 #ifndef KF_TESTS_NVCC_PTX_H
 #define KF_TESTS_NVCC_PTX_H
 
@@ -13,36 +13,48 @@
 
 #include "tests/c/check.h"
 
-/* 1 when nvcc compiled all n sources (labels[i] names source i) with an empty log; -1 (and a
- * SKIP line) without nvcc. */
-static inline int nvcc_ptx_all(const char *const *srcs, const char *const *labels, int n)
+/* The translation unit, made from the mkstemp template path (rewritten in place); NULL with a
+ * SKIP line without nvcc, NULL and a failed check when the file cannot be made. */
+static inline FILE *nvcc_ptx_open(char *path)
 {
     if (system("nvcc --version >/dev/null 2>&1") != 0) {
         printf("SKIP CUDA compiles: neither NVRTC nor nvcc here\n");
-        return -1;
+        return NULL;
     }
-    char path[] = "/tmp/kf_ptx_XXXXXX";
     int fd = mkstemp(path);
-    if (!CHECK(fd >= 0)) return 0;
+    if (!CHECK(fd >= 0)) return NULL;
     FILE *f = fdopen(fd, "w");
-    fprintf(f, "#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n");
-    for (int i = 0; i < n; i++) {
-        const char *src = srcs[i];
-        if (!src) continue;
-        fprintf(f, "\n/* ---- %s ---- */\n#define kf_kernel kf_kernel_%d\nnamespace kf_u%d {\n",
-                labels[i], i, i);
-        for (const char *p = src; *p;) {
-            const char *eol = strchr(p, '\n');
-            size_t len = eol ? (size_t)(eol - p) : strlen(p);
-            if (strncmp(p, "#include", 8)) fprintf(f, "%.*s\n", (int)len, p);
-            p += len + (eol != NULL);
-        }
-        fprintf(f, "}\n#undef kf_kernel\n");
-        for (const char *p = strstr(src, "#define "); p; p = strstr(p + 1, "#define ")) {
-            size_t len = strcspn(p + 8, " (\n");
-            fprintf(f, "#undef %.*s\n", (int)len, p + 8);
-        }
+    if (!CHECK(f != NULL)) {
+        close(fd);
+        return NULL;
     }
+    fprintf(f, "#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n");
+    return f;
+}
+
+/* src as unit `index` of f: in namespace kf_u<index>, kf_kernel named kf_kernel_<index>, its
+ * own #includes dropped (the top has them), its macros undefined after it. */
+static inline void nvcc_ptx_append(FILE *f, const char *label, int index, const char *src)
+{
+    fprintf(f, "\n/* ---- %s ---- */\n#define kf_kernel kf_kernel_%d\nnamespace kf_u%d {\n", label,
+            index, index);
+    for (const char *p = src; *p;) {
+        const char *eol = strchr(p, '\n');
+        size_t len = eol ? (size_t)(eol - p) : strlen(p);
+        if (strncmp(p, "#include", 8)) fprintf(f, "%.*s\n", (int)len, p);
+        p += len + (eol != NULL);
+    }
+    fprintf(f, "}\n#undef kf_kernel\n");
+    for (const char *p = strstr(src, "#define "); p; p = strstr(p + 1, "#define ")) {
+        size_t len = strcspn(p + 8, " (\n");
+        fprintf(f, "#undef %.*s\n", (int)len, p + 8);
+    }
+}
+
+/* Closes f, compiles path for sm_90 (n renders, for the summary line); 1 when nvcc succeeded
+ * with an empty log (the file is removed then; kept with the log printed otherwise). */
+static inline int nvcc_ptx_compile(FILE *f, const char *path, int n)
+{
     fclose(f);
     char cmd[512], out[8192];
     snprintf(cmd, sizeof cmd, "nvcc -std=c++17 -arch=sm_90 --ptx -x cu -o /dev/null %s 2>&1",
@@ -56,6 +68,18 @@ static inline int nvcc_ptx_all(const char *const *srcs, const char *const *label
     else unlink(path);
     printf("compiled %d CUDA renders with nvcc --ptx for sm_90\n", n);
     return ok;
+}
+
+/* 1 when nvcc compiled all n sources (labels[i] names source i; NULL ones are passed over)
+ * with an empty log; -1 when it could not run (without nvcc: a SKIP line). */
+static inline int nvcc_ptx_all(const char *const *srcs, const char *const *labels, int n)
+{
+    char path[] = "/tmp/kf_ptx_XXXXXX";
+    FILE *f = nvcc_ptx_open(path);
+    if (!f) return -1;
+    for (int i = 0; i < n; i++)
+        if (srcs[i]) nvcc_ptx_append(f, labels[i], i, srcs[i]);
+    return nvcc_ptx_compile(f, path, n);
 }
 
 #endif

@@ -24,6 +24,7 @@
 #include <cjson/cJSON.h>
 
 #include "tests/c/check.h"
+#include "tests/c/nvcc_ptx.h"
 #include "tests/c/nvrtc_find.h"
 #include "compile/compiler.h"
 #include "common/chain_sig.h"
@@ -184,20 +185,7 @@ static void cuda_compile(const char *label, const char *src, const char *lj)
         return;
     }
     if (!nvcc_tu) return;
-    /* one TU: each render in its namespace, its macros undefined after it */
-    fprintf(nvcc_tu, "\n/* ---- %s ---- */\n#define kf_kernel kf_kernel_%d\nnamespace kf_u%d {\n", label,
-            nvcc_n, nvcc_n);
-    for (const char *p = src; *p;) {
-        const char *eol = strchr(p, '\n');
-        size_t len = eol ? (size_t)(eol - p) : strlen(p);
-        if (strncmp(p, "#include", 8)) fprintf(nvcc_tu, "%.*s\n", (int)len, p);
-        p += len + (eol != NULL);
-    }
-    fprintf(nvcc_tu, "}\n#undef kf_kernel\n");
-    for (const char *p = strstr(src, "#define "); p; p = strstr(p + 1, "#define ")) {
-        size_t len = strcspn(p + 8, " (\n");
-        fprintf(nvcc_tu, "#undef %.*s\n", (int)len, p + 8);
-    }
+    nvcc_ptx_append(nvcc_tu, label, nvcc_n, src);
     nvcc_n++;
 }
 
@@ -564,26 +552,10 @@ int main(void)
             st = kf_compiler_nvrtc_create(&nv, path, inc, err, sizeof err);
         have_nv = st == KF_OK;
     }
-    int tu_fd = -1;
-    if (!have_nv && system("nvcc --version >/dev/null 2>&1") == 0 && (tu_fd = mkstemp(tu)) >= 0) {
-        nvcc_tu = fdopen(tu_fd, "w");
-        fprintf(nvcc_tu, "#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n");
-    }
-    if (!have_nv && !nvcc_tu) printf("SKIP CUDA compiles: neither NVRTC nor nvcc here\n");
+    if (!have_nv) nvcc_tu = nvcc_ptx_open(tu);
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_case(&cases[i]);
     test_refusals();
-    if (nvcc_tu) {
-        fclose(nvcc_tu);
-        char cmd[512], out[4096];
-        snprintf(cmd, sizeof cmd, "nvcc -std=c++17 -arch=sm_90 --ptx -x cu -o /dev/null %s 2>&1", tu);
-        FILE *p = popen(cmd, "r");
-        size_t got = p ? fread(out, 1, sizeof out - 1, p) : 0;
-        out[got] = 0;
-        int rc = p ? pclose(p) : -1;
-        if (!CHECK_EQ_INT(rc, 0) || !CHECK(got == 0)) printf("     nvcc on %s:\n%s\n", tu, out);
-        else unlink(tu);
-        printf("compiled %d CUDA renders with nvcc --ptx for sm_90\n", nvcc_n);
-    }
+    if (nvcc_tu) nvcc_ptx_compile(nvcc_tu, tu, nvcc_n);
     if (have_nv) nv.destroy(nv.self);
     cc.destroy(cc.self);
     char cmd[128];

@@ -26,6 +26,7 @@
 
 #include "tests/c/check.h"
 #include "tests/c/job_sig_build.h"
+#include "tests/c/nvcc_ptx.h"
 #include "tests/c/nvrtc_find.h"
 #include "compile/compiler.h"
 #include "compile/source_check.h"
@@ -596,48 +597,19 @@ static void compile_cuda(tcase *c)
     free(lj);
 }
 
-/* Without NVRTC: every CUDA render in one translation unit for `nvcc --ptx` (a compile costs
- * seconds): each in its own namespace, its kf_kernel renamed, its macros #undef'ed after it, the
- * headers its prologue includes once at the top. */
+/* Without NVRTC: every CUDA render in one translation unit for `nvcc --ptx` (nvcc_ptx.h). */
 static void nvcc_all(void)
 {
-    if (system("nvcc --version >/dev/null 2>&1") != 0) {
-        printf("SKIP CUDA compiles: neither NVRTC nor nvcc here\n");
-        return;
-    }
     char path[] = "/tmp/kf_pw_cudaXXXXXX";
-    int fd = mkstemp(path);
-    if (!CHECK(fd >= 0)) return;
-    FILE *f = fdopen(fd, "w");
-    fprintf(f, "#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n");
+    FILE *f = nvcc_ptx_open(path);
+    if (!f) return;
     int n = 0;
     for (int i = 0; i < n_cases; i++) {
-        const char *src = cases[i].cuda_src;
-        if (!src) continue;
-        fprintf(f, "\n/* ---- %s ---- */\n#define kf_kernel kf_kernel_%d\nnamespace kf_u%d {\n", cases[i].label, i, i);
-        for (const char *p = src; *p;) {
-            const char *eol = strchr(p, '\n');
-            size_t len = eol ? (size_t)(eol - p) : strlen(p);
-            if (strncmp(p, "#include", 8)) fprintf(f, "%.*s\n", (int)len, p);
-            p += len + (eol != NULL);
-        }
-        fprintf(f, "}\n#undef kf_kernel\n");
-        for (const char *p = strstr(src, "#define "); p; p = strstr(p + 1, "#define ")) {
-            size_t len = strcspn(p + 8, " (\n");
-            fprintf(f, "#undef %.*s\n", (int)len, p + 8);
-        }
+        if (!cases[i].cuda_src) continue;
+        nvcc_ptx_append(f, cases[i].label, i, cases[i].cuda_src);
         n++;
     }
-    fclose(f);
-    char cmd[512], out[4096];
-    snprintf(cmd, sizeof cmd, "nvcc -std=c++17 -arch=sm_90 --ptx -x cu -o /dev/null %s 2>&1", path);
-    FILE *p = popen(cmd, "r");
-    size_t got = p ? fread(out, 1, sizeof out - 1, p) : 0;
-    out[got] = 0;
-    int rc = p ? pclose(p) : -1;
-    if (!CHECK_EQ_INT(rc, 0) || !CHECK(got == 0)) printf("     nvcc on %s:\n%s\n", path, out);
-    else unlink(path);
-    printf("compiled %d CUDA renders with nvcc --ptx for sm_90\n", n);
+    nvcc_ptx_compile(f, path, n);
 }
 
 static _Atomic int next_case;

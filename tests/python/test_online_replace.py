@@ -5,26 +5,8 @@ import json
 import os
 
 from conftest import ROOT, run_python
+from fixtures.host_softmax import slow_softmax_source
 
-
-SLOW = r"""
-#include <math.h>
-#define ROWS %(rows)d
-#define COLS %(cols)d
-void kf_kernel(const float *x, float *y)
-{
-    for (int rep = 0; rep < 40; rep++)
-    for (int r = 0; r < ROWS; r++) {
-        const float *xr = x + (long)r * COLS;
-        float *yr = y + (long)r * COLS;
-        float m = -INFINITY;
-        for (int c = 0; c < COLS; c++) m = xr[c] > m ? xr[c] : m;
-        float s = 0.f;
-        for (int c = 0; c < COLS; c++) { yr[c] = expf(xr[c] - m); s += yr[c]; }
-        for (int c = 0; c < COLS; c++) yr[c] /= s;
-    }
-}
-"""
 
 STAGE = r"""
 import json, sys, torch, kernel_forge as kf
@@ -64,7 +46,7 @@ def test_a_deeper_winner_replacing_a_served_entry_is_served_in_this_process(tmp_
     rows, cols = 64, 256
     fixtures = os.path.join(ROOT, "tests", "python", "fixtures")
     keys = {}
-    for name, src in (("ramp", SLOW % {"rows": rows, "cols": cols}), ("deep", "")):
+    for name, src in (("ramp", slow_softmax_source(rows, cols)), ("deep", "")):
         code = STAGE % {"fixtures": fixtures, "rows": rows, "cols": cols, "src": src}
         p = run_python(code, {"KFORGE_CACHE_DIR": str(tmp_path / name)}, timeout=300)
         assert p.returncode == 0, p.stderr[-3000:]

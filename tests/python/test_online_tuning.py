@@ -15,6 +15,7 @@ import kernel_forge as kf
 from kernel_forge import _confirm, _tuner
 
 from conftest import ROOT, run_python
+from fixtures.host_softmax import slow_softmax_source
 
 MODEL = r'''
 import json, statistics, sys, time
@@ -147,26 +148,6 @@ def test_ramp_then_deep_with_the_duty_cycle(tmp_path):
     assert reused >= 1, logs
 
 
-SLOW = r"""
-#include <math.h>
-#define ROWS %(rows)d
-#define COLS %(cols)d
-void kf_kernel(const float *x, float *y)
-{
-    for (int rep = 0; rep < 40; rep++)
-    for (int r = 0; r < ROWS; r++) {
-        const float *xr = x + (long)r * COLS;
-        float *yr = y + (long)r * COLS;
-        float m = -INFINITY;
-        for (int c = 0; c < COLS; c++) m = xr[c] > m ? xr[c] : m;
-        float s = 0.f;
-        for (int c = 0; c < COLS; c++) { yr[c] = expf(xr[c] - m); s += yr[c]; }
-        for (int c = 0; c < COLS; c++) yr[c] /= s;
-    }
-}
-"""
-
-
 def test_verdict_refuses_spread_timings_and_a_lost_win():
     ok, why = _confirm.verdict([0.5, 0.52, 0.49, 0.51, 0.5], 0.03, 0.25)
     assert ok, why
@@ -187,8 +168,8 @@ def test_confirmation_refuses_a_kernel_whose_win_disappears(tmp_path):
         f"sys.path.insert(0, {os.path.join(ROOT, 'tests', 'python', 'fixtures')!r})\n"
         "from host_softmax import LAUNCH\n"
         f"x = torch.randn({rows}, {cols})\n"
-        f"kf.add_kernel('aten::_softmax', (x, -1, False), {SLOW!r} % {{'rows': {rows}, "
-        f"'cols': {cols}}}, LAUNCH, allow_slower=True)\n"
+        f"kf.add_kernel('aten::_softmax', (x, -1, False), {slow_softmax_source(rows, cols)!r}, "
+        "LAUNCH, allow_slower=True)\n"
         "key = kf.signature_key('aten::_softmax', x, -1, False)\n"
         f"torch.save({{'op': 'aten::_softmax', 'args': [x, -1, False], 'kwargs': {{}}, "
         f"'margin': 0.03, 'max_spread': 0.25, 'rounds': 5}}, {str(tmp_path / 'confirm.pt')!r})\n"
