@@ -125,8 +125,9 @@ def test_a_slow_cuda_chain_kernel_is_detached_on_its_event_samples():
         kf.set_recording(False)
     (ch,) = [c for c in kf.chains() if c["ops"][0] == "aten::pow.Tensor_Scalar"]
     spec = ch["spec"]
-    spin = ("if (i >= KF_R) return;\n    volatile float kf_spin = 0.f;\n"
-            "    for (long k = 0; k < 200000L; k++) kf_spin = kf_spin + 1.0f;")
+    # about 2 ms of spinning per launch (the H200 ran a 200000-step volatile loop in 37 us)
+    spin = ("if (i >= KF_R) return;\n    const long long kf_t0 = clock64();\n"
+            "    while (clock64() - kf_t0 < 4000000LL) {}")
     src = CUDA_SOURCE.format(rows=rows, cols=cols).replace("if (i >= KF_R) return;", spin, 1)
     launch = dict(LAUNCH, grid=[(rows + 31) // 32, 1, 1], block=[32, 1, 1])
     kf.add_chain_kernel(spec, src, launch, backend="nvrtc", **TOL)
