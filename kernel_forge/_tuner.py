@@ -718,6 +718,9 @@ class OnlineTuner(threading.Thread):
                    "pass": pass_, "eager_us": result["eager_us"], "kernel_us": best,
                    "speedup": result.get("speedup"), "confirmed_ratio": info.get("ratio"),
                    "spread": info.get("spread"), "quiet": info.get("quiet"), "t_s": now,
+                   # the confirmation's time, and the part of it before its first round
+                   "confirm_s": info.get("confirm_s"),
+                   "confirm_ready_s": info.get("confirm_ready_s"),
                    "after_hot_s": now - hot}
             self.state["landed"].append(rec)
         self._write_status()
@@ -757,6 +760,7 @@ class OnlineTuner(threading.Thread):
         info = {"reason": "the confirmation process gave no answer"}
         rounds = []  # before each round: whether the model paused (quiet())
         t = time.monotonic()
+        ready = None  # when the child had the winner served once (its imports, its first use)
         try:
             if not go:  # nothing to confirm: no need to wait for its imports
                 p.kill()
@@ -770,6 +774,8 @@ class OnlineTuner(threading.Thread):
                     p.stdin.write("check\n")
                     p.stdin.flush()
                 elif ev.get("event") in ("ready", "gate"):  # before the first round, the others
+                    if ready is None:
+                        ready = time.monotonic() - t
                     rounds.append(self.quiet())
                     p.stdin.write("go\n")
                     p.stdin.flush()
@@ -784,6 +790,7 @@ class OnlineTuner(threading.Thread):
                 p.wait()
             self.procs.remove(p)
             self._spent("confirm", time.monotonic() - t)
+        info["confirm_s"], info["confirm_ready_s"] = time.monotonic() - t, ready
         info["quiet"] = rounds[0] if rounds else None  # before the first round
         info["quiet_rounds"] = sum(1 for q in rounds if q)
         return bool(info.get("confirmed")), info

@@ -8,6 +8,7 @@ import os
 import threading
 import time
 
+import pytest
 import torch
 
 import kernel_forge as kf
@@ -169,3 +170,31 @@ def test_the_status_says_the_pass_again_after_a_duty_wait(monkeypatch, tmp_path)
     assert seen["phase"] == "ramp", seen
     i = seen["args"].index("--duty-credit")
     assert 0.0 <= float(seen["args"][i + 1]) <= 1.0, seen
+
+
+def _job_json(tmp_path, backend):
+    with open(tmp_path / "job.json", "w") as f:
+        json.dump({"backend": backend, "device_index": 0, "key": "00000000000000ab"}, f)
+    return str(tmp_path)
+
+
+def test_the_confirmation_child_makes_no_device_ready_for_a_host_job(tmp_path):
+    from kernel_forge import _confirm
+
+    assert _confirm.warm_device(_job_json(tmp_path, "host")) == "cpu"
+    assert _confirm.warm_device(str(tmp_path / "missing")) == ""  # no job.json: nothing, no raise
+    if not torch.cuda.is_available():  # a CUDA job on a machine without one: nothing, no raise
+        assert _confirm.warm_device(_job_json(tmp_path, "nvrtc")) == ""
+
+
+@pytest.mark.gpu
+def test_the_confirmation_child_makes_its_cuda_context_before_the_winner_is_in(tmp_path):
+    """Its first CUDA call (about a second) overlaps the worker's search, not the confirmation."""
+    from conftest import run_python
+
+    job = _job_json(tmp_path, "nvrtc")
+    p = run_python("import torch\nfrom kernel_forge import _confirm\n"
+                   f"d = _confirm.warm_device({job!r})\n"
+                   "print('RESULT', d, torch.cuda.is_initialized())\n", {}, timeout=200)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert p.stdout.split("RESULT ")[-1].split() == ["cuda:0", "True"], p.stdout
