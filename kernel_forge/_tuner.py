@@ -367,6 +367,9 @@ class OnlineTuner(threading.Thread):
         self.device = "cpu"  # the device of the signature being tuned (quiet())
         self.state = {"enabled": True, "pid": os.getpid(), "settings": dict(self.cfg),
                       "phase": "waiting", "queue": [], "current": None, "hot_at": {},
+                      # what the current pass is doing: prepare, worker, confirm, land (None:
+                      # between passes); benchmarks/online_tuning.py times the model by it
+                      "step": None,
                       "time_spent_s": {"prepare": 0.0, "worker": 0.0, "worker_busy": 0.0,
                                        "worker_cpu": 0.0, "duty_wait": 0.0, "confirm": 0.0},
                       "landed": [], "refused": [], "searches": 0,
@@ -479,7 +482,7 @@ class OnlineTuner(threading.Thread):
                 log.warning("online tuning: %s", e)
             finally:
                 self.busy = False
-                self._note(current=None, phase="waiting")
+                self._note(current=None, phase="waiting", step=None)
 
     def tune_fleet(self, row: dict, search: dict) -> str:
         """With a fleet cache (KFORGE_REMOTE_CACHE): its entry if published, else a search under
@@ -602,6 +605,7 @@ class OnlineTuner(threading.Thread):
             log.info("online tuning: %s skipped: %s", row["signature"], short)
             self._refuse(row, "prepare", short)
             return None
+        self._note(step="prepare")
         n = n_tensor_args(key)
         request_captures(key, self.cfg["captures"])
         deadline = time.monotonic() + 60
@@ -650,7 +654,7 @@ class OnlineTuner(threading.Thread):
         if job_dir is None:
             return "tuned"
         credit = self.pay_duty()
-        self._note(phase=pass_)  # a duty wait is over: the status says the pass again
+        self._note(phase=pass_, step="worker")  # a duty wait is over: the pass again
         staging = os.path.join(job_dir, f"staging-{pass_}")
         shutil.rmtree(staging, ignore_errors=True)  # a retry's or an earlier pass's entry
         env = dict(os.environ, OMP_NUM_THREADS=str(max(1, self.cfg["cores"])))
@@ -690,6 +694,7 @@ class OnlineTuner(threading.Thread):
         if not go:
             return more
         best = result.get("best_us") or 0
+        self._note(step="confirm")
         ok, info = self.finish_confirm(child, True)
         if not ok:
             reason = info.get("reason", "not confirmed")
@@ -705,6 +710,7 @@ class OnlineTuner(threading.Thread):
                     self.ramped.discard(key)
                 return "retry"
             return more
+        self._note(step="land")
         land(staging, search["cache_dir"], result["cache_key"])
         from . import reload_cache
 

@@ -158,7 +158,7 @@ def test_the_status_says_the_pass_again_after_a_duty_wait(monkeypatch, tmp_path)
         return c
 
     def run_worker(job_dir, extra_args, **kw):
-        seen.update(phase=t.state["phase"], args=list(extra_args))
+        seen.update(phase=t.state["phase"], step=t.state["step"], args=list(extra_args))
         return {"status": "no_faster_kernel", "eager_us": 10.0, "wall_s": 0.01, "slept_s": 0.0}
 
     monkeypatch.setattr(t, "_prepare", lambda row, search: str(tmp_path))
@@ -167,7 +167,7 @@ def test_the_status_says_the_pass_again_after_a_duty_wait(monkeypatch, tmp_path)
     row = {"key": "00000000000000ab", "signature": "softmax(f32[4])", "device": "cpu"}
     assert t.tune_one(row, {"cache_dir": str(tmp_path / "cache")}) == "ramped"
     assert t.state["time_spent_s"]["duty_wait"] > 0.05
-    assert seen["phase"] == "ramp", seen
+    assert seen["phase"] == "ramp" and seen["step"] == "worker", seen
     i = seen["args"].index("--duty-credit")
     assert 0.0 <= float(seen["args"][i + 1]) <= 1.0, seen
 
