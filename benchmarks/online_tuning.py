@@ -102,10 +102,10 @@ import kernel_forge as kf
 if not zoo:
     fwd = mod.make(device)
 sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
-times, phases, events = [], [], []
+times, phases, steps, events = [], [], [], []
 last_poll, landed = 0.0, 0
 end = time.time() + seconds
-phase = "off"
+phase, step = "off", None
 burst0 = time.time()
 ctx = torch.inference_mode() if zoo else contextlib.nullcontext()
 ctx.__enter__()
@@ -118,10 +118,11 @@ while time.time() < end:
     sync()
     times.append((time.time() - T0, (time.perf_counter() - t) * 1e3))
     phases.append(phase)
+    steps.append(step)
     if time.time() - last_poll > 1.0:
         last_poll = time.time()
         st = kf.tuner_status()
-        phase = st.get("phase", "off")
+        phase, step = st.get("phase", "off"), st.get("step")
         if st.get("current") is None and phase != "off":
             phase = "waiting"
         for rec in st.get("landed", [])[landed:]:
@@ -129,7 +130,7 @@ while time.time() < end:
         landed = len(st.get("landed", []))
 st = kf.tuner_status()
 served = sum(r["served"] for r in kf.stats())
-print("ONLINE " + json.dumps({"times": times, "phases": phases, "landed": events,
+print("ONLINE " + json.dumps({"times": times, "phases": phases, "steps": steps, "landed": events,
       "status": {k: st.get(k) for k in ("landed", "refused", "time_spent_s", "searches",
                                         "hot_at", "elapsed_s", "settings", "gates")},
       "served_calls": served}))
@@ -223,6 +224,12 @@ def main(argv=None):
     times, phases = online["times"], online["phases"]
     t_first = times[0][0]
     during = [ms for (t, ms), ph in zip(times, phases) if ph in ("ramp", "deep")]
+    steps = online.get("steps") or [None] * len(times)
+    by_step = {}  # the forwards while the tuner was at each step of a pass (polled every second)
+    for (t, ms), ph, sp in zip(times, phases, steps):
+        if ph in ("ramp", "deep", "duty wait"):
+            by_step.setdefault("duty wait" if ph == "duty wait" else sp or "start", []).append(ms)
+    slowest = sorted(zip(times, phases, steps), key=lambda x: -x[0][1])[:10]
     tail_from = t_first + 0.8 * (times[-1][0] - t_first)
     tail = [ms for t, ms in times if t >= tail_from]
     landed = online["landed"]
@@ -232,7 +239,8 @@ def main(argv=None):
         "third_kernel_s": landed[2]["t"] if len(landed) >= 3 else None,
         "first_kernel_after_hot_s": landed[0]["after_hot_s"] if landed else None,
         "landed": [{k: r.get(k) for k in ("t", "signature", "pass", "after_hot_s", "speedup",
-                                          "confirmed_ratio", "spread")} for r in landed],
+                                          "confirmed_ratio", "spread", "confirm_s",
+                                          "confirm_ready_s")} for r in landed],
         "refused": online["status"].get("refused"),
         "time_spent_s": online["status"].get("time_spent_s"),
         "searches": online["status"].get("searches"),
@@ -243,6 +251,9 @@ def main(argv=None):
                           "mean_ms": statistics.fmean(during) if during else None},
         "final": {"forwards": len(tail), "p50_ms": statistics.median(tail) if tail else None},
         "served_calls": online["served_calls"],
+        "by_step": {k: {"forwards": len(v), "p50_ms": statistics.median(v), "p99_ms": pct(v, 0.99),
+                        "max_ms": max(v)} for k, v in by_step.items()},
+        "slowest": [{"t": t, "ms": ms, "phase": ph, "step": sp} for (t, ms), ph, sp in slowest],
         "stderr_tail": online["stderr_tail"][-2500:],
     }
     e50 = out["eager"]["p50_ms"]

@@ -11,7 +11,8 @@ only if the median of the rounds' ratios (served / eager) wins by the margin and
 (interquartile range / median) is at most the bound (verdict()).
 
 The tuner starts the child when it starts the worker, so that its imports overlap the search:
-the child prints {"event": "loaded"} and waits for a line on stdin ("check": the winner is in
+the child makes its CUDA context for a CUDA job (warm_device), prints {"event": "loaded"} and
+waits for a line on stdin ("check": the winner is in
 the staging cache; end of input: nothing to confirm). It then serves its first call (the
 first-use check), prints {"event": "ready"} and waits for another line: the tuner sends it when
 the model's calls pause (a quiet gap) or after a short wait, and the child measures at once;
@@ -84,6 +85,26 @@ def measure(fn, device, set_bypass, rounds: int, reps: int, before_round=None) -
     return ratios
 
 
+def warm_device(job_dir: str) -> str:
+    """For a CUDA job, make this process's CUDA context now, while the worker searches, and
+    not after its winner is in (the first CUDA call costs about a second). Returns the device
+    made ready ("cpu": nothing to do; "" when it could not be: the later calls try again and
+    fail with the reason). job.json is untrusted: only its backend and device index are read."""
+    try:
+        import torch
+
+        with open(os.path.join(job_dir, "job.json")) as f:
+            job = json.load(f)
+        if job.get("backend") != "nvrtc":
+            return "cpu"
+        dev = torch.device("cuda", int(job.get("device_index") or 0))
+        torch.zeros(1, device=dev)
+        torch.cuda.synchronize(dev)
+        return str(dev)
+    except Exception:
+        return ""
+
+
 def main(argv) -> int:
     job_dir = argv[1]
     out = {"confirmed": False}
@@ -97,7 +118,8 @@ def main(argv) -> int:
         import kernel_forge as kf
         from . import _jobs, _native
 
-        print(json.dumps({"event": "loaded"}), flush=True)
+        dev = warm_device(job_dir)
+        print(json.dumps({"event": "loaded", "device": dev}), flush=True)
         if not sys.stdin.readline().strip():
             return 0  # the search found nothing to confirm
         with open(os.path.join(job_dir, "job.json")) as f:

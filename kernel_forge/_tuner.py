@@ -51,6 +51,9 @@ def settings() -> dict:
         "margin": _env_num("KFORGE_TUNE_MARGIN", 0.03, -100.0),
         # bounded interference (README, "Online tuning")
         "duty": min(1.0, _env_num("KFORGE_TUNE_DUTY", 0.1, 0.001)),
+        # a token bucket of this many seconds of work: the first searches need not wait for
+        # duty accrued from zero; over any stretch T the workers work at most burst + duty x T
+        "burst_s": _env_num("KFORGE_TUNE_BURST", 5.0, 0.0),
         "cores": int(_env_num("KFORGE_TUNE_CORES", 1, 0)),
         "nice": int(_env_num("KFORGE_TUNE_NICE", 10, 0)),
         "ramp": bool(int(_env_num("KFORGE_TUNE_RAMP", 1, 0))),
@@ -323,6 +326,11 @@ def land(staging: str, cache_dir: str, key: str) -> None:
             raise KernelForgeError(f"cache {cache_dir}: {err.value.decode() or 'not imported'}")
 
 
+# After this many waits in a row without a gap in the model's calls, each timing waits one quiet
+# window only (quiet()): a model that never pauses no longer costs every timing a long wait.
+QUIET_MISSES = 2
+
+
 class OnlineTuner(threading.Thread):
     """KFORGE_TUNE=1: one background thread per process, one worker process at a time. Nothing on
     the model's path waits for it; its own torch calls bypass the plugin (kf_set_thread_bypass).
@@ -351,12 +359,17 @@ class OnlineTuner(threading.Thread):
         self.tries: dict[str, int] = {}  # key -> confirmations refused for spread
         self.lock = threading.Lock()
         self.t0 = time.monotonic()
-        self.first_search = None  # when the first worker started (pay_duty)
         self.busy_s = 0.0  # the workers' busy time (wall time less their duty sleeps)
+        self.credit = self.cfg["burst_s"]  # the duty bucket: seconds of work allowed now
+        self.credit_t = None  # when it was last refilled (None: before the first search)
         self.wait_s = None  # the next wait for a quiet gap (None: quiet_wait_s; quiet())
+        self.misses = 0  # waits in a row that saw no gap (quiet())
         self.device = "cpu"  # the device of the signature being tuned (quiet())
         self.state = {"enabled": True, "pid": os.getpid(), "settings": dict(self.cfg),
                       "phase": "waiting", "queue": [], "current": None, "hot_at": {},
+                      # what the current pass is doing: prepare, worker, confirm, land (None:
+                      # between passes); benchmarks/online_tuning.py times the model by it
+                      "step": None,
                       "time_spent_s": {"prepare": 0.0, "worker": 0.0, "worker_busy": 0.0,
                                        "worker_cpu": 0.0, "duty_wait": 0.0, "confirm": 0.0},
                       "landed": [], "refused": [], "searches": 0,
@@ -469,7 +482,7 @@ class OnlineTuner(threading.Thread):
                 log.warning("online tuning: %s", e)
             finally:
                 self.busy = False
-                self._note(current=None, phase="waiting")
+                self._note(current=None, phase="waiting", step=None)
 
     def tune_fleet(self, row: dict, search: dict) -> str:
         """With a fleet cache (KFORGE_REMOTE_CACHE): its entry if published, else a search under
@@ -527,9 +540,16 @@ class OnlineTuner(threading.Thread):
         q = wait_quiet(self.cfg["quiet_wait_s"] if self.wait_s is None else self.wait_s, window,
                        idle=idle)
         # a model that did not pause is likely not to pause next time either: half the wait
-        # after each miss (at least two windows), the full wait again after a gap
+        # after a miss, one window (still enough to see a gap) after QUIET_MISSES misses in a
+        # row, the full wait again after a gap
         last = self.cfg["quiet_wait_s"] if self.wait_s is None else self.wait_s
-        self.wait_s = None if q else max(min(2 * window, self.cfg["quiet_wait_s"]), last / 2)
+        self.misses = 0 if q else self.misses + 1
+        if q:
+            self.wait_s = None
+        elif self.misses >= QUIET_MISSES:
+            self.wait_s = min(window, self.cfg["quiet_wait_s"])
+        else:
+            self.wait_s = max(min(window, self.cfg["quiet_wait_s"]), last / 2)
         with self.lock:
             g = self.state["gates"]
             g["quiet" if q else "busy"] += 1
@@ -540,24 +560,39 @@ class OnlineTuner(threading.Thread):
         """The worker's --gate: its next candidate is timed once this returns."""
         self.quiet()
 
-    def pay_duty(self):
-        """Before a search: wait until the workers' busy time so far (CPU time on the host,
-        working wall time on CUDA) is at most the duty share
-        of the time since the first search began (a search that ended on a node keeps no
-        sleep owed inside the worker, so that its winner lands at once)."""
-        now = time.monotonic()
-        if self.first_search is None:
-            self.first_search = now
-            return
-        owe = self.busy_s / self.cfg["duty"] - (now - self.first_search)
-        if owe > 0:
-            self._note(phase="duty wait")
-            self.stop.wait(owe)
-            self._spent("duty_wait", time.monotonic() - now)
+    def _refill(self, now: float):
+        """The duty bucket gains duty x the wall time since its last refill, up to burst_s:
+        idle time does not pile up into more than one burst."""
+        if self.credit_t is not None:
+            self.credit = min(self.cfg["burst_s"],
+                              self.credit + self.cfg["duty"] * (now - self.credit_t))
+        self.credit_t = now
 
-    def _worker_args(self, staging: str, ramp: bool) -> list[str]:
-        a = ["--cache", staging, "--duty", repr(self.cfg["duty"]), "--nice",
-             str(self.cfg["nice"]), "--cores", str(self.cfg["cores"])]
+    def used(self, busy: float):
+        """A search worked `busy` seconds: taken from the duty bucket (may go below zero: the
+        last node's sleep the worker left owed)."""
+        self.busy_s += busy
+        self.credit -= busy
+
+    def pay_duty(self) -> float:
+        """Before a search: wait until the duty bucket is not in debt, and return the work it
+        allows at once (the worker's --duty-credit; past it the worker sleeps between nodes to
+        work at most the duty share). The workers' busy time (CPU time on the host, working
+        wall time on CUDA) is so at most burst_s + duty x the time since the first search, over
+        any stretch of time; a search that ended on a node keeps no sleep owed inside the
+        worker, so that its winner lands at once: it is paid here."""
+        now = time.monotonic()
+        self._refill(now)
+        if self.credit < 0:
+            self._note(phase="duty wait")
+            self.stop.wait(-self.credit / self.cfg["duty"])
+            self._spent("duty_wait", time.monotonic() - now)
+            self._refill(time.monotonic())
+        return max(0.0, self.credit)
+
+    def _worker_args(self, staging: str, ramp: bool, credit: float = 0.0) -> list[str]:
+        a = ["--cache", staging, "--duty", repr(self.cfg["duty"]), "--duty-credit",
+             f"{credit:.3f}", "--nice", str(self.cfg["nice"]), "--cores", str(self.cfg["cores"])]
         return a + (["--starts-only"] if ramp else [])
 
     def _prepare(self, row: dict, search: dict) -> str | None:
@@ -570,6 +605,7 @@ class OnlineTuner(threading.Thread):
             log.info("online tuning: %s skipped: %s", row["signature"], short)
             self._refuse(row, "prepare", short)
             return None
+        self._note(step="prepare")
         n = n_tensor_args(key)
         request_captures(key, self.cfg["captures"])
         deadline = time.monotonic() + 60
@@ -617,7 +653,8 @@ class OnlineTuner(threading.Thread):
         job_dir = self._prepare(row, search)
         if job_dir is None:
             return "tuned"
-        self.pay_duty()
+        credit = self.pay_duty()
+        self._note(phase=pass_, step="worker")  # a duty wait is over: the pass again
         staging = os.path.join(job_dir, f"staging-{pass_}")
         shutil.rmtree(staging, ignore_errors=True)  # a retry's or an earlier pass's entry
         env = dict(os.environ, OMP_NUM_THREADS=str(max(1, self.cfg["cores"])))
@@ -627,18 +664,19 @@ class OnlineTuner(threading.Thread):
         t = time.monotonic()
         try:
             gate = self._gate if self.cfg["quiet_wait_s"] > 0 else None
-            result = _jobs.run_worker(job_dir, extra_args=self._worker_args(staging, pass_ == "ramp"),
+            wargs = self._worker_args(staging, pass_ == "ramp", credit)
+            result = _jobs.run_worker(job_dir, extra_args=wargs,
                                       proc_holder=self.procs, popen_kw={"env": env}, gate=gate)
             self._spent("worker", time.monotonic() - t)
             result["pass"] = pass_
             busy = max(0.0, result.get("wall_s", 0) - result.get("slept_s", 0))
             self._spent("worker_busy", busy)
             if row.get("device") == "cuda":
-                self.busy_s += busy  # the device's share: the worker's working wall time
+                self.used(busy)  # the device's share: the worker's working wall time
             else:  # the cores' share: CPU time (a nice'd worker on a loaded machine mostly waits)
                 cpu = _children_cpu_s() - cpu0
                 self._spent("worker_cpu", cpu)
-                self.busy_s += min(busy, cpu)
+                self.used(min(busy, cpu))
             go = self._worth_confirming(row, pass_, result)
         finally:
             if not go:
@@ -656,6 +694,7 @@ class OnlineTuner(threading.Thread):
         if not go:
             return more
         best = result.get("best_us") or 0
+        self._note(step="confirm")
         ok, info = self.finish_confirm(child, True)
         if not ok:
             reason = info.get("reason", "not confirmed")
@@ -671,6 +710,7 @@ class OnlineTuner(threading.Thread):
                     self.ramped.discard(key)
                 return "retry"
             return more
+        self._note(step="land")
         land(staging, search["cache_dir"], result["cache_key"])
         from . import reload_cache
 
@@ -684,6 +724,9 @@ class OnlineTuner(threading.Thread):
                    "pass": pass_, "eager_us": result["eager_us"], "kernel_us": best,
                    "speedup": result.get("speedup"), "confirmed_ratio": info.get("ratio"),
                    "spread": info.get("spread"), "quiet": info.get("quiet"), "t_s": now,
+                   # the confirmation's time, and the part of it before its first round
+                   "confirm_s": info.get("confirm_s"),
+                   "confirm_ready_s": info.get("confirm_ready_s"),
                    "after_hot_s": now - hot}
             self.state["landed"].append(rec)
         self._write_status()
@@ -723,6 +766,7 @@ class OnlineTuner(threading.Thread):
         info = {"reason": "the confirmation process gave no answer"}
         rounds = []  # before each round: whether the model paused (quiet())
         t = time.monotonic()
+        ready = None  # when the child had the winner served once (its imports, its first use)
         try:
             if not go:  # nothing to confirm: no need to wait for its imports
                 p.kill()
@@ -736,6 +780,8 @@ class OnlineTuner(threading.Thread):
                     p.stdin.write("check\n")
                     p.stdin.flush()
                 elif ev.get("event") in ("ready", "gate"):  # before the first round, the others
+                    if ready is None:
+                        ready = time.monotonic() - t
                     rounds.append(self.quiet())
                     p.stdin.write("go\n")
                     p.stdin.flush()
@@ -750,6 +796,7 @@ class OnlineTuner(threading.Thread):
                 p.wait()
             self.procs.remove(p)
             self._spent("confirm", time.monotonic() - t)
+        info["confirm_s"], info["confirm_ready_s"] = time.monotonic() - t, ready
         info["quiet"] = rounds[0] if rounds else None  # before the first round
         info["quiet_rounds"] = sum(1 for q in rounds if q)
         return bool(info.get("confirmed")), info

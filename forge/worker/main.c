@@ -4,7 +4,7 @@
  *                 [--timeout SECONDS] [--cache DIR | --no-insert] [--timings-from JOB_DIR]
  *                 [--progress] [--sabotage crash,hang,oob [--sabotage-every N]]
  *                 [--proposer builtin|llm|mixed] [--llm-budget-usd USD] [--llm-max-requests N]
- *                 [--starts-only] [--duty F] [--nice N] [--cores N] [--gate]
+ *                 [--starts-only] [--duty F] [--duty-credit S] [--nice N] [--cores N] [--gate]
  *   kforge-worker --check JOB_DIR SOURCE_FILE LAUNCH_FILE   (one candidate: forge/eval/eval_check.h)
  *   kforge-worker --eval JOB_DIR      (internal: the evaluator child) */
 #include <errno.h>
@@ -30,6 +30,7 @@ static void usage(FILE *f)
             "                     [--sabotage crash,hang,oob [--sabotage-every N]]\n"
             "                     [--proposer builtin|llm|mixed] [--llm-budget-usd USD]\n"
             "                     [--llm-max-requests N] [--starts-only] [--duty F]\n"
+            "                     [--duty-credit S]\n"
             "                     [--nice N] [--cores N] [--gate]\n"
             "Runs the kernel search for one job folder (written by kernel_forge) and inserts a\n"
             "verified winner into the cache. See README, \"Tuning\".\n");
@@ -138,6 +139,9 @@ int main(int argc, char **argv)
         } else if (!strcmp(a, "--duty")) {
             if (parse_num(a, v, 0, &d)) return 2;
             o.duty = d, i++;
+        } else if (!strcmp(a, "--duty-credit")) {
+            if (parse_num(a, v, 0, &d)) return 2;
+            o.duty_credit = d, i++;
         } else if (!strcmp(a, "--nice")) {
             if (parse_num(a, v, 0, &d)) return 2;
             nice_inc = (int)d, i++;

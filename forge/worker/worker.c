@@ -386,7 +386,8 @@ static int should_stop(worker *w)
     return 0;
 }
 
-/* KFORGE_TUNE_DUTY: the worker works at most `duty` of the wall time since it started; the
+/* KFORGE_TUNE_DUTY: the worker works at most `duty` of the wall time since it started, plus
+ * --duty-credit seconds (KFORGE_TUNE_BURST: the first search does not wait for duty accrued); the
  * rest it sleeps, between nodes (a node's compile and evaluation run at full speed, so timings
  * are not stretched by the limit). What the last node leaves owed is not slept here (result.json
  * has busy and slept time; the online tuner pays it before its next search). */
@@ -395,7 +396,8 @@ static void duty_sleep(worker *w)
     double duty = w->o->duty;
     if (!(duty > 0 && duty < 1)) return;
     double busy = kf_now_s() - w->t0 - w->slept_s;
-    double owe = busy / duty - busy - w->slept_s;
+    double credit = w->o->duty_credit > 0 ? w->o->duty_credit : 0;
+    double owe = (busy - credit) / duty - busy - w->slept_s; /* busy <= credit + duty x wall */
     if (w->job->search.time_budget_s > 0) { /* never sleep past the time budget */
         double left = w->job->search.time_budget_s - (kf_now_s() - w->t0);
         if (owe > left) owe = left;

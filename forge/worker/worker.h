@@ -36,6 +36,8 @@ typedef struct kf_worker_opts {
     double duty;              /* (0, 1): sleep between nodes so that the time spent working
                                  (all but those sleeps) is at most this share of the wall time;
                                  <= 0 or >= 1: never sleep */
+    double duty_credit;       /* seconds of work allowed before the duty share applies (the
+                                 online tuner's burst credit left): work <= credit + duty x wall */
     int gate;                 /* before each candidate's timing: {"event":"gate"} on progress,
                                  then wait for a line on stdin (the online tuner answers in a
                                  quiet gap of the model's calls, or when its wait runs out); the

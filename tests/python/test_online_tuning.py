@@ -88,6 +88,7 @@ def test_first_kernel_lands_within_the_ci_bound_and_the_model_keeps_its_speed(tm
                                     "confirm"}
     assert st["time_spent_s"]["worker_busy"] <= st["time_spent_s"]["worker"]
     assert landed[0]["confirmed_ratio"] > 0 and landed[0]["key"] in st["hot_at"]
+    assert landed[0]["confirm_s"] >= landed[0]["confirm_ready_s"] > 0, landed[0]
     assert "online tuning: landed" in p.stderr, p.stderr[-3000:]  # one INFO line per kernel
     # the model beside the tuner (duty 10%, one nice'd core of two): generous on a shared box
     if res["during_ms"] is not None:
