@@ -145,6 +145,39 @@ def test_a_write_between_two_chain_calls_drops_the_chain(target):
                 torch.testing.assert_close(rms(x, w), eager(rms, x, w), **TOL)
 
 
+def test_threads_each_watched_and_one_exiting_with_a_chain_pending():
+    import threading
+
+    spec, _, w = attach(48, 64)
+    errors, states = [], []
+
+    def worker(seed, leave_pending):
+        try:
+            with torch.inference_mode():
+                x = torch.randn(48, 64, generator=torch.Generator().manual_seed(seed))
+                for _ in range(20):
+                    torch.testing.assert_close(rms(x, w), eager(rms, x, w), **TOL)
+                if leave_pending:
+                    x.pow(2)  # the head: pending (and watched) as the thread ends
+                    states.append(watched())
+        except Exception as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    e0 = entry(spec)
+    threads = [threading.Thread(target=worker, args=(s, s == 2)) for s in (1, 2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    assert states == [3] and watched() == 0  # the other threads' watches are not this one's
+    e1 = entry(spec)
+    assert e1["state"] == "served" and e1["completed"] - e0["completed"] >= 2 * 17
+    x = inference_randn(48, 64)
+    with torch.inference_mode():
+        torch.testing.assert_close(rms(x, w), eager(rms, x, w), **TOL)
+
+
 def test_normal_tensors_under_no_grad_are_not_watched():
     spec, _, w = attach(46, 64)
     x = torch.randn(46, 64)
@@ -214,3 +247,37 @@ def test_intercept_cached_in_a_fresh_process():
     assert all(res["ok"]), res
     assert res["served"][0] == "served" and res["served"][1] >= 4, res
     assert res["index_fill_"] == 1 and res["masked_scatter_"] == 1 and res["batch_norm"] == 1, res
+
+
+@pytest.mark.gpu
+def test_cuda_chain_served_under_inference_mode():
+    # on the H200: PYTHONPATH=$PWD python3 -m pytest -q tests/python/test_chain_inference.py -k cuda
+    from test_chain_serving import CUDA_SOURCE
+
+    rows, cols = 49, 64
+    x, w = torch.randn(rows, cols, device="cuda"), torch.randn(cols, device="cuda")
+    kf.reset_stats()
+    kf.set_recording(True)
+    try:
+        for _ in range(4):
+            rms(x, w)
+    finally:
+        kf.set_recording(False)
+    (ch,) = [c for c in kf.chains() if c["ops"][0] == "aten::pow.Tensor_Scalar"]
+    launch = dict(LAUNCH, grid=[(rows + 31) // 32, 1, 1], block=[32, 1, 1])
+    kf.add_chain_kernel(ch["spec"], CUDA_SOURCE.format(rows=rows, cols=cols), launch, backend="nvrtc", **TOL)
+    spec = ch["spec"]
+    with torch.inference_mode():
+        xi = torch.randn(rows, cols, device="cuda")
+    warm(spec, xi, w)
+    c0 = entry(spec)["completed"]
+    with torch.inference_mode():
+        for _ in range(5):
+            torch.testing.assert_close(rms(xi, w), eager(rms, xi, w), **TOL)
+        assert entry(spec)["completed"] == c0 + 5
+        aux = {"idx": torch.tensor([1, 5, 9], device="cuda")}
+        d0 = entry(spec)["dropped"]
+        a, b = xi.clone(), xi.clone()
+        out = meddle(a, w, "intermediate", "index_fill_", aux)
+        torch.testing.assert_close(out, eager(meddle, b, w, "intermediate", "index_fill_", aux), **TOL)
+        assert entry(spec)["dropped"] == d0 + 1 and watched() == 0
