@@ -328,7 +328,8 @@ bool start_head(kf_runtime* rt, kf_chain_entry* e, const OpSchemaInfo& info, kf_
     return false;
   }
   // an inference tensor read or made (outputs as eager allocates them: inference tensors under
-  // inference mode) is held unchanged by watching this thread's writes from here on
+  // inference mode) is held unchanged by watching this thread's writes, from the head's return
+  // on (begun after the launch: the plugin's own allocations need no watching)
   bool watch = c10::InferenceMode::is_enabled();
   for (const at::Tensor& t : ins) {
     Held h{t, 0};
@@ -336,13 +337,7 @@ bool start_head(kf_runtime* rt, kf_chain_entry* e, const OpSchemaInfo& info, kf_
     watch = watch || !h.versioned;
     p.head_in.push_back(std::move(h));
   }
-  if (watch && !watch_begin(rt, written)) return false;
-  struct Unwatch {  // a head that does not start the pending state ends the watch it began
-    bool keep = false;
-    ~Unwatch() {
-      if (!keep) watch_end();
-    }
-  } unwatch;
+  if (watch && !watch_possible()) return false;
   const int state = kf_chain_entry_state(e);
   // the check compares on the host: never while a CUDA graph is captured
   if (p.cuda && kf_runtime_capturing(rt, p.stream) && state != KF_CHAIN_SERVING) return false;
@@ -381,7 +376,10 @@ bool start_head(kf_runtime* rt, kf_chain_entry* e, const OpSchemaInfo& info, kf_
   p.next = 1;
   t_chain.p = std::move(p);
   t_chain_pending = true;
-  unwatch.keep = true;
+  if (watch && !watch_begin(rt, written)) {
+    drop(rt, "this thread's calls cannot be watched");
+    return false;
+  }
   Pending& q = t_chain.p;
   if (q.mode == Mode::Serve) {
     for (int m = 0; m < d->n; m++)

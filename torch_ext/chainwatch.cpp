@@ -125,6 +125,8 @@ void watch_forget() { t_watch.on = false; }
 
 bool watching() { return t_watch.on && at::isRecordFunctionEnabled(); }
 
+bool watch_possible() { return t_watch.on || at::isRecordFunctionEnabled(); }
+
 }  // namespace kforge
 
 // Testing: bit 0, this thread is watched; bit 1, it has any thread-local RecordFunction callback.

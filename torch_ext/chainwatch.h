@@ -21,5 +21,7 @@ void watch_end();
 void watch_forget();
 // Whether this thread is watched now (and its RecordFunction still enabled).
 bool watching();
+// Whether watch_begin would succeed now.
+bool watch_possible();
 
 }  // namespace kforge
