@@ -206,6 +206,9 @@ KF_API kf_status kf_capture_request(kf_runtime *rt, uint64_t key, int n);
 /* Calls made by this thread go straight to the original kernels, unrecorded (the tuner's own
  * eager references and timings), while other threads are served as usual. */
 KF_API void kf_set_thread_bypass(int on);
+/* Testing (docs/chains.md, inference tensors): bit 0 set while this thread's writes are watched
+ * for a pending chain, bit 1 while it has any thread-local RecordFunction callback. */
+KF_API int kf_chain_thread_watched(void);
 /* Stop the runtime's background thread (the cache reload): at process exit, before the
  * interpreter or libtorch is torn down, so no thread of ours logs or loads into a dying process.
  * Serving goes on; new cache entries are then read only by kf_reload_cache. Idempotent. */

@@ -118,6 +118,7 @@ def _bind(lib):
         "kf_signature_args_json": ([c.c_void_p, c.c_uint64], c.c_void_p),
         "kf_capture_request": ([c.c_void_p, c.c_uint64, c.c_int], c.c_int),
         "kf_set_thread_bypass": ([c.c_int], None),
+        "kf_chain_thread_watched": ([], c.c_int),
         "kf_op_hidden_writes": ([c.c_char_p, c.POINTER(c.c_uint32), c.POINTER(c.c_int)], c.c_int),
     }
     for name, (args, res) in sigs.items():

@@ -10,6 +10,7 @@
 #include "torch_ext/chainserve.h"
 
 #include <ATen/ATen.h>
+#include <c10/core/InferenceMode.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 
 #include <deque>
@@ -17,6 +18,7 @@
 #include <vector>
 
 #include "common/log.h"
+#include "torch_ext/chainwatch.h"
 
 namespace kforge {
 
@@ -29,6 +31,7 @@ enum class Mode { Observe, Check, Serve };
 struct Held {  // a tensor a later member must get: the very TensorImpl, at this version
   at::Tensor t;
   uint32_t version = 0;
+  bool versioned = true;  // false: an inference tensor, unchanged while this thread is watched
 };
 
 struct Pending {
@@ -85,6 +88,7 @@ bool same_tensors(const std::vector<WeakImpl>& a, const std::vector<WeakImpl>& b
 struct ChainThread {
   Pending p;
   std::unordered_map<const kf_chain_entry*, History> pred;
+  ~ChainThread() { watch_forget(); }  // thread exit: the write watch must not reach p any more
 };
 
 thread_local ChainThread t_chain;
@@ -107,10 +111,21 @@ bool version_of(const at::Tensor& t, uint32_t* v) {
   }
 }
 
+// The very tensor, unchanged: its version counter, or for an inference tensor no write seen on
+// this thread since it was held (any such write ends the pending chain: the watch).
 bool held_now(const Held& h, const at::Tensor& t) {
   uint32_t v;
-  return h.t.defined() && t.unsafeGetTensorImpl() == h.t.unsafeGetTensorImpl() && version_of(t, &v) &&
-         v == h.version;
+  if (!h.t.defined() || t.unsafeGetTensorImpl() != h.t.unsafeGetTensorImpl()) return false;
+  return h.versioned ? version_of(t, &v) && v == h.version : watching();
+}
+
+void written(kf_runtime* rt);
+
+// `t` held for a later member: at its version, or (no version counter) watched. False: neither.
+bool hold(kf_runtime* rt, const at::Tensor& t, Held* h) {
+  h->t = t;
+  h->versioned = version_of(t, &h->version);
+  return h->versioned || (t.defined() && watch_begin(rt, written));
 }
 
 // The call's kernel tensor inputs (as the recorder numbers them: no Python numbers, no None).
@@ -131,6 +146,7 @@ void* stream_of(const at::Tensor& t) {
 }
 
 void clear(Pending& p) {
+  watch_end();  // nothing is held any more
   p = Pending{};
   t_chain_pending = false;
 }
@@ -147,6 +163,9 @@ void drop(kf_runtime* rt, const char* why) {
             "its last member more often than the chain completed", p.d->ops);
   clear(p);
 }
+
+// The write watch saw a call that may write a held inference tensor: it runs eager, after a drop.
+void written(kf_runtime* rt) { drop(rt, "a call that may write a held tensor without a version counter"); }
 
 // What member m's input i must be; nullptr when not known yet (an external while observing).
 Held* expected(Pending& p, int m, int i) {
@@ -308,11 +327,17 @@ bool start_head(kf_runtime* rt, kf_chain_entry* e, const OpSchemaInfo& info, kf_
   } catch (...) {
     return false;
   }
+  // an inference tensor read or made (outputs as eager allocates them: inference tensors under
+  // inference mode) is held unchanged by watching this thread's writes, from the head's return
+  // on (begun after the launch: the plugin's own allocations need no watching)
+  bool watch = c10::InferenceMode::is_enabled();
   for (const at::Tensor& t : ins) {
     Held h{t, 0};
-    if (!version_of(t, &h.version)) return false;
+    h.versioned = version_of(t, &h.version);
+    watch = watch || !h.versioned;
     p.head_in.push_back(std::move(h));
   }
+  if (watch && !watch_possible()) return false;
   const int state = kf_chain_entry_state(e);
   // the check compares on the host: never while a CUDA graph is captured
   if (p.cuda && kf_runtime_capturing(rt, p.stream) && state != KF_CHAIN_SERVING) return false;
@@ -351,12 +376,19 @@ bool start_head(kf_runtime* rt, kf_chain_entry* e, const OpSchemaInfo& info, kf_
   p.next = 1;
   t_chain.p = std::move(p);
   t_chain_pending = true;
+  if (watch && !watch_begin(rt, written)) {
+    drop(rt, "this thread's calls cannot be watched");
+    return false;
+  }
   Pending& q = t_chain.p;
   if (q.mode == Mode::Serve) {
     for (int m = 0; m < d->n; m++)
       for (const at::Tensor& t : q.outs[m]) {
-        Held h{t, 0};
-        version_of(t, &h.version);  // fresh tensors: never an inference tensor here
+        Held h;
+        if (!hold(rt, t, &h)) {  // not expected: the watch began above when outputs are inference tensors
+          drop(rt, "an output that cannot be held");
+          return false;
+        }
         q.seen[m].push_back(std::move(h));
       }
     served(rt, call);
@@ -436,9 +468,9 @@ void chain_after(kf_runtime* rt, const OpSchemaInfo& info, const torch::jit::Sta
         return;
       }
       const at::Tensor& t = rets[o].toTensor();
-      Held h{t, 0};
-      if (!version_of(t, &h.version)) {
-        drop(rt, "an output without a version counter");
+      Held h;
+      if (!hold(rt, t, &h)) {
+        drop(rt, "an output without a version counter, on a thread that cannot be watched");
         return;
       }
       p.seen[m].push_back(std::move(h));
