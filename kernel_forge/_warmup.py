@@ -432,7 +432,7 @@ def warmup(script_cmd: list[str], *, iterations: int = 50, time_budget: float = 
         _remote.publish(res, kf.cache_dir(), r.get("cache_key"))
         row.update(eager_us=res["eager_us"], best_us=res.get("best_us"), speedup=res.get("speedup"),
                    iterations=res["iterations"], status=res["status"], wall_s=res.get("wall_s", 0),
-                   llm=res.get("llm"))
+                   llm=res.get("llm"), stop_reason=res.get("stop_reason", ""))
         if res.get("best_us") and res.get("roofline_us"):
             row["roofline_pct"] = 100 * res["roofline_us"] / res["best_us"]
 

@@ -239,7 +239,10 @@ def test_warmup_tunes_a_script_and_a_fresh_process_serves_it(tmp_path):
         res = json.load(f)
     (row,) = res["rows"]
     assert row["status"] in ("inserted", "no_faster_kernel"), row
-    assert row["iterations"] == 8 and row["eager_us"] > 0
+    # all 8 iterations, unless the worker stopped earlier and says why (a candidate within 10% of
+    # the roofline this machine measured, the search space exhausted)
+    assert row["eager_us"] > 0 and (row["iterations"] == 8 or (
+        0 < row["iterations"] < 8 and row["stop_reason"] not in ("", "iteration budget (8)"))), row
     tree = tree_of(row["job_dir"])
     assert tree["nodes"] and tree["op"] == "aten::_softmax"
     # the job holds real calls captured from the script, plus random inputs
