@@ -11,6 +11,7 @@
 #include "plugin/chainserve.h"
 #include "plugin/config.h"
 #include "plugin/plugin.h"
+#include "tests/c/test_runtime_util.h"
 
 static void sig_of(kf_sig *s, const char *op, int cols)
 {
@@ -71,17 +72,7 @@ static void eager_members(kf_runtime *rt, int cols, uint64_t ns)
 
 static kf_runtime *new_runtime(const char *eager_every)
 {
-    static kf_config cfg;
-    unsetenv("KFORGE_DISABLE");
-    unsetenv("KFORGE_SAMPLE_EVERY");
-    if (eager_every)
-        setenv("KFORGE_EAGER_SAMPLE_EVERY", eager_every, 1);
-    else
-        unsetenv("KFORGE_EAGER_SAMPLE_EVERY");
-    kf_config_from_env(&cfg);
-    kf_runtime *rt = NULL;
-    if (!CHECK_EQ_INT(kf_runtime_create(&rt, &cfg), KF_OK)) exit(check_done("chain_guard"));
-    return rt;
+    return test_runtime(eager_every, "chain_guard");
 }
 
 static int has(kf_runtime *rt, const char *what)

@@ -12,19 +12,11 @@
 #include "plugin/plugin.h"
 #include "common/signature.h"
 #include "plugin/sigtable.h"
+#include "tests/c/test_runtime_util.h"
 
 static kf_runtime *new_runtime(const char *eager_every)
 {
-    static kf_config cfg;
-    unsetenv("KFORGE_SAMPLE_EVERY");
-    if (eager_every)
-        setenv("KFORGE_EAGER_SAMPLE_EVERY", eager_every, 1);
-    else
-        unsetenv("KFORGE_EAGER_SAMPLE_EVERY");
-    kf_config_from_env(&cfg);
-    kf_runtime *rt = NULL;
-    if (!CHECK_EQ_INT(kf_runtime_create(&rt, &cfg), KF_OK)) exit(check_done("test_speed_guard"));
-    return rt;
+    return test_runtime(eager_every, "test_speed_guard");
 }
 
 static int ok_kernel(void *user, const kf_tensor *t, int n, void *stream)

@@ -12,7 +12,8 @@ import torch
 import kernel_forge as kf
 
 from conftest import run_python
-from test_chain_serving import CUDA_SOURCE, LAUNCH, TOL, attach, eager, entry, kernel_source, rms, warm
+from test_chain_serving import (CUDA_SOURCE, LAUNCH, TOL, attach, eager, entry, kernel_source,
+                                recorded_rms_chain, rms, warm)
 
 EARLY_SAMPLES = 4  # plugin/plugin.h KF_SPEED_EARLY_SAMPLES: a kernel over 2x slower goes then
 MIN_SAMPLES = 16   # KF_SPEED_MIN_SAMPLES
@@ -29,14 +30,7 @@ def slow_source(rows, cols, spin=400000):
 def attach_slow(rows, cols):
     """Record rms on [rows, cols] and attach the slow kernel (test_chain_serving.attach's way)."""
     x, w = torch.randn(rows, cols), torch.randn(cols)
-    kf.reset_stats()
-    kf.set_recording(True)
-    try:
-        for _ in range(4):
-            rms(x, w)
-    finally:
-        kf.set_recording(False)
-    (ch,) = [c for c in kf.chains() if c["ops"][0] == "aten::pow.Tensor_Scalar"]
+    ch = recorded_rms_chain(x, w)
     assert ch["spec"] is not None, ch["fusable_reason"]
     kf.add_chain_kernel(ch["spec"], slow_source(rows, cols), LAUNCH, **TOL)
     return ch["spec"], x, w
@@ -118,14 +112,7 @@ def test_a_slow_cuda_chain_kernel_is_detached_on_its_event_samples():
     # on the H200: PYTHONPATH=$PWD python3 -m pytest -q tests/python/test_chain_guard.py -k cuda
     rows, cols = 35, 64
     x, w = torch.randn(rows, cols, device="cuda"), torch.randn(cols, device="cuda")
-    kf.reset_stats()
-    kf.set_recording(True)
-    try:
-        for _ in range(4):
-            rms(x, w)
-    finally:
-        kf.set_recording(False)
-    (ch,) = [c for c in kf.chains() if c["ops"][0] == "aten::pow.Tensor_Scalar"]
+    ch = recorded_rms_chain(x, w)
     spec = ch["spec"]
     # about 2 ms of spinning per launch (the H200 ran a 200000-step volatile loop in 37 us)
     spin = ("if (i >= KF_R) return;\n    const long long kf_t0 = clock64();\n"

@@ -14,7 +14,8 @@ import kernel_forge as kf
 from kernel_forge import _jobs, _native
 
 from conftest import run_python
-from test_chain_serving import LAUNCH, TOL, attach, eager, entry, kernel_source, member_counts, record_spec, rms
+from test_chain_serving import (LAUNCH, TOL, attach, eager, entry, kernel_source, member_counts,
+                                record_spec, recorded_rms_chain, rms)
 
 
 def watched():
@@ -258,14 +259,7 @@ def test_cuda_chain_served_under_inference_mode():
 
     rows, cols = 49, 64
     x, w = torch.randn(rows, cols, device="cuda"), torch.randn(cols, device="cuda")
-    kf.reset_stats()
-    kf.set_recording(True)
-    try:
-        for _ in range(4):
-            rms(x, w)
-    finally:
-        kf.set_recording(False)
-    (ch,) = [c for c in kf.chains() if c["ops"][0] == "aten::pow.Tensor_Scalar"]
+    ch = recorded_rms_chain(x, w)
     launch = dict(LAUNCH, grid=[(rows + 31) // 32, 1, 1], block=[32, 1, 1])
     kf.add_chain_kernel(ch["spec"], CUDA_SOURCE.format(rows=rows, cols=cols), launch, backend="nvrtc", **TOL)
     spec = ch["spec"]

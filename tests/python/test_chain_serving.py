@@ -63,9 +63,8 @@ LAUNCH = {"entry": "kf_kernel", "grid": [1, 1, 1], "block": [1, 1, 1], "smem": 0
           "args": ["const float*", "const float*"] + ["float*"] * 6}
 
 
-def attach(rows, cols, scale="1.0f"):
-    """Record rms on [rows, cols], attach the hand-written kernel; returns (spec, x, w)."""
-    x, w = torch.randn(rows, cols), torch.randn(cols)
+def recorded_rms_chain(x, w):
+    """Record rms(x, w) four times; the recorded chain that starts at its pow."""
     kf.reset_stats()
     kf.set_recording(True)
     try:
@@ -74,6 +73,13 @@ def attach(rows, cols, scale="1.0f"):
     finally:
         kf.set_recording(False)
     (ch,) = [c for c in kf.chains() if c["ops"][0] == "aten::pow.Tensor_Scalar"]
+    return ch
+
+
+def attach(rows, cols, scale="1.0f"):
+    """Record rms on [rows, cols], attach the hand-written kernel; returns (spec, x, w)."""
+    x, w = torch.randn(rows, cols), torch.randn(cols)
+    ch = recorded_rms_chain(x, w)
     assert ch["spec"] is not None, ch["fusable_reason"]
     kf.add_chain_kernel(ch["spec"], kernel_source(rows, cols, scale), LAUNCH, **TOL)
     return ch["spec"], x, w
@@ -355,14 +361,7 @@ def test_bad_chain_kernels_are_refused():
 
 def record_spec(rows, cols):
     x, w = torch.randn(rows, cols), torch.randn(cols)
-    kf.reset_stats()
-    kf.set_recording(True)
-    try:
-        for _ in range(4):
-            rms(x, w)
-    finally:
-        kf.set_recording(False)
-    (ch,) = [c for c in kf.chains() if c["ops"][0] == "aten::pow.Tensor_Scalar"]
+    ch = recorded_rms_chain(x, w)
     return ch["spec"]
 
 
@@ -431,14 +430,7 @@ def test_cuda_graph_capture_serves_only_an_enabled_chain():
     # on the H200: PYTHONPATH=$PWD python3 -m pytest -q tests/python/test_chain_serving.py -k cuda_graph
     rows, cols = 17, 64
     x, w = torch.randn(rows, cols, device="cuda"), torch.randn(cols, device="cuda")
-    kf.reset_stats()
-    kf.set_recording(True)
-    try:
-        for _ in range(4):
-            rms(x, w)
-    finally:
-        kf.set_recording(False)
-    (ch,) = [c for c in kf.chains() if c["ops"][0] == "aten::pow.Tensor_Scalar"]
+    ch = recorded_rms_chain(x, w)
     launch = dict(LAUNCH, grid=[(rows + 31) // 32, 1, 1], block=[32, 1, 1])
     kf.add_chain_kernel(ch["spec"], CUDA_SOURCE.format(rows=rows, cols=cols), launch,
                         backend="nvrtc", **TOL)
