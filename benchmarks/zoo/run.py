@@ -263,6 +263,7 @@ def run_model(name: str, info: dict, a, work: str, deadline: float | None, extra
         res["served_ops"] = served_ops(pr.get("served", []))
         res["cache_entries"] = pr.get("cache_entries", 0)
         res["stopped"] = pr.get("stopped", [])
+        res["chains"] = pr.get("chains", [])
         res["check_plugin"] = compare(e1["output_file"], p["output_file"])
         if not pr.get("plugin_loaded"):
             res["notes"].append("plugin: kernel_forge was not loaded")

@@ -109,6 +109,11 @@ def details(r: dict) -> str:
         bits.append("plugin runs " + ", ".join(f"{v:.3f}" for v in r["plugin_runs_ms"]) + " ms")
     if r.get("served_ops"):
         bits.append("served: " + ", ".join(f"{op} {n}" for op, n in r["served_ops"].items()))
+    if r.get("chains"):
+        bits.append("chains: " + "; ".join(
+            f"{c.get('ops') or '?'} {c['state']}{' (' + c['stopped'] + ')' if c.get('stopped') else ''}"
+            f" {c['completed']}/{c['heads']} heads completed, kernel {fmt(c.get('kernel_us'), '{:.1f}')} us"
+            f" vs eager {fmt(c.get('eager_us'), '{:.1f}')} us" for c in r["chains"][:6]))
     if r.get("warmup_statuses"):
         bits.append("warm-up: " + ", ".join(f"{k} {v}" for k, v in r["warmup_statuses"].items()))
     if r.get("stopped"):
@@ -156,7 +161,7 @@ def write(out: str, doc: dict):
 PLUGIN_KEYS = ("eager_ms", "eager_runs_ms", "eager_spread", "plugin_ms", "plugin_runs_ms",
                "plugin_spread", "speedup",
                "served_signatures", "served_calls", "served_ops", "cache_entries", "stopped",
-               "check_plugin", "warmup_s", "inserted", "tuned", "warmup_statuses")
+               "chains", "check_plugin", "warmup_s", "inserted", "tuned", "warmup_statuses")
 COMPILE_KEYS = ("compile_ms", "compile_eager_ms", "compile_speedup", "compile_first_s",
                 "check_compile")
 
