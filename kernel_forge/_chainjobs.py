@@ -21,6 +21,7 @@ from ._jobs import NotTunable
 
 CHAIN_OP = "kforge::chain"
 MAX_MEMBERS = 8  # KF_CHAIN_MAX_MEMBERS: one output each, a job holds at most 8
+LAST_EXTRA_OUTPUTS = 2  # KF_CHAIN_LAST_EXTRA_OUTPUTS: the last member's more (layer norm's mean, rstd)
 _REDUCTIONS = {"aten::sum.dim_IntList", "aten::mean.dim", "aten::amax"}
 
 
@@ -99,7 +100,7 @@ def _same_layout(desc: dict, t: torch.Tensor) -> bool:
 class _Member:
     """One member: its recorded signature, decoded arguments and op."""
 
-    def __init__(self, k: int, m: dict, key: str):
+    def __init__(self, k: int, m: dict, key: str, last: bool):
         self.k, self.spec = k, m
         self.info, self.args = _jobs.describe(key)
         self.op = self.info["op"]
@@ -116,9 +117,12 @@ class _Member:
             raise NotTunable(f"chain member {k} ({self.op}): the spec wires {len(m['inputs'])} "
                              f"tensor inputs, its signature has {len(self.tensors)}")
         outs = self.info["outputs"] or []
-        if len(outs) != 1:
+        self.n_out = len(outs)
+        if not 1 <= len(outs) <= 1 + (LAST_EXTRA_OUTPUTS if last else 0):
             raise NotTunable(f"chain member {k} ({self.op}): {len(outs)} outputs; a chain member "
-                             f"has one")
+                             f"has one (the last up to {1 + LAST_EXTRA_OUTPUTS})")
+        if any(o["alias_arg"] >= 0 for o in outs[1:]):
+            raise NotTunable(f"chain member {k} ({self.op}): a later output aliases an argument")
         self.alias = outs[0]["alias_arg"]
         if self.alias >= 0 and k > 0:
             raise NotTunable(f"chain member {k} ({self.op}) writes in place: only the head may")
@@ -143,8 +147,8 @@ def _wire(spec: dict, k: int, inputs: list, outs: list) -> list:
 
 
 def run_chain(spec: dict, members: list, inputs: list) -> list:
-    """Every member's output, eager, from the kernel inputs (left as they are: a head that
-    writes in place writes a copy)."""
+    """Every member's outputs, eager, from the kernel inputs (left as they are: a head that
+    writes in place writes a copy): one per member, the last member's all, flat."""
     outs = []
     for k, mb in enumerate(members):
         pos, kw = mb.call(_wire(spec, k, inputs, outs))
@@ -152,10 +156,15 @@ def run_chain(spec: dict, members: list, inputs: list) -> list:
             pos, kw = _jobs.clone_written(mb.fn, pos, kw)
         with _jobs.bypass():
             r = _jobs.tensors_of(mb.fn(*pos, **kw))
-        if len(r) != 1:
+        if len(r) != mb.n_out:
             raise NotTunable(f"chain member {k} ({mb.op}): eager returned {len(r)} tensors")
-        outs.append(r[0])
+        outs += r
     return outs
+
+
+def output_members(members: list) -> list[int]:
+    """The member of each of the job's outputs (run_chain's order)."""
+    return [k for k, mb in enumerate(members) for _ in range(mb.n_out)]
 
 
 def eager_runner(spec: dict, members: list, inputs: list):
@@ -201,12 +210,15 @@ def _downstream_of(spec: dict, src: int) -> set[int]:
 def output_tolerances(spec: dict, members: list, outs: list) -> list[list[float]]:
     """Per output: the member op's kf_tolerance, widened to a reduction's for the members
     downstream of it (their error is the reduction's, carried on)."""
-    tol = [list(_jobs.tolerance(mb.op, o.dtype)) for mb, o in zip(members, outs)]
+    of = output_members(members)
+    tol = [list(_jobs.tolerance(members[m].op, o.dtype)) for m, o in zip(of, outs)]
     for r, mb in enumerate(members):
         if mb.op in _REDUCTIONS:
             ra, rr = _jobs.tolerance(mb.op, outs[r].dtype)
-            for k in _downstream_of(spec, r):
-                tol[k] = [max(tol[k][0], ra), max(tol[k][1], rr)]
+            down = _downstream_of(spec, r)
+            for j, m in enumerate(of):
+                if m in down:
+                    tol[j] = [max(tol[j][0], ra), max(tol[j][1], rr)]
     return tol
 
 
@@ -230,7 +242,8 @@ def write_chain_job(job_dir: str, chain: dict, calls: list[list], *, recorded: l
     if len(keys) != len(spec["members"]):
         raise NotTunable(f"{readable(spec)}: {len(keys)} signature keys for "
                          f"{len(spec['members'])} members")
-    members = [_Member(k, m, key) for k, (m, key) in enumerate(zip(spec["members"], keys))]
+    n = len(spec["members"])
+    members = [_Member(k, m, key, k == n - 1) for k, (m, key) in enumerate(zip(spec["members"], keys))]
     H, E = spec["n_head_inputs"], spec["n_ext"]
     first = list(calls[0])
     if len(first) != H + E:
@@ -287,7 +300,7 @@ def write_chain_job(job_dir: str, chain: dict, calls: list[list], *, recorded: l
 
     def add_case(kind: str, ins: list):
         outs = run_chain(spec, members, ins)
-        for k, (o, d) in enumerate(zip(outs, outputs)):
+        for k, o, d in zip(output_members(members), outs, outputs):
             if not _same_layout(d, o):
                 raise NotTunable(f"chain member {k} ({members[k].op}): eager's output is laid out "
                                  f"unlike the first call's")

@@ -255,13 +255,14 @@ def write_chain_from_captures(c: dict, take, plan: dict) -> str:
 def chain_candidates(chains: list[dict], rows: list[dict], min_share: float,
                      max_chains: int) -> list[dict]:
     """The hottest fusable chains: share = calls x the fused members' eager time, over the
-    tunable time of the rows (steady_rows' basis); at least min_share, at most max_chains."""
+    tunable time of the rows (steady_rows' basis); at least min_share, at most max_chains. A
+    chain whose head writes in place is left out: the plugin does not serve those yet."""
     by_key = {r["key"]: r for r in rows}
     total = sum(r["time_ms"] for r in rows if r["intercepted"] and not r.get("untunable"))
     out = []
     for c in chains:
         spec = c.get("spec")
-        if not spec:
+        if not spec or (c.get("writes") or [False])[0]:
             continue
         keys = c["keys"][:len(spec["members"])]
         us = sum(max(by_key[k].get("eager_us") or 0.0, 0.0) for k in keys if k in by_key)

@@ -95,8 +95,9 @@ kf_status kf_job_chain_parse(const cJSON *spec, const kf_job_sig *job, kf_job_ch
     if (ch->n_head + ch->n_ext != job->n_in)
         return bad(err, cap, "%d head inputs + %d externals, but the job has %d inputs", ch->n_head,
                    ch->n_ext, job->n_in);
-    if (nm != job->n_out)
-        return bad(err, cap, "%d members, but the job has %d outputs (one per member)", nm, job->n_out);
+    if (job->n_out < nm || job->n_out > nm + KF_CHAIN_LAST_EXTRA_OUTPUTS)
+        return bad(err, cap, "%d members, but the job has %d outputs (one per member; the last "
+                             "may have %d more)", nm, job->n_out, KF_CHAIN_LAST_EXTRA_OUTPUTS);
     ch->n_members = nm;
     int head_dest = job->out_alias[0] ? job->out_alias[0] - 1 : -1;
     if (head_dest >= ch->n_head)
@@ -137,9 +138,13 @@ kf_status kf_job_chain_parse(const cJSON *spec, const kf_job_sig *job, kf_job_ch
             jm->sig.in[i] = r->kind == KF_CHAIN_MEMBER ? job->out[r->a] : job->in[kf_job_chain_arg(ch, k, i)];
         }
         jm->sig.n_in = ni;
-        jm->sig.n_out = 1;
-        jm->sig.out[0] = job->out[k];
-        jm->sig.out_alias[0] = k == 0 ? job->out_alias[0] : 0;
+        jm->sig.n_out = k == nm - 1 ? job->n_out - k : 1;
+        for (int j = 0; j < jm->sig.n_out; j++) {
+            if (j > 0 && job->out_alias[k + j])
+                return bad(err, cap, "member %d (%s): outputs[%d] aliases an input", k, opn, k + j);
+            jm->sig.out[j] = job->out[k + j];
+            jm->sig.out_alias[j] = k == 0 && j == 0 ? job->out_alias[0] : 0;
+        }
     }
     for (int e = 0; e < ch->n_ext; e++)
         if (!ext_used[e]) return bad(err, cap, "external %d is read by no member", e);

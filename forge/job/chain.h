@@ -5,9 +5,10 @@
  * code the one-op templates use.
  *
  * The job's tensors: inputs = the head's tensor inputs (n_head), then the externals (n_ext);
- * outputs = one per member, in member order (every fusable member has exactly one output; the
- * head's may alias one of its inputs, a later member's is always fresh). A member's input is
- * one of: the head's input i, an earlier member's output, an external e. Scalars are named
+ * outputs = one per member, in member order (the head's may alias one of its inputs, a later
+ * member's is always fresh); the last member may have up to KF_CHAIN_LAST_EXTRA_OUTPUTS more
+ * (native_layer_norm's mean and rstd), which no member reads. A member's input is one of: the
+ * head's input i, an earlier member's (first) output, an external e. Scalars are named
  * "m<k>.<schema name>" in job.json and end up in member k's signature without the prefix. */
 #ifndef KF_FORGE_JOB_CHAIN_H
 #define KF_FORGE_JOB_CHAIN_H
@@ -23,6 +24,7 @@ extern "C" {
 
 #define KF_CHAIN_OP "kforge::chain"
 #define KF_CHAIN_MAX_MEMBERS KF_JOB_MAX_OUTPUTS
+#define KF_CHAIN_LAST_EXTRA_OUTPUTS 2
 
 enum { KF_CHAIN_HEAD, KF_CHAIN_MEMBER, KF_CHAIN_EXT };
 
@@ -32,7 +34,7 @@ typedef struct kf_chain_ref {
 } kf_chain_ref;
 
 typedef struct kf_job_member {
-    kf_job_sig sig;                     /* op, in[] (the referenced tensors), out[0], scalars */
+    kf_job_sig sig;                     /* op, in[] (the referenced tensors), out[], scalars */
     kf_chain_ref ref[KF_JOB_MAX_TENSORS]; /* where sig.in[i] comes from */
 } kf_job_member;
 

@@ -1,4 +1,5 @@
 /* The chain templates' binding and the text both backends share (chain.h). */
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -56,6 +57,59 @@ static int same_sizes(const kf_job_tensor *t, int nd, const int64_t *sz)
     return 1;
 }
 
+/* native_layer_norm as the chain's last member (chain.h): the last dim of the chain's full shape,
+ * its input an earlier member's output, weight and bias of [C] from outside the chain */
+static int ln_bind(kf_chain_bind *b, int k, char *why, size_t cap)
+{
+    const kf_job_chain *ch = b->ch;
+    const kf_job_sig *m = &ch->m[k].sig;
+    const kf_job_tensor *x = &m->in[0];
+    if (k != b->n - 1 || m->n_out != 3)
+        return why_(why, cap, "member %d (%s): a layer norm is fused as the chain's last member "
+                              "only, with its mean and rstd", k, m->op);
+    if (b->red >= 0)
+        return why_(why, cap, "member %d (%s): a layer norm after a reduction (member %d)", k, m->op,
+                    b->red);
+    if (ch->m[k].ref[0].kind != KF_CHAIN_MEMBER || b->phase[ch->m[k].ref[0].a] != 0)
+        return why_(why, cap, "member %d (%s): it must normalize an earlier member's output", k, m->op);
+    if ((x->dtype != KF_F32 && x->dtype != KF_F16 && x->dtype != KF_BF16) ||
+        m->out[0].dtype != x->dtype || !same_sizes(x, b->nd, b->full) ||
+        !same_sizes(&m->out[0], b->nd, b->full))
+        return why_(why, cap, "member %d (%s): it must normalize the chain's full shape in f32, "
+                              "f16 or bf16", k, m->op);
+    const kf_job_scalar *ns = kf_job_scalar_find(m, "normalized_shape");
+    const kf_job_scalar *eps = kf_job_scalar_find(m, "eps");
+    if (!ns || ns->kind != 'l' || ns->n != 1 || ns->v[0] != b->C || !eps ||
+        (eps->kind != 'd' && eps->kind != 'i') || (eps->kind == 'd' && !isfinite(eps->d)))
+        return why_(why, cap, "member %d (%s): only the last dim is normalized (normalized_shape "
+                              "[C], a finite eps)", k, m->op);
+    b->ln_eps = eps->kind == 'd' ? eps->d : (double)eps->i;
+    const kf_job_scalar *ws = kf_job_scalar_find(m, "weight"), *bs = kf_job_scalar_find(m, "bias");
+    int w_none = ws && ws->kind == 'n', b_none = bs && bs->kind == 'n';
+    int has_w = m->n_in == 3 || (m->n_in == 2 && !w_none);
+    if ((m->n_in == 3 && (w_none || b_none)) || (m->n_in == 2 && w_none == b_none))
+        return why_(why, cap, "member %d (%s): which of weight and bias are given is unclear", k, m->op);
+    b->ln_w = b->ln_b = -1;
+    for (int i = 1; i < m->n_in; i++) {
+        const kf_job_tensor *p = &m->in[i];
+        int arg = kf_job_chain_arg(ch, k, i);
+        if (arg < 0 || p->ndim != 1 || p->sizes[0] != b->C || (p->dtype != x->dtype && p->dtype != KF_F32))
+            return why_(why, cap, "member %d (%s): its weight and bias must be [C] tensors from outside "
+                                  "the chain, in its dtype or f32", k, m->op);
+        if (i == 1 && has_w) b->ln_w = arg;
+        else b->ln_b = arg;
+    }
+    for (int j = 1; j < 3; j++) {
+        const kf_job_tensor *t = &m->out[j];
+        if (!is_float(t->dtype) || t->dtype == KF_F64 || kf_job_tensor_numel(t) != b->R ||
+            !kf_job_tensor_contiguous(t))
+            return why_(why, cap, "member %d (%s): unexpected mean / rstd outputs", k, m->op);
+    }
+    b->ln = k;
+    b->phase[k] = 3;
+    return 1;
+}
+
 int kf_chain_bind_sig(const kf_job_sig *sig, kf_chain_bind *b, char *why, size_t cap)
 {
     if (!sig || !b) return why_(why, cap, "no signature");
@@ -64,8 +118,9 @@ int kf_chain_bind_sig(const kf_job_sig *sig, kf_chain_bind *b, char *why, size_t
     if (!ch || strcmp(sig->op, KF_CHAIN_OP)) return why_(why, cap, "not a chain job");
     b->ch = ch;
     b->n = ch->n_members;
-    b->red = -1;
-    if (b->n < 2 || b->n > KF_CHAIN_MAX_MEMBERS || sig->n_out != b->n)
+    b->red = b->ln = b->ln_w = b->ln_b = -1;
+    if (b->n < 2 || b->n > KF_CHAIN_MAX_MEMBERS || sig->n_out < b->n ||
+        sig->n_out > b->n + KF_CHAIN_LAST_EXTRA_OUTPUTS)
         return why_(why, cap, "malformed chain");
     /* F: the widest output */
     int widest = 0;
@@ -89,6 +144,13 @@ int kf_chain_bind_sig(const kf_job_sig *sig, kf_chain_bind *b, char *why, size_t
         const kf_job_tensor *y = &sig->out[k];
         if (!kf_job_tensor_contiguous(y))
             return why_(why, cap, "member %d (%s): its output is not contiguous", k, m->op);
+        if (!strcmp(m->op, "aten::native_layer_norm")) {
+            if (!ln_bind(b, k, why, cap)) return 0;
+            continue;
+        }
+        if (m->n_out != 1)
+            return why_(why, cap, "member %d (%s): %d outputs (only a layer norm may end a chain "
+                                  "with more)", k, m->op, m->n_out);
         int rk = red_kind_of(m, why, cap, k);
         if (rk < 0) return 0;
         if (rk) {
@@ -178,7 +240,7 @@ void kf_chain_emit_defs(kf_strbuf *s, const kf_chain_bind *b, int cuda, const ch
     kf_strbuf_printf(s, " */\n");
     kf_pw_emit_math(s, b->ct, b->p_bool, cuda);
     for (int k = 0; k < b->n; k++) {
-        if (k == b->red) continue;
+        if (k == b->red || k == b->ln) continue;
         char sfx[8];
         snprintf(sfx, sizeof sfx, "_m%d", k);
         kf_pw_emit_op(s, &b->pb[k], cuda, sfx);
@@ -192,6 +254,9 @@ void kf_chain_emit_defs(kf_strbuf *s, const kf_chain_bind *b, int cuda, const ch
                          b->red_kind == KF_CHAIN_RED_AMAX ? "kf_pw_max(a, b)" : "((a) + (b))",
                          b->red_kind == KF_CHAIN_RED_MEAN ? "((a) / (kf_ct)KF_C)" : "(a)");
     }
+    if (b->ln >= 0)
+        kf_strbuf_printf(s, "#define KF_LN_EPS %.17g\n#define KF_RINIT (kf_ct)0\n"
+                            "#define KF_RCOMB(a, b) ((a) + (b))\n", b->ln_eps);
     /* row r's base offset in each input: r over F's outer dims, the innermost fastest */
     int n_in = ch->n_head + ch->n_ext;
     for (int i = 0; i < n_in; i++) {
@@ -289,6 +354,14 @@ void kf_chain_emit_phase(kf_strbuf *s, const kf_chain_bind *b, int phase, int cu
         if (phase == 1) kf_strbuf_printf(s, "%s%s%s[r] = v%d;\n", ind, store_guard, p, k);
         else kf_strbuf_printf(s, "%s%s[r * KF_C + c] = v%d;\n", ind, p, k);
     }
+    if (phase == 0 && b->ln >= 0) { /* the layer norm's sum, folded as its input is computed */
+        char v[16];
+        int xm = ch->m[b->ln].ref[0].a;
+        snprintf(v, sizeof v, "v%d", xm);
+        kf_strbuf_printf(s, "%skf_s += %s", ind, cuda ? "" : "(double)");
+        load_expr(s, member_dtype(b, xm), cuda, v);
+        kf_strbuf_printf(s, ";\n");
+    }
 }
 
 int kf_chain_emit_params(kf_strbuf *s, const kf_chain_bind *b, const kf_job_sig *sig, int cuda,
@@ -302,7 +375,7 @@ int kf_chain_emit_params(kf_strbuf *s, const kf_chain_bind *b, const kf_job_sig 
         args[na] = types[na];
         na++;
     }
-    for (int k = 0; k < b->n; k++) {
+    for (int k = 0; k < sig->n_out; k++) {
         if (sig->out_alias[k]) continue;
         int dt = sig->out[k].dtype;
         kf_strbuf_printf(s, "%s%s *%sy%d", na ? ", " : "", kf_pw_ctype(dt, cuda),
@@ -321,4 +394,66 @@ void kf_chain_emit_red_value(kf_strbuf *s, const kf_chain_bind *b, int cuda, con
     kf_strbuf_printf(s, "%sconst %s v%d = ", ind, kf_pw_ctype(dt, cuda), k);
     store_expr(s, dt, cuda, "KF_RFINAL(acc)");
     kf_strbuf_printf(s, ";\n%s%sy%d[r] = v%d;\n", ind, store_guard, k, k);
+}
+
+void kf_chain_emit_ln_begin(kf_strbuf *s, const kf_chain_bind *b, int cuda, const char *ind)
+{
+    if (b->ln < 0) return;
+    if (cuda) kf_strbuf_printf(s, "%skf_ct kf_s = (kf_ct)0, kf_q = (kf_ct)0;\n", ind);
+    else kf_strbuf_printf(s, "%sdouble kf_s = 0.0, kf_q = 0.0;\n", ind);
+}
+
+void kf_chain_emit_ln(kf_strbuf *s, const kf_chain_bind *b, int cuda, const char *ind)
+{
+    const kf_job_member *jm = &b->ch->m[b->ln];
+    int xm = jm->ref[0].a, xdt = member_dtype(b, xm), k = b->ln;
+    int ydt = member_dtype(b, k), mdt = jm->sig.out[1].dtype, rdt = jm->sig.out[2].dtype;
+    char xp[16], x[48], wv[96] = "", bv[96] = "";
+    out_ptr(xp, sizeof xp, b, xm);
+    snprintf(x, sizeof x, "%s[r * KF_C + c]", xp);
+    kf_strbuf sx = {0}, sw = {0}, sb = {0};
+    load_expr(&sx, xdt, cuda, x);
+    if (b->ln_w >= 0) {
+        snprintf(wv, sizeof wv, "p%d[rb%d + c * %lldLL]", b->ln_w, b->ln_w,
+                 (long long)b->st[b->ln_w][b->nd - 1]);
+        load_expr(&sw, b->ch->m[k].sig.in[1].dtype, cuda, wv);
+    }
+    if (b->ln_b >= 0) {
+        snprintf(bv, sizeof bv, "p%d[rb%d + c * %lldLL]", b->ln_b, b->ln_b,
+                 (long long)b->st[b->ln_b][b->nd - 1]);
+        load_expr(&sb, b->ch->m[k].sig.in[b->ln_w >= 0 ? 2 : 1].dtype, cuda, bv);
+    }
+    const char *loop = cuda ? "for (long long c = threadIdx.x; c < KF_C; c += KF_NT)"
+                            : "for (long long c = 0; c < KF_C; c++)";
+    if (cuda) { /* float math as eager's CUDA kernel, the block's threads over the row */
+        kf_strbuf_printf(s, "%skf_s = kf_chain_block_reduce(kf_s);\n"
+                            "%sconst kf_ct kf_mean = kf_s / (kf_ct)KF_C;\n"
+                            "%s%s {\n%s    const kf_ct d = %s - kf_mean;\n%s    kf_q += d * d;\n%s}\n"
+                            "%skf_q = kf_chain_block_reduce(kf_q);\n"
+                            "%sconst kf_ct kf_rstd = rsqrtf(kf_q / (kf_ct)KF_C + (kf_ct)KF_LN_EPS);\n",
+                         ind, ind, ind, loop, ind, sx.p, ind, ind, ind, ind);
+    } else { /* double sums, one thread per row, as the per-op host layer norm */
+        kf_strbuf_printf(s, "%sconst double kf_md = kf_s / (double)KF_C;\n"
+                            "#pragma omp simd reduction(+ : kf_q)\n"
+                            "%s%s {\n%s    const double d = (double)%s - kf_md;\n%s    kf_q += d * d;\n%s}\n"
+                            "%sconst kf_ct kf_mean = (kf_ct)kf_md, kf_ml = (kf_ct)(kf_md - (double)kf_mean);\n"
+                            "%sconst kf_ct kf_rstd = (kf_ct)(1.0 / sqrt(kf_q / (double)KF_C + "
+                            "(double)(float)KF_LN_EPS));\n",
+                         ind, ind, loop, ind, sx.p, ind, ind, ind, ind);
+    }
+    const char *guard = cuda ? "if (threadIdx.x == 0) " : "";
+    kf_strbuf_printf(s, "%s%s{\n%s    y%d[r] = ", ind, guard, ind, k + 1);
+    store_expr(s, mdt, cuda, "kf_mean");
+    kf_strbuf_printf(s, ";\n%s    y%d[r] = ", ind, k + 2);
+    store_expr(s, rdt, cuda, "kf_rstd");
+    kf_strbuf_printf(s, ";\n%s}\n%s%s%s {\n%s    kf_ct v = (%s - kf_mean%s) * kf_rstd;\n", ind,
+                     cuda ? "" : "#pragma omp simd\n", ind, loop, ind, sx.p, cuda ? "" : " - kf_ml");
+    if (b->ln_w >= 0) kf_strbuf_printf(s, "%s    v *= %s;\n", ind, sw.p);
+    if (b->ln_b >= 0) kf_strbuf_printf(s, "%s    v += %s;\n", ind, sb.p);
+    kf_strbuf_printf(s, "%s    y%d[r * KF_C + c] = ", ind, k);
+    store_expr(s, ydt, cuda, "v");
+    kf_strbuf_printf(s, ";\n%s}\n", ind);
+    kf_strbuf_free(&sx);
+    kf_strbuf_free(&sw);
+    kf_strbuf_free(&sb);
 }

@@ -11,7 +11,10 @@
  *   phase 1: the reduction's value per row, then the members whose outputs are F's rows ([..,1]);
  *   phase 2: the members after it of shape F, per element (reading phase-0 values back from their
  *            outputs, which this thread wrote).
- * A chain without a reduction is phase 0 alone. The binding refuses (with a reason naming the
+ * A chain without a reduction is phase 0 alone. The last member may instead be a layer norm of
+ * the last dim (native_layer_norm, e.g. a residual add then the norm): after phase 0, its mean
+ * and variance over the row (two passes over its stored input), mean and rstd stored per row,
+ * then y per element. The binding refuses (with a reason naming the
  * member and its op) what this cannot compute exactly as eager. Private to those files and the builtin
  * proposer (which reports the reason). */
 #ifndef KF_FORGE_TEMPLATES_CHAIN_H
@@ -32,6 +35,9 @@ typedef struct kf_chain_bind {
     kf_pw_bind pb[KF_CHAIN_MAX_MEMBERS];     /* the pointwise members' bindings */
     int phase[KF_CHAIN_MAX_MEMBERS];         /* 0, 1 or 2 (above) */
     int red, red_kind;                       /* the reduction member (-1: none), its kind */
+    int ln, ln_w, ln_b;                      /* the layer-norm member (-1: none), its weight's
+                                                and bias's kernel inputs (-1: None) */
+    double ln_eps;
     int ct, p_bool;                          /* the members' compute type (all alike) */
     int nd;                                  /* dims of F (at least 1) */
     int64_t full[KF_MAX_DIMS];               /* F */
@@ -61,6 +67,12 @@ void kf_chain_emit_red_value(kf_strbuf *s, const kf_chain_bind *b, int cuda, con
  * returns the count. */
 int kf_chain_emit_params(kf_strbuf *s, const kf_chain_bind *b, const kf_job_sig *sig, int cuda,
                          char types[][40], const char **args);
+/* The layer-norm member: its sums kf_s and kf_q, declared before row r's phase 0 (which folds
+ * the norm's input into kf_s), then its statements after phase 0: on the host one thread per
+ * row, in double; on CUDA the block's threads striding the row (columns as in phase 0), in
+ * kf_ct, combined with kf_chain_block_reduce (KF_RCOMB a sum), thread 0 storing mean and rstd. */
+void kf_chain_emit_ln_begin(kf_strbuf *s, const kf_chain_bind *b, int cuda, const char *ind);
+void kf_chain_emit_ln(kf_strbuf *s, const kf_chain_bind *b, int cuda, const char *ind);
 /* "const long long rb0 = kf_rb0(r), ...;" for every input */
 void kf_chain_emit_rowbases(kf_strbuf *s, const kf_chain_bind *b, const char *ind);
 

@@ -4,8 +4,9 @@
  * (grid-stride over rows), its threads striding the row in phase 0, the block-wide combine
  * (kernels/cuda_chain_reduce.cuh), every thread computing the row members (thread 0 stores
  * them), then phase 2 over the same columns as phase 0 (so a thread reads back only what it
- * stored). Knobs: threads per block; grid = 0: a block per row / enough blocks for every
- * element, k > 0: at most k times the blocks a 132-SM H100/H200 holds. */
+ * stored); a layer-norm member the same way, its two block sums after phase 0. Knobs: threads
+ * per block; grid = 0: a block per row / enough blocks for every element, k > 0: at most k times
+ * the blocks a 132-SM H100/H200 holds. */
 #include <stdio.h>
 #include <string.h>
 
@@ -51,20 +52,30 @@ static kf_status render(const kf_job_sig *sig, const int *knob_idx, char **sourc
     kf_chain_bind_sig(sig, &cb, NULL, 0);
     int nt = vals[0], gs = vals[1];
     int64_t n = cb.R * cb.C;
-    unsigned grid = cb.red >= 0 ? kf_template_grid(cb.R, nt, &gs)
+    int rows = cb.red >= 0 || cb.ln >= 0; /* a block per row */
+    unsigned grid = rows ? kf_template_grid(cb.R, nt, &gs)
                                 : kf_template_grid((n + nt - 1) / nt, nt, &gs);
 
     kf_strbuf b = {0};
     kf_template_cuda_prologue(&b, t, sig, vals);
     kf_chain_emit_defs(&b, &cb, 1, "__device__ __forceinline__");
     kf_strbuf_printf(&b, "#define KF_NT %d\n", nt);
-    if (cb.red >= 0) kf_strbuf_printf(&b, "%s", kf_body_cuda_chain_reduce_cuh);
+    if (rows) kf_strbuf_printf(&b, "%s", kf_body_cuda_chain_reduce_cuh);
     char types[KF_JOB_MAX_TENSORS + KF_JOB_MAX_OUTPUTS][40];
     const char *args[KF_JOB_MAX_TENSORS + KF_JOB_MAX_OUTPUTS];
     kf_strbuf_printf(&b, "\nextern \"C\" __global__ void __launch_bounds__(KF_NT) kf_kernel(");
     int na = kf_chain_emit_params(&b, &cb, sig, 1, types, args);
     kf_strbuf_printf(&b, ")\n{\n");
-    if (cb.red < 0) {
+    if (cb.ln >= 0) {
+        kf_strbuf_printf(&b, "    for (long long r = blockIdx.x; r < KF_R; r += gridDim.x) {\n");
+        kf_chain_emit_rowbases(&b, &cb, "        ");
+        kf_chain_emit_ln_begin(&b, &cb, 1, "        ");
+        kf_strbuf_printf(&b, "        for (long long c = threadIdx.x; c < KF_C; c += KF_NT) {\n");
+        kf_chain_emit_phase(&b, &cb, 0, 1, "            ", "");
+        kf_strbuf_printf(&b, "        }\n");
+        kf_chain_emit_ln(&b, &cb, 1, "        ");
+        kf_strbuf_printf(&b, "    }\n}\n");
+    } else if (cb.red < 0) {
         kf_strbuf_printf(&b, "    const long long step = (long long)gridDim.x * KF_NT;\n"
                              "    for (long long i = (long long)blockIdx.x * KF_NT + threadIdx.x; "
                              "i < KF_R * KF_C; i += step) {\n"

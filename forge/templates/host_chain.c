@@ -58,10 +58,15 @@ static kf_status render(const kf_job_sig *sig, const int *knob_idx, char **sourc
     kf_strbuf_printf(&b, "    for (long long r = 0; r < KF_R; r++) {\n");
     kf_chain_emit_rowbases(&b, &cb, "        ");
     if (cb.red >= 0) kf_strbuf_printf(&b, "        kf_ct acc = KF_RINIT;\n");
-    kf_strbuf_printf(&b, "#pragma GCC unroll %d\n        for (long long c = 0; c < KF_C; c++) {\n",
-                     vals[1]);
+    kf_chain_emit_ln_begin(&b, &cb, 0, "        ");
+    if (cb.ln >= 0) /* a vector sum (GCC takes one pragma before a loop: unroll is not used) */
+        kf_strbuf_printf(&b, "#pragma omp simd reduction(+ : kf_s)\n");
+    else
+        kf_strbuf_printf(&b, "#pragma GCC unroll %d\n", vals[1]);
+    kf_strbuf_printf(&b, "        for (long long c = 0; c < KF_C; c++) {\n");
     kf_chain_emit_phase(&b, &cb, 0, 0, "            ", "");
     kf_strbuf_printf(&b, "        }\n");
+    if (cb.ln >= 0) kf_chain_emit_ln(&b, &cb, 0, "        ");
     if (cb.red >= 0) {
         kf_chain_emit_red_value(&b, &cb, 0, "        ", "");
         kf_chain_emit_phase(&b, &cb, 1, 0, "        ", "");

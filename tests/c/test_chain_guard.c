@@ -94,8 +94,8 @@ static void test_the_shared_verdict(void)
     CHECK(!kf_speed_slower(KF_SPEED_MIN_SAMPLES, 5000, 0)); /* no eager sample: no verdict */
 }
 
-/* A head that would serve: timed on the entry's first 3 and every 16th; while a member has no
- * eager sample, one timed head in KFORGE_EAGER_SAMPLE_EVERY (4) runs the members eager. */
+/* A head that would serve: timed on the entry's first 3 and every 16th; one timed head in
+ * KFORGE_EAGER_SAMPLE_EVERY (4) runs the members eager instead, with or without their samples. */
 static void test_plans(void)
 {
     kf_runtime *rt = new_runtime(NULL);
@@ -119,13 +119,17 @@ static void test_plans(void)
     for (int i = 0; i < 64; i++) served += plans[i] == KF_CHAIN_PLAN_SERVE;
     CHECK_EQ_INT(served, 64 - 7);
     CHECK(has(rt, "\"eager_us\":-1") && has(rt, "\"eager_heads\":2") && has(rt, "\"timed\":5"));
-    /* once every member has its eager sample, timed heads serve timed */
+    /* once every member has its eager sample, timed heads go on running the members eager at
+     * the same ratio (the first samples are cold ones), 1 in 4 of the timed heads */
     eager_members(rt, 8, 1000);
-    for (int i = 65; i <= 256; i++) {
+    int eager = 0, timed = 0;
+    for (int i = 65; i <= 256 * 16; i++) {
         const int p = kf_chain_entry_plan(e, 0, NULL);
-        CHECK(p != KF_CHAIN_PLAN_EAGER);
-        CHECK_EQ_INT(p, i % 16 ? KF_CHAIN_PLAN_SERVE : KF_CHAIN_PLAN_TIMED);
+        if (i % 16) CHECK_EQ_INT(p, KF_CHAIN_PLAN_SERVE);
+        if (p == KF_CHAIN_PLAN_TIMED) kf_chain_entry_add_sample(e, 500), timed++;
+        eager += p == KF_CHAIN_PLAN_EAGER;
     }
+    CHECK(eager + timed == 256 - 4 && eager >= 60 && eager <= 66);
     CHECK(has(rt, "\"eager_us\":2"));
     kf_runtime_free(rt);
 

@@ -445,7 +445,70 @@ static void amax_ref(int64_t R, int64_t C, double *const *in, double **out)
     }
 }
 
+/* the residual add, then a layer norm of the last dim: x + h -> native_layer_norm(., [40], w, b) */
+static const char ln_json[] =
+    "\"inputs\": [" T2("f32", 6, 40) ", " T2("f32", 6, 40) ", " T1("f32", 40) ", " T1("f32", 40) "], "
+    "\"outputs\": [" O2("f32", 6, 40, -1) ", " O2("f32", 6, 40, -1) ", " O2("f32", 6, 1, -1) ", "
+    O2("f32", 6, 1, -1) "], "
+    "\"scalars\": [{\"name\": \"m0.alpha\", \"kind\": \"i\", \"value\": 1}, "
+    "{\"name\": \"m1.normalized_shape\", \"kind\": \"l\", \"value\": [40]}, "
+    "{\"name\": \"m1.eps\", \"kind\": \"d\", \"value\": 1e-5}], "
+    "\"chain\": {\"version\": 1, \"n_head_inputs\": 2, \"n_ext\": 2, \"members\": ["
+    "{\"op\": \"aten::add.Tensor\", \"inputs\": [[\"head\", 0], [\"head\", 1]]}, "
+    "{\"op\": \"aten::native_layer_norm\", \"inputs\": [[\"member\", 0, 0], [\"ext\", 0], [\"ext\", 1]]}]}";
+
+static void ln_ref(int64_t R, int64_t C, double *const *in, double **out)
+{
+    for (int64_t r = 0; r < R; r++) {
+        double s = 0, q = 0;
+        for (int64_t c = 0; c < C; c++) {
+            out[0][r * C + c] = (float)(in[0][r * C + c] + in[1][r * C + c]);
+            s += out[0][r * C + c];
+        }
+        double mean = s / (double)C;
+        for (int64_t c = 0; c < C; c++) q += (out[0][r * C + c] - mean) * (out[0][r * C + c] - mean);
+        double rstd = 1 / sqrt(q / (double)C + (double)(float)1e-5);
+        out[2][r] = (float)mean;
+        out[3][r] = (float)rstd;
+        for (int64_t c = 0; c < C; c++)
+            out[1][r * C + c] = (float)((out[0][r * C + c] - mean) * rstd * in[2][c] + in[3][c]);
+    }
+}
+
+/* bf16, no bias: x * 0.5 -> native_layer_norm(., [24], w, None), mean and rstd in f32 (CUDA's) */
+static const char lnbf_json[] =
+    "\"inputs\": [" T2("bf16", 8, 24) ", " T1("bf16", 24) "], "
+    "\"outputs\": [" O2("bf16", 8, 24, -1) ", " O2("bf16", 8, 24, -1) ", " O2("f32", 8, 1, -1) ", "
+    O2("f32", 8, 1, -1) "], "
+    "\"scalars\": [{\"name\": \"m0.other\", \"kind\": \"d\", \"value\": 0.5, \"wrapped\": true}, "
+    "{\"name\": \"m1.normalized_shape\", \"kind\": \"l\", \"value\": [24]}, "
+    "{\"name\": \"m1.bias\", \"kind\": \"n\"}, "
+    "{\"name\": \"m1.eps\", \"kind\": \"d\", \"value\": 1e-6}], "
+    "\"chain\": {\"version\": 1, \"n_head_inputs\": 1, \"n_ext\": 1, \"members\": ["
+    "{\"op\": \"aten::mul.Tensor\", \"inputs\": [[\"head\", 0]]}, "
+    "{\"op\": \"aten::native_layer_norm\", \"inputs\": [[\"member\", 0, 0], [\"ext\", 0]]}]}";
+
+static void lnbf_ref(int64_t R, int64_t C, double *const *in, double **out)
+{
+    for (int64_t r = 0; r < R; r++) {
+        double s = 0, q = 0;
+        for (int64_t c = 0; c < C; c++) {
+            out[0][r * C + c] = store_as(KF_BF16, in[0][r * C + c] * 0.5);
+            s += out[0][r * C + c];
+        }
+        double mean = s / (double)C;
+        for (int64_t c = 0; c < C; c++) q += (out[0][r * C + c] - mean) * (out[0][r * C + c] - mean);
+        double rstd = 1 / sqrt(q / (double)C + (double)(float)1e-6);
+        out[2][r] = (float)mean;
+        out[3][r] = (float)rstd;
+        for (int64_t c = 0; c < C; c++)
+            out[1][r * C + c] = store_as(KF_BF16, (out[0][r * C + c] - mean) * rstd * in[1][c]);
+    }
+}
+
 static const ccase cases[] = {
+    {"add->layer_norm f32", ln_json, ln_ref, 6, 40, KF_F32, 1e-5},
+    {"mul->layer_norm bf16 (no bias)", lnbf_json, lnbf_ref, 8, 24, KF_BF16, 8e-3},
     {"rmsnorm f32", rms_json, rms_ref, 6, 40, KF_F32, 1e-5},
     {"add->gelu->mul f32", pw_json, pw_ref, 32, 16, KF_F32, 1e-6},
     {"mul->sigmoid->add bf16", bf_json, bf_ref, 8, 24, KF_BF16, 8e-3},
@@ -511,8 +574,19 @@ static void test_refusals(void)
     s = swap(pw_json, "\"alias\": -1}], \"scalars\"", "\"alias\": 0}], \"scalars\"");
     expect_load_error(s, 3, 3, "member 2 (aten::mul.Tensor) writes in place: only the head may");
     free(s);
-    s = swap(pw_json, ", {\"op\": \"aten::mul.Tensor\", \"inputs\": [[\"member\", 1, 0], [\"ext\", 0]]}]}", "]}");
-    expect_load_error(s, 3, 3, "2 members, but the job has 3 outputs");
+    s = swap(rms_json, ", {\"op\": \"aten::rsqrt\", \"inputs\": [[\"member\", 2, 0]]}, "
+                       "{\"op\": \"aten::mul.Tensor\", \"inputs\": [[\"head\", 0], [\"member\", 3, 0]]}, "
+                       "{\"op\": \"aten::mul.Tensor\", \"inputs\": [[\"member\", 4, 0], [\"ext\", 0]]}]}", "]}");
+    expect_load_error(s, 2, 6, "3 members, but the job has 6 outputs");
+    free(s);
+    s = swap(amax_json, ", {\"op\": \"aten::exp\", \"inputs\": [[\"member\", 1, 0]]}]}", "]}");
+    expect_unbound(s, 1, 3, "member 1 (aten::sub.Tensor): 2 outputs (only a layer norm may end a chain");
+    free(s);
+    s = swap(ln_json, "\"value\": [40]", "\"value\": [6, 40]");
+    expect_unbound(s, 4, 4, "member 1 (aten::native_layer_norm): only the last dim is normalized");
+    free(s);
+    s = swap(ln_json, "[[\"member\", 0, 0], [\"ext\", 0]", "[[\"head\", 0], [\"ext\", 0]");
+    expect_unbound(s, 4, 4, "member 1 (aten::native_layer_norm): it must normalize an earlier member's output");
     free(s);
     s = swap(rms_json, "\"m2.alpha\"", "\"alpha\"");
     expect_load_error(s, 2, 6, "\"alpha\" is not named m<member>.<name>");

@@ -40,12 +40,13 @@ def test_a_chain_kernel_slower_than_its_members_is_detached(caplog):
     spec, x, w = attach_slow(31, 64)
     warm(spec, x, w)  # observed, then checked: it is correct, so served
     assert entry(spec)["timed"] == 0  # the first-use check is no sample (it poisons, compares)
-    for _ in range(20):
+    for _ in range(40):
         torch.testing.assert_close(rms(x, w), eager(rms, x, w), **TOL)
     e = entry(spec)
-    # served heads 1, 2, 3 and 16 were timed: detached at the early verdict, on the 4th sample
+    # heads 1, 3, 16 and 32 were timed (2 ran the members eager, for their samples): detached at
+    # the early verdict, on the 4th sample; the check's head and 31 served ones ran the kernel
     assert e["state"] == "refused" and e["stopped"] == "slower", e
-    assert e["timed"] == EARLY_SAMPLES and e["heads"] == 1 + 16, e
+    assert e["timed"] == EARLY_SAMPLES and e["eager_heads"] == 1 and e["heads"] == 1 + 31, e
     assert e["reason"].startswith("slower than eager: "), e
     assert e["kernel_us"] > 2 * e["eager_us"] > 0, e
     assert caplog.text.count("is slower here than its members run eager") == 1, caplog.text
@@ -61,13 +62,14 @@ def test_a_chain_kernel_slower_than_its_members_is_detached(caplog):
 def test_a_fast_chain_kernel_stays_served():
     spec, x, w = attach(32, 64)
     warm(spec, x, w)
-    for _ in range(3 + 13 * 16):  # served heads 1..3 and every 16th: KF_SPEED_MIN_SAMPLES samples
+    for _ in range(3 + 20 * 16):  # heads 1..3 and every 16th timed, 1 in 4 of those run eager
         torch.testing.assert_close(rms(x, w), eager(rms, x, w), **TOL)
     e = entry(spec)
     assert e["state"] == "served" and e["stopped"] == "" and e["reason"] == "", e
     assert e["timed"] >= MIN_SAMPLES, e
     assert 0 < e["kernel_us"] < e["eager_us"], e  # one loop instead of six dispatched ops
-    assert e["eager_heads"] == 0, e  # every member had its eager samples from the recording
+    # the members had their eager samples from the recording; warm ones are taken all the same
+    assert e["eager_heads"] >= 4, e
 
 
 EVICTED = """
@@ -121,7 +123,7 @@ def test_a_slow_cuda_chain_kernel_is_detached_on_its_event_samples():
     launch = dict(LAUNCH, grid=[(rows + 31) // 32, 1, 1], block=[32, 1, 1])
     kf.add_chain_kernel(spec, src, launch, backend="nvrtc", **TOL)
     warm(spec, x, w)
-    for _ in range(40):
+    for _ in range(60):  # timed heads 1, 3, 16, 32 (and 48), head 2 runs the members eager
         torch.testing.assert_close(rms(x, w), eager(rms, x, w), **TOL)
     kf.stats()  # reads back the event pairs still pending: the verdict is taken there at the latest
     e = entry(spec)

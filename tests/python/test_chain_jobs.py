@@ -42,6 +42,10 @@ def mul_add_sigmoid(x, y, z):
     return torch.sigmoid(x * y + z)
 
 
+def add_layer_norm(x, h, w, b):  # a residual add, then the block's norm
+    return torch.nn.functional.layer_norm(x + h, (x.shape[-1],), w, b)
+
+
 def softmax_of_scaled(x):
     return torch.softmax(x * 2.0, -1)
 
@@ -62,17 +66,21 @@ def nodes(job_dir):
         return json.load(f)["nodes"]
 
 
+# name: (fn, its inputs, members, (head inputs, externals), the job's outputs)
 CHAINS = {
-    "rmsnorm": (rms, lambda: (torch.randn(256, 512), torch.randn(512)), 6, (1, 1)),
-    "add_gelu": (add_gelu, lambda: (torch.randn(4, 8, 32), torch.randn(32)), 2, (2, 0)),
+    "rmsnorm": (rms, lambda: (torch.randn(256, 512), torch.randn(512)), 6, (1, 1), 6),
+    "add_gelu": (add_gelu, lambda: (torch.randn(4, 8, 32), torch.randn(32)), 2, (2, 0), 2),
     "mul_add_sigmoid": (mul_add_sigmoid, lambda: (torch.randn(16, 24), torch.randn(16, 24),
-                                                  torch.randn(24)), 3, (2, 1)),
+                                                  torch.randn(24)), 3, (2, 1), 3),
+    # the norm's mean and rstd are the job's last outputs
+    "add_layer_norm": (add_layer_norm, lambda: (torch.randn(4, 16, 96), torch.randn(4, 16, 96),
+                                                torch.randn(96), torch.randn(96)), 2, (2, 2), 4),
 }
 
 
 @pytest.mark.parametrize("name", sorted(CHAINS))
 def test_chain_job_verifies_and_inserts_a_chain_entry(name, tmp_path):
-    fn, make, n_members, (H, E) = CHAINS[name]
+    fn, make, n_members, (H, E), n_out = CHAINS[name]
     torch.manual_seed(0)
     args = make()
     chain = record_chain(5, fn, *args)
@@ -80,13 +88,16 @@ def test_chain_job_verifies_and_inserts_a_chain_entry(name, tmp_path):
     assert len(spec["members"]) == n_members and (spec["n_head_inputs"], spec["n_ext"]) == (H, E)
     job = write(tmp_path, chain, list(args))
     assert job["op"] == "kforge::chain" and job["sig_hex"] == spec["sig_hex"]
-    assert len(job["outputs"]) == n_members and len(job["output_tol"]) == n_members
+    assert len(job["outputs"]) == n_out and len(job["output_tol"]) == n_out
+    assert [o["member"] for o in job["outputs_layout"]] == \
+        list(range(n_members)) + [n_members - 1] * (n_out - n_members)
     assert all(s["name"].startswith("m") and "." in s["name"] for s in job["scalars"])
-    # case outputs are every member's eager output, in order (the example case: the real values)
+    # case outputs are every member's eager outputs, in order (the example case: the real
+    # values); the last member's first output is the chain's result
     case = job["cases"][0]
     with _jobs.bypass():
         want = fn(*args)
-    last = torch.frombuffer(bytearray((tmp_path / "job" / "cases" / case["outputs"][-1])
+    last = torch.frombuffer(bytearray((tmp_path / "job" / "cases" / case["outputs"][n_members - 1])
                                       .read_bytes()), dtype=torch.float32)
     assert torch.equal(last, want.reshape(-1))
     if name == "rmsnorm":  # downstream of the mean: the reduction's tolerance
@@ -147,12 +158,12 @@ def test_worker_refuses_a_job_whose_sig_hex_is_another_chains(tmp_path):
 @pytest.mark.gpu
 @pytest.mark.parametrize("name", sorted(CHAINS))
 def test_cuda_chain_job_verifies_and_inserts(name, tmp_path):
-    fn, make, n_members, _ = CHAINS[name]
+    fn, make, _, _, n_out = CHAINS[name]
     torch.manual_seed(0)
     args = [a.cuda() for a in make()]
     chain = record_chain(5, fn, *args)
     job = write(tmp_path, chain, args)
-    assert job["backend"] == "nvrtc" and len(job["outputs"]) == n_members
+    assert job["backend"] == "nvrtc" and len(job["outputs"]) == n_out
     res = run(tmp_path / "job", tmp_path / "cache")
     assert res["status"] == "inserted", res
     ok = [n for n in nodes(str(tmp_path / "job")) if n["status"] in ("verified", "slower")]

@@ -1,6 +1,7 @@
 /* cuda_chain: the row reduction's combine over the block (KF_NT threads, whole warps), every
  * thread gets the row's value: warp shuffles, one shared-memory step, shuffles again. KF_RCOMB
- * and KF_RINIT are the reduction's (sum / mean / amax), kf_ct its type. The trailing barrier
+ * and KF_RINIT are the reduction's (sum / mean / amax; a sum for a layer norm's two), kf_ct its
+ * type. The trailing barrier
  * lets the next row reuse the scratch. */
 __device__ __forceinline__ kf_ct kf_chain_block_reduce(kf_ct v)
 {
