@@ -5,7 +5,6 @@ every timing a long wait for a gap; the status says the pass again after a duty 
 
 import json
 import os
-import threading
 import time
 
 import pytest
@@ -13,6 +12,8 @@ import torch
 
 import kernel_forge as kf
 from kernel_forge import _jobs, _tuner
+
+from fixtures.busy import busy_softmax
 
 
 class _Clock:
@@ -108,24 +109,12 @@ def test_the_worker_spends_its_duty_credit_before_sleeping(tmp_path):
 
 
 def test_a_model_that_never_pauses_waits_one_window_after_two_misses():
-    stop = threading.Event()
-
-    def busy():
-        x = torch.randn(16, 16)
-        while not stop.is_set():
-            torch.softmax(x, -1)
-
-    th = threading.Thread(target=busy)
-    th.start()
     t = _tuner.OnlineTuner()
     t.cfg.update(quiet_wait_s=0.4, quiet_ms=50.0)
-    try:
+    with busy_softmax():
         t0 = time.monotonic()
         got = [t.quiet() for _ in range(6)]
         wall = time.monotonic() - t0
-    finally:
-        stop.set()
-        th.join()
     assert got == [False] * 6, got
     assert t.wait_s == 0.05, t.wait_s  # one quiet window: still enough to see a gap
     # 0.4 + 0.2, then 0.05 each (before: 0.1 each, two windows); the polls' slack besides

@@ -15,6 +15,7 @@ import kernel_forge as kf
 from kernel_forge import _confirm, _tuner
 
 from conftest import ROOT, run_python
+from fixtures.busy import busy_softmax
 from fixtures.host_softmax import slow_softmax_source
 
 MODEL = r'''
@@ -191,23 +192,9 @@ def test_confirmation_refuses_a_kernel_whose_win_disappears(tmp_path):
 
 
 def test_quiet_detection_sees_calls_flowing():
-    import threading
-
-    stop = threading.Event()
-
-    def busy():
-        x = torch.randn(16, 16)
-        while not stop.is_set():
-            torch.softmax(x, -1)
-
-    t = threading.Thread(target=busy)
-    t.start()
-    try:
+    with busy_softmax():
         assert _tuner.calls_flowing(0.05)
         assert _tuner.wait_quiet(0.2) is False
-    finally:
-        stop.set()
-        t.join()
     assert _tuner.wait_quiet(1.0) is True
 
 
