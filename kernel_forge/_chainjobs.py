@@ -20,7 +20,7 @@ from . import _jobs
 from ._jobs import NotTunable
 
 CHAIN_OP = "kforge::chain"
-MAX_MEMBERS = 8  # KF_CHAIN_MAX_MEMBERS: one output each, a job holds at most 8
+MAX_MEMBERS = 8  # KF_CHAIN_MAX_MEMBERS = KF_JOB_MAX_OUTPUTS: a job's outputs, all members
 LAST_EXTRA_OUTPUTS = 2  # KF_CHAIN_LAST_EXTRA_OUTPUTS: the last member's more (layer norm's mean, rstd)
 _REDUCTIONS = {"aten::sum.dim_IntList", "aten::mean.dim", "aten::amax"}
 
@@ -244,6 +244,9 @@ def write_chain_job(job_dir: str, chain: dict, calls: list[list], *, recorded: l
                          f"{len(spec['members'])} members")
     n = len(spec["members"])
     members = [_Member(k, m, key, k == n - 1) for k, (m, key) in enumerate(zip(spec["members"], keys))]
+    if sum(mb.n_out for mb in members) > MAX_MEMBERS:
+        raise NotTunable(f"{readable(spec)}: {sum(mb.n_out for mb in members)} outputs; a chain "
+                         f"job holds at most {MAX_MEMBERS}")
     H, E = spec["n_head_inputs"], spec["n_ext"]
     first = list(calls[0])
     if len(first) != H + E:

@@ -143,6 +143,18 @@ def test_chain_of_an_op_the_templates_do_not_fuse_says_which(tmp_path):
     assert "member 1 (aten::_softmax): not an op the chain templates fuse" in res["detail"]
 
 
+def test_a_layer_norm_after_six_members_has_too_many_outputs(tmp_path):
+    def long_chain(x, w, b):  # 6 pointwise members, then the norm's 3 outputs: 9 > 8
+        y = ((((x * 1.1 + 1.0) * 0.9) - 0.5) * 1.2) + 0.3
+        return torch.native_layer_norm(y, [64], w, b, 1e-5)
+
+    x, w, b = torch.randn(8, 64), torch.randn(64), torch.randn(64)
+    chain = record_chain(5, long_chain, x, w, b)
+    assert len(chain["spec"]["members"]) == 7
+    with pytest.raises(NotTunable, match=r"9 outputs; a chain job holds at most 8"):
+        write(tmp_path, chain, [x, w, b])
+
+
 def test_worker_refuses_a_job_whose_sig_hex_is_another_chains(tmp_path):
     x, b = torch.randn(4, 8, 32), torch.randn(32)
     chain = record_chain(5, add_gelu, x, b)

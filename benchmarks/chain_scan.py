@@ -1,0 +1,84 @@
+"""Which chains do models record, and why are the others not fusable? transformers models built
+from small configs on the CPU (random weights, f32), 6 forwards each under inference_mode (or
+no_grad) with every op intercepted and recording on, one fresh process per model; prints each
+recurring chain with its calls, its share of the recorded time, and its fusable prefix's length
+or the reason it has none.
+
+    python3 benchmarks/chain_scan.py [--models llama,bert,vit,swin,convnext,resnet,whisper]
+                                     [--grad-mode inference|no_grad]
+"""
+
+import argparse
+import os
+import subprocess
+import sys
+
+MODELS = {
+    "llama": "T.LlamaForCausalLM(T.LlamaConfig(hidden_size=256, intermediate_size=688, "
+             "num_hidden_layers=2, num_attention_heads=8, num_key_value_heads=2, vocab_size=1000))"
+             "; x = torch.randint(0, 1000, (2, 64)); out = lambda: m(x).logits",
+    "bert": "T.BertModel(T.BertConfig(hidden_size=256, num_hidden_layers=2, num_attention_heads=4, "
+            "intermediate_size=1024, vocab_size=1000)); x = torch.randint(0, 1000, (2, 64))"
+            "; out = lambda: m(x).last_hidden_state",
+    "vit": "T.ViTModel(T.ViTConfig(hidden_size=192, num_hidden_layers=2, num_attention_heads=3, "
+           "intermediate_size=768, image_size=64, patch_size=8)); x = torch.randn(4, 3, 64, 64)"
+           "; out = lambda: m(x).last_hidden_state",
+    "swin": "T.SwinModel(T.SwinConfig(image_size=64, patch_size=4, embed_dim=32, depths=[2, 2], "
+            "num_heads=[2, 4], window_size=4)); x = torch.randn(2, 3, 64, 64)"
+            "; out = lambda: m(x).last_hidden_state",
+    "convnext": "T.ConvNextModel(T.ConvNextConfig(hidden_sizes=[32, 64], depths=[1, 1], "
+                "num_stages=2, image_size=64)); x = torch.randn(2, 3, 64, 64)"
+                "; out = lambda: m(x).last_hidden_state",
+    "resnet": "T.ResNetModel(T.ResNetConfig(embedding_size=32, hidden_sizes=[64, 128], depths=[1, 1], "
+              "layer_type='bottleneck')); x = torch.randn(2, 3, 64, 64)"
+              "; out = lambda: m(x).last_hidden_state",
+    "whisper": "T.WhisperModel(T.WhisperConfig(d_model=128, encoder_layers=2, decoder_layers=1, "
+               "encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_dim=512, "
+               "num_mel_bins=80, max_source_positions=100)).get_encoder(); "
+               "x = torch.randn(2, 80, 200); out = lambda: m(x).last_hidden_state",
+}
+
+CHILD = r"""
+import collections, sys, torch
+import kernel_forge as kf
+import transformers as T
+name, mode, build = sys.argv[1], sys.argv[2], sys.argv[3]
+torch.manual_seed(0)
+m, rest = build.split(";", 1)
+m = eval(m).eval()
+exec(rest.strip())
+with (torch.inference_mode if mode == "inference" else torch.no_grad)():
+    for _ in range(6):
+        out()
+chs = kf.chains(min_calls=3)
+print(f"## {name} ({mode}): {len(kf.stats())} signatures, {len(chs)} chains")
+why = collections.Counter()
+for c in chs:
+    ops = " > ".join(o.replace("aten::", "") for o in c["ops"])
+    fus = f"fusable prefix of {len(c['spec']['members'])}" if c["spec"] else "not fusable: " + c["fusable_reason"]
+    if not c["spec"]:
+        why[c["fusable_reason"]] += c["calls"]
+    print(f"  {c['calls']:4d} calls  {c['share'] * 100:5.1f}%  {fus}  [{ops}]")
+print("  calls not fusable, by reason:", dict(why))
+"""
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--models", default=",".join(MODELS))
+    p.add_argument("--grad-mode", default="inference", choices=("inference", "no_grad"))
+    a = p.parse_args()
+    env = dict(os.environ, KFORGE_INTERCEPT="all", KFORGE_RECORD="1")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    rc = 0
+    for name in a.models.split(","):
+        r = subprocess.run([sys.executable, "-c", CHILD, name, a.grad_mode, MODELS[name]], env=env,
+                           capture_output=True, text=True)
+        print(r.stdout.rstrip() or f"## {name}: failed\n{r.stderr[-2000:]}", flush=True)
+        rc |= r.returncode != 0
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())
