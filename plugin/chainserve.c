@@ -298,9 +298,10 @@ int kf_chain_entry_plan(kf_chain_entry *e, int cuda, void *stream)
     const uint64_t n = atomic_fetch_add_explicit(&e->plans, 1, memory_order_relaxed) + 1;
     if (n > 3 && n % (uint64_t)rt->cfg.sample_every) return KF_CHAIN_PLAN_SERVE;
     const int every = rt->cfg.eager_every;
-    if (every <= 0) return KF_CHAIN_PLAN_TIMED;
-    /* as kf_dispatch_begin's eager_sample: one eager head for every - 1 kernel samples, also
-     * once every member has a sample: the first ones are the first-use check's, often cold */
+    /* as kf_dispatch_begin's eager_sample: one eager head for every - 1 kernel samples; once
+     * every member has a sample, from the 16th head on only (the first samples are the
+     * first-use check's, often cold: they are refreshed, the first heads still serve) */
+    if (every <= 0 || (n <= 3 && eager_ns(e))) return KF_CHAIN_PLAN_TIMED;
     const uint64_t eager = atomic_load(&e->eager_heads), timed = atomic_load(&e->timed);
     if (eager * (uint64_t)(every - 1) >= timed || (cuda && kf_runtime_capturing(rt, stream)))
         return KF_CHAIN_PLAN_TIMED;

@@ -77,8 +77,8 @@ int kf_chain_entry_count(kf_chain_entry *e, kf_runtime *rt, int which);
  * rule (kf_speed_slower). A head about to serve asks what to do: serve untimed, serve timed
  * (the entry's first 3 such heads, then one in KFORGE_SAMPLE_EVERY), or, on a timed head, run
  * its members eager and timed instead (one in KFORGE_EAGER_SAMPLE_EVERY of those, as a per-op
- * kf_call.eager_sample, so that the members' fastest eager calls are warm ones; never while
- * `stream` is captured into a CUDA graph). */
+ * kf_call.eager_sample, so that the members' fastest eager calls are warm ones; among the first
+ * 3 only while some member has no sample; never while `stream` is captured into a CUDA graph). */
 enum { KF_CHAIN_PLAN_SERVE = 0, KF_CHAIN_PLAN_TIMED = 1, KF_CHAIN_PLAN_EAGER = 2 };
 int kf_chain_entry_plan(kf_chain_entry *e, int cuda, void *stream);
 /* A timed head: from before its outputs are allocated to after the launch, on the host clock or
