@@ -457,22 +457,27 @@ static const char ln_json[] =
     "{\"op\": \"aten::add.Tensor\", \"inputs\": [[\"head\", 0], [\"head\", 1]]}, "
     "{\"op\": \"aten::native_layer_norm\", \"inputs\": [[\"member\", 0, 0], [\"ext\", 0], [\"ext\", 1]]}]}";
 
-static void ln_ref(int64_t R, int64_t C, double *const *in, double **out)
+/* the norm of each row of h (member 0's stored output) into y, mean, rstd; w, b may be NULL */
+static void norm_ref(int64_t R, int64_t C, int dt, double eps, const double *h, const double *w,
+                     const double *b, double *y, double *mean, double *rstd)
 {
     for (int64_t r = 0; r < R; r++) {
         double s = 0, q = 0;
-        for (int64_t c = 0; c < C; c++) {
-            out[0][r * C + c] = (float)(in[0][r * C + c] + in[1][r * C + c]);
-            s += out[0][r * C + c];
-        }
-        double mean = s / (double)C;
-        for (int64_t c = 0; c < C; c++) q += (out[0][r * C + c] - mean) * (out[0][r * C + c] - mean);
-        double rstd = 1 / sqrt(q / (double)C + (double)(float)1e-5);
-        out[2][r] = (float)mean;
-        out[3][r] = (float)rstd;
+        for (int64_t c = 0; c < C; c++) s += h[r * C + c];
+        const double m = s / (double)C;
+        for (int64_t c = 0; c < C; c++) q += (h[r * C + c] - m) * (h[r * C + c] - m);
+        const double rs = 1 / sqrt(q / (double)C + (double)(float)eps);
+        mean[r] = (float)m;
+        rstd[r] = (float)rs;
         for (int64_t c = 0; c < C; c++)
-            out[1][r * C + c] = (float)((out[0][r * C + c] - mean) * rstd * in[2][c] + in[3][c]);
+            y[r * C + c] = store_as(dt, (h[r * C + c] - m) * rs * (w ? w[c] : 1) + (b ? b[c] : 0));
     }
+}
+
+static void ln_ref(int64_t R, int64_t C, double *const *in, double **out)
+{
+    for (int64_t e = 0; e < R * C; e++) out[0][e] = (float)(in[0][e] + in[1][e]);
+    norm_ref(R, C, KF_F32, 1e-5, out[0], in[2], in[3], out[1], out[2], out[3]);
 }
 
 /* bf16, no bias: x * 0.5 -> native_layer_norm(., [24], w, None), mean and rstd in f32 (CUDA's) */
@@ -490,20 +495,8 @@ static const char lnbf_json[] =
 
 static void lnbf_ref(int64_t R, int64_t C, double *const *in, double **out)
 {
-    for (int64_t r = 0; r < R; r++) {
-        double s = 0, q = 0;
-        for (int64_t c = 0; c < C; c++) {
-            out[0][r * C + c] = store_as(KF_BF16, in[0][r * C + c] * 0.5);
-            s += out[0][r * C + c];
-        }
-        double mean = s / (double)C;
-        for (int64_t c = 0; c < C; c++) q += (out[0][r * C + c] - mean) * (out[0][r * C + c] - mean);
-        double rstd = 1 / sqrt(q / (double)C + (double)(float)1e-6);
-        out[2][r] = (float)mean;
-        out[3][r] = (float)rstd;
-        for (int64_t c = 0; c < C; c++)
-            out[1][r * C + c] = store_as(KF_BF16, (out[0][r * C + c] - mean) * rstd * in[1][c]);
-    }
+    for (int64_t e = 0; e < R * C; e++) out[0][e] = store_as(KF_BF16, in[0][e] * 0.5);
+    norm_ref(R, C, KF_BF16, 1e-6, out[0], in[1], NULL, out[1], out[2], out[3]);
 }
 
 static const ccase cases[] = {
