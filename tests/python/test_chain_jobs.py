@@ -73,8 +73,8 @@ CHAINS = {
     "mul_add_sigmoid": (mul_add_sigmoid, lambda: (torch.randn(16, 24), torch.randn(16, 24),
                                                   torch.randn(24)), 3, (2, 1), 3),
     # the norm's mean and rstd are the job's last outputs
-    "add_layer_norm": (add_layer_norm, lambda: (torch.randn(4, 16, 96), torch.randn(4, 16, 96),
-                                                torch.randn(96), torch.randn(96)), 2, (2, 2), 4),
+    "add_layer_norm": (add_layer_norm, lambda: (torch.randn(8, 64, 256), torch.randn(8, 64, 256),
+                                                torch.randn(256), torch.randn(256)), 2, (2, 2), 4),
 }
 
 
