@@ -678,6 +678,11 @@ static kf_status parse_job(loader *L, const cJSON *root, kf_job *job)
     return parse_search(L, root, &job->search);
 }
 
+double kf_job_trust_floor_us(const kf_job *job)
+{
+    return job->roofline_us * (strcmp(job->backend, "host") ? 0.97 : 0.5);
+}
+
 kf_status kf_job_load(const char *dir, kf_job **out, char *err, size_t errcap)
 {
     char dummy[1];

@@ -119,6 +119,12 @@ typedef struct kf_job {
 kf_status kf_job_load(const char *dir, kf_job **out, char *err, size_t errcap);
 void kf_job_free(kf_job *job);
 
+/* The time below which a kernel is too fast to trust (0: no floor). On CUDA the roofline is a
+ * DRAM copy and candidates run with L2 flushed, so a kernel cannot beat it; on the host both the
+ * copy probe and the candidates run from warm caches, where a copy at the op's size is a noisy
+ * estimate that a good kernel can beat, so only twice as fast is implausible. */
+double kf_job_trust_floor_us(const kf_job *job);
+
 /* Bytes of a tensor's strided span (0 for an empty tensor); 0 with *ok = 0 on overflow or a
  * malformed tensor (negative sizes/strides). */
 uint64_t kf_job_span_bytes(const kf_job_tensor *t, int *ok);

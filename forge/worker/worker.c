@@ -203,10 +203,10 @@ static void evaluate(worker *w, int id, wnode *n)
         n->replayed = 1;
     }
     /* Not trusted: more than 10x eager (per member of a chain: eager pays a dispatch for each),
-     * or faster than moving the bytes at copy bandwidth. */
+     * or faster than the job's trust floor (moving its bytes at copy bandwidth). */
     const double max_x = 10.0 * (j->chain_def ? j->chain_def->n_members : 1);
     if (n->latency_us <= 0 || n->latency_us * max_x < j->eager_us ||
-        (j->roofline_us > 0 && n->latency_us < 0.97 * j->roofline_us)) {
+        n->latency_us < kf_job_trust_floor_us(j)) {
         n->status = KF_NODE_FLAGGED;
         free(n->error);
         n->error = kf_aprintf("%.3g us vs eager %.3g us and roofline %.3g us: too fast to trust; "

@@ -149,6 +149,8 @@ static void test_job_load(void)
     snprintf(want, sizeof want, "%s/cases/c1_out0.bin", job->dir);
     CHECK_STR(job->cases[1].out_path[0], want);
     CHECK(fabs(job->roofline_us - 32000.0 / (100 * 1e3)) < 1e-12);
+    /* a host job's candidates and copy probe run from warm caches: only 2x faster is untrusted */
+    CHECK(!strcmp(job->backend, "host") && kf_job_trust_floor_us(job) == 0.5 * job->roofline_us);
     CHECK(job->atol == 1e-5 && job->rtol == 1e-5);
     /* search defaults, except bench_reps */
     CHECK_EQ_INT(job->search.iterations, 50);
@@ -204,6 +206,7 @@ static void test_job_load(void)
         CHECK_STR(job->search.proposer, "llm");
         CHECK_STR(job->search.cache_dir, "/tmp/kfc");
         CHECK(job->roofline_us == 0); /* bandwidth unknown */
+        CHECK(kf_job_trust_floor_us(job) == 0);
         CHECK(job->cases[1].recorded); /* an example is real data too */
         kf_job_free(job);
     } else {
