@@ -107,7 +107,8 @@ def chains(min_calls: int = 3) -> list[dict]:
     seen, not tuned), writes (per member: it writes a tensor argument in place), and spec: the
     chain as a job and a cache entry see it (docs/chains.md: its fusable prefix, per member op,
     signature, sig_hex and inputs as ["head", i] | ["member", m, o] | ["ext", e]; the chain's
-    canonical bytes in spec["sig_hex"]), or None with fusable_reason saying why. With a chain
+    canonical bytes in spec["sig_hex"]; spec_first: the member it starts at, 1 when a head
+    that writes in place is left out), or None with fusable_reason saying why. With a chain
     kernel attached, status is its entry's state ("checking", "served", "refused") and entry is
     chain_entries()'s row.
     """
@@ -129,7 +130,8 @@ def chains(min_calls: int = 3) -> list[dict]:
             "writes": [bool(m.get("writes")) for m in ch["members"]],
             "time_ms": time_ms, "share": time_ms / total if total > 0 else 0.0,
             "status": "recorded",
-            "spec": ch.get("spec"), "fusable_reason": ch.get("fusable_reason"),
+            "spec": ch.get("spec"), "spec_first": int(ch.get("spec_first", 0)),
+            "fusable_reason": ch.get("fusable_reason"),
         })
         entry = entries.get((ch.get("spec") or {}).get("sig_hex"))
         if entry:  # a chain kernel is attached: checking, served or refused (and why)

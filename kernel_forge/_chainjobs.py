@@ -222,6 +222,13 @@ def output_tolerances(spec: dict, members: list, outs: list) -> list[list[float]
     return tol
 
 
+def spec_keys(chain: dict) -> list[str]:
+    """The signature keys of a chain's spec members: the fusable part of the recorded members,
+    from spec_first on."""
+    first = chain.get("spec_first", 0)
+    return (chain.get("keys") or [])[first:first + len(chain["spec"]["members"])]
+
+
 def readable(spec: dict) -> str:
     ops = [m["op"].split("::")[-1].split(".")[0] for m in spec["members"]]
     return "chain: " + " -> ".join(ops)
@@ -238,7 +245,7 @@ def write_chain_job(job_dir: str, chain: dict, calls: list[list], *, recorded: l
         raise NotTunable(f"chain {chain.get('id', '?')}: not fusable: "
                          f"{chain.get('fusable_reason', 'no spec')}")
     check_spec(spec)
-    keys = (chain.get("keys") or [])[:len(spec["members"])]  # the spec is the fusable prefix
+    keys = spec_keys(chain)
     if len(keys) != len(spec["members"]):
         raise NotTunable(f"{readable(spec)}: {len(keys)} signature keys for "
                          f"{len(spec['members'])} members")

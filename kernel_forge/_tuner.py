@@ -193,11 +193,15 @@ def mark_untunable(rows: list[dict], cache: dict | None = None) -> None:
 
 
 def steady_rows(rows: list[dict], window: dict | None) -> tuple[list[dict], list[dict]]:
-    """The rows as the work a script repeats sees them: with `window` (key -> {"time_ms",
-    "calls"}, the time recorded while that work ran), each row's time and calls are the
-    window's, and rows the window never saw are set apart as setup; without one, the whole
-    recording. "share" is then recomputed over the tunable rows, so one-time work and what can
-    never be tuned (a copy from the CPU, ...) do not dilute --min-share. Returns (rows, setup)."""
+    """The rows as the work a script repeats sees them: with `window` (key -> {"calls"}, the
+    calls made while that work ran), each row's calls are the window's and its time those calls
+    at the row's per-call time, and rows the window never saw are set apart as setup; without
+    one, the whole recording. The per-call time is the row's own (time_ms / calls), which leaves
+    out a first cold call once there are other samples; a window's time difference would keep
+    it, as it entered while it was the only sample, and make an op called once per forward look
+    hot (a first CUDA call can cost milliseconds). "share" is then recomputed over the tunable
+    rows, so one-time work and what can never be tuned (a copy from the CPU, ...) do not dilute
+    --min-share. Returns (rows, setup)."""
     steady, setup = [], []
     for r in rows:
         r = dict(r)
@@ -207,7 +211,8 @@ def steady_rows(rows: list[dict], window: dict | None) -> tuple[list[dict], list
                 r["setup"] = True
                 setup.append(r)
                 continue
-            r["time_ms"], r["calls"] = w["time_ms"], w["calls"]
+            per_call = r["time_ms"] / r["calls"] if r["calls"] > 0 else 0.0
+            r["time_ms"], r["calls"] = per_call * w["calls"], w["calls"]
         steady.append(r)
     total = sum(r["time_ms"] for r in steady if r["intercepted"] and not r.get("untunable"))
     for r in steady:
@@ -217,19 +222,14 @@ def steady_rows(rows: list[dict], window: dict | None) -> tuple[list[dict], list
 
 
 def stats_delta(now: list[dict], before: dict) -> dict:
-    """key -> {"time_ms", "calls"} recorded since the snapshot `before` (snapshot(rows))."""
-    out = {}
-    for r in now:
-        if not r["intercepted"]:
-            continue
-        t0, c0 = before.get(r["key"], (0.0, 0))
-        if r["calls"] > c0:
-            out[r["key"]] = {"time_ms": max(0.0, r["time_ms"] - t0), "calls": r["calls"] - c0}
-    return out
+    """key -> {"calls"} made since the snapshot `before` (snapshot(rows)); steady_rows gives
+    them the row's per-call time."""
+    return {r["key"]: {"calls": r["calls"] - before.get(r["key"], 0)} for r in now
+            if r["intercepted"] and r["calls"] > before.get(r["key"], 0)}
 
 
 def snapshot(rows: list[dict]) -> dict:
-    return {r["key"]: (r["time_ms"], r["calls"]) for r in rows if r["intercepted"]}
+    return {r["key"]: r["calls"] for r in rows if r["intercepted"]}
 
 
 def add_bytes_moved(rows: list[dict]) -> None:

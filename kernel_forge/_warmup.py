@@ -43,10 +43,10 @@ def run_script(script: str, args: list[str], module: bool) -> int:
 
 
 class ForwardWindows:
-    """What the plugin records while an nn.Module forward runs, in any thread: the work a script
-    repeats, as opposed to its setup (building the model, moving and casting weights, loading a
-    state dict), which runs outside any forward. Global module hooks see the outermost forward
-    start and end; a stats snapshot at each edge adds the difference to the window."""
+    """Which calls the plugin records while an nn.Module forward runs, in any thread: the work a
+    script repeats, as opposed to its setup (building the model, moving and casting weights,
+    loading a state dict), which runs outside any forward. Global module hooks see the outermost
+    forward start and end; a stats snapshot at each edge adds the calls between to the window."""
 
     def __init__(self, stats):
         import threading
@@ -98,8 +98,7 @@ class ForwardWindows:
 
                     self.forwards += 1
                     for k, w in stats_delta(self.stats(), self.start).items():
-                        acc = self.window.setdefault(k, {"time_ms": 0.0, "calls": 0})
-                        acc["time_ms"] += w["time_ms"]
+                        acc = self.window.setdefault(k, {"calls": 0})
                         acc["calls"] += w["calls"]
 
 
@@ -256,22 +255,31 @@ def chain_candidates(chains: list[dict], rows: list[dict], min_share: float,
                      max_chains: int) -> list[dict]:
     """The hottest fusable chains: share = calls x the fused members' eager time, over the
     tunable time of the rows (steady_rows' basis); at least min_share, at most max_chains. A
-    chain whose head writes in place is left out: the plugin does not serve those yet."""
+    chain whose spec head writes in place is left out: the plugin does not serve those yet. Chains
+    whose fusable prefixes are the same spec (add -> LN, recorded alone and as the start of add
+    -> LN -> add -> LN) are one job, with their calls summed."""
+    from ._chainjobs import readable, spec_keys
+
     by_key = {r["key"]: r for r in rows}
     total = sum(r["time_ms"] for r in rows if r["intercepted"] and not r.get("untunable"))
-    out = []
+    merged = {}
     for c in chains:
         spec = c.get("spec")
-        if not spec or (c.get("writes") or [False])[0]:
+        if not spec or (c.get("writes") or [False] * 2)[c.get("spec_first", 0)]:
             continue
-        keys = c["keys"][:len(spec["members"])]
+        if spec["sig_hex"] in merged:
+            merged[spec["sig_hex"]]["calls"] += c["calls"]
+        else:
+            merged[spec["sig_hex"]] = dict(c)
+    out = []
+    for c in merged.values():
+        spec = c["spec"]
+        keys = spec_keys(c)
         us = sum(max(by_key[k].get("eager_us") or 0.0, 0.0) for k in keys if k in by_key)
         time_ms = c["calls"] * us / 1000.0
         share = time_ms / total if total > 0 else 0.0
         if share < min_share:
             continue
-        from ._chainjobs import readable
-
         out.append({"op": "kforge::chain", "signature": readable(spec), "spec": spec,
                     "keys": keys, "id": c["id"], "row_key": f"chain:{c['id']}",
                     "calls": c["calls"], "time_ms": time_ms, "share": share,

@@ -25,6 +25,7 @@ typedef struct chain_shape {
     uint64_t key[KF_CHAIN_MAX];
     uint8_t n_in[KF_CHAIN_MAX];
     uint8_t writes[KF_CHAIN_MAX];
+    uint8_t n_out[KF_CHAIN_MAX]; /* not hashed: a member's key fixes its op's outputs */
     uint8_t src[KF_CHAIN_MAX][KF_CHAIN_MAX_IO][2];
 } chain_shape;
 
@@ -199,6 +200,7 @@ void kf_chain_observe(kf_chains *c, kf_chain_rec *r, uint64_t key, unsigned flag
     r->run.writes[m] = (flags & KF_CHAIN_WRITES) != 0;
     r->run.n_in[m] = (uint8_t)n_in;
     memcpy(r->run.src[m], src, (size_t)n_in * sizeof src[0]);
+    r->run.n_out[m] = (uint8_t)n_out;
     r->n_out[m] = n_out;
     memcpy(r->out[m], out, (size_t)n_out * sizeof out[0]);
 }
@@ -209,15 +211,50 @@ static int by_calls(const void *a, const void *b)
     return x->calls < y->calls ? 1 : x->calls > y->calls ? -1 : 0;
 }
 
-/* The spec of chain shape `s` (chain_sig.h), or NULL with *why set: its fusable prefix (cut
- * before the first later member that writes in place), each member's signature looked up. */
-static cJSON *make_spec(const chain_shape *s, kf_chain_lookup_fn lookup, void *user,
-                        kf_chain_member_info *mi, char *why, size_t cap)
+/* Where the spec starting at member s0 takes an input from: one of its head's inputs (kind 0,
+ * that input), one of its members (1, member, output) or an external (2, numbered by first use
+ * in ext_seen, which holds n_ext sources so far). */
+static void spec_ref(const chain_shape *s, int s0, const uint8_t src[2], uint8_t ext_seen[][2],
+                     int *n_ext, uint8_t ref[3])
 {
-    int n = 1;
-    while (n < s->n && !s->writes[n]) n++;
-    if (n < 2) {
-        snprintf(why, cap, "member 1 writes in place (only the head may)");
+    for (int i = 0; i < s->n_in[s0]; i++)
+        if (!memcmp(s->src[s0][i], src, 2)) {
+            ref[0] = 0, ref[1] = (uint8_t)i, ref[2] = 0;
+            return;
+        }
+    if (src[0] < FROM_HEAD && src[0] >= s0) {
+        ref[0] = 1, ref[1] = (uint8_t)(src[0] - s0), ref[2] = src[1];
+        return;
+    }
+    int e = 0;
+    while (e < *n_ext && memcmp(ext_seen[e], src, 2)) e++;
+    if (e == *n_ext) memcpy(ext_seen[(*n_ext)++], src, 2);
+    ref[0] = 2, ref[1] = (uint8_t)e, ref[2] = 0;
+}
+
+/* The spec of chain shape `s` (chain_sig.h), or NULL with *why set: its fusable prefix (cut
+ * before the first later member that writes in place, and after the first member with more
+ * than one output, which only the last may have: a layer norm's mean and rstd), each member's
+ * signature looked up. A head that writes in place is left out when what follows it still makes
+ * a chain: a bf16 RMSNorm's cast (`copy_` into a fresh tensor) then pow -> mean -> add -> rsqrt
+ * -> mul, where the head's written tensor becomes the spec head's input. */
+static cJSON *make_spec(const chain_shape *s, kf_chain_lookup_fn lookup, void *user,
+                        kf_chain_member_info *mi, int *first, char *why, size_t cap)
+{
+    int s0 = 0, n = 1;
+    while (n < s->n && !s->writes[n] && s->n_out[n - 1] <= 1) n++;
+    if (s->writes[0] && s->n > 2 && !s->writes[1]) {
+        int n1 = 2;
+        while (n1 < s->n && !s->writes[n1] && s->n_out[n1 - 1] <= 1) n1++;
+        if (n1 - 1 >= 2) s0 = 1, n = n1;
+    }
+    *first = s0;
+    if (n - s0 < 2) {
+        if (s->n_out[0] > 1)
+            snprintf(why, cap, "member 0 has %d outputs (only the last member may have more than one)",
+                     s->n_out[0]);
+        else
+            snprintf(why, cap, "member 1 writes in place (only the head may)");
         return NULL;
     }
     if (!lookup) {
@@ -228,7 +265,8 @@ static cJSON *make_spec(const chain_shape *s, kf_chain_lookup_fn lookup, void *u
     if (!members) goto oom;
     cJSON_AddNumberToObject(spec, "version", 1);
     int n_ext = 0;
-    for (int m = 0; m < n; m++) {
+    uint8_t ext_seen[MAX_EXT][2];
+    for (int m = s0; m < n; m++) {
         if (!lookup(user, s->key[m], mi)) {
             snprintf(why, cap, "member %d's signature is no longer in the signature table", m);
             goto fail;
@@ -260,18 +298,17 @@ static cJSON *make_spec(const chain_shape *s, kf_chain_lookup_fn lookup, void *u
         cJSON *ins = cJSON_AddArrayToObject(mem, "inputs");
         if (!ins) goto oom;
         for (int i = 0; i < s->n_in[m]; i++) {
-            const uint8_t *src = s->src[m][i];
+            uint8_t r[3] = {0, (uint8_t)i, 0}; /* the head's own inputs, in order */
+            if (m > s0) spec_ref(s, s0, s->src[m][i], ext_seen, &n_ext, r);
             cJSON *ref = cJSON_CreateArray();
             if (!ref) goto oom;
             cJSON_AddItemToArray(ins, ref);
-            const char *kind = src[0] == FROM_HEAD ? "head" : src[0] == FROM_OUTSIDE ? "ext" : "member";
-            cJSON_AddItemToArray(ref, cJSON_CreateString(kind));
-            if (src[0] < FROM_HEAD) cJSON_AddItemToArray(ref, cJSON_CreateNumber(src[0])); /* member */
-            cJSON_AddItemToArray(ref, cJSON_CreateNumber(src[1]));
-            if (src[0] == FROM_OUTSIDE && src[1] + 1 > n_ext) n_ext = src[1] + 1;
+            cJSON_AddItemToArray(ref, cJSON_CreateString(r[0] == 0 ? "head" : r[0] == 2 ? "ext" : "member"));
+            if (r[0] == 1) cJSON_AddItemToArray(ref, cJSON_CreateNumber(r[1])); /* member */
+            cJSON_AddItemToArray(ref, cJSON_CreateNumber(r[0] == 1 ? r[2] : r[1]));
         }
     }
-    cJSON_AddNumberToObject(spec, "n_head_inputs", s->n_in[0]);
+    cJSON_AddNumberToObject(spec, "n_head_inputs", s->n_in[s0]);
     cJSON_AddNumberToObject(spec, "n_ext", n_ext);
     uint8_t *bytes = NULL;
     uint32_t len = 0;
@@ -334,9 +371,11 @@ char *kf_chains_json_doc(kf_chains *c, uint64_t min_calls, kf_chain_lookup_fn lo
             }
         }
         char why[256] = "";
-        cJSON *spec = make_spec(&e->shape, lookup, user, mi, why, sizeof why);
+        int first = 0;
+        cJSON *spec = make_spec(&e->shape, lookup, user, mi, &first, why, sizeof why);
         if (spec) {
             cJSON_AddItemToObject(ch, "spec", spec);
+            cJSON_AddNumberToObject(ch, "spec_first", first);
         } else {
             cJSON_AddNullToObject(ch, "spec");
             cJSON_AddStringToObject(ch, "fusable_reason", why);

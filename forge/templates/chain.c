@@ -105,7 +105,34 @@ static int ln_bind(kf_chain_bind *b, int k, char *why, size_t cap)
             !kf_job_tensor_contiguous(t))
             return why_(why, cap, "member %d (%s): unexpected mean / rstd outputs", k, m->op);
     }
-    b->ln = k;
+    b->ln = b->tail = k;
+    b->phase[k] = 3;
+    return 1;
+}
+
+/* _softmax of the last dim as the chain's last member (chain.h): of an earlier member's output of
+ * the chain's full shape, in its dtype (f32, f16, bf16; no half_to_float) */
+static int sm_bind(kf_chain_bind *b, int k, char *why, size_t cap)
+{
+    const kf_job_chain *ch = b->ch;
+    const kf_job_sig *m = &ch->m[k].sig;
+    const kf_job_tensor *x = &m->in[0];
+    if (k != b->n - 1 || m->n_out != 1 || m->n_in != 1)
+        return why_(why, cap, "member %d (%s): a softmax is fused as the chain's last member only",
+                    k, m->op);
+    if (b->red >= 0)
+        return why_(why, cap, "member %d (%s): a softmax after a reduction (member %d)", k, m->op,
+                    b->red);
+    if (ch->m[k].ref[0].kind != KF_CHAIN_MEMBER || b->phase[ch->m[k].ref[0].a] != 0)
+        return why_(why, cap, "member %d (%s): it must take an earlier member's output", k, m->op);
+    const kf_job_scalar *dim = kf_job_scalar_find(m, "dim"), *hf = kf_job_scalar_find(m, "half_to_float");
+    if ((x->dtype != KF_F32 && x->dtype != KF_F16 && x->dtype != KF_BF16) ||
+        m->out[0].dtype != x->dtype || !same_sizes(x, b->nd, b->full) ||
+        !same_sizes(&m->out[0], b->nd, b->full) || !dim || dim->kind != 'i' ||
+        (dim->i != -1 && dim->i != b->nd - 1) || (hf && (hf->kind != 'b' || hf->i)))
+        return why_(why, cap, "member %d (%s): only a softmax of the last dim of the chain's full "
+                              "shape, in f32, f16 or bf16 (no half_to_float), is fused", k, m->op);
+    b->sm = b->tail = k;
     b->phase[k] = 3;
     return 1;
 }
@@ -118,7 +145,7 @@ int kf_chain_bind_sig(const kf_job_sig *sig, kf_chain_bind *b, char *why, size_t
     if (!ch || strcmp(sig->op, KF_CHAIN_OP)) return why_(why, cap, "not a chain job");
     b->ch = ch;
     b->n = ch->n_members;
-    b->red = b->ln = b->ln_w = b->ln_b = -1;
+    b->red = b->ln = b->ln_w = b->ln_b = b->sm = b->tail = -1;
     if (b->n < 2 || b->n > KF_CHAIN_MAX_MEMBERS || sig->n_out < b->n ||
         sig->n_out > b->n + KF_CHAIN_LAST_EXTRA_OUTPUTS)
         return why_(why, cap, "malformed chain");
@@ -146,6 +173,10 @@ int kf_chain_bind_sig(const kf_job_sig *sig, kf_chain_bind *b, char *why, size_t
             return why_(why, cap, "member %d (%s): its output is not contiguous", k, m->op);
         if (!strcmp(m->op, "aten::native_layer_norm")) {
             if (!ln_bind(b, k, why, cap)) return 0;
+            continue;
+        }
+        if (!strcmp(m->op, "aten::_softmax")) {
+            if (!sm_bind(b, k, why, cap)) return 0;
             continue;
         }
         if (m->n_out != 1)
@@ -240,7 +271,7 @@ void kf_chain_emit_defs(kf_strbuf *s, const kf_chain_bind *b, int cuda, const ch
     kf_strbuf_printf(s, " */\n");
     kf_pw_emit_math(s, b->ct, b->p_bool, cuda);
     for (int k = 0; k < b->n; k++) {
-        if (k == b->red || k == b->ln) continue;
+        if (k == b->red || k == b->tail) continue;
         char sfx[8];
         snprintf(sfx, sizeof sfx, "_m%d", k);
         kf_pw_emit_op(s, &b->pb[k], cuda, sfx);
@@ -254,9 +285,9 @@ void kf_chain_emit_defs(kf_strbuf *s, const kf_chain_bind *b, int cuda, const ch
                          b->red_kind == KF_CHAIN_RED_AMAX ? "kf_pw_max(a, b)" : "((a) + (b))",
                          b->red_kind == KF_CHAIN_RED_MEAN ? "((a) / (kf_ct)KF_C)" : "(a)");
     }
-    if (b->ln >= 0)
-        kf_strbuf_printf(s, "#define KF_LN_EPS %.17g\n#define KF_RINIT (kf_ct)0\n"
-                            "#define KF_RCOMB(a, b) ((a) + (b))\n", b->ln_eps);
+    if (b->tail >= 0) /* the tail's block sums */
+        kf_strbuf_printf(s, "#define KF_RINIT (kf_ct)0\n#define KF_RCOMB(a, b) ((a) + (b))\n");
+    if (b->ln >= 0) kf_strbuf_printf(s, "#define KF_LN_EPS %.17g\n", b->ln_eps);
     /* row r's base offset in each input: r over F's outer dims, the innermost fastest */
     int n_in = ch->n_head + ch->n_ext;
     for (int i = 0; i < n_in; i++) {
@@ -354,13 +385,19 @@ void kf_chain_emit_phase(kf_strbuf *s, const kf_chain_bind *b, int phase, int cu
         if (phase == 1) kf_strbuf_printf(s, "%s%s%s[r] = v%d;\n", ind, store_guard, p, k);
         else kf_strbuf_printf(s, "%s%s[r * KF_C + c] = v%d;\n", ind, p, k);
     }
-    if (phase == 0 && b->ln >= 0) { /* the layer norm's sum, folded as its input is computed */
+    if (phase == 0 && b->tail >= 0) { /* the norm's sum or the softmax's max, folded */
         char v[16];
-        int xm = ch->m[b->ln].ref[0].a;
+        int xm = ch->m[b->tail].ref[0].a;
         snprintf(v, sizeof v, "v%d", xm);
-        kf_strbuf_printf(s, "%skf_s += %s", ind, cuda ? "" : "(double)");
-        load_expr(s, member_dtype(b, xm), cuda, v);
-        kf_strbuf_printf(s, ";\n");
+        if (b->ln >= 0) {
+            kf_strbuf_printf(s, "%skf_s += %s", ind, cuda ? "" : "(double)");
+            load_expr(s, member_dtype(b, xm), cuda, v);
+            kf_strbuf_printf(s, ";\n");
+        } else { /* a NaN is dropped here and comes back through its exp in the sum */
+            kf_strbuf_printf(s, "%s{\n%s    const kf_ct t = ", ind, ind);
+            load_expr(s, member_dtype(b, xm), cuda, v);
+            kf_strbuf_printf(s, ";\n%s    kf_m = t > kf_m ? t : kf_m;\n%s}\n", ind, ind);
+        }
     }
 }
 
@@ -396,15 +433,56 @@ void kf_chain_emit_red_value(kf_strbuf *s, const kf_chain_bind *b, int cuda, con
     kf_strbuf_printf(s, ";\n%s%sy%d[r] = v%d;\n", ind, store_guard, k, k);
 }
 
-void kf_chain_emit_ln_begin(kf_strbuf *s, const kf_chain_bind *b, int cuda, const char *ind)
+void kf_chain_emit_tail_begin(kf_strbuf *s, const kf_chain_bind *b, int cuda, const char *ind)
 {
+    if (b->sm >= 0) kf_strbuf_printf(s, "%skf_ct kf_m = -(kf_ct)KF_PW_INF;\n", ind);
     if (b->ln < 0) return;
     if (cuda) kf_strbuf_printf(s, "%skf_ct kf_s = (kf_ct)0, kf_q = (kf_ct)0;\n", ind);
     else kf_strbuf_printf(s, "%sdouble kf_s = 0.0, kf_q = 0.0;\n", ind);
 }
 
-void kf_chain_emit_ln(kf_strbuf *s, const kf_chain_bind *b, int cuda, const char *ind)
+const char *kf_chain_tail_simd(const kf_chain_bind *b)
 {
+    return b->ln >= 0 ? "#pragma omp simd reduction(+ : kf_s)\n"
+         : b->sm >= 0 ? "#pragma omp simd reduction(max : kf_m)\n"
+                      : NULL;
+}
+
+/* y = exp(x - max) / sum over the row, x the stored input (eager's math, in kf_ct) */
+static void emit_sm(kf_strbuf *s, const kf_chain_bind *b, int cuda, int inline_exp, const char *ind)
+{
+    const char *ex = inline_exp ? "kf_expf_neg" : "kf_exp";
+    int k = b->sm, xm = b->ch->m[k].ref[0].a;
+    char xp[16], x[48];
+    out_ptr(xp, sizeof xp, b, xm);
+    snprintf(x, sizeof x, "%s[r * KF_C + c]", xp);
+    kf_strbuf sx = {0};
+    load_expr(&sx, member_dtype(b, xm), cuda, x);
+    const char *loop = cuda ? "for (long long c = threadIdx.x; c < KF_C; c += KF_NT)"
+                            : "for (long long c = 0; c < KF_C; c++)";
+    const char *simd = cuda ? "" : "#pragma omp simd reduction(+ : kf_e)\n";
+    if (cuda) kf_strbuf_printf(s, "%skf_m = kf_chain_block_max(kf_m);\n", ind);
+    kf_strbuf_printf(s, "%skf_ct kf_e = (kf_ct)0;\n%s%s%s {\n%s    kf_e += %s(%s - kf_m);\n%s}\n",
+                     ind, simd, ind, loop, ind, ex, sx.p, ind);
+    if (cuda) kf_strbuf_printf(s, "%skf_e = kf_chain_block_reduce(kf_e);\n", ind);
+    kf_strbuf v = {0};
+    kf_strbuf_printf(&v, "%s(%s - kf_m) / kf_e", ex, sx.p);
+    kf_strbuf_printf(s, "%s%s%s {\n%s    y%d[r * KF_C + c] = ", cuda ? "" : "#pragma omp simd\n",
+                     ind, loop, ind, k);
+    store_expr(s, member_dtype(b, k), cuda, v.p);
+    kf_strbuf_printf(s, ";\n%s}\n", ind);
+    kf_strbuf_free(&v);
+    kf_strbuf_free(&sx);
+}
+
+void kf_chain_emit_tail(kf_strbuf *s, const kf_chain_bind *b, int cuda, int inline_exp,
+                        const char *ind)
+{
+    if (b->sm >= 0) {
+        emit_sm(s, b, cuda, inline_exp, ind);
+        return;
+    }
+    if (b->ln < 0) return;
     const kf_job_member *jm = &b->ch->m[b->ln];
     int xm = jm->ref[0].a, xdt = member_dtype(b, xm), k = b->ln;
     int ydt = member_dtype(b, k), mdt = jm->sig.out[1].dtype, rdt = jm->sig.out[2].dtype;

@@ -14,6 +14,8 @@
  * A chain without a reduction is phase 0 alone. The last member may instead be a layer norm of
  * the last dim (native_layer_norm, e.g. a residual add then the norm): after phase 0, its mean
  * and variance over the row (two passes over its stored input), mean and rstd stored per row,
+ * then y per element. Or a softmax of the last dim (_softmax, e.g. an attention mask added
+ * first): the row's max folded into phase 0, then the sum of exp(x - max) over the stored input,
  * then y per element. The binding refuses (with a reason naming the
  * member and its op) what this cannot compute exactly as eager. Private to those files and the builtin
  * proposer (which reports the reason). */
@@ -38,6 +40,8 @@ typedef struct kf_chain_bind {
     int ln, ln_w, ln_b;                      /* the layer-norm member (-1: none), its weight's
                                                 and bias's kernel inputs (-1: None) */
     double ln_eps;
+    int sm;                                  /* the softmax member (-1: none) */
+    int tail;                                /* ln or sm: the last member's row tail (-1: none) */
     int ct, p_bool;                          /* the members' compute type (all alike) */
     int nd;                                  /* dims of F (at least 1) */
     int64_t full[KF_MAX_DIMS];               /* F */
@@ -67,12 +71,18 @@ void kf_chain_emit_red_value(kf_strbuf *s, const kf_chain_bind *b, int cuda, con
  * returns the count. */
 int kf_chain_emit_params(kf_strbuf *s, const kf_chain_bind *b, const kf_job_sig *sig, int cuda,
                          char types[][40], const char **args);
-/* The layer-norm member: its sums kf_s and kf_q, declared before row r's phase 0 (which folds
- * the norm's input into kf_s), then its statements after phase 0: on the host one thread per
- * row, in double; on CUDA the block's threads striding the row (columns as in phase 0), in
- * kf_ct, combined with kf_chain_block_reduce (KF_RCOMB a sum), thread 0 storing mean and rstd. */
-void kf_chain_emit_ln_begin(kf_strbuf *s, const kf_chain_bind *b, int cuda, const char *ind);
-void kf_chain_emit_ln(kf_strbuf *s, const kf_chain_bind *b, int cuda, const char *ind);
+/* The row tail (a layer norm or a softmax as the last member): its accumulators, declared
+ * before row r's phase 0 (which folds the tail's input into them: the norm's sum kf_s, the
+ * softmax's max kf_m), then its statements after phase 0. On the host one thread per row (the
+ * norm in double, the softmax in kf_ct); on CUDA the block's threads striding the row (columns
+ * as in phase 0), in kf_ct, combined with kf_chain_block_reduce (KF_RCOMB a sum) and
+ * kf_chain_block_max; thread 0 stores the norm's mean and rstd. The host's phase-0 loop takes
+ * kf_chain_tail_simd's pragma; inline_exp: the softmax's exp is host_math.h's vectorizable
+ * kf_expf_neg (its argument x - max is never positive), which the source must include. */
+void kf_chain_emit_tail_begin(kf_strbuf *s, const kf_chain_bind *b, int cuda, const char *ind);
+void kf_chain_emit_tail(kf_strbuf *s, const kf_chain_bind *b, int cuda, int inline_exp,
+                        const char *ind);
+const char *kf_chain_tail_simd(const kf_chain_bind *b);
 /* "const long long rb0 = kf_rb0(r), ...;" for every input */
 void kf_chain_emit_rowbases(kf_strbuf *s, const kf_chain_bind *b, const char *ind);
 

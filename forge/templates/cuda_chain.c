@@ -1,10 +1,14 @@
 /* cuda_chain (backend "nvrtc"): a chain job's one CUDA kernel (chain.h), from the same member
  * element functions as host_chain. Without a reduction: a grid-stride loop over the chain's
- * elements, each thread computing every member of its element. With one: a block per row
+ * elements, each thread computing every member of its element, or (knob rows, the start, for
+ * rows of at least 32 elements) a block per row like the reductions, so that the row's base
+ * offsets (a div/mod per outer dim and input) are computed once per row, not per element. With
+ * a reduction: a block per row
  * (grid-stride over rows), its threads striding the row in phase 0, the block-wide combine
  * (kernels/cuda_chain_reduce.cuh), every thread computing the row members (thread 0 stores
  * them), then phase 2 over the same columns as phase 0 (so a thread reads back only what it
- * stored); a layer-norm member the same way, its two block sums after phase 0. Knobs: threads
+ * stored); a layer-norm or softmax member (the row tail) the same way, its block sums (and the
+ * softmax's block max) after phase 0. Knobs: threads
  * per block; grid = 0: a block per row / enough blocks for every element, k > 0: at most k times
  * the blocks a 132-SM H100/H200 holds. */
 #include <stdio.h>
@@ -17,6 +21,7 @@
 static const kf_knob_def knobs[] = {
     {"threads", 4, {256, 128, 512, 64}},
     {"grid", 3, {0, 1, 4}},
+    {"rows", 2, {1, 0}},
 };
 #define NKNOBS ((int)(sizeof knobs / sizeof knobs[0]))
 
@@ -52,7 +57,7 @@ static kf_status render(const kf_job_sig *sig, const int *knob_idx, char **sourc
     kf_chain_bind_sig(sig, &cb, NULL, 0);
     int nt = vals[0], gs = vals[1];
     int64_t n = cb.R * cb.C;
-    int rows = cb.red >= 0 || cb.ln >= 0; /* a block per row */
+    int rows = cb.red >= 0 || cb.tail >= 0 || (vals[2] && cb.C >= 32); /* a block per row */
     unsigned grid = rows ? kf_template_grid(cb.R, nt, &gs)
                                 : kf_template_grid((n + nt - 1) / nt, nt, &gs);
 
@@ -60,21 +65,27 @@ static kf_status render(const kf_job_sig *sig, const int *knob_idx, char **sourc
     kf_template_cuda_prologue(&b, t, sig, vals);
     kf_chain_emit_defs(&b, &cb, 1, "__device__ __forceinline__");
     kf_strbuf_printf(&b, "#define KF_NT %d\n", nt);
-    if (rows) kf_strbuf_printf(&b, "%s", kf_body_cuda_chain_reduce_cuh);
+    if (cb.red >= 0 || cb.tail >= 0) kf_strbuf_printf(&b, "%s", kf_body_cuda_chain_reduce_cuh);
     char types[KF_JOB_MAX_TENSORS + KF_JOB_MAX_OUTPUTS][40];
     const char *args[KF_JOB_MAX_TENSORS + KF_JOB_MAX_OUTPUTS];
     kf_strbuf_printf(&b, "\nextern \"C\" __global__ void __launch_bounds__(KF_NT) kf_kernel(");
     int na = kf_chain_emit_params(&b, &cb, sig, 1, types, args);
     kf_strbuf_printf(&b, ")\n{\n");
-    if (cb.ln >= 0) {
+    if (cb.tail >= 0) {
         kf_strbuf_printf(&b, "    for (long long r = blockIdx.x; r < KF_R; r += gridDim.x) {\n");
         kf_chain_emit_rowbases(&b, &cb, "        ");
-        kf_chain_emit_ln_begin(&b, &cb, 1, "        ");
+        kf_chain_emit_tail_begin(&b, &cb, 1, "        ");
         kf_strbuf_printf(&b, "        for (long long c = threadIdx.x; c < KF_C; c += KF_NT) {\n");
         kf_chain_emit_phase(&b, &cb, 0, 1, "            ", "");
         kf_strbuf_printf(&b, "        }\n");
-        kf_chain_emit_ln(&b, &cb, 1, "        ");
+        kf_chain_emit_tail(&b, &cb, 1, 0, "        ");
         kf_strbuf_printf(&b, "    }\n}\n");
+    } else if (cb.red < 0 && rows) {
+        kf_strbuf_printf(&b, "    for (long long r = blockIdx.x; r < KF_R; r += gridDim.x) {\n");
+        kf_chain_emit_rowbases(&b, &cb, "        ");
+        kf_strbuf_printf(&b, "        for (long long c = threadIdx.x; c < KF_C; c += KF_NT) {\n");
+        kf_chain_emit_phase(&b, &cb, 0, 1, "            ", "");
+        kf_strbuf_printf(&b, "        }\n    }\n}\n");
     } else if (cb.red < 0) {
         kf_strbuf_printf(&b, "    const long long step = (long long)gridDim.x * KF_NT;\n"
                              "    for (long long i = (long long)blockIdx.x * KF_NT + threadIdx.x; "

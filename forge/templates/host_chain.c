@@ -1,17 +1,21 @@
 /* host_chain (backend "host"): a chain job's one C kernel (chain.h): per row of the chain's full
- * shape, phase 0 over the row (folding the reduction), the reduction's value and the row
- * members, phase 2 over the row. Knobs: omp = rows over OpenMP threads (0 off, 1 static, 2
+ * shape, phase 0 over the row (folding the reduction or the row tail's sum or max), the
+ * reduction's value and the row members, phase 2 over the row, or the row tail (a layer norm or
+ * a softmax). Knobs: omp = rows over OpenMP threads (0 off, 1 static, 2
  * dynamic; off below 32768 elements, where eager stays on one thread); unroll = the row loops'
- * `#pragma GCC unroll`. */
+ * `#pragma GCC unroll`; math = 1: a float softmax tail's exp is host_math.h's vectorizable one
+ * (as host_row_softmax's; libm's expf does not vectorize), 0: libm. */
 #include <stdio.h>
 #include <string.h>
 
+#include "forge/templates/bodies.h"
 #include "forge/templates/chain.h"
 #include "forge/templates/template.h"
 
 static const kf_knob_def knobs[] = {
     {"omp", 3, {1, 0, 2}},
     {"unroll", 2, {1, 4}},
+    {"math", 2, {1, 0}},
 };
 #define NKNOBS ((int)(sizeof knobs / sizeof knobs[0]))
 
@@ -45,6 +49,8 @@ static kf_status render(const kf_job_sig *sig, const int *knob_idx, char **sourc
 
     kf_strbuf b = {0};
     kf_template_host_prologue(&b, t, sig, vals);
+    int inline_exp = vals[2] && cb.sm >= 0 && cb.ct == KF_F32;
+    if (inline_exp) kf_strbuf_printf(&b, "%s", kf_body_host_math_h);
     kf_chain_emit_defs(&b, &cb, 0, "static inline");
     char types[KF_JOB_MAX_TENSORS + KF_JOB_MAX_OUTPUTS][40];
     const char *args[KF_JOB_MAX_TENSORS + KF_JOB_MAX_OUTPUTS];
@@ -58,15 +64,15 @@ static kf_status render(const kf_job_sig *sig, const int *knob_idx, char **sourc
     kf_strbuf_printf(&b, "    for (long long r = 0; r < KF_R; r++) {\n");
     kf_chain_emit_rowbases(&b, &cb, "        ");
     if (cb.red >= 0) kf_strbuf_printf(&b, "        kf_ct acc = KF_RINIT;\n");
-    kf_chain_emit_ln_begin(&b, &cb, 0, "        ");
-    if (cb.ln >= 0) /* a vector sum (GCC takes one pragma before a loop: unroll is not used) */
-        kf_strbuf_printf(&b, "#pragma omp simd reduction(+ : kf_s)\n");
+    kf_chain_emit_tail_begin(&b, &cb, 0, "        ");
+    if (cb.tail >= 0) /* a vector fold (GCC takes one pragma before a loop: unroll is not used) */
+        kf_strbuf_printf(&b, "%s", kf_chain_tail_simd(&cb));
     else
         kf_strbuf_printf(&b, "#pragma GCC unroll %d\n", vals[1]);
     kf_strbuf_printf(&b, "        for (long long c = 0; c < KF_C; c++) {\n");
     kf_chain_emit_phase(&b, &cb, 0, 0, "            ", "");
     kf_strbuf_printf(&b, "        }\n");
-    if (cb.ln >= 0) kf_chain_emit_ln(&b, &cb, 0, "        ");
+    kf_chain_emit_tail(&b, &cb, 0, inline_exp, "        ");
     if (cb.red >= 0) {
         kf_chain_emit_red_value(&b, &cb, 0, "        ", "");
         kf_chain_emit_phase(&b, &cb, 1, 0, "        ", "");

@@ -214,6 +214,61 @@ static void test_spec(void)
         kf_chains_reset(c);
     }
 
+    /* a member with three outputs (a layer norm: y, mean, rstd) ends the spec: add -> LN -> add
+     * -> LN, the second add reading LN's y, gives add -> LN; LN -> LN gives none */
+    for (int head_ln = 0; head_ln < 2; head_ln++) {
+        uintptr_t outs[3];
+        for (int k = 0; k < 4; k++) {
+            int ln = (k % 2) != head_ln;
+            in[0] = 50 + 4 * (uintptr_t)k, in[1] = 99;
+            outs[0] = 54 + 4 * (uintptr_t)k, outs[1] = 1000 + (uintptr_t)k, outs[2] = 2000 + (uintptr_t)k;
+            kf_chain_observe(c, r, ln ? 0x102 : 0x203, KF_CHAIN_SERVABLE, in, ln ? 1 : 2, outs,
+                             ln ? 3 : 1);
+        }
+        kf_chain_flush(c, r);
+        ch = only_chain(c);
+        spec = cJSON_GetObjectItem(ch, "spec");
+        CHECK_EQ_INT(cJSON_GetArraySize(cJSON_GetObjectItem(ch, "members")), 4);
+        if (head_ln) {
+            CHECK(cJSON_IsNull(spec));
+            CHECK(strstr(cJSON_GetObjectItem(ch, "fusable_reason")->valuestring,
+                         "member 0 has 3 outputs"));
+        } else {
+            CHECK_EQ_INT(cJSON_GetArraySize(cJSON_GetObjectItem(spec, "members")), 2);
+        }
+        cJSON_Delete(ch);
+        kf_chains_reset(c);
+    }
+
+    /* a head writing in place (a cast's copy_ into a fresh tensor) is left out when two or more
+     * members follow: its written tensor becomes the spec's head input, a weight external 0 */
+    {
+        struct { uint64_t key; uintptr_t a, b, o; unsigned fl; } run[] = {
+            {0x201, 70, 71, 70, KF_CHAIN_WRITES}, {0x102, 70, 0, 72, 0}, {0x203, 72, 99, 73, 0},
+            {0x203, 70, 73, 74, 0}};
+        for (int k = 0; k < 4; k++) {
+            in[0] = run[k].a, in[1] = run[k].b, out[0] = run[k].o;
+            kf_chain_observe(c, r, run[k].key, KF_CHAIN_SERVABLE | run[k].fl, in, run[k].b ? 2 : 1,
+                             out, 1);
+        }
+        kf_chain_flush(c, r);
+        ch = only_chain(c);
+        spec = cJSON_GetObjectItem(ch, "spec");
+        if (CHECK(cJSON_IsObject(spec))) {
+            CHECK_EQ_INT(cJSON_GetObjectItem(ch, "spec_first")->valueint, 1);
+            CHECK_EQ_INT(cJSON_GetArraySize(cJSON_GetObjectItem(spec, "members")), 3);
+            CHECK_EQ_INT(cJSON_GetObjectItem(spec, "n_head_inputs")->valueint, 1);
+            CHECK_EQ_INT(cJSON_GetObjectItem(spec, "n_ext")->valueint, 1);
+            CHECK(!strcmp(ref_text(spec, 0, 0, buf), "[\"head\",0]"));
+            CHECK(!strcmp(ref_text(spec, 1, 0, buf), "[\"member\",0,0]"));
+            CHECK(!strcmp(ref_text(spec, 1, 1, buf), "[\"ext\",0]"));
+            CHECK(!strcmp(ref_text(spec, 2, 0, buf), "[\"head\",0]"));
+            CHECK(!strcmp(ref_text(spec, 2, 1, buf), "[\"member\",1,0]"));
+        }
+        cJSON_Delete(ch);
+        kf_chains_reset(c);
+    }
+
     /* an evicted member signature, and a member whose recorded inputs do not match its signature */
     for (int bad = 0; bad < 2; bad++) {
         in[0] = 40, out[0] = 41;

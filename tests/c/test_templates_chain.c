@@ -298,11 +298,13 @@ static void run_case(const ccase *c)
         free(src);
         free(lj);
     }
-    /* CUDA: each threads value (the grid knob changes the launch only) */
-    for (int t = 0; t < cuda_t->knobs[0].n_values; t++) {
-        int idx[8] = {t, t % cuda_t->knobs[1].n_values};
+    /* CUDA: each threads value with each layout (the grid knob changes the launch only) */
+    for (int t = 0; t < 2 * cuda_t->knobs[0].n_values; t++) {
+        int nt = t % cuda_t->knobs[0].n_values, rows = t / cuda_t->knobs[0].n_values;
+        int idx[8] = {nt, nt % cuda_t->knobs[1].n_values, rows};
         char *src = NULL, *lj = NULL, label[96];
-        snprintf(label, sizeof label, "%s threads=%d", c->label, cuda_t->knobs[0].values[t]);
+        snprintf(label, sizeof label, "%s threads=%d rows=%d", c->label, cuda_t->knobs[0].values[nt],
+                 cuda_t->knobs[2].values[rows]);
         if (CHECK_EQ_INT(cuda_t->render(s, idx, &src, &lj, err, sizeof err), KF_OK))
             cuda_compile(label, src, lj);
         else
@@ -383,10 +385,11 @@ static void pw_ref(int64_t R, int64_t C, double *const *in, double **out)
     }
 }
 
-/* bf16 [8, 24]: x * 2.5 -> sigmoid -> + y, each stored as bf16 */
+/* bf16 [8, 40] (rows of at least 32: cuda_chain's block-per-row layout too): x * 2.5 -> sigmoid
+ * -> + y, each stored as bf16 */
 static const char bf_json[] =
-    "\"inputs\": [" T2("bf16", 8, 24) ", " T2("bf16", 8, 24) "], "
-    "\"outputs\": [" O2("bf16", 8, 24, -1) ", " O2("bf16", 8, 24, -1) ", " O2("bf16", 8, 24, -1) "], "
+    "\"inputs\": [" T2("bf16", 8, 40) ", " T2("bf16", 8, 40) "], "
+    "\"outputs\": [" O2("bf16", 8, 40, -1) ", " O2("bf16", 8, 40, -1) ", " O2("bf16", 8, 40, -1) "], "
     "\"scalars\": [{\"name\": \"m0.other\", \"kind\": \"d\", \"value\": 2.5, \"wrapped\": true}, "
     "{\"name\": \"m2.alpha\", \"kind\": \"i\", \"value\": 1}], "
     "\"chain\": {\"version\": 1, \"n_head_inputs\": 1, \"n_ext\": 1, \"members\": ["
@@ -499,12 +502,59 @@ static void lnbf_ref(int64_t R, int64_t C, double *const *in, double **out)
     norm_ref(R, C, KF_BF16, 1e-6, out[0], in[1], NULL, out[1], out[2], out[3]);
 }
 
+/* an attention mask added, then a softmax of the last dim: x + mask[40] -> _softmax(., -1) */
+static const char sm_json[] =
+    "\"inputs\": [" T2("f32", 6, 40) ", " T1("f32", 40) "], "
+    "\"outputs\": [" O2("f32", 6, 40, -1) ", " O2("f32", 6, 40, -1) "], "
+    "\"scalars\": [{\"name\": \"m0.alpha\", \"kind\": \"i\", \"value\": 1}, "
+    "{\"name\": \"m1.dim\", \"kind\": \"i\", \"value\": -1}, "
+    "{\"name\": \"m1.half_to_float\", \"kind\": \"b\", \"value\": false}], "
+    "\"chain\": {\"version\": 1, \"n_head_inputs\": 2, \"n_ext\": 0, \"members\": ["
+    "{\"op\": \"aten::add.Tensor\", \"inputs\": [[\"head\", 0], [\"head\", 1]]}, "
+    "{\"op\": \"aten::_softmax\", \"inputs\": [[\"member\", 0, 0]]}]}";
+
+/* softmax of each row of h (member 0's stored output) into y */
+static void softmax_ref(int64_t R, int64_t C, int dt, const double *h, double *y)
+{
+    for (int64_t r = 0; r < R; r++) {
+        double m = -INFINITY, s = 0;
+        for (int64_t c = 0; c < C; c++) m = fmax(m, h[r * C + c]);
+        for (int64_t c = 0; c < C; c++) s += exp(h[r * C + c] - m);
+        for (int64_t c = 0; c < C; c++) y[r * C + c] = store_as(dt, exp(h[r * C + c] - m) / s);
+    }
+}
+
+static void sm_ref(int64_t R, int64_t C, double *const *in, double **out)
+{
+    for (int64_t e = 0; e < R * C; e++) out[0][e] = (float)(in[0][e] + in[1][e % C]);
+    softmax_ref(R, C, KF_F32, out[0], out[1]);
+}
+
+/* bf16, scaled first: x * 0.125 -> _softmax(., 1) */
+static const char smbf_json[] =
+    "\"inputs\": [" T2("bf16", 8, 24) "], "
+    "\"outputs\": [" O2("bf16", 8, 24, -1) ", " O2("bf16", 8, 24, -1) "], "
+    "\"scalars\": [{\"name\": \"m0.other\", \"kind\": \"d\", \"value\": 0.125, \"wrapped\": true}, "
+    "{\"name\": \"m1.dim\", \"kind\": \"i\", \"value\": 1}, "
+    "{\"name\": \"m1.half_to_float\", \"kind\": \"b\", \"value\": false}], "
+    "\"chain\": {\"version\": 1, \"n_head_inputs\": 1, \"n_ext\": 0, \"members\": ["
+    "{\"op\": \"aten::mul.Tensor\", \"inputs\": [[\"head\", 0]]}, "
+    "{\"op\": \"aten::_softmax\", \"inputs\": [[\"member\", 0, 0]]}]}";
+
+static void smbf_ref(int64_t R, int64_t C, double *const *in, double **out)
+{
+    for (int64_t e = 0; e < R * C; e++) out[0][e] = store_as(KF_BF16, in[0][e] * 0.125);
+    softmax_ref(R, C, KF_BF16, out[0], out[1]);
+}
+
 static const ccase cases[] = {
+    {"add->softmax f32", sm_json, sm_ref, 6, 40, KF_F32, 1e-5},
+    {"mul->softmax bf16", smbf_json, smbf_ref, 8, 24, KF_BF16, 8e-3},
     {"add->layer_norm f32", ln_json, ln_ref, 6, 40, KF_F32, 1e-5},
     {"mul->layer_norm bf16 (no bias)", lnbf_json, lnbf_ref, 8, 24, KF_BF16, 8e-3},
     {"rmsnorm f32", rms_json, rms_ref, 6, 40, KF_F32, 1e-5},
     {"add->gelu->mul f32", pw_json, pw_ref, 32, 16, KF_F32, 1e-6},
-    {"mul->sigmoid->add bf16", bf_json, bf_ref, 8, 24, KF_BF16, 8e-3},
+    {"mul->sigmoid->add bf16", bf_json, bf_ref, 8, 40, KF_BF16, 8e-3},
     {"add_->relu in place", inpl_json, inpl_ref, 5, 12, KF_F32, 0},
     {"amax->sub->exp", amax_json, amax_ref, 7, 33, KF_F32, 1e-6},
 };
@@ -594,7 +644,13 @@ static void test_refusals(void)
     }
     /* loads, but the templates cannot fuse it */
     s = swap(pw_json, "aten::gelu\"", "aten::_softmax\"");
-    expect_unbound(s, 3, 3, "member 1 (aten::_softmax): not an op the chain templates fuse");
+    expect_unbound(s, 3, 3, "member 1 (aten::_softmax): a softmax is fused as the chain's last member");
+    free(s);
+    s = swap(sm_json, "\"value\": -1}", "\"value\": 0}");
+    expect_unbound(s, 2, 2, "member 1 (aten::_softmax): only a softmax of the last dim");
+    free(s);
+    s = swap(sm_json, "\"value\": false}", "\"value\": true}");
+    expect_unbound(s, 2, 2, "member 1 (aten::_softmax): only a softmax of the last dim");
     free(s);
     s = swap(rms_json, "\"value\": [-1]", "\"value\": [0]");
     expect_unbound(s, 2, 6, "member 1 (aten::mean.dim): only a reduction of the last dim");

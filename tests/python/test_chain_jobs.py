@@ -46,8 +46,12 @@ def add_layer_norm(x, h, w, b):  # a residual add, then the block's norm
     return torch.nn.functional.layer_norm(x + h, (x.shape[-1],), w, b)
 
 
-def softmax_of_scaled(x):
-    return torch.softmax(x * 2.0, -1)
+def add_softmax(x, mask):  # an attention mask added, then the softmax
+    return torch.softmax(x + mask, -1)
+
+
+def log_softmax_of_scaled(x):
+    return torch.log_softmax(x * 2.0, -1)
 
 
 def run(job_dir, cache):
@@ -75,6 +79,7 @@ CHAINS = {
     # the norm's mean and rstd are the job's last outputs
     "add_layer_norm": (add_layer_norm, lambda: (torch.randn(8, 64, 256), torch.randn(8, 64, 256),
                                                 torch.randn(256), torch.randn(256)), 2, (2, 2), 4),
+    "add_softmax": (add_softmax, lambda: (torch.randn(8, 64, 256), torch.randn(256)), 2, (2, 0), 2),
 }
 
 
@@ -135,12 +140,12 @@ def test_spec_that_lies_about_inputs_is_refused(tmp_path):
 
 def test_chain_of_an_op_the_templates_do_not_fuse_says_which(tmp_path):
     x = torch.randn(8, 32)
-    chain = record_chain(5, softmax_of_scaled, x)
-    assert [m["op"] for m in chain["spec"]["members"]] == ["aten::mul.Tensor", "aten::_softmax"]
+    chain = record_chain(5, log_softmax_of_scaled, x)
+    assert [m["op"] for m in chain["spec"]["members"]] == ["aten::mul.Tensor", "aten::_log_softmax"]
     write(tmp_path, chain, [x])
     res = run(tmp_path / "job", tmp_path / "cache")
     assert res["status"] == "no_template"
-    assert "member 1 (aten::_softmax): not an op the chain templates fuse" in res["detail"]
+    assert "member 1 (aten::_log_softmax): not an op the chain templates fuse" in res["detail"]
 
 
 def test_a_layer_norm_after_six_members_has_too_many_outputs(tmp_path):

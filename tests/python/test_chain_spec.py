@@ -47,6 +47,35 @@ def test_rmsnorm_spec_names_head_inputs_members_and_externals():
     assert ch["inputs"][4] == [None, [3, 0]] and ch["writes"] == [False] * 6
 
 
+def hf_rms(h, w):  # transformers' LlamaRMSNorm on a bf16 model
+    x = h.to(torch.float32)
+    x = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6)
+    return w * x.to(torch.bfloat16)
+
+
+def test_a_cast_head_is_left_out_of_the_spec():
+    # the casts are copy_ into fresh tensors: the first heads the recorded chain and writes in
+    # place, so the spec starts at pow (spec_first 1) and reads the cast's output as its head
+    # input; the second cast ends it
+    h, w = torch.randn(8, 64).bfloat16(), torch.randn(64).bfloat16()
+    (ch,) = record(5, hf_rms, h, w)
+    assert ch["writes"][0] and ch["ops"][0] == "aten::copy_", ch["ops"]
+    spec = ch["spec"]
+    assert spec is not None, ch["fusable_reason"]
+    assert ch["spec_first"] == 1
+    assert [m["op"] for m in spec["members"]] == [
+        "aten::pow.Tensor_Scalar", "aten::mean.dim", "aten::add.Tensor", "aten::rsqrt",
+        "aten::mul.Tensor"]
+    ins = [m["inputs"] for m in spec["members"]]
+    assert ins == [[["head", 0]], [["member", 0, 0]], [["member", 1, 0]], [["member", 2, 0]],
+                   [["head", 0], ["member", 3, 0]]]
+    assert spec["n_head_inputs"] == 1 and spec["n_ext"] == 0
+    assert spec["members"][0]["signature"].startswith("pow.Tensor_Scalar(f32[8,64]")
+    # an in-place head with one member after it keeps its spec (the head's own chain)
+    (ch,) = record(5, lambda b: torch.relu(torch.randn(4, 8).add_(b)), torch.randn(4, 8))
+    assert ch["spec_first"] == 0 and len(ch["spec"]["members"]) == 2
+
+
 def test_later_in_place_member_ends_the_fusable_part():
     def tail(y, res):
         z = y * 2.0

@@ -94,7 +94,26 @@ def test_the_online_window_forgets_setup():
         {"key": "setup", "intercepted": True, "calls": 50, "time_ms": 900.0},
         {"key": "fwd", "intercepted": True, "calls": 30, "time_ms": 3.5},
     ]
-    assert _tuner.stats_delta(now, before) == {"fwd": {"time_ms": 2.5, "calls": 20}}
+    assert _tuner.stats_delta(now, before) == {"fwd": {"calls": 20}}
+
+
+def test_a_cold_first_call_does_not_make_a_once_per_forward_op_hot():
+    # a window's time difference would hold the first call's 7 ms (lazy kernel loading), which
+    # entered while it was the only sample; the row's own estimate leaves it out once there are
+    # others: 25 calls of 4 us, against 50 calls of 40 us
+    rows = [
+        {"key": "mask", "op": "aten::ne.Scalar", "signature": "ne", "intercepted": True, "servable": True,
+         "has_kernel": False, "calls": 25, "time_ms": 25 * 0.004, "untunable": None},
+        {"key": "mul", "op": "aten::mul.Tensor", "signature": "mul", "intercepted": True, "servable": True,
+         "has_kernel": False, "calls": 60, "time_ms": 60 * 0.040, "untunable": None},
+    ]
+    window = {"mask": {"calls": 25}, "mul": {"calls": 50}}  # 10 muls in the setup
+    steady, setup = _tuner.steady_rows(rows, window)
+    assert not setup
+    by = {r["key"]: r for r in steady}
+    assert by["mask"]["time_ms"] == pytest.approx(0.1) and by["mul"]["time_ms"] == pytest.approx(2.0)
+    assert by["mul"]["calls"] == 50
+    assert [r["key"] for r in _tuner.hot_candidates(steady, 1, 0.01, set())] == ["mul", "mask"]
 
 
 def test_launch_bound_ops_rank_below_ops_with_room_to_gain():
@@ -106,3 +125,19 @@ def test_launch_bound_ops_rank_below_ops_with_room_to_gain():
     assert _tuner.priority(tiny, bw) == pytest.approx(10.0 * (1 - 2.5 / 3.8))
     # on the host the floor is small: the same row keeps nearly all of its time
     assert _tuner.priority(dict(tiny, device="cpu"), bw) > 9.0
+
+
+def test_chains_with_one_fusable_spec_are_one_candidate():
+    # add -> LN recorded alone and as the start of add -> LN -> add -> LN (whose prefix ends at
+    # the norm's three outputs): one job, with the calls of both
+    from kernel_forge import _warmup
+
+    spec = {"sig_hex": "ab12", "members": [{"op": "aten::add.Tensor"}, {"op": "aten::native_layer_norm"}]}
+    rows = [{"key": k, "intercepted": True, "time_ms": 1.0, "eager_us": us}
+            for k, us in (("add", 10.0), ("ln", 20.0))]
+    chains = [{"id": "1", "calls": 24, "spec": spec, "keys": ["add", "ln"], "writes": [False, False]},
+              {"id": "2", "calls": 12, "spec": spec, "keys": ["add", "ln", "add", "ln"],
+               "writes": [False] * 4}]
+    cands = _warmup.chain_candidates(chains, rows, 0.01, 4)
+    assert len(cands) == 1 and cands[0]["calls"] == 36 and cands[0]["keys"] == ["add", "ln"]
+    assert cands[0]["time_ms"] == pytest.approx(36 * 30 / 1000)

@@ -1,19 +1,29 @@
 /* cuda_chain: the row reduction's combine over the block (KF_NT threads, whole warps), every
  * thread gets the row's value: warp shuffles, one shared-memory step, shuffles again. KF_RCOMB
- * and KF_RINIT are the reduction's (sum / mean / amax; a sum for a layer norm's two), kf_ct its
- * type. The trailing barrier
- * lets the next row reuse the scratch. */
-__device__ __forceinline__ kf_ct kf_chain_block_reduce(kf_ct v)
+ * and KF_RINIT are the reduction's (sum / mean / amax; a sum for a row tail's sums), kf_ct its
+ * type; kMax: a max instead (a softmax's; a NaN is dropped, its exp brings it back). The
+ * trailing barrier lets the next row reuse the scratch. */
+template <int kMax>
+__device__ __forceinline__ kf_ct kf_chain_comb(kf_ct a, kf_ct b)
+{
+    return kMax ? (b > a ? b : a) : KF_RCOMB(a, b);
+}
+
+template <int kMax>
+__device__ __forceinline__ kf_ct kf_chain_block_op(kf_ct v)
 {
     __shared__ kf_ct part[32];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
 #pragma unroll
-    for (int o = 16; o > 0; o >>= 1) v = KF_RCOMB(v, __shfl_xor_sync(0xffffffffu, v, o));
+    for (int o = 16; o > 0; o >>= 1) v = kf_chain_comb<kMax>(v, __shfl_xor_sync(0xffffffffu, v, o));
     if (lane == 0) part[warp] = v;
     __syncthreads();
-    v = lane < (KF_NT >> 5) ? part[lane] : KF_RINIT;
+    v = lane < (KF_NT >> 5) ? part[lane] : kMax ? -(kf_ct)KF_PW_INF : KF_RINIT;
 #pragma unroll
-    for (int o = 16; o > 0; o >>= 1) v = KF_RCOMB(v, __shfl_xor_sync(0xffffffffu, v, o));
+    for (int o = 16; o > 0; o >>= 1) v = kf_chain_comb<kMax>(v, __shfl_xor_sync(0xffffffffu, v, o));
     __syncthreads();
     return v;
 }
+
+__device__ __forceinline__ kf_ct kf_chain_block_reduce(kf_ct v) { return kf_chain_block_op<0>(v); }
+__device__ __forceinline__ kf_ct kf_chain_block_max(kf_ct v) { return kf_chain_block_op<1>(v); }
