@@ -65,6 +65,9 @@ def settings() -> dict:
         "quiet_wait_s": _env_num("KFORGE_TUNE_QUIET_WAIT", 2.0, 0.0),
         "quiet_ms": _env_num("KFORGE_TUNE_QUIET_MS", 50.0, 1.0),
         "retries": int(_env_num("KFORGE_TUNE_RETRIES", 2, 0)),
+        # recorded fusable chains are tuned too (their kernels land without the confirmation:
+        # the served process's chain speed guard judges them in place)
+        "chains": bool(int(_env_num("KFORGE_TUNE_CHAINS", 1, 0))),
     }
 
 
@@ -355,6 +358,7 @@ class OnlineTuner(threading.Thread):
         self.busy = False  # a job is being prepared, searched or published
         self.jobs: dict[str, str] = {}  # key -> its job folder (reused by the deep pass)
         self.ramped: set[str] = set()
+        self.window: dict[str, dict] = {}  # key -> {"calls"} since the look before (run())
         self.landed_us: dict[str, float] = {}  # key -> kernel_us of what landed
         self.tries: dict[str, int] = {}  # key -> confirmations refused for spread
         self.lock = threading.Lock()
@@ -432,7 +436,7 @@ class OnlineTuner(threading.Thread):
                 now = stats()
                 window, before = stats_delta(now, before), snapshot(now)
                 repeated = {k: w for k, w in window.items() if k in last}
-                last = window
+                last = self.window = window
                 mark_untunable(now, reasons)
                 rows, _ = steady_rows(now, repeated)
                 total = {r["key"]: r["calls"] for r in now}
@@ -445,7 +449,8 @@ class OnlineTuner(threading.Thread):
                 # a hot shape served by a family may be far from its roofline: measured below
                 family = [dict(r, has_kernel=False) for r in rows if r.get("family")]
                 if not hot_candidates(rows + family, self.cfg["min_calls"], self.cfg["min_share"],
-                                      skip):
+                                      skip) and not (self.cfg["chains"] and
+                                                     self.chain_candidates(rows, skip)):
                     continue  # nothing hot: no measurement on the device at all
                 add_bytes_moved(rows)
                 device = next((r["device"] for r in rows if r["intercepted"]), "cpu")
@@ -454,6 +459,11 @@ class OnlineTuner(threading.Thread):
                         torch.device("cuda") if device == "cuda" else torch.device("cpu"), 1 << 26)
                 cands = hot_candidates(rows, self.cfg["min_calls"], self.cfg["min_share"],
                                        skip, bw)
+                if self.cfg["chains"]:  # one priority order: a chain ranks by its members' time
+                    prio = {id(r): priority(r, bw) for r in cands}
+                    chains = self.chain_candidates(rows, skip)
+                    prio.update({id(c): c["time_ms"] for c in chains})
+                    cands = sorted(cands + chains, key=lambda r: -prio[id(r)])
                 with self.lock:
                     for r in cands:
                         self.state["hot_at"].setdefault(r["key"], time.monotonic() - self.t0)
@@ -467,7 +477,7 @@ class OnlineTuner(threading.Thread):
                 self.busy = True
                 for r in order:  # the first one this process may search (fleet: not leased)
                     self.done.add(r["key"])
-                    got = self.tune_fleet(r, search)
+                    got = self.tune_chain(r, search) if r.get("spec") else self.tune_fleet(r, search)
                     if got == "ramped":
                         self.done.discard(r["key"])  # its deep search is still to come
                     if got == "retry":
@@ -518,6 +528,74 @@ class OnlineTuner(threading.Thread):
             if lease:
                 lease.release()
         return "tuned"
+
+    def chain_candidates(self, rows: list[dict], skip: set) -> list[dict]:
+        """The hot fusable chains (kforge warmup's rule, at the online thresholds), each as a row
+        keyed "chain:<sig_hex>"; one with a kernel attached only while its deep pass is due."""
+        from . import chains as recorded
+        from ._warmup import chain_candidates
+
+        seen = [c for c in recorded(self.cfg["min_calls"]) if c.get("spec")]
+        attached = {c["spec"]["sig_hex"] for c in seen if c["status"] != "recorded"}
+        # ranked as the rows are: the calls since the last look (its head's), not since the start
+        seen = [dict(c, calls=self.window.get(c["keys"][c.get("spec_first", 0)], {}).get("calls", 0))
+                for c in seen]
+        out = []
+        for c in chain_candidates(seen, rows, self.cfg["min_share"], 0):
+            c["key"] = "chain:" + c["spec"]["sig_hex"]
+            c["device"] = next((r.get("device") for r in rows if r["key"] == c["keys"][0]), "cpu")
+            if c["key"] in skip or (c["spec"]["sig_hex"] in attached and c["key"] not in self.ramped):
+                continue
+            out.append(c)
+        return out
+
+    def _prepare_chain(self, row: dict, search: dict) -> str | None:
+        """A chain's job folder (written once, from real calls of its members), or None."""
+        from ._warmup import chain_capture_keys, write_chain_from_captures
+
+        key = row["key"]
+        if key in self.jobs:
+            return self.jobs[key]
+        self._note(step="prepare")
+        keys = list(dict.fromkeys(chain_capture_keys(row)))
+        for k in keys:
+            request_captures(k, self.cfg["captures"])
+        caps = {k: [] for k in keys}
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not self.stop.is_set():
+            for k in keys:
+                caps[k] += take_captures(k, n_tensor_args(k))
+            if all(len(c) >= self.cfg["captures"] for c in caps.values()):
+                break
+            time.sleep(0.05)
+        self.quiet()  # writing the job times eager
+        t = time.monotonic()
+        try:
+            with _jobs.bypass():
+                job_dir = write_chain_from_captures(row, lambda k: caps.get(k, []),
+                                                    {"search": search, "random_inputs": 3})
+        except (KernelForgeError, _jobs.NotTunable, ValueError, RuntimeError) as e:
+            log.info("online tuning: %s skipped: %s", row["signature"], e)
+            self._refuse(row, "prepare", str(e))
+            return None
+        self._spent("prepare", time.monotonic() - t)
+        self.jobs[key] = job_dir
+        log.info("online tuning: %s (%.1f%% of recorded time): job %s", row["signature"],
+                 100 * row["share"], job_dir)
+        return job_dir
+
+    def tune_chain(self, row: dict, search: dict) -> str:
+        """One pass for a chain (tune_one's, less the confirmation: the chain speed guard of the
+        process that serves it compares it with its members run eager, and detaches it if it
+        loses); "ramped" or "tuned"."""
+        pass_ = self._begin(row, self.cfg["ramp"])
+        job_dir = self._prepare_chain(row, search)
+        if job_dir is None:
+            return "tuned"
+        result, staging, _ = self._search(row, job_dir, pass_, confirm=False)
+        if self._worth_confirming(row, pass_, result):
+            self._land(row, pass_, result, staging, search, None)
+        return "ramped" if pass_ == "ramp" else "tuned"
 
     def _worth_confirming(self, row: dict, pass_: str, result: dict) -> bool:
         if result["status"] != "inserted" or not result.get("cache_key"):
@@ -646,54 +724,16 @@ class OnlineTuner(threading.Thread):
         """One pass for `row`: "ramped" (its deep search is still to come), "retry" (a
         confirmation too noisy to trust: again later), "tuned" (nothing more for it)."""
         key = row["key"]
-        pass_ = "ramp" if ramp and key not in self.ramped else "deep"
-        self._note(phase=pass_, current={"signature": row["signature"], "key": key,
-                                         "pass": pass_, "since_s": time.monotonic() - self.t0})
-        self.device = row.get("device") or "cpu"
+        pass_ = self._begin(row, ramp)
         job_dir = self._prepare(row, search)
         if job_dir is None:
             return "tuned"
-        credit = self.pay_duty()
-        self._note(phase=pass_, step="worker")  # a duty wait is over: the pass again
-        staging = os.path.join(job_dir, f"staging-{pass_}")
-        shutil.rmtree(staging, ignore_errors=True)  # a retry's or an earlier pass's entry
-        env = dict(os.environ, OMP_NUM_THREADS=str(max(1, self.cfg["cores"])))
-        child = self.spawn_confirm(job_dir, staging)
-        go = False
-        cpu0 = _children_cpu_s()
-        t = time.monotonic()
-        try:
-            gate = self._gate if self.cfg["quiet_wait_s"] > 0 else None
-            wargs = self._worker_args(staging, pass_ == "ramp", credit)
-            result = _jobs.run_worker(job_dir, extra_args=wargs,
-                                      proc_holder=self.procs, popen_kw={"env": env}, gate=gate)
-            self._spent("worker", time.monotonic() - t)
-            result["pass"] = pass_
-            busy = max(0.0, result.get("wall_s", 0) - result.get("slept_s", 0))
-            self._spent("worker_busy", busy)
-            if row.get("device") == "cuda":
-                self.used(busy)  # the device's share: the worker's working wall time
-            else:  # the cores' share: CPU time (a nice'd worker on a loaded machine mostly waits)
-                cpu = _children_cpu_s() - cpu0
-                self._spent("worker_cpu", cpu)
-                self.used(min(busy, cpu))
-            go = self._worth_confirming(row, pass_, result)
-        finally:
-            if not go:
-                self.finish_confirm(child, False)
-        with self.lock:
-            self.state["searches"] += 1
-        self.results.append(result)
-        log.info("online tuning: %s: %s pass %s (eager %.1f us, best %s us, %s)",
-                 row["signature"], pass_, result["status"], result["eager_us"],
-                 f"{result['best_us']:.1f}" if result.get("best_us") else "-",
-                 result.get("stop_reason", ""))
-        if pass_ == "ramp":
-            self.ramped.add(key)
+        result, staging, child = self._search(row, job_dir, pass_, confirm=True)
+        go = self._worth_confirming(row, pass_, result)
         more = "ramped" if pass_ == "ramp" else "tuned"
         if not go:
+            self.finish_confirm(child, False)
             return more
-        best = result.get("best_us") or 0
         self._note(step="confirm")
         ok, info = self.finish_confirm(child, True)
         if not ok:
@@ -710,14 +750,73 @@ class OnlineTuner(threading.Thread):
                     self.ramped.discard(key)
                 return "retry"
             return more
+        self._land(row, pass_, result, staging, search, info)
+        return more
+
+    def _begin(self, row: dict, ramp: bool = True) -> str:
+        """The pass `row` is due for ("ramp" or "deep"), noted as the current one."""
+        pass_ = "ramp" if ramp and row["key"] not in self.ramped else "deep"
+        self._note(phase=pass_, current={"signature": row["signature"], "key": row["key"],
+                                         "pass": pass_, "since_s": time.monotonic() - self.t0})
+        self.device = row.get("device") or "cpu"
+        return pass_
+
+    def _search(self, row: dict, job_dir: str, pass_: str, confirm: bool):
+        """The worker's pass on job_dir, its winner inserted into a staging cache there, within
+        the duty share; with confirm, the confirmation child is started beside it. Returns
+        (result, staging, child)."""
+        credit = self.pay_duty()
+        self._note(phase=pass_, step="worker")  # a duty wait is over: the pass again
+        staging = os.path.join(job_dir, f"staging-{pass_}")
+        shutil.rmtree(staging, ignore_errors=True)  # a retry's or an earlier pass's entry
+        env = dict(os.environ, OMP_NUM_THREADS=str(max(1, self.cfg["cores"])))
+        child = self.spawn_confirm(job_dir, staging) if confirm else None
+        cpu0 = _children_cpu_s()
+        t = time.monotonic()
+        try:
+            gate = self._gate if self.cfg["quiet_wait_s"] > 0 else None
+            result = _jobs.run_worker(job_dir, extra_args=self._worker_args(staging, pass_ == "ramp", credit),
+                                      proc_holder=self.procs, popen_kw={"env": env}, gate=gate)
+        except BaseException:
+            if child is not None:
+                self.finish_confirm(child, False)
+            raise
+        self._spent("worker", time.monotonic() - t)
+        result["pass"] = pass_
+        busy = max(0.0, result.get("wall_s", 0) - result.get("slept_s", 0))
+        self._spent("worker_busy", busy)
+        if row.get("device") == "cuda":
+            self.used(busy)  # the device's share: the worker's working wall time
+        else:  # the cores' share: CPU time (a nice'd worker on a loaded machine mostly waits)
+            cpu = _children_cpu_s() - cpu0
+            self._spent("worker_cpu", cpu)
+            self.used(min(busy, cpu))
+        with self.lock:
+            self.state["searches"] += 1
+        self.results.append(result)
+        log.info("online tuning: %s: %s pass %s (eager %.1f us, best %s us, %s)",
+                 row["signature"], pass_, result["status"], result["eager_us"],
+                 f"{result['best_us']:.1f}" if result.get("best_us") else "-",
+                 result.get("stop_reason", ""))
+        if pass_ == "ramp":
+            self.ramped.add(row["key"])
+        return result, staging, child
+
+    def _land(self, row: dict, pass_: str, result: dict, staging: str, search: dict,
+              info: dict | None):
+        """Move the staged winner into the model's cache, reload, and note it (info: the
+        confirmation's verdict; None for a chain, which the chain speed guard judges)."""
+        key = row["key"]
         self._note(step="land")
         land(staging, search["cache_dir"], result["cache_key"])
         from . import reload_cache
 
         reload_cache()
         result["landed"] = True
+        best = result.get("best_us") or 0
         self.landed_us[key] = best
         now = time.monotonic() - self.t0
+        info = info or {}
         with self.lock:
             hot = self.state["hot_at"].get(key, now)
             rec = {"signature": row["signature"], "key": key, "cache_key": result["cache_key"],
@@ -727,14 +826,18 @@ class OnlineTuner(threading.Thread):
                    # the confirmation's time, and the part of it before its first round
                    "confirm_s": info.get("confirm_s"),
                    "confirm_ready_s": info.get("confirm_ready_s"),
-                   "after_hot_s": now - hot}
+                   "after_hot_s": now - hot, "chain": bool(row.get("spec"))}
             self.state["landed"].append(rec)
         self._write_status()
-        log.info("online tuning: landed %s (%s pass): %.2fx in the search, confirmed at %.3f of "
-                 "eager (spread %.2f), %.1f s after it became hot", row["signature"], pass_,
-                 result.get("speedup") or 0, info.get("ratio") or 0, info.get("spread") or 0,
-                 rec["after_hot_s"])
-        return more
+        if row.get("spec"):
+            log.info("online tuning: landed %s (%s pass): %.2fx in the search, %.1f s after it "
+                     "became hot; the chain speed guard judges it where it is served",
+                     row["signature"], pass_, result.get("speedup") or 0, rec["after_hot_s"])
+        else:
+            log.info("online tuning: landed %s (%s pass): %.2fx in the search, confirmed at %.3f "
+                     "of eager (spread %.2f), %.1f s after it became hot", row["signature"], pass_,
+                     result.get("speedup") or 0, info.get("ratio") or 0, info.get("spread") or 0,
+                     rec["after_hot_s"])
 
     def spawn_confirm(self, job_dir: str, staging: str):
         """The confirmation child (_confirm), started beside the worker: its imports overlap the

@@ -8,6 +8,7 @@ completed at every block after its first-use check."""
 import json
 
 from conftest import run_python
+from fixtures.chain_warmup import warm_chains
 
 MODEL = """
 import torch
@@ -52,13 +53,7 @@ print(json.dumps({"y": err(y, ref), "direct": [err(u, v) for u, v in zip(d, d_ea
 
 
 def test_warmup_fuses_add_layer_norm_and_a_fresh_process_serves_it(tmp_path):
-    (tmp_path / "model.py").write_text(WARM)
-    env = {"KFORGE_CACHE_DIR": str(tmp_path / "cache")}
-    p = run_python(["-m", "kernel_forge.cli", "warmup", "--time-budget", "240", "--json",
-                    str(tmp_path / "w.json"), str(tmp_path / "model.py")], env, timeout=900)
-    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
-    with open(tmp_path / "w.json") as f:
-        rows = {r["signature"]: r for r in json.load(f)["rows"] if r["op"] == "kforge::chain"}
+    env, rows = warm_chains(tmp_path, WARM)
     assert {"chain: add -> native_layer_norm", "chain: mul -> native_layer_norm"} <= set(rows), rows
     assert all(r["status"] in ("inserted", "no_faster_kernel") for r in rows.values()), rows
 

@@ -7,17 +7,9 @@ chain completed at every block after its first-use check."""
 import json
 
 from conftest import run_python
+from fixtures.chain_warmup import HF_RMSNORM, warm_chains
 
-MODEL = """
-import torch
-class RMSNorm(torch.nn.Module):  # as transformers' LlamaRMSNorm
-    def __init__(self, d):
-        super().__init__()
-        self.weight = torch.nn.Parameter(torch.ones(d))
-    def forward(self, h):
-        x = h.to(torch.float32)
-        x = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6)
-        return self.weight * x.to(h.dtype)
+MODEL = "import torch\n" + HF_RMSNORM + """
 class Block(torch.nn.Module):
     def __init__(self, d):
         super().__init__()
@@ -49,13 +41,7 @@ print(json.dumps({"err": err, "entries": kf.chain_entries()}))
 
 
 def test_warmup_fuses_the_rmsnorm_after_its_cast_and_a_fresh_process_serves_it(tmp_path):
-    (tmp_path / "model.py").write_text(WARM)
-    env = {"KFORGE_CACHE_DIR": str(tmp_path / "cache")}
-    p = run_python(["-m", "kernel_forge.cli", "warmup", "--time-budget", "240", "--json",
-                    str(tmp_path / "w.json"), str(tmp_path / "model.py")], env, timeout=900)
-    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
-    with open(tmp_path / "w.json") as f:
-        rows = {r["signature"]: r for r in json.load(f)["rows"] if r["op"] == "kforge::chain"}
+    env, rows = warm_chains(tmp_path, WARM)
     sig = "chain: pow -> mean -> add -> rsqrt -> mul"
     assert sig in rows, rows
     assert rows[sig]["status"] == "inserted", rows[sig]

@@ -7,6 +7,7 @@ the chain completed at every block after its first-use check."""
 import json
 
 from conftest import run_python
+from fixtures.chain_warmup import warm_chains
 
 MODEL = """
 import torch
@@ -51,13 +52,7 @@ print(json.dumps({"err": err, "entries": kf.chain_entries()}))
 
 
 def test_warmup_fuses_mask_add_softmax_and_a_fresh_process_serves_it(tmp_path):
-    (tmp_path / "model.py").write_text(WARM)
-    env = {"KFORGE_CACHE_DIR": str(tmp_path / "cache")}
-    p = run_python(["-m", "kernel_forge.cli", "warmup", "--time-budget", "240", "--json",
-                    str(tmp_path / "w.json"), str(tmp_path / "model.py")], env, timeout=900)
-    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
-    with open(tmp_path / "w.json") as f:
-        rows = {r["signature"]: r for r in json.load(f)["rows"] if r["op"] == "kforge::chain"}
+    env, rows = warm_chains(tmp_path, WARM)
     sig = "chain: mul -> add -> _softmax"  # the scale, the mask, the softmax
     assert sig in rows, rows
     # on this shared host the fused kernel is about 1.3x faster than eager's three calls: a

@@ -1,0 +1,48 @@
+"""Online tuning tunes chains too (KFORGE_TUNE=1, KFORGE_TUNE_CHAINS on by default): a bf16
+RMSNorm block in a loop gets its pow -> mean -> add -> rsqrt -> mul chain recorded, a chain job
+written from the members' real calls, a kernel landed (without the op confirmation: the chain
+speed guard judges it where it is served) and served in the same process, its output within
+bf16 rounding of eager's."""
+
+import json
+
+from conftest import run_python
+from fixtures.chain_warmup import HF_RMSNORM
+
+MODEL = "import json, time, torch\nimport kernel_forge as kf\n" + HF_RMSNORM + r'''
+torch.manual_seed(0)
+norm = RMSNorm(256).to(torch.bfloat16)
+x = torch.randn(8, 32, 256).to(torch.bfloat16)  # small: on the host a fused kernel wins by launches
+ops = "pow.Tensor_Scalar -> mean.dim -> add.Tensor -> rsqrt -> mul.Tensor"
+end, served = time.time() + 150, None
+with torch.inference_mode():
+    while time.time() < end:
+        for _ in range(10):
+            y = norm(x)
+        time.sleep(0.005)
+        e = [c for c in kf.chain_entries() if c["ops"] == ops and c["state"] == "served"]
+        if e and e[0]["completed"] >= 5:
+            served = e[0]
+            break
+    kf.disable()
+    want = norm(x)
+    kf.enable()
+err = ((y.double() - want.double()).abs().max() / want.double().abs().max()).item()
+print("RESULT " + json.dumps({"served": served, "err": err, "status": kf.tuner_status()}))
+'''
+
+
+def test_online_tuning_lands_and_serves_a_chain(tmp_path):
+    p = run_python(MODEL, {"KFORGE_CACHE_DIR": str(tmp_path / "cache"), "KFORGE_TUNE": "1",
+                           "KFORGE_TUNE_INTERVAL": "0.5", "KFORGE_RELOAD_MS": "100",
+                           "KFORGE_TUNE_QUIET_WAIT": "0.2", "KFORGE_LOG": "info",
+                           "OMP_NUM_THREADS": "1"}, timeout=240)
+    assert p.returncode == 0, p.stderr[-3000:]
+    res = json.loads(p.stdout.split("RESULT ")[-1])
+    chains = [r for r in res["status"]["landed"] if r.get("chain")]
+    assert chains and chains[0]["signature"] == "chain: pow -> mean -> add -> rsqrt -> mul", \
+        (res["status"], p.stderr[-3000:])
+    assert res["served"] is not None, (res, p.stderr[-3000:])
+    assert res["err"] < 2e-2, res
+    print(f"\nchain landed {chains[0]['after_hot_s']:.1f} s after it was hot "
+          f"({chains[0]['speedup']:.2f}x in the search, {chains[0]['pass']} pass)")
