@@ -543,7 +543,9 @@ class OnlineTuner(threading.Thread):
         out = []
         for c in chain_candidates(seen, rows, self.cfg["min_share"], 0):
             c["key"] = "chain:" + c["spec"]["sig_hex"]
-            c["device"] = next((r.get("device") for r in rows if r["key"] == c["keys"][0]), "cpu")
+            members = [r for r in rows if r["key"] in c["keys"]]
+            c["device"] = members[0].get("device", "cpu") if members else "cpu"
+            c["bytes_moved"] = sum(r.get("bytes_moved") or 0 for r in members)  # memory_shortfall
             if c["key"] in skip or (c["spec"]["sig_hex"] in attached and c["key"] not in self.ramped):
                 continue
             out.append(c)
@@ -556,6 +558,11 @@ class OnlineTuner(threading.Thread):
         key = row["key"]
         if key in self.jobs:
             return self.jobs[key]
+        short = memory_shortfall(row, self.cfg["captures"])
+        if short:
+            log.info("online tuning: %s skipped: %s", row["signature"], short)
+            self._refuse(row, "prepare", short)
+            return None
         self._note(step="prepare")
         keys = list(dict.fromkeys(chain_capture_keys(row)))
         for k in keys:

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "forge/templates/chain.h"
+#include "forge/templates/template.h"
 
 static int why_(char *why, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static int why_(char *why, size_t cap, const char *fmt, ...)
@@ -84,20 +85,21 @@ static int ln_bind(kf_chain_bind *b, int k, char *why, size_t cap)
         return why_(why, cap, "member %d (%s): only the last dim is normalized (normalized_shape "
                               "[C], a finite eps)", k, m->op);
     b->ln_eps = eps->kind == 'd' ? eps->d : (double)eps->i;
-    const kf_job_scalar *ws = kf_job_scalar_find(m, "weight"), *bs = kf_job_scalar_find(m, "bias");
-    int w_none = ws && ws->kind == 'n', b_none = bs && bs->kind == 'n';
-    int has_w = m->n_in == 3 || (m->n_in == 2 && !w_none);
-    if ((m->n_in == 3 && (w_none || b_none)) || (m->n_in == 2 && w_none == b_none))
+    static const char *const names[] = {"input", "weight", "bias"};
+    static const int optional[] = {0, 1, 1};
+    int idx[3];
+    if (kf_template_tensor_args(m, names, optional, 3, idx) < 0)
         return why_(why, cap, "member %d (%s): which of weight and bias are given is unclear", k, m->op);
-    b->ln_w = b->ln_b = -1;
-    for (int i = 1; i < m->n_in; i++) {
-        const kf_job_tensor *p = &m->in[i];
-        int arg = kf_job_chain_arg(ch, k, i);
+    int *dest[3] = {NULL, &b->ln_w, &b->ln_b};
+    for (int a = 1; a < 3; a++) {
+        *dest[a] = -1;
+        if (idx[a] < 0) continue;
+        const kf_job_tensor *p = &m->in[idx[a]];
+        int arg = kf_job_chain_arg(ch, k, idx[a]);
         if (arg < 0 || p->ndim != 1 || p->sizes[0] != b->C || (p->dtype != x->dtype && p->dtype != KF_F32))
             return why_(why, cap, "member %d (%s): its weight and bias must be [C] tensors from outside "
                                   "the chain, in its dtype or f32", k, m->op);
-        if (i == 1 && has_w) b->ln_w = arg;
-        else b->ln_b = arg;
+        *dest[a] = arg;
     }
     for (int j = 1; j < 3; j++) {
         const kf_job_tensor *t = &m->out[j];

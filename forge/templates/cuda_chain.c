@@ -71,22 +71,7 @@ static kf_status render(const kf_job_sig *sig, const int *knob_idx, char **sourc
     kf_strbuf_printf(&b, "\nextern \"C\" __global__ void __launch_bounds__(KF_NT) kf_kernel(");
     int na = kf_chain_emit_params(&b, &cb, sig, 1, types, args);
     kf_strbuf_printf(&b, ")\n{\n");
-    if (cb.tail >= 0) {
-        kf_strbuf_printf(&b, "    for (long long r = blockIdx.x; r < KF_R; r += gridDim.x) {\n");
-        kf_chain_emit_rowbases(&b, &cb, "        ");
-        kf_chain_emit_tail_begin(&b, &cb, 1, "        ");
-        kf_strbuf_printf(&b, "        for (long long c = threadIdx.x; c < KF_C; c += KF_NT) {\n");
-        kf_chain_emit_phase(&b, &cb, 0, 1, "            ", "");
-        kf_strbuf_printf(&b, "        }\n");
-        kf_chain_emit_tail(&b, &cb, 1, 0, "        ");
-        kf_strbuf_printf(&b, "    }\n}\n");
-    } else if (cb.red < 0 && rows) {
-        kf_strbuf_printf(&b, "    for (long long r = blockIdx.x; r < KF_R; r += gridDim.x) {\n");
-        kf_chain_emit_rowbases(&b, &cb, "        ");
-        kf_strbuf_printf(&b, "        for (long long c = threadIdx.x; c < KF_C; c += KF_NT) {\n");
-        kf_chain_emit_phase(&b, &cb, 0, 1, "            ", "");
-        kf_strbuf_printf(&b, "        }\n    }\n}\n");
-    } else if (cb.red < 0) {
+    if (!rows) {
         kf_strbuf_printf(&b, "    const long long step = (long long)gridDim.x * KF_NT;\n"
                              "    for (long long i = (long long)blockIdx.x * KF_NT + threadIdx.x; "
                              "i < KF_R * KF_C; i += step) {\n"
@@ -97,15 +82,21 @@ static kf_status render(const kf_job_sig *sig, const int *knob_idx, char **sourc
     } else {
         kf_strbuf_printf(&b, "    for (long long r = blockIdx.x; r < KF_R; r += gridDim.x) {\n");
         kf_chain_emit_rowbases(&b, &cb, "        ");
-        kf_strbuf_printf(&b, "        kf_ct acc = KF_RINIT;\n"
-                             "        for (long long c = threadIdx.x; c < KF_C; c += KF_NT) {\n");
-        kf_chain_emit_phase(&b, &cb, 0, 1, "            ", "");
-        kf_strbuf_printf(&b, "        }\n        acc = kf_chain_block_reduce(acc);\n");
-        kf_chain_emit_red_value(&b, &cb, 1, "        ", "if (threadIdx.x == 0) ");
-        kf_chain_emit_phase(&b, &cb, 1, 1, "        ", "if (threadIdx.x == 0) ");
+        kf_chain_emit_tail_begin(&b, &cb, 1, "        ");
+        if (cb.red >= 0) kf_strbuf_printf(&b, "        kf_ct acc = KF_RINIT;\n");
         kf_strbuf_printf(&b, "        for (long long c = threadIdx.x; c < KF_C; c += KF_NT) {\n");
-        kf_chain_emit_phase(&b, &cb, 2, 1, "            ", "");
-        kf_strbuf_printf(&b, "        }\n    }\n}\n");
+        kf_chain_emit_phase(&b, &cb, 0, 1, "            ", "");
+        kf_strbuf_printf(&b, "        }\n");
+        kf_chain_emit_tail(&b, &cb, 1, 0, "        ");
+        if (cb.red >= 0) {
+            kf_strbuf_printf(&b, "        acc = kf_chain_block_reduce(acc);\n");
+            kf_chain_emit_red_value(&b, &cb, 1, "        ", "if (threadIdx.x == 0) ");
+            kf_chain_emit_phase(&b, &cb, 1, 1, "        ", "if (threadIdx.x == 0) ");
+            kf_strbuf_printf(&b, "        for (long long c = threadIdx.x; c < KF_C; c += KF_NT) {\n");
+            kf_chain_emit_phase(&b, &cb, 2, 1, "            ", "");
+            kf_strbuf_printf(&b, "        }\n");
+        }
+        kf_strbuf_printf(&b, "    }\n}\n");
     }
     const unsigned g[3] = {grid, 1, 1}, blk[3] = {(unsigned)nt, 1, 1};
     return kf_template_cuda_finish(t, &b, args, na, g, blk, 0, source, launch_json, err, errcap);

@@ -27,20 +27,6 @@ int kf_cuda_norm_esize(int dtype)
     return dtype == KF_F32 ? 4 : 2;
 }
 
-int kf_cuda_norm_tensor_args(const kf_job_sig *sig, const char *const *names,
-                             const int *optional, int n, int *idx)
-{
-    int k = 0;
-    for (int a = 0; a < n; a++) {
-        const kf_job_scalar *s = kf_job_scalar_find(sig, names[a]);
-        int none = s && s->kind == 'n';
-        if (none && !optional[a]) return -1;
-        if (!none && s) return -1; /* a tensor argument must not also be a scalar */
-        idx[a] = none ? -1 : k++;
-    }
-    return k == sig->n_in ? 0 : -1;
-}
-
 int kf_cuda_norm_eps(const kf_job_sig *sig, double none_value, double *eps)
 {
     const kf_job_scalar *e = kf_job_scalar_find(sig, "eps");
@@ -216,7 +202,7 @@ int kf_cuda_norm_rows_parse(const kf_job_sig *sig, int rms, kf_norm_rows *r)
     if (!sig || strcmp(sig->op, rms ? "aten::_fused_rms_norm" : "aten::native_layer_norm"))
         return 0;
     if (sig->n_out != (rms ? 2 : 3) || !kf_cuda_norm_fresh_outputs(sig)) return 0;
-    if (kf_cuda_norm_tensor_args(sig, names, opt, rms ? 2 : 3, idx) < 0) return 0;
+    if (kf_template_tensor_args(sig, names, opt, rms ? 2 : 3, idx) < 0) return 0;
     r->w = idx[1];
     r->b = rms ? -1 : idx[2];
     const kf_job_tensor *x = &sig->in[0];

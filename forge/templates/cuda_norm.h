@@ -9,10 +9,6 @@
 /* f32, f16 or bf16 */
 int kf_cuda_norm_float(int dtype);
 int kf_cuda_norm_esize(int dtype);
-/* Map the schema's tensor arguments `names` (optional[a]: may be None) to indices into in[]
- * (idx[a] = -1 for a None); -1 when the signature does not fit. */
-int kf_cuda_norm_tensor_args(const kf_job_sig *sig, const char *const *names,
-                             const int *optional, int n, int *idx);
 /* The "eps" scalar (none_value when it is None and none_value >= 0); -1 when unusable. */
 int kf_cuda_norm_eps(const kf_job_sig *sig, double none_value, double *eps);
 /* 0 contiguous, 1 channels_last, -1 other */

@@ -53,7 +53,7 @@ static int bn_check(const kf_job_sig *sig, bn_shape *s)
     int legit = !strcmp(sig->op, "aten::_native_batch_norm_legit_no_training");
     if (!legit && strcmp(sig->op, "aten::native_batch_norm")) return 0;
     if (sig->n_out != 3 || !kf_cuda_norm_fresh_outputs(sig)) return 0;
-    if (kf_cuda_norm_tensor_args(sig, names, legit ? opt_legit : opt_nbn, 5, idx) < 0) return 0;
+    if (kf_template_tensor_args(sig, names, legit ? opt_legit : opt_nbn, 5, idx) < 0) return 0;
     if (idx[3] < 0 || idx[4] < 0) return 0; /* eval needs the running statistics */
     if (!legit) {
         const kf_job_scalar *tr = kf_job_scalar_find(sig, "training");

@@ -70,7 +70,7 @@ static int gn_check(const kf_job_sig *sig, gn_shape *s)
     if (!sig || strcmp(sig->op, "aten::native_group_norm") || sig->n_out != 3 ||
         !kf_cuda_norm_fresh_outputs(sig))
         return 0;
-    if (kf_cuda_norm_tensor_args(sig, names, opt, 3, idx) < 0) return 0;
+    if (kf_template_tensor_args(sig, names, opt, 3, idx) < 0) return 0;
     s->w = idx[1];
     s->b = idx[2];
     if (!gn_int(sig, "N", &s->n) || !gn_int(sig, "C", &s->c) || !gn_int(sig, "HxW", &s->hw) ||

@@ -219,6 +219,20 @@ void kf_template_host_prologue(kf_strbuf *b, const kf_template *t, const kf_job_
     }
 }
 
+int kf_template_tensor_args(const kf_job_sig *sig, const char *const *names, const int *optional,
+                            int n, int *idx)
+{
+    int k = 0;
+    for (int a = 0; a < n; a++) {
+        const kf_job_scalar *s = kf_job_scalar_find(sig, names[a]);
+        int none = s && s->kind == 'n';
+        if (none && !optional[a]) return -1;
+        if (!none && s) return -1; /* a tensor argument must not also be a scalar */
+        idx[a] = none ? -1 : k++;
+    }
+    return k == sig->n_in ? 0 : -1;
+}
+
 kf_status kf_template_render_begin(const kf_template *t, const kf_job_sig *sig, const int *knob_idx,
                                    int *vals, char **source, char **launch_json, char *err,
                                    size_t errcap)

@@ -32,19 +32,13 @@ static const kf_knob_def ln_knobs[] = {
 /* Which optional tensors are present: 0 = no, 1 = yes; -1 when the signature is ambiguous. */
 static int ln_presence(const kf_job_sig *sig, int *has_w, int *has_b)
 {
-    const kf_job_scalar *ws = kf_job_scalar_find(sig, "weight");
-    const kf_job_scalar *bs = kf_job_scalar_find(sig, "bias");
-    int w_none = ws && ws->kind == 'n', b_none = bs && bs->kind == 'n';
-    switch (sig->n_in) {
-    case 1: *has_w = *has_b = 0; return 0;
-    case 3: *has_w = *has_b = 1; return w_none || b_none ? -1 : 0;
-    case 2:
-        if (w_none == b_none) return -1;
-        *has_w = !w_none;
-        *has_b = !b_none;
-        return 0;
-    default: return -1;
-    }
+    static const char *const names[] = {"input", "weight", "bias"};
+    static const int optional[] = {0, 1, 1};
+    int idx[3];
+    if (kf_template_tensor_args(sig, names, optional, 3, idx) < 0) return -1;
+    *has_w = idx[1] >= 0;
+    *has_b = idx[2] >= 0;
+    return 0;
 }
 
 static int ln_applies(const kf_job_sig *sig)

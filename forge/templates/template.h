@@ -76,6 +76,11 @@ kf_status kf_template_knob_values(const kf_template *t, const int *knob_idx, int
  * values, the standard includes, and one `#define KF_<KNOB> value` per knob (name upper-cased). */
 void kf_template_host_prologue(kf_strbuf *b, const kf_template *t, const kf_job_sig *sig,
                                const int *vals);
+/* Map the schema's tensor arguments `names` (optional[a]: may be None, which the signature
+ * records as a None scalar of that name) to indices into in[] (idx[a] = -1 for a None); -1 when
+ * the signature does not fit. */
+int kf_template_tensor_args(const kf_job_sig *sig, const char *const *names, const int *optional,
+                            int n, int *idx);
 /* Launch record for a host kernel taking `n` pointer arguments of the given types. */
 char *kf_template_host_launch_json(const char *const *arg_types, int n);
 /* The two ends of a render: `begin` checks applies() and the knob indices (vals gets the knob

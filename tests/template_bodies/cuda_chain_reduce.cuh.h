@@ -7,4 +7,5 @@ typedef float kf_ct;
 #define KF_RINIT (kf_ct)0
 #define KF_RCOMB(a, b) ((a) + (b))
 #define KF_RFINAL(a) ((a) / (kf_ct)KF_C)
+#define KF_PW_INF __longlong_as_double(0x7ff0000000000000LL)
 #define KF_NT 256
