@@ -448,9 +448,9 @@ class OnlineTuner(threading.Thread):
                 skip = self.done | {k for k, when in self.later.items() if when > t}
                 # a hot shape served by a family may be far from its roofline: measured below
                 family = [dict(r, has_kernel=False) for r in rows if r.get("family")]
+                chains = self.chain_candidates(rows, skip) if self.cfg["chains"] else []
                 if not hot_candidates(rows + family, self.cfg["min_calls"], self.cfg["min_share"],
-                                      skip) and not (self.cfg["chains"] and
-                                                     self.chain_candidates(rows, skip)):
+                                      skip) and not chains:
                     continue  # nothing hot: no measurement on the device at all
                 add_bytes_moved(rows)
                 device = next((r["device"] for r in rows if r["intercepted"]), "cpu")
@@ -459,9 +459,8 @@ class OnlineTuner(threading.Thread):
                         torch.device("cuda") if device == "cuda" else torch.device("cpu"), 1 << 26)
                 cands = hot_candidates(rows, self.cfg["min_calls"], self.cfg["min_share"],
                                        skip, bw)
-                if self.cfg["chains"]:  # one priority order: a chain ranks by its members' time
+                if chains:  # one priority order: a chain ranks by its members' time
                     prio = {id(r): priority(r, bw) for r in cands}
-                    chains = self.chain_candidates(rows, skip)
                     prio.update({id(c): c["time_ms"] for c in chains})
                     cands = sorted(cands + chains, key=lambda r: -prio[id(r)])
                 with self.lock:
@@ -543,9 +542,8 @@ class OnlineTuner(threading.Thread):
         out = []
         for c in chain_candidates(seen, rows, self.cfg["min_share"], 0):
             c["key"] = "chain:" + c["spec"]["sig_hex"]
-            members = [r for r in rows if r["key"] in c["keys"]]
-            c["device"] = members[0].get("device", "cpu") if members else "cpu"
-            c["bytes_moved"] = sum(r.get("bytes_moved") or 0 for r in members)  # memory_shortfall
+            c["members"] = [r for r in rows if r["key"] in c["keys"]]  # their bytes: later
+            c["device"] = c["members"][0].get("device", "cpu") if c["members"] else "cpu"
             if c["key"] in skip or (c["spec"]["sig_hex"] in attached and c["key"] not in self.ramped):
                 continue
             out.append(c)
@@ -558,23 +556,10 @@ class OnlineTuner(threading.Thread):
         key = row["key"]
         if key in self.jobs:
             return self.jobs[key]
-        short = memory_shortfall(row, self.cfg["captures"])
-        if short:
-            log.info("online tuning: %s skipped: %s", row["signature"], short)
-            self._refuse(row, "prepare", short)
+        bytes_moved = sum(r.get("bytes_moved") or 0 for r in row["members"])
+        if not self._may_prepare(dict(row, bytes_moved=bytes_moved)):
             return None
-        self._note(step="prepare")
-        keys = list(dict.fromkeys(chain_capture_keys(row)))
-        for k in keys:
-            request_captures(k, self.cfg["captures"])
-        caps = {k: [] for k in keys}
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and not self.stop.is_set():
-            for k in keys:
-                caps[k] += take_captures(k, n_tensor_args(k))
-            if all(len(c) >= self.cfg["captures"] for c in caps.values()):
-                break
-            time.sleep(0.05)
+        caps = self._capture(list(dict.fromkeys(chain_capture_keys(row))))
         self.quiet()  # writing the job times eager
         t = time.monotonic()
         try:
@@ -680,26 +665,41 @@ class OnlineTuner(threading.Thread):
              f"{credit:.3f}", "--nice", str(self.cfg["nice"]), "--cores", str(self.cfg["cores"])]
         return a + (["--starts-only"] if ramp else [])
 
+    def _may_prepare(self, row: dict) -> bool:
+        """Whether `row`'s job fits beside the model (memory_shortfall; refused with the reason
+        if not); noted as the prepare step."""
+        short = memory_shortfall(row, self.cfg["captures"])
+        if short:
+            log.info("online tuning: %s skipped: %s", row["signature"], short)
+            self._refuse(row, "prepare", short)
+            return False
+        self._note(step="prepare")
+        return True
+
+    def _capture(self, keys: list[str]) -> dict[str, list]:
+        """The next real calls of each signature in `keys` (KFORGE_TUNE_CAPTURES of each, or what
+        came within 60 s), as take_captures gives them."""
+        for k in keys:
+            request_captures(k, self.cfg["captures"])
+        n = {k: n_tensor_args(k) for k in keys}
+        caps = {k: [] for k in keys}
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not self.stop.is_set():
+            for k in keys:
+                caps[k] += take_captures(k, n[k])
+            if all(len(c) >= self.cfg["captures"] for c in caps.values()):
+                break
+            time.sleep(0.05)
+        return caps
+
     def _prepare(self, row: dict, search: dict) -> str | None:
         """The job folder of `row` (written once, from real calls), or None."""
         key = row["key"]
         if key in self.jobs:
             return self.jobs[key]
-        short = memory_shortfall(row, self.cfg["captures"])
-        if short:
-            log.info("online tuning: %s skipped: %s", row["signature"], short)
-            self._refuse(row, "prepare", short)
+        if not self._may_prepare(row):
             return None
-        self._note(step="prepare")
-        n = n_tensor_args(key)
-        request_captures(key, self.cfg["captures"])
-        deadline = time.monotonic() + 60
-        captures = []
-        while time.monotonic() < deadline and not self.stop.is_set():
-            captures += take_captures(key, n)
-            if len(captures) >= self.cfg["captures"]:
-                break
-            time.sleep(0.05)
+        captures = self._capture([key])[key]
         if not captures:
             log.info("online tuning: %s was not called again; skipped", row["signature"])
             return None

@@ -238,14 +238,20 @@ static void spec_ref(const chain_shape *s, int s0, const uint8_t src[2], uint8_t
  * signature looked up. A head that writes in place is left out when what follows it still makes
  * a chain: a bf16 RMSNorm's cast (`copy_` into a fresh tensor) then pow -> mean -> add -> rsqrt
  * -> mul, where the head's written tensor becomes the spec head's input. */
+/* The end of the fusable part that starts at member `from` (make_spec's cuts). */
+static int fusable_end(const chain_shape *s, int from)
+{
+    int n = from + 1;
+    while (n < s->n && !s->writes[n] && s->n_out[n - 1] <= 1) n++;
+    return n;
+}
+
 static cJSON *make_spec(const chain_shape *s, kf_chain_lookup_fn lookup, void *user,
                         kf_chain_member_info *mi, int *first, char *why, size_t cap)
 {
-    int s0 = 0, n = 1;
-    while (n < s->n && !s->writes[n] && s->n_out[n - 1] <= 1) n++;
+    int s0 = 0, n = fusable_end(s, 0);
     if (s->writes[0] && s->n > 2 && !s->writes[1]) {
-        int n1 = 2;
-        while (n1 < s->n && !s->writes[n1] && s->n_out[n1 - 1] <= 1) n1++;
+        int n1 = fusable_end(s, 1);
         if (n1 - 1 >= 2) s0 = 1, n = n1;
     }
     *first = s0;

@@ -58,6 +58,31 @@ static int same_sizes(const kf_job_tensor *t, int nd, const int64_t *sz)
     return 1;
 }
 
+/* What a row tail (a layer norm or a softmax, chain.h) needs of its place: no reduction before it
+ * and an earlier member's phase-0 output as its input (`verb` says what it does to it); 0 with
+ * why set otherwise. */
+static int tail_placed(const kf_chain_bind *b, int k, const char *noun, const char *verb,
+                       char *why, size_t cap)
+{
+    const kf_job_member *jm = &b->ch->m[k];
+    if (b->red >= 0)
+        return why_(why, cap, "member %d (%s): a %s after a reduction (member %d)", k, jm->sig.op,
+                    noun, b->red);
+    if (jm->ref[0].kind != KF_CHAIN_MEMBER || b->phase[jm->ref[0].a] != 0)
+        return why_(why, cap, "member %d (%s): it must %s an earlier member's output", k,
+                    jm->sig.op, verb);
+    return 1;
+}
+
+/* A row tail's input and first output: the chain's full shape, both in one of f32, f16, bf16. */
+static int tail_float_full(const kf_chain_bind *b, const kf_job_sig *m)
+{
+    const kf_job_tensor *x = &m->in[0];
+    return (x->dtype == KF_F32 || x->dtype == KF_F16 || x->dtype == KF_BF16) &&
+           m->out[0].dtype == x->dtype && same_sizes(x, b->nd, b->full) &&
+           same_sizes(&m->out[0], b->nd, b->full);
+}
+
 /* native_layer_norm as the chain's last member (chain.h): the last dim of the chain's full shape,
  * its input an earlier member's output, weight and bias of [C] from outside the chain */
 static int ln_bind(kf_chain_bind *b, int k, char *why, size_t cap)
@@ -68,14 +93,8 @@ static int ln_bind(kf_chain_bind *b, int k, char *why, size_t cap)
     if (k != b->n - 1 || m->n_out != 3)
         return why_(why, cap, "member %d (%s): a layer norm is fused as the chain's last member "
                               "only, with its mean and rstd", k, m->op);
-    if (b->red >= 0)
-        return why_(why, cap, "member %d (%s): a layer norm after a reduction (member %d)", k, m->op,
-                    b->red);
-    if (ch->m[k].ref[0].kind != KF_CHAIN_MEMBER || b->phase[ch->m[k].ref[0].a] != 0)
-        return why_(why, cap, "member %d (%s): it must normalize an earlier member's output", k, m->op);
-    if ((x->dtype != KF_F32 && x->dtype != KF_F16 && x->dtype != KF_BF16) ||
-        m->out[0].dtype != x->dtype || !same_sizes(x, b->nd, b->full) ||
-        !same_sizes(&m->out[0], b->nd, b->full))
+    if (!tail_placed(b, k, "layer norm", "normalize", why, cap)) return 0;
+    if (!tail_float_full(b, m))
         return why_(why, cap, "member %d (%s): it must normalize the chain's full shape in f32, "
                               "f16 or bf16", k, m->op);
     const kf_job_scalar *ns = kf_job_scalar_find(m, "normalized_shape");
@@ -118,19 +137,12 @@ static int sm_bind(kf_chain_bind *b, int k, char *why, size_t cap)
 {
     const kf_job_chain *ch = b->ch;
     const kf_job_sig *m = &ch->m[k].sig;
-    const kf_job_tensor *x = &m->in[0];
     if (k != b->n - 1 || m->n_out != 1 || m->n_in != 1)
         return why_(why, cap, "member %d (%s): a softmax is fused as the chain's last member only",
                     k, m->op);
-    if (b->red >= 0)
-        return why_(why, cap, "member %d (%s): a softmax after a reduction (member %d)", k, m->op,
-                    b->red);
-    if (ch->m[k].ref[0].kind != KF_CHAIN_MEMBER || b->phase[ch->m[k].ref[0].a] != 0)
-        return why_(why, cap, "member %d (%s): it must take an earlier member's output", k, m->op);
+    if (!tail_placed(b, k, "softmax", "take", why, cap)) return 0;
     const kf_job_scalar *dim = kf_job_scalar_find(m, "dim"), *hf = kf_job_scalar_find(m, "half_to_float");
-    if ((x->dtype != KF_F32 && x->dtype != KF_F16 && x->dtype != KF_BF16) ||
-        m->out[0].dtype != x->dtype || !same_sizes(x, b->nd, b->full) ||
-        !same_sizes(&m->out[0], b->nd, b->full) || !dim || dim->kind != 'i' ||
+    if (!tail_float_full(b, m) || !dim || dim->kind != 'i' ||
         (dim->i != -1 && dim->i != b->nd - 1) || (hf && (hf->kind != 'b' || hf->i)))
         return why_(why, cap, "member %d (%s): only a softmax of the last dim of the chain's full "
                               "shape, in f32, f16 or bf16 (no half_to_float), is fused", k, m->op);
