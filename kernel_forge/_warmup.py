@@ -257,7 +257,9 @@ def chain_candidates(chains: list[dict], rows: list[dict], min_share: float,
     tunable time of the rows (steady_rows' basis); at least min_share, at most max_chains. A
     chain whose spec head writes in place is left out: the plugin does not serve those yet. Chains
     whose fusable prefixes are the same spec (add -> LN, recorded alone and as the start of add
-    -> LN -> add -> LN) are one job, with their calls summed."""
+    -> LN -> add -> LN) are one job, with their calls summed; so are the recorded chains that hold
+    a spec's members further in (the RMSNorm after a residual add that the next cast keeps out of
+    that chain's spec), since the spec's kernel serves those calls too."""
     from ._chainjobs import readable, spec_keys
 
     by_key = {r["key"]: r for r in rows}
@@ -271,6 +273,12 @@ def chain_candidates(chains: list[dict], rows: list[dict], min_share: float,
             merged[spec["sig_hex"]]["calls"] += c["calls"]
         else:
             merged[spec["sig_hex"]] = dict(c)
+    for c in merged.values():
+        keys, n = spec_keys(c), len(c["spec"]["members"])
+        for d in chains:
+            dk, ds = d.get("keys") or [], (d.get("spec") or {}).get("sig_hex")
+            if ds != c["spec"]["sig_hex"] and any(dk[i:i + n] == keys for i in range(len(dk) - n + 1)):
+                c["calls"] += d["calls"]
     out = []
     for c in merged.values():
         spec = c["spec"]
@@ -310,6 +318,10 @@ def _step(step: list[str], script_cmd: list[str], log) -> int:
 WRITE_SHARE = 0.3  # of the budget left after the capture run, at most, for writing jobs
 MIN_FIRST_SHARE = 0.1  # of the time budget, at least, for the hottest job's search
 MIN_JOB_S = 2.5  # a search's own floor: worker start and a few candidates (most bests are the first)
+# A signature whose calls an inserted chain kernel runs (the chain's calls at least this part of
+# the signature's) gets no search of its own: a kernel for it would serve the calls the chain
+# does not complete, and the budget goes to signatures no kernel serves yet.
+CHAIN_COVERS = 0.8
 
 
 def job_time_budget(left: float, share: float, rest: list[float]) -> float:
@@ -410,6 +422,11 @@ def warmup(script_cmd: list[str], *, iterations: int = 50, time_budget: float = 
 
     remote = _remote.get() if os.environ.get("KFORGE_REMOTE_CACHE") else None
     out_rows, deferred = [], []
+    covered = {}  # op signature key -> the inserted chain that runs its calls
+
+    def in_chain(r):
+        c = covered.get(r["key"]) if r["op"] != "kforge::chain" else None
+        return c if c is not None and c["calls"] >= CHAIN_COVERS * r["calls"] else None
 
     def run_job(i, r, row, j, lease):
         try:
@@ -427,8 +444,8 @@ def warmup(script_cmd: list[str], *, iterations: int = 50, time_budget: float = 
             if left <= 0:
                 row["status"] = "not tuned: time budget spent"
                 return
-            rest = [c["share"] for c in work_list[i:]
-                    if "error" not in jobs.get(c.get("row_key") or c["key"], {"error": 1})]
+            rest = [c["share"] for c in work_list[i:] if not in_chain(c)
+                    and "error" not in jobs.get(c.get("row_key") or c["key"], {"error": 1})]
             extra = ["--time-budget", f"{job_time_budget(left, r['share'], rest):.1f}"]
         bar = _jobs.ProgressBar(f"[{i + 1}/{len(work_list)}] {r['signature']}")
         try:
@@ -457,6 +474,10 @@ def warmup(script_cmd: list[str], *, iterations: int = 50, time_budget: float = 
             else:
                 row["job_dir"] = j["job_dir"]
                 search_one(i, r, row, j)
+                if row["status"] == "inserted":
+                    for k in r["keys"]:
+                        if k not in covered or covered[k]["calls"] < r["calls"]:
+                            covered[k] = r
             out_rows.append(row)
             continue
         row = {"op": r["op"], "signature": r["signature"], "key": r["key"], "share": r["share"],
@@ -464,6 +485,12 @@ def warmup(script_cmd: list[str], *, iterations: int = 50, time_budget: float = 
                "speedup": None, "roofline_pct": None, "iterations": 0, "status": "",
                "job_dir": None, "wall_s": 0.0}
         j = jobs.get(r["key"], {"error": "no job written"})
+        chain = in_chain(r)
+        if chain is not None:
+            row.update(status=f"not tuned: its calls run in the kernel of {chain['signature']}",
+                       job_dir=j.get("job_dir"))
+            out_rows.append(row)
+            continue
         if remote is not None and r.get("cache_key") and _remote.pull_one(kf.cache_dir(),
                                                                           r["cache_key"]):
             # published meanwhile (the capture run may have been served it: nothing captured)

@@ -333,23 +333,43 @@ static int member_dtype(const kf_chain_bind *b, int k)
     return b->ch->m[k].sig.out[0].dtype;
 }
 
-void kf_chain_emit_phase(kf_strbuf *s, const kf_chain_bind *b, int phase, int cuda,
-                         const char *ind, const char *store_guard)
+/* where member k's external input li is read: its pointer and offset, or under vec (cuda_chain's
+ * vector layout, kf_chain_emit_phase_vec) element e of its pack a<i> (a broadcast along the row:
+ * the row's one value) */
+static void ext_src(const kf_chain_bind *b, int k, int li, const char *cix, int vec, char *src,
+                    size_t scap, char *off, size_t ocap)
+{
+    int i = kf_job_chain_arg(b->ch, k, li);
+    int64_t sl = b->st[i][b->nd - 1];
+    if (vec && sl == 1) snprintf(src, scap, "a%d.v", i), snprintf(off, ocap, "e");
+    else if (vec) snprintf(src, scap, "p%d", i), snprintf(off, ocap, "rb%d", i);
+    else snprintf(src, scap, "p%d", i), snprintf(off, ocap, "rb%d + %s * %lldLL", i, cix, (long long)sl);
+}
+
+/* phase-0 member m's value read back by a phase-2 member */
+static int read_back(const kf_chain_bind *b, int m)
+{
+    const kf_job_chain *ch = b->ch;
+    if (b->phase[m] != 0) return 0;
+    for (int k = 0; k < b->n; k++)
+        for (int i = 0; b->phase[k] == 2 && i < ch->m[k].sig.n_in; i++)
+            if (ch->m[k].ref[i].kind == KF_CHAIN_MEMBER && ch->m[k].ref[i].a == m) return 1;
+    return 0;
+}
+
+static void emit_phase_(kf_strbuf *s, const kf_chain_bind *b, int phase, int cuda, const char *ind,
+                        const char *store_guard, int vec)
 {
     const kf_job_chain *ch = b->ch;
     const char *cix = phase == 1 ? "0" : "c";
     if (phase == 2) { /* phase-0 values read back: this thread stored them */
         for (int m = 0; m < b->n; m++) {
-            if (b->phase[m] != 0) continue;
-            int used = 0;
-            for (int k = 0; k < b->n; k++)
-                for (int i = 0; b->phase[k] == 2 && i < ch->m[k].sig.n_in; i++)
-                    used |= ch->m[k].ref[i].kind == KF_CHAIN_MEMBER && ch->m[k].ref[i].a == m;
+            if (!read_back(b, m)) continue;
             char p[16];
             out_ptr(p, sizeof p, b, m);
-            if (used)
-                kf_strbuf_printf(s, "%sconst %s v%d = %s[r * KF_C + c];\n", ind,
-                                 kf_pw_ctype(member_dtype(b, m), cuda), m, p);
+            kf_strbuf_printf(s, "%sconst %s v%d = ", ind, kf_pw_ctype(member_dtype(b, m), cuda), m);
+            if (vec) kf_strbuf_printf(s, "q%d.v[e];\n", m);
+            else kf_strbuf_printf(s, "%s[r * KF_C + c];\n", p);
         }
     }
     for (int k = 0; k < b->n; k++) {
@@ -359,13 +379,12 @@ void kf_chain_emit_phase(kf_strbuf *s, const kf_chain_bind *b, int phase, int cu
         snprintf(sfx, sizeof sfx, "_m%d", k);
         if (phase == 0 && k == b->red) { /* fold the reduction's input */
             const kf_chain_ref *r = &jm->ref[0];
-            char v[96];
+            char v[112], sp[16], so[64];
             int dt = jm->sig.in[0].dtype;
             if (r->kind == KF_CHAIN_MEMBER) snprintf(v, sizeof v, "v%d", r->a);
             else {
-                int i = kf_job_chain_arg(ch, k, 0);
-                snprintf(v, sizeof v, "p%d[rb%d + c * %lldLL]", i, i,
-                         (long long)b->st[i][b->nd - 1]);
+                ext_src(b, k, 0, cix, vec, sp, sizeof sp, so, sizeof so);
+                snprintf(v, sizeof v, "%s[%s]", sp, so);
             }
             kf_strbuf_printf(s, "%sacc = KF_RCOMB(acc, ", ind);
             load_expr(s, dt, cuda, v);
@@ -384,10 +403,7 @@ void kf_chain_emit_phase(kf_strbuf *s, const kf_chain_bind *b, int phase, int cu
                 snprintf(sb[q], sizeof sb[q], "(&v%d)", r->a);
                 snprintf(ob[q], sizeof ob[q], "0");
             } else {
-                int i = kf_job_chain_arg(ch, k, li);
-                snprintf(sb[q], sizeof sb[q], "p%d", i);
-                snprintf(ob[q], sizeof ob[q], "rb%d + %s * %lldLL", i, cix,
-                         (long long)b->st[i][b->nd - 1]);
+                ext_src(b, k, li, cix, vec, sb[q], sizeof sb[q], ob[q], sizeof ob[q]);
             }
             src[q] = sb[q];
             off[q] = ob[q];
@@ -397,6 +413,7 @@ void kf_chain_emit_phase(kf_strbuf *s, const kf_chain_bind *b, int phase, int cu
         kf_pw_emit_call_as(s, pb, sfx, src, off);
         kf_strbuf_printf(s, ");\n");
         if (phase == 1) kf_strbuf_printf(s, "%s%s%s[r] = v%d;\n", ind, store_guard, p, k);
+        else if (vec) kf_strbuf_printf(s, "%so%d.v[e] = v%d;\n", ind, k, k);
         else kf_strbuf_printf(s, "%s%s[r * KF_C + c] = v%d;\n", ind, p, k);
     }
     if (phase == 0 && b->tail >= 0) { /* the norm's sum or the softmax's max, folded */
@@ -412,6 +429,75 @@ void kf_chain_emit_phase(kf_strbuf *s, const kf_chain_bind *b, int phase, int cu
             load_expr(s, member_dtype(b, xm), cuda, v);
             kf_strbuf_printf(s, ";\n%s    kf_m = t > kf_m ? t : kf_m;\n%s}\n", ind, ind);
         }
+    }
+}
+
+void kf_chain_emit_phase(kf_strbuf *s, const kf_chain_bind *b, int phase, int cuda,
+                         const char *ind, const char *store_guard)
+{
+    emit_phase_(s, b, phase, cuda, ind, store_guard, 0);
+}
+
+int kf_chain_vec_width(const kf_chain_bind *b, const kf_job_sig *sig)
+{
+    int es = 1;
+    for (int k = 0; k < sig->n_out; k++)
+        if (!sig->out_alias[k] && kf_dtype_size(sig->out[k].dtype) > es) es = kf_dtype_size(sig->out[k].dtype);
+    for (int i = 0; i < sig->n_in; i++)
+        if (b->st[i][b->nd - 1] == 1 && kf_dtype_size(sig->in[i].dtype) > es)
+            es = kf_dtype_size(sig->in[i].dtype);
+    int vw = es <= 8 ? 16 / es : 1;
+    if (vw < 2 || b->C % vw) return 1;
+    for (int i = 0; i < sig->n_in; i++) {
+        int64_t sl = b->st[i][b->nd - 1];
+        if (sl == 0) continue;
+        if (sl != 1 || sig->in[i].align < vw * kf_dtype_size(sig->in[i].dtype)) return 1;
+        for (int d = 0; d + 1 < b->nd; d++)
+            if (b->st[i][d] % vw) return 1;
+    }
+    return vw;
+}
+
+void kf_chain_emit_phase_vec(kf_strbuf *s, const kf_chain_bind *b, int phase, const char *ind)
+{
+    const kf_job_chain *ch = b->ch;
+    int loaded[KF_JOB_MAX_TENSORS] = {0};
+    for (int k = 0; k < b->n; k++) { /* the packs of the inputs this phase reads along the row */
+        if (b->phase[k] != phase && !(phase == 0 && k == b->red)) continue;
+        if (k == b->tail) continue;
+        for (int li = 0; li < ch->m[k].sig.n_in; li++) {
+            if (ch->m[k].ref[li].kind == KF_CHAIN_MEMBER) continue;
+            int i = kf_job_chain_arg(ch, k, li);
+            if (i < 0 || loaded[i] || b->st[i][b->nd - 1] != 1) continue;
+            loaded[i] = 1;
+            const char *t = kf_pw_ctype(ch->m[k].sig.in[li].dtype, 1);
+            kf_strbuf_printf(s, "%sconst kf_pack<%s, KF_VW> a%d = *reinterpret_cast<const kf_pack<%s, "
+                                "KF_VW> *>(p%d + rb%d + c0);\n", ind, t, i, t, i, i);
+        }
+    }
+    for (int m = 0; phase == 2 && m < b->n; m++) {
+        if (!read_back(b, m)) continue;
+        const char *t = kf_pw_ctype(member_dtype(b, m), 1);
+        char p[16];
+        out_ptr(p, sizeof p, b, m);
+        kf_strbuf_printf(s, "%sconst kf_pack<%s, KF_VW> q%d = *reinterpret_cast<const kf_pack<%s, "
+                            "KF_VW> *>(%s + r * KF_C + c0);\n", ind, t, m, t, p);
+    }
+    for (int k = 0; k < b->n; k++)
+        if (b->phase[k] == phase && k != b->red && k != b->tail)
+            kf_strbuf_printf(s, "%skf_pack<%s, KF_VW> o%d;\n", ind, kf_pw_ctype(member_dtype(b, k), 1), k);
+    char in2[32];
+    snprintf(in2, sizeof in2, "%s    ", ind);
+    kf_strbuf_printf(s, "#pragma unroll\n%sfor (int e = 0; e < KF_VW; e++) {\n", ind);
+    emit_phase_(s, b, phase, 1, in2, "", 1);
+    kf_strbuf_printf(s, "%s}\n", ind);
+    for (int k = 0; k < b->n; k++) {
+        if (b->phase[k] != phase || k == b->red || k == b->tail) continue;
+        const char *t = kf_pw_ctype(member_dtype(b, k), 1);
+        char p[16];
+        out_ptr(p, sizeof p, b, k);
+        kf_strbuf_printf(s, "%s*reinterpret_cast<kf_pack<%s, KF_VW> *>(%s + r * KF_C + c0) = o%d;\n",
+                         ind, t, p, k);
     }
 }
 

@@ -67,6 +67,16 @@ void kf_chain_emit_phase(kf_strbuf *s, const kf_chain_bind *b, int phase, int cu
  * store (wrapped by store_guard). */
 void kf_chain_emit_red_value(kf_strbuf *s, const kf_chain_bind *b, int cuda, const char *ind,
                              const char *store_guard);
+/* cuda_chain's vector layout: elements per access (packs of up to 16 bytes, kf_pack<T, KF_VW>)
+ * when the chain has the row length for it (C % KF_VW == 0) and every input read along the row is
+ * contiguous along it, its rows and data pointer aligned to a whole pack (the job's "align";
+ * outputs are fresh, the allocator's); else 1. */
+int kf_chain_vec_width(const kf_chain_bind *b, const kf_job_sig *sig);
+/* The statements of phase 0 or 2 for the KF_VW elements of row r from column c0 on (a multiple
+ * of KF_VW): the packs of the inputs read along the row (a<i>) and, in phase 2, of the phase-0
+ * values read back (q<m>), each element as kf_chain_emit_phase computes it, into output packs
+ * stored whole. rb<i>, r and c0 are in scope. */
+void kf_chain_emit_phase_vec(kf_strbuf *s, const kf_chain_bind *b, int phase, const char *ind);
 /* The kernel's parameters ("const float *p0, ..., float *y2") and the launch record's types;
  * returns the count. */
 int kf_chain_emit_params(kf_strbuf *s, const kf_chain_bind *b, const kf_job_sig *sig, int cuda,

@@ -10,7 +10,9 @@
  * stored); a layer-norm or softmax member (the row tail) the same way, its block sums (and the
  * softmax's block max) after phase 0. Knobs: threads
  * per block; grid = 0: a block per row / enough blocks for every element, k > 0: at most k times
- * the blocks a 132-SM H100/H200 holds. */
+ * the blocks a 132-SM H100/H200 holds; vec = 1 (where kf_chain_vec_width allows it): each thread
+ * takes KF_VW consecutive elements of a row through 16-byte (or narrower) packs, in both layouts
+ * and both per-element phases. */
 #include <stdio.h>
 #include <string.h>
 
@@ -22,6 +24,7 @@ static const kf_knob_def knobs[] = {
     {"threads", 4, {256, 128, 512, 64}},
     {"grid", 3, {0, 1, 4}},
     {"rows", 2, {1, 0}},
+    {"vec", 2, {1, 0}},
 };
 #define NKNOBS ((int)(sizeof knobs / sizeof knobs[0]))
 
@@ -58,20 +61,41 @@ static kf_status render(const kf_job_sig *sig, const int *knob_idx, char **sourc
     int nt = vals[0], gs = vals[1];
     int64_t n = cb.R * cb.C;
     int rows = cb.red >= 0 || cb.tail >= 0 || (vals[2] && cb.C >= 32); /* a block per row */
+    int vw = vals[3] ? kf_chain_vec_width(&cb, sig) : 1;
     unsigned grid = rows ? kf_template_grid(cb.R, nt, &gs)
-                                : kf_template_grid((n + nt - 1) / nt, nt, &gs);
+                         : kf_template_grid((n / vw + nt - 1) / nt, nt, &gs);
 
     kf_strbuf b = {0};
     kf_template_cuda_prologue(&b, t, sig, vals);
     kf_chain_emit_defs(&b, &cb, 1, "__device__ __forceinline__");
     kf_strbuf_printf(&b, "#define KF_NT %d\n", nt);
+    if (vw > 1)
+        kf_strbuf_printf(&b, "#define KF_VW %d /* elements per pack */\n"
+                             "template <class T, int N> struct alignas(sizeof(T) * N) kf_pack "
+                             "{\n    T v[N];\n};\n", vw);
+    else if (vals[3])
+        kf_strbuf_printf(&b, "/* vec=1: one element per access (the row length, strides or "
+                             "alignment do not allow packs) */\n");
     if (cb.red >= 0 || cb.tail >= 0) kf_strbuf_printf(&b, "%s", kf_body_cuda_chain_reduce_cuh);
     char types[KF_JOB_MAX_TENSORS + KF_JOB_MAX_OUTPUTS][40];
     const char *args[KF_JOB_MAX_TENSORS + KF_JOB_MAX_OUTPUTS];
     kf_strbuf_printf(&b, "\nextern \"C\" __global__ void __launch_bounds__(KF_NT) kf_kernel(");
     int na = kf_chain_emit_params(&b, &cb, sig, 1, types, args);
     kf_strbuf_printf(&b, ")\n{\n");
-    if (!rows) {
+    /* the columns a thread takes of its row, the same in phases 0 and 2 */
+    const char *cols = vw > 1 ? "        for (long long c0 = (long long)threadIdx.x * KF_VW; c0 < KF_C; "
+                                "c0 += KF_NT * KF_VW) {\n"
+                              : "        for (long long c = threadIdx.x; c < KF_C; c += KF_NT) {\n";
+    if (!rows && vw > 1) {
+        kf_strbuf_printf(&b, "    const long long step = (long long)gridDim.x * KF_NT;\n"
+                             "    for (long long i = (long long)blockIdx.x * KF_NT + threadIdx.x; "
+                             "i < KF_R * (KF_C / KF_VW); i += step) {\n"
+                             "        const long long r = i / (KF_C / KF_VW), "
+                             "c0 = (i - r * (KF_C / KF_VW)) * KF_VW;\n");
+        kf_chain_emit_rowbases(&b, &cb, "        ");
+        kf_chain_emit_phase_vec(&b, &cb, 0, "        ");
+        kf_strbuf_printf(&b, "    }\n}\n");
+    } else if (!rows) {
         kf_strbuf_printf(&b, "    const long long step = (long long)gridDim.x * KF_NT;\n"
                              "    for (long long i = (long long)blockIdx.x * KF_NT + threadIdx.x; "
                              "i < KF_R * KF_C; i += step) {\n"
@@ -84,16 +108,18 @@ static kf_status render(const kf_job_sig *sig, const int *knob_idx, char **sourc
         kf_chain_emit_rowbases(&b, &cb, "        ");
         kf_chain_emit_tail_begin(&b, &cb, 1, "        ");
         if (cb.red >= 0) kf_strbuf_printf(&b, "        kf_ct acc = KF_RINIT;\n");
-        kf_strbuf_printf(&b, "        for (long long c = threadIdx.x; c < KF_C; c += KF_NT) {\n");
-        kf_chain_emit_phase(&b, &cb, 0, 1, "            ", "");
+        kf_strbuf_printf(&b, "%s", cols);
+        if (vw > 1) kf_chain_emit_phase_vec(&b, &cb, 0, "            ");
+        else kf_chain_emit_phase(&b, &cb, 0, 1, "            ", "");
         kf_strbuf_printf(&b, "        }\n");
         kf_chain_emit_tail(&b, &cb, 1, 0, "        ");
         if (cb.red >= 0) {
             kf_strbuf_printf(&b, "        acc = kf_chain_block_reduce(acc);\n");
             kf_chain_emit_red_value(&b, &cb, 1, "        ", "if (threadIdx.x == 0) ");
             kf_chain_emit_phase(&b, &cb, 1, 1, "        ", "if (threadIdx.x == 0) ");
-            kf_strbuf_printf(&b, "        for (long long c = threadIdx.x; c < KF_C; c += KF_NT) {\n");
-            kf_chain_emit_phase(&b, &cb, 2, 1, "            ", "");
+            kf_strbuf_printf(&b, "%s", cols);
+            if (vw > 1) kf_chain_emit_phase_vec(&b, &cb, 2, "            ");
+            else kf_chain_emit_phase(&b, &cb, 2, 1, "            ", "");
             kf_strbuf_printf(&b, "        }\n");
         }
         kf_strbuf_printf(&b, "    }\n}\n");

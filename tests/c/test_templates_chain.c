@@ -85,6 +85,7 @@ typedef struct ccase {
     int64_t R, C;
     int dt;     /* the chain's float dtype */
     double rtol;
+    int packs;  /* cuda_chain's vec = 1 renders packs (kf_chain_vec_width > 1) */
 } ccase;
 
 static kf_job *load(const char *json, char *err, size_t cap)
@@ -298,17 +299,26 @@ static void run_case(const ccase *c)
         free(src);
         free(lj);
     }
-    /* CUDA: each threads value with each layout (the grid knob changes the launch only) */
-    for (int t = 0; t < 2 * cuda_t->knobs[0].n_values; t++) {
-        int nt = t % cuda_t->knobs[0].n_values, rows = t / cuda_t->knobs[0].n_values;
-        int idx[8] = {nt, nt % cuda_t->knobs[1].n_values, rows};
+    /* CUDA: each threads value with each layout, packs or not (the grid knob changes the
+     * launch only) */
+    for (int t = 0; t < 4 * cuda_t->knobs[0].n_values; t++) {
+        int nt = t % cuda_t->knobs[0].n_values, rows = t / cuda_t->knobs[0].n_values % 2;
+        int vec = t / cuda_t->knobs[0].n_values / 2;
+        int idx[8] = {nt, nt % cuda_t->knobs[1].n_values, rows, vec};
         char *src = NULL, *lj = NULL, label[96];
-        snprintf(label, sizeof label, "%s threads=%d rows=%d", c->label, cuda_t->knobs[0].values[nt],
-                 cuda_t->knobs[2].values[rows]);
-        if (CHECK_EQ_INT(cuda_t->render(s, idx, &src, &lj, err, sizeof err), KF_OK))
+        snprintf(label, sizeof label, "%s threads=%d rows=%d vec=%d", c->label,
+                 cuda_t->knobs[0].values[nt], cuda_t->knobs[2].values[rows],
+                 cuda_t->knobs[3].values[vec]);
+        if (CHECK_EQ_INT(cuda_t->render(s, idx, &src, &lj, err, sizeof err), KF_OK)) {
+            /* packs wherever the case says its rows and alignment allow them */
+            if (cuda_t->knobs[3].values[vec] && !CHECK_EQ_INT(strstr(src, "KF_VW") != NULL, c->packs))
+                printf("     %s: packs %s\n", label, c->packs ? "expected" : "not expected");
+            if (nt == 0 && vec == 0 && getenv("KF_TEST_CHAIN_SHOW"))
+                printf("--- %s ---\n%s\n", label, src);
             cuda_compile(label, src, lj);
-        else
+        } else {
             printf("     %s: %s\n", label, err);
+        }
         free(src);
         free(lj);
     }
@@ -548,15 +558,15 @@ static void smbf_ref(int64_t R, int64_t C, double *const *in, double **out)
 }
 
 static const ccase cases[] = {
-    {"add->softmax f32", sm_json, sm_ref, 6, 40, KF_F32, 1e-5},
-    {"mul->softmax bf16", smbf_json, smbf_ref, 8, 24, KF_BF16, 8e-3},
-    {"add->layer_norm f32", ln_json, ln_ref, 6, 40, KF_F32, 1e-5},
-    {"mul->layer_norm bf16 (no bias)", lnbf_json, lnbf_ref, 8, 24, KF_BF16, 8e-3},
-    {"rmsnorm f32", rms_json, rms_ref, 6, 40, KF_F32, 1e-5},
-    {"add->gelu->mul f32", pw_json, pw_ref, 32, 16, KF_F32, 1e-6},
-    {"mul->sigmoid->add bf16", bf_json, bf_ref, 8, 40, KF_BF16, 8e-3},
-    {"add_->relu in place", inpl_json, inpl_ref, 5, 12, KF_F32, 0},
-    {"amax->sub->exp", amax_json, amax_ref, 7, 33, KF_F32, 1e-6},
+    {"add->softmax f32", sm_json, sm_ref, 6, 40, KF_F32, 1e-5, 1},
+    {"mul->softmax bf16", smbf_json, smbf_ref, 8, 24, KF_BF16, 8e-3, 1},
+    {"add->layer_norm f32", ln_json, ln_ref, 6, 40, KF_F32, 1e-5, 1},
+    {"mul->layer_norm bf16 (no bias)", lnbf_json, lnbf_ref, 8, 24, KF_BF16, 8e-3, 1},
+    {"rmsnorm f32", rms_json, rms_ref, 6, 40, KF_F32, 1e-5, 1},
+    {"add->gelu->mul f32", pw_json, pw_ref, 32, 16, KF_F32, 1e-6, 1},
+    {"mul->sigmoid->add bf16", bf_json, bf_ref, 8, 40, KF_BF16, 8e-3, 1},
+    {"add_->relu in place", inpl_json, inpl_ref, 5, 12, KF_F32, 0, 1},
+    {"amax->sub->exp", amax_json, amax_ref, 7, 33, KF_F32, 1e-6, 0},
 };
 
 /* ---- refusals ---- */
@@ -657,6 +667,28 @@ static void test_refusals(void)
     free(s);
 }
 
+/* cuda_chain's packs need every row-wise input aligned to a whole pack and rows of whole packs */
+static void test_pack_refusals(void)
+{
+    const char *variants[2][2] = {
+        {T2("bf16", 8, 40), "{\"dtype\": \"bf16\", \"sizes\": [8, 40], \"strides\": [40, 1], \"align\": 4}"},
+        {T2("bf16", 8, 40), "{\"dtype\": \"bf16\", \"sizes\": [8, 40], \"strides\": [44, 1], \"align\": 16}"},
+    };
+    for (int v = 0; v < 2; v++) {
+        char *fields = swap(bf_json, variants[v][0], variants[v][1]), err[512] = "";
+        char *text = job_text(fields, 2, 3), *src = NULL, *lj = NULL;
+        kf_job *job = load(text, err, sizeof err);
+        int idx[8] = {0};
+        if (CHECK(job != NULL) &&
+            CHECK_EQ_INT(cuda_t->render(&job->sig, idx, &src, &lj, err, sizeof err), KF_OK))
+            CHECK(!strstr(src, "KF_VW") && strstr(src, "vec=1: one element per access"));
+        else
+            printf("     pack refusal %d: %s\n", v, err);
+        kf_job_free(job);
+        free(fields), free(text), free(src), free(lj);
+    }
+}
+
 int main(void)
 {
     for (int i = 0; kf_builtin_templates[i]; i++) {
@@ -678,6 +710,7 @@ int main(void)
     if (!have_nv) nvcc_tu = nvcc_ptx_open(tu);
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_case(&cases[i]);
     test_refusals();
+    test_pack_refusals();
     if (nvcc_tu) nvcc_ptx_compile(nvcc_tu, tu, nvcc_n);
     if (have_nv) nv.destroy(nv.self);
     cc.destroy(cc.self);

@@ -41,10 +41,15 @@ print(json.dumps({"err": err, "entries": kf.chain_entries()}))
 
 
 def test_warmup_fuses_the_rmsnorm_after_its_cast_and_a_fresh_process_serves_it(tmp_path):
-    env, rows = warm_chains(tmp_path, WARM)
+    ops = {}
+    env, rows = warm_chains(tmp_path, WARM, ops)
     sig = "chain: pow -> mean -> add -> rsqrt -> mul"
     assert sig in rows, rows
     assert rows[sig]["status"] == "inserted", rows[sig]
+    # the chain runs every call of its members: none of them took a search of its own
+    (pow_row,) = [r for s, r in ops.items() if s.startswith("pow.Tensor_Scalar")]
+    assert pow_row["status"] == f"not tuned: its calls run in the kernel of {sig}", pow_row
+    assert pow_row["iterations"] == 0
 
     p = run_python(SERVE, env)
     assert p.returncode == 0, p.stderr[-3000:]

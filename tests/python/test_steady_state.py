@@ -141,3 +141,19 @@ def test_chains_with_one_fusable_spec_are_one_candidate():
     cands = _warmup.chain_candidates(chains, rows, 0.01, 4)
     assert len(cands) == 1 and cands[0]["calls"] == 36 and cands[0]["keys"] == ["add", "ln"]
     assert cands[0]["time_ms"] == pytest.approx(36 * 30 / 1000)
+
+
+def test_a_chain_holding_a_spec_further_in_adds_its_calls():
+    # the RMSNorm of blocks 2.. is recorded after the residual add, in a chain whose own spec the
+    # cast ends before the norm; the spec's kernel serves it there too
+    from kernel_forge import _warmup
+
+    spec = {"sig_hex": "cd34", "members": [{"op": "aten::pow.Tensor_Scalar"}, {"op": "aten::mean.dim"}]}
+    rows = [{"key": k, "intercepted": True, "time_ms": 1.0, "eager_us": 10.0} for k in ("pow", "mean")]
+    chains = [{"id": "1", "calls": 19, "spec": spec, "spec_first": 1, "keys": ["cast", "pow", "mean"],
+               "writes": [True, False, False]},
+              {"id": "2", "calls": 40, "spec": None, "keys": ["add", "cast", "pow", "mean"],
+               "writes": [False, True, False, False]},
+              {"id": "3", "calls": 7, "spec": None, "keys": ["pow", "add"], "writes": [False, False]}]
+    (c,) = _warmup.chain_candidates(chains, rows, 0.01, 4)
+    assert c["calls"] == 59 and c["keys"] == ["pow", "mean"]
