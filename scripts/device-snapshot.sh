@@ -10,5 +10,6 @@ cd "$(dirname "$0")/.."
 rm -rf .snap
 mkdir .snap
 git archive HEAD | tar -x -C .snap
+git rev-parse --short HEAD > .snap/COMMIT  # what benchmarks record (the snapshot has no .git)
 cp -r .debs .snap/
 echo ".snap/ holds $(git rev-parse --short HEAD) ($(du -sh .snap | cut -f1)); carry=[\".snap\"], command starting with 'cd .snap && '"

@@ -340,6 +340,13 @@ def versions() -> dict:
                                   timeout=10).stdout.strip().splitlines()[0] or None
     except (OSError, subprocess.SubprocessError, IndexError):
         v["gpu"] = None
+    # a device snapshot (scripts/device-snapshot.sh) has no .git of its own: git would answer
+    # for the checkout around it, so its COMMIT file wins
+    stamp = os.path.join(ROOT, "COMMIT")
+    if os.path.isfile(stamp):
+        with open(stamp) as f:
+            v["commit"] = f.read().strip() or None
+        return v
     try:
         v["commit"] = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
                                      capture_output=True, text=True, timeout=10).stdout.strip() or None

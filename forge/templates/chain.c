@@ -558,13 +558,13 @@ static void emit_sm(kf_strbuf *s, const kf_chain_bind *b, int cuda, int inline_e
     snprintf(x, sizeof x, "%s[r * KF_C + c]", xp);
     kf_strbuf sx = {0};
     load_expr(&sx, member_dtype(b, xm), cuda, x);
-    const char *loop = cuda ? "for (long long c = threadIdx.x; c < KF_C; c += KF_NT)"
+    const char *loop = cuda ? "for (long long c = KF_LANE; c < KF_C; c += KF_LANES)"
                             : "for (long long c = 0; c < KF_C; c++)";
     const char *simd = cuda ? "" : "#pragma omp simd reduction(+ : kf_e)\n";
-    if (cuda) kf_strbuf_printf(s, "%skf_m = kf_chain_block_max(kf_m);\n", ind);
+    if (cuda) kf_strbuf_printf(s, "%skf_m = kf_chain_row_max(kf_m);\n", ind);
     kf_strbuf_printf(s, "%skf_ct kf_e = (kf_ct)0;\n%s%s%s {\n%s    kf_e += %s(%s - kf_m);\n%s}\n",
                      ind, simd, ind, loop, ind, ex, sx.p, ind);
-    if (cuda) kf_strbuf_printf(s, "%skf_e = kf_chain_block_reduce(kf_e);\n", ind);
+    if (cuda) kf_strbuf_printf(s, "%skf_e = kf_chain_row_reduce(kf_e);\n", ind);
     kf_strbuf v = {0};
     kf_strbuf_printf(&v, "%s(%s - kf_m) / kf_e", ex, sx.p);
     kf_strbuf_printf(s, "%s%s%s {\n%s    y%d[r * KF_C + c] = ", cuda ? "" : "#pragma omp simd\n",
@@ -601,13 +601,13 @@ void kf_chain_emit_tail(kf_strbuf *s, const kf_chain_bind *b, int cuda, int inli
                  (long long)b->st[b->ln_b][b->nd - 1]);
         load_expr(&sb, b->ch->m[k].sig.in[b->ln_w >= 0 ? 2 : 1].dtype, cuda, bv);
     }
-    const char *loop = cuda ? "for (long long c = threadIdx.x; c < KF_C; c += KF_NT)"
+    const char *loop = cuda ? "for (long long c = KF_LANE; c < KF_C; c += KF_LANES)"
                             : "for (long long c = 0; c < KF_C; c++)";
     if (cuda) { /* float math as eager's CUDA kernel, the block's threads over the row */
-        kf_strbuf_printf(s, "%skf_s = kf_chain_block_reduce(kf_s);\n"
+        kf_strbuf_printf(s, "%skf_s = kf_chain_row_reduce(kf_s);\n"
                             "%sconst kf_ct kf_mean = kf_s / (kf_ct)KF_C;\n"
                             "%s%s {\n%s    const kf_ct d = %s - kf_mean;\n%s    kf_q += d * d;\n%s}\n"
-                            "%skf_q = kf_chain_block_reduce(kf_q);\n"
+                            "%skf_q = kf_chain_row_reduce(kf_q);\n"
                             "%sconst kf_ct kf_rstd = rsqrtf(kf_q / (kf_ct)KF_C + (kf_ct)KF_LN_EPS);\n",
                          ind, ind, ind, loop, ind, sx.p, ind, ind, ind, ind);
     } else { /* double sums, one thread per row, as the per-op host layer norm */
@@ -619,7 +619,7 @@ void kf_chain_emit_tail(kf_strbuf *s, const kf_chain_bind *b, int cuda, int inli
                             "(double)(float)KF_LN_EPS));\n",
                          ind, ind, loop, ind, sx.p, ind, ind, ind, ind);
     }
-    const char *guard = cuda ? "if (threadIdx.x == 0) " : "";
+    const char *guard = cuda ? "if (KF_LANE == 0) " : "";
     kf_strbuf_printf(s, "%s%s{\n%s    y%d[r] = ", ind, guard, ind, k + 1);
     store_expr(s, mdt, cuda, "kf_mean");
     kf_strbuf_printf(s, ";\n%s    y%d[r] = ", ind, k + 2);

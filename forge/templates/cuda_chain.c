@@ -12,7 +12,9 @@
  * per block; grid = 0: a block per row / enough blocks for every element, k > 0: at most k times
  * the blocks a 132-SM H100/H200 holds; vec = 1 (where kf_chain_vec_width allows it): each thread
  * takes KF_VW consecutive elements of a row through 16-byte (or narrower) packs, in both layouts
- * and both per-element phases. */
+ * and both per-element phases; warp = 1 (rows of at most KF_WARP_MAX_C elements, where a block
+ * per row would leave most of its threads idle: a Swin window's softmax has 49): a warp per row,
+ * KF_NT / 32 rows per block, combined with shuffles alone. */
 #include <stdio.h>
 #include <string.h>
 
@@ -25,8 +27,10 @@ static const kf_knob_def knobs[] = {
     {"grid", 3, {0, 1, 4}},
     {"rows", 2, {1, 0}},
     {"vec", 2, {1, 0}},
+    {"warp", 2, {1, 0}},
 };
 #define NKNOBS ((int)(sizeof knobs / sizeof knobs[0]))
+#define KF_WARP_MAX_C 1024 /* longer rows: a lane would take over 32 elements */
 
 static int applies(const kf_job_sig *sig)
 {
@@ -61,14 +65,20 @@ static kf_status render(const kf_job_sig *sig, const int *knob_idx, char **sourc
     int nt = vals[0], gs = vals[1];
     int64_t n = cb.R * cb.C;
     int rows = cb.red >= 0 || cb.tail >= 0 || (vals[2] && cb.C >= 32); /* a block per row */
+    int warp = rows && vals[4] && cb.C <= KF_WARP_MAX_C;                /* a warp per row */
     int vw = vals[3] ? kf_chain_vec_width(&cb, sig) : 1;
-    unsigned grid = rows ? kf_template_grid(cb.R, nt, &gs)
+    unsigned grid = warp ? kf_template_grid((cb.R + nt / 32 - 1) / (nt / 32), nt, &gs)
+                  : rows ? kf_template_grid(cb.R, nt, &gs)
                          : kf_template_grid((n / vw + nt - 1) / nt, nt, &gs);
 
     kf_strbuf b = {0};
     kf_template_cuda_prologue(&b, t, sig, vals);
     kf_chain_emit_defs(&b, &cb, 1, "__device__ __forceinline__");
-    kf_strbuf_printf(&b, "#define KF_NT %d\n", nt);
+    kf_strbuf_printf(&b, "#define KF_NT %d\n#define KF_ROW_WARP %d\n", nt, warp);
+    if (warp) /* the threads that share a row */
+        kf_strbuf_printf(&b, "#define KF_LANES 32\n#define KF_LANE (threadIdx.x & 31)\n");
+    else
+        kf_strbuf_printf(&b, "#define KF_LANES KF_NT\n#define KF_LANE threadIdx.x\n");
     if (vw > 1)
         kf_strbuf_printf(&b, "#define KF_VW %d /* elements per pack */\n"
                              "template <class T, int N> struct alignas(sizeof(T) * N) kf_pack "
@@ -83,9 +93,9 @@ static kf_status render(const kf_job_sig *sig, const int *knob_idx, char **sourc
     int na = kf_chain_emit_params(&b, &cb, sig, 1, types, args);
     kf_strbuf_printf(&b, ")\n{\n");
     /* the columns a thread takes of its row, the same in phases 0 and 2 */
-    const char *cols = vw > 1 ? "        for (long long c0 = (long long)threadIdx.x * KF_VW; c0 < KF_C; "
-                                "c0 += KF_NT * KF_VW) {\n"
-                              : "        for (long long c = threadIdx.x; c < KF_C; c += KF_NT) {\n";
+    const char *cols = vw > 1 ? "        for (long long c0 = (long long)KF_LANE * KF_VW; c0 < KF_C; "
+                                "c0 += KF_LANES * KF_VW) {\n"
+                              : "        for (long long c = KF_LANE; c < KF_C; c += KF_LANES) {\n";
     if (!rows && vw > 1) {
         kf_strbuf_printf(&b, "    const long long step = (long long)gridDim.x * KF_NT;\n"
                              "    for (long long i = (long long)blockIdx.x * KF_NT + threadIdx.x; "
@@ -104,7 +114,12 @@ static kf_status render(const kf_job_sig *sig, const int *knob_idx, char **sourc
         kf_chain_emit_phase(&b, &cb, 0, 1, "        ", "");
         kf_strbuf_printf(&b, "    }\n}\n");
     } else {
-        kf_strbuf_printf(&b, "    for (long long r = blockIdx.x; r < KF_R; r += gridDim.x) {\n");
+        if (warp)
+            kf_strbuf_printf(&b, "    for (long long r = (long long)blockIdx.x * (KF_NT / 32) + "
+                                 "(threadIdx.x >> 5); r < KF_R; r += (long long)gridDim.x * "
+                                 "(KF_NT / 32)) {\n");
+        else
+            kf_strbuf_printf(&b, "    for (long long r = blockIdx.x; r < KF_R; r += gridDim.x) {\n");
         kf_chain_emit_rowbases(&b, &cb, "        ");
         kf_chain_emit_tail_begin(&b, &cb, 1, "        ");
         if (cb.red >= 0) kf_strbuf_printf(&b, "        kf_ct acc = KF_RINIT;\n");
@@ -114,9 +129,9 @@ static kf_status render(const kf_job_sig *sig, const int *knob_idx, char **sourc
         kf_strbuf_printf(&b, "        }\n");
         kf_chain_emit_tail(&b, &cb, 1, 0, "        ");
         if (cb.red >= 0) {
-            kf_strbuf_printf(&b, "        acc = kf_chain_block_reduce(acc);\n");
-            kf_chain_emit_red_value(&b, &cb, 1, "        ", "if (threadIdx.x == 0) ");
-            kf_chain_emit_phase(&b, &cb, 1, 1, "        ", "if (threadIdx.x == 0) ");
+            kf_strbuf_printf(&b, "        acc = kf_chain_row_reduce(acc);\n");
+            kf_chain_emit_red_value(&b, &cb, 1, "        ", "if (KF_LANE == 0) ");
+            kf_chain_emit_phase(&b, &cb, 1, 1, "        ", "if (KF_LANE == 0) ");
             kf_strbuf_printf(&b, "%s", cols);
             if (vw > 1) kf_chain_emit_phase_vec(&b, &cb, 2, "            ");
             else kf_chain_emit_phase(&b, &cb, 2, 1, "            ", "");

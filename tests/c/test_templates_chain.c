@@ -299,21 +299,24 @@ static void run_case(const ccase *c)
         free(src);
         free(lj);
     }
-    /* CUDA: each threads value with each layout, packs or not (the grid knob changes the
-     * launch only) */
-    for (int t = 0; t < 4 * cuda_t->knobs[0].n_values; t++) {
-        int nt = t % cuda_t->knobs[0].n_values, rows = t / cuda_t->knobs[0].n_values % 2;
-        int vec = t / cuda_t->knobs[0].n_values / 2;
-        int idx[8] = {nt, nt % cuda_t->knobs[1].n_values, rows, vec};
+    /* CUDA: each threads value with each layout (knob indices of rows, vec, warp; warp only
+     * matters with rows), packs or not (the grid knob changes the launch only) */
+    static const int layouts[][3] = {{0, 0, 0}, {0, 0, 1}, {0, 1, 0}, {0, 1, 1}, {1, 0, 0}, {1, 1, 0}};
+    const int nl = (int)(sizeof layouts / sizeof layouts[0]);
+    for (int t = 0; t < nl * cuda_t->knobs[0].n_values; t++) {
+        int nt = t % cuda_t->knobs[0].n_values;
+        const int *ly = layouts[t / cuda_t->knobs[0].n_values];
+        int rows = ly[0], vec = ly[1];
+        int idx[8] = {nt, nt % cuda_t->knobs[1].n_values, ly[0], ly[1], ly[2]};
         char *src = NULL, *lj = NULL, label[96];
-        snprintf(label, sizeof label, "%s threads=%d rows=%d vec=%d", c->label,
+        snprintf(label, sizeof label, "%s threads=%d rows=%d vec=%d warp=%d", c->label,
                  cuda_t->knobs[0].values[nt], cuda_t->knobs[2].values[rows],
-                 cuda_t->knobs[3].values[vec]);
+                 cuda_t->knobs[3].values[vec], cuda_t->knobs[4].values[ly[2]]);
         if (CHECK_EQ_INT(cuda_t->render(s, idx, &src, &lj, err, sizeof err), KF_OK)) {
             /* packs wherever the case says its rows and alignment allow them */
             if (cuda_t->knobs[3].values[vec] && !CHECK_EQ_INT(strstr(src, "KF_VW") != NULL, c->packs))
                 printf("     %s: packs %s\n", label, c->packs ? "expected" : "not expected");
-            if (nt == 0 && vec == 0 && getenv("KF_TEST_CHAIN_SHOW"))
+            if (nt == 0 && vec == 0 && ly[2] == 0 && getenv("KF_TEST_CHAIN_SHOW"))
                 printf("--- %s ---\n%s\n", label, src);
             cuda_compile(label, src, lj);
         } else {

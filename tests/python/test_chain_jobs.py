@@ -80,6 +80,9 @@ CHAINS = {
     "add_layer_norm": (add_layer_norm, lambda: (torch.randn(8, 64, 256), torch.randn(8, 64, 256),
                                                 torch.randn(256), torch.randn(256)), 2, (2, 2), 4),
     "add_softmax": (add_softmax, lambda: (torch.randn(8, 64, 256), torch.randn(256)), 2, (2, 0), 2),
+    # a Swin window's attention: rows of 49 (cuda_chain's warp per row)
+    "add_softmax_window": (add_softmax, lambda: (torch.randn(16, 3, 49, 49), torch.randn(49, 49)),
+                           2, (2, 0), 2),
 }
 
 

@@ -9,3 +9,4 @@ typedef float kf_ct;
 #define KF_RFINAL(a) ((a) / (kf_ct)KF_C)
 #define KF_PW_INF __longlong_as_double(0x7ff0000000000000LL)
 #define KF_NT 256
+#define KF_ROW_WARP 0

@@ -1,8 +1,11 @@
-/* cuda_chain: the row reduction's combine over the block (KF_NT threads, whole warps), every
- * thread gets the row's value: warp shuffles, one shared-memory step, shuffles again. KF_RCOMB
- * and KF_RINIT are the reduction's (sum / mean / amax; a sum for a row tail's sums), kf_ct its
- * type; kMax: a max instead (a softmax's; a NaN is dropped, its exp brings it back). The
- * trailing barrier lets the next row reuse the scratch. */
+/* cuda_chain: the row reduction's combine over the threads that share a row (KF_LANES of them:
+ * the block, KF_NT threads in whole warps, or with KF_ROW_WARP one warp), every one of them gets
+ * the row's value: warp shuffles, and for a block one shared-memory step, shuffles again.
+ * KF_RCOMB and KF_RINIT are the reduction's (sum / mean / amax; a sum for a row tail's sums),
+ * kf_ct its type; kMax: a max instead (a softmax's; a NaN is dropped, its exp brings it back).
+ * The block's trailing barrier lets the next row reuse the scratch; a warp needs none (its
+ * warps take rows of their own and never meet at a barrier). Its barriers also make the row's
+ * stores before them visible to all of its threads, which later loops read back. */
 template <int kMax>
 __device__ __forceinline__ kf_ct kf_chain_comb(kf_ct a, kf_ct b)
 {
@@ -10,20 +13,25 @@ __device__ __forceinline__ kf_ct kf_chain_comb(kf_ct a, kf_ct b)
 }
 
 template <int kMax>
-__device__ __forceinline__ kf_ct kf_chain_block_op(kf_ct v)
+__device__ __forceinline__ kf_ct kf_chain_row_op(kf_ct v)
 {
-    __shared__ kf_ct part[32];
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+#if KF_ROW_WARP
+    __syncwarp(); /* the row's stores so far, seen by every lane (the shuffles do not order memory) */
+#endif
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) v = kf_chain_comb<kMax>(v, __shfl_xor_sync(0xffffffffu, v, o));
+#if !KF_ROW_WARP
+    __shared__ kf_ct part[32];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     if (lane == 0) part[warp] = v;
     __syncthreads();
     v = lane < (KF_NT >> 5) ? part[lane] : kMax ? -(kf_ct)KF_PW_INF : KF_RINIT;
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) v = kf_chain_comb<kMax>(v, __shfl_xor_sync(0xffffffffu, v, o));
     __syncthreads();
+#endif
     return v;
 }
 
-__device__ __forceinline__ kf_ct kf_chain_block_reduce(kf_ct v) { return kf_chain_block_op<0>(v); }
-__device__ __forceinline__ kf_ct kf_chain_block_max(kf_ct v) { return kf_chain_block_op<1>(v); }
+__device__ __forceinline__ kf_ct kf_chain_row_reduce(kf_ct v) { return kf_chain_row_op<0>(v); }
+__device__ __forceinline__ kf_ct kf_chain_row_max(kf_ct v) { return kf_chain_row_op<1>(v); }
