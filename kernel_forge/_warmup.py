@@ -1,21 +1,28 @@
 """`kforge warmup SCRIPT`: tune every hot signature of a workload offline.
 
-The script runs twice, each time in a child process with the plugin loaded:
+The script runs in a child process with the plugin loaded:
   1. record: which intercepted signatures are hot (share of the recorded time, calls);
   2. capture: the plugin copies the first real calls of the chosen signatures, and at the end the
      child writes one job folder per signature (real calls, random inputs, eager's outputs and
      time).
+Both in one run when the script runs more than RANK_AFTER_FORWARDS module forwards: the child
+ranks after that many and captures from the next ones. Otherwise (or when a chosen signature was
+not called again) the script runs a second time, to capture.
 Then the forge worker tunes the jobs one after the other (priority: recorded time x headroom to
 the roofline) with a progress bar, and the final table says what was found. The cache is written by the worker; any later process
 with the plugin serves the winners (after its own first-use check).
 
     python -m kernel_forge._warmup record OUT.json [-m] SCRIPT [ARGS...]
+    python -m kernel_forge._warmup rank OPTS.json OUT.json [-m] SCRIPT [ARGS...]
     python -m kernel_forge._warmup capture PLAN.json OUT.json [-m] SCRIPT [ARGS...]
-are the two child steps (used by the CLI, not meant to be run by hand).
+are the child steps (used by the CLI, not meant to be run by hand): rank records, plans with
+OPTS (make_plan's) after RANK_AFTER_FORWARDS forwards and captures in the same run, writing
+OUT.json (the record), OUT.plan.json and OUT.jobs.json.
 """
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import runpy
@@ -59,6 +66,7 @@ class ForwardWindows:
         self.start: dict = {}
         self.window: dict = {}
         self.handles = []
+        self.on_forward = None  # called with the count after each outermost forward
 
     def install(self):
         from torch.nn.modules import module as m
@@ -91,24 +99,79 @@ class ForwardWindows:
             return
         self.local.depth = depth - 1
         if depth == 1:
+            ended = 0
             with self.lock:
                 self.active -= 1
                 if self.active == 0:
                     from ._tuner import stats_delta
 
                     self.forwards += 1
+                    ended = self.forwards
                     for k, w in stats_delta(self.stats(), self.start).items():
                         acc = self.window.setdefault(k, {"calls": 0})
                         acc["calls"] += w["calls"]
+            if ended and self.on_forward is not None:
+                self.on_forward(ended)
 
 
-def _child_record(out: str, script_args: list[str]) -> int:
+def record_doc(fw: ForwardWindows) -> dict:
+    """What the recording run hands the parent: every row (untunable ones marked, bytes moved),
+    each device's copy bandwidth, the forwards and their window, the recorded chains."""
     import kernel_forge as kf
+    from . import _jobs, _tuner
 
+    rows = kf.stats()
+    _tuner.mark_untunable(rows)
+    _tuner.add_bytes_moved(rows)
+    if os.environ.get("KFORGE_REMOTE_CACHE"):  # the fleet cache asks by cache key
+        from . import _remote
+
+        for r in rows:
+            if r["intercepted"] and r["servable"] and not r["has_kernel"]:
+                r["cache_key"] = _remote.cache_key_of(r["key"])
+    devices = {r["device"] for r in rows if r.get("bytes_moved")}
+    with _jobs.bypass():  # for the priority: time x headroom to the roofline
+        bw = {d: _jobs.copy_bandwidth_gbs(torch_device(d), 1 << 26) for d in devices}
+    try:
+        chains = kf.chains(min_calls=2)
+    except Exception:  # noqa: BLE001 - chains are optional in the warm-up
+        chains = []
+    return {"rows": rows, "bandwidth_gbs": bw, "forwards": fw.forwards,
+            "window": copy.deepcopy(fw.window) if fw.forwards else None, "chains": chains}
+
+
+def _child_record(out: str, script_args: list[str], opts_path: str | None = None) -> int:
+    import kernel_forge as kf
+    from . import _jobs, _tuner
+
+    opts = None
+    if opts_path:
+        with open(opts_path) as f:
+            opts = json.load(f)
     module = script_args[0] == "-m"
     if module:
         script_args = script_args[1:]
     fw = ForwardWindows(kf.stats)
+    state: dict = {}
+
+    def rank(n):  # after the n-th forward: plan once, then capture from the next forwards
+        if state or n < RANK_AFTER_FORWARDS or _graph_capturing():
+            return
+        state["tried"] = True
+        try:
+            with _jobs.bypass():
+                rec = record_doc(fw)
+                plan = make_plan(copy.deepcopy(rec), opts)["plan"]  # it ranks rows in place
+            if plan is not None:
+                for key in plan_capture_keys(plan):
+                    _tuner.request_captures(key, plan["captures"])
+            state.update(rec=rec, plan=plan)
+        except Exception as e:  # noqa: BLE001 - the parent captures in a second run instead
+            print(f"kforge warmup: could not plan in the recording run ({e}); capturing in a "
+                  "second run", file=sys.stderr)
+
+    if opts is not None:
+        fw.on_forward = rank
     kf.set_recording(True)
     fw.install()
     try:
@@ -116,28 +179,20 @@ def _child_record(out: str, script_args: list[str]) -> int:
     finally:
         fw.remove()
         kf.set_recording(False)
-        from . import _jobs, _tuner
-
-        rows = kf.stats()
-        _tuner.mark_untunable(rows)
-        _tuner.add_bytes_moved(rows)
-        if os.environ.get("KFORGE_REMOTE_CACHE"):  # the fleet cache asks by cache key
-            from . import _remote
-
-            for r in rows:
-                if r["intercepted"] and r["servable"] and not r["has_kernel"]:
-                    r["cache_key"] = _remote.cache_key_of(r["key"])
-        devices = {r["device"] for r in rows if r.get("bytes_moved")}
-        with _jobs.bypass():  # for the priority: time x headroom to the roofline
-            bw = {d: _jobs.copy_bandwidth_gbs(torch_device(d), 1 << 26) for d in devices}
-        try:
-            chains = kf.chains(min_calls=2)
-        except Exception:  # noqa: BLE001 - chains are optional in the warm-up
-            chains = []
         with open(out, "w") as f:
-            json.dump({"rows": rows, "bandwidth_gbs": bw, "forwards": fw.forwards,
-                       "window": fw.window if fw.forwards else None, "chains": chains}, f)
+            json.dump(state.get("rec") or record_doc(fw), f)
+        if state.get("plan") is not None:
+            with open(out + ".plan.json", "w") as f:
+                json.dump(state["plan"], f)
+            write_jobs(state["plan"], out + ".jobs.json", require_all=True)
     return code
+
+
+def _graph_capturing() -> bool:
+    """A CUDA graph is being captured on this thread's stream: the bandwidth probe would break it."""
+    import torch
+
+    return torch.cuda.is_available() and torch.cuda.is_current_stream_capturing()
 
 
 def torch_device(name: str):
@@ -146,20 +201,41 @@ def torch_device(name: str):
     return torch.device("cuda") if name == "cuda" else torch.device("cpu")
 
 
+def plan_capture_keys(plan: dict) -> set:
+    chain_keys = {k for c in plan.get("chains", []) for k in chain_capture_keys(c)}
+    return {p["key"] for p in plan["jobs"]} | chain_keys
+
+
 def _child_capture(plan_path: str, out: str, script_args: list[str]) -> int:
-    import kernel_forge as kf
-    from . import _jobs, _tuner
+    from . import _tuner
 
     with open(plan_path) as f:
         plan = json.load(f)
     module = script_args[0] == "-m"
     if module:
         script_args = script_args[1:]
-    chain_keys = {k for c in plan.get("chains", []) for k in chain_capture_keys(c)}
-    for key in {p["key"] for p in plan["jobs"]} | chain_keys:
+    for key in plan_capture_keys(plan):
         _tuner.request_captures(key, plan["captures"])
-    deadline = plan.get("deadline")  # time.time() when the budget ends; jobs come hottest first
     code = 0
+    try:
+        code = run_script(script_args[0], script_args[1:], module)
+    finally:
+        write_jobs(plan, out)
+    return code
+
+
+NOT_CALLED = "not called after the ranking"
+
+
+def write_jobs(plan: dict, out: str, require_all: bool = False) -> None:
+    """The plan's job folders from this process's captures, hottest first, within the plan's
+    deadline; {key: {"job_dir"} | {"error"}} to `out`. require_all: write nothing unless every
+    planned signature was called (the recording run's captures: the parent captures in a second
+    run otherwise)."""
+    import kernel_forge as kf
+    from . import _jobs, _tuner
+
+    deadline = plan.get("deadline")  # time.time() when the budget ends; jobs come hottest first
     results = {}
     taken = {}
 
@@ -168,47 +244,40 @@ def _child_capture(plan_path: str, out: str, script_args: list[str]) -> int:
             taken[key] = _tuner.take_captures(key, _tuner.n_tensor_args(key))
         return taken[key]
 
-    def write_chain(c):
-        try:
-            if deadline and results and (time.time() > write_until or deadline - time.time()
-                                         < (len(results) + 1) * MIN_JOB_S):
-                raise kf.KernelForgeError("the warm-up's time budget went to hotter work")
-            with _jobs.bypass():
-                results[c["row_key"]] = {"job_dir": write_chain_from_captures(c, take, plan)}
-        except Exception as e:  # noqa: BLE001 - reported in the table
-            results[c["row_key"]] = {"error": str(e)}
+    if require_all and not all(take(k) for k in plan_capture_keys(plan)):
+        return
+    # writing jobs gets a share of what the script's runs left, and stops while the rest can
+    # still give every written job a search of its own
+    write_until = deadline and time.time() + WRITE_SHARE * max(0.0, deadline - time.time())
 
-    try:
-        code = run_script(script_args[0], script_args[1:], module)
-    finally:
-        # writing jobs gets a share of what the script's two runs left, and stops while the rest
-        # can still give every written job a search of its own
-        write_until = deadline and time.time() + WRITE_SHARE * max(0.0, deadline - time.time())
-        order = sorted([("op", p) for p in plan["jobs"]] + [("chain", c) for c in plan.get("chains", [])],
-                       key=lambda w: -w[1].get("prio", 0))
-        for kind, p in order:
-            if kind == "chain":
-                write_chain(p)
-                continue
-            key = p["key"]
-            try:
-                # the hottest job is written whatever the clock says: recording and capturing a
-                # slow script can take the whole budget, and a warm-up that tunes nothing is no use
-                if deadline and results and (time.time() > write_until or deadline - time.time()
-                                             < (len(results) + 1) * MIN_JOB_S):
-                    raise kf.KernelForgeError(
-                        "the warm-up's time budget went to hotter signatures (--time-budget)")
+    def over_budget():
+        return deadline and results and (time.time() > write_until or deadline - time.time()
+                                         < (len(results) + 1) * MIN_JOB_S)
+
+    order = sorted([("op", p) for p in plan["jobs"]] + [("chain", c) for c in plan.get("chains", [])],
+                   key=lambda w: -w[1].get("prio", 0))
+    for kind, p in order:
+        key = p["row_key"] if kind == "chain" else p["key"]
+        try:
+            # the hottest job is written whatever the clock says: recording and capturing a slow
+            # script can take the whole budget, and a warm-up that tunes nothing is no use
+            if over_budget():
+                raise kf.KernelForgeError("the warm-up's time budget went to hotter "
+                                          + ("work" if kind == "chain" else
+                                             "signatures (--time-budget)"))
+            with _jobs.bypass():
+                if kind == "chain":
+                    results[key] = {"job_dir": write_chain_from_captures(p, take, plan)}
+                    continue
                 caps = take(key)
                 if not caps:
-                    raise kf.KernelForgeError("not called in the capture run")
-                with _jobs.bypass():
-                    results[key] = {"job_dir": _tuner.write_job_from_captures(
-                        key, caps, plan["search"], plan.get("random_inputs", 3))}
-            except Exception as e:  # reported in the table, not fatal for the other jobs
-                results[key] = {"error": str(e)}
-        with open(out, "w") as f:
-            json.dump(results, f)
-    return code
+                    raise kf.KernelForgeError(NOT_CALLED)
+                results[key] = {"job_dir": _tuner.write_job_from_captures(
+                    key, caps, plan["search"], plan.get("random_inputs", 3))}
+        except Exception as e:  # reported in the table, not fatal for the other jobs
+            results[key] = {"error": str(e)}
+    with open(out, "w") as f:
+        json.dump(results, f)
 
 
 def chain_capture_keys(c: dict) -> list[str]:
@@ -299,6 +368,8 @@ def chain_candidates(chains: list[dict], rows: list[dict], min_share: float,
 def _child(argv: list[str]) -> int:
     if argv[0] == "record":
         return _child_record(argv[1], argv[2:])
+    if argv[0] == "rank":
+        return _child_record(argv[2], argv[3:], argv[1])
     if argv[0] == "capture":
         return _child_capture(argv[1], argv[2], argv[3:])
     raise SystemExit(f"unknown step {argv[0]}")
@@ -315,7 +386,15 @@ def _step(step: list[str], script_cmd: list[str], log) -> int:
     return subprocess.run(cmd, env=env).returncode
 
 
+def _child_step(step: str, arg_path: str, arg: dict, out: str, script_cmd: list[str], log) -> int:
+    """A child step that takes a JSON argument file (rank: the options, capture: the plan)."""
+    with open(arg_path, "w") as f:
+        json.dump(arg, f)
+    return _step([step, arg_path, out], script_cmd, log)
+
+
 WRITE_SHARE = 0.3  # of the budget left after the capture run, at most, for writing jobs
+RANK_AFTER_FORWARDS = 5  # the recording run plans after this many module forwards, then captures
 MIN_FIRST_SHARE = 0.1  # of the time budget, at least, for the hottest job's search
 MIN_JOB_S = 2.5  # a search's own floor: worker start and a few candidates (most bests are the first)
 # A signature whose calls an inserted chain kernel runs (the chain's calls at least this part of
@@ -333,6 +412,64 @@ def job_time_budget(left: float, share: float, rest: list[float]) -> float:
     return min(left, max(part, MIN_JOB_S))
 
 
+def make_plan(rec: dict, opts: dict) -> dict:
+    """From a record (record_doc's) and the warm-up's options: the steady rows and the setup left
+    out, the hot signatures (cands) and chains (chain_cands) in priority order (prio: id -> its
+    priority), the rows set apart and why, the device bandwidth, and the plan the capture step
+    takes (None: nothing to tune). The recording run makes it too, to capture in the same run:
+    the same record gives the same plan."""
+    import kernel_forge as kf
+    from . import _tuner
+
+    rows, setup = _tuner.steady_rows(rec["rows"], rec.get("window"))
+    # one device per workload in practice: the bandwidth of the hottest rows' device
+    bw = next(iter(rec["bandwidth_gbs"].values()), None)
+    wanted = {o if "::" in o else f"aten::{o}" for o in opts["ops"]}
+    min_share = opts["min_share"]
+    cands = _tuner.hot_candidates(rows, opts["min_calls"], min_share, set(), bw)
+    if wanted:
+        cands = [r for r in cands if r["op"] in wanted]
+    if opts["max_jobs"]:
+        cands = cands[:opts["max_jobs"]]
+    chosen = {r["key"] for r in cands}
+    skipped = [r for r in rows if r["intercepted"] and r["key"] not in chosen
+               and (r.get("untunable") or r["share"] >= min_share)]
+    out = {"rows": rows, "setup": setup, "cands": cands, "skipped": skipped, "bw": bw,
+           "untunable": [r for r in skipped if r.get("untunable")], "plan": None, "prio": {},
+           "chain_cands": chain_candidates(rec.get("chains") or [], rows, min_share,
+                                           opts["max_chains"])
+           if opts["chains"] and not wanted else []}
+    chain_cands = out["chain_cands"]
+    if not cands and not chain_cands:
+        return out
+    search = {"iterations": opts["iterations"], "seed": opts["seed"], "proposer": opts["proposer"],
+              "cache_dir": opts.get("cache_dir") or kf.cache_dir()}
+    # signatures and chains in one priority order, for writing jobs and for searching: a hot
+    # chain must not wait behind every op row for the budget
+    prio = {id(r): _tuner.priority(r, bw) for r in cands}
+    prio.update({id(c): c["time_ms"] for c in chain_cands})
+    out["prio"] = prio
+    out["plan"] = {"captures": opts["captures"], "search": search,
+                   "jobs": [{"key": r["key"], "signature": r["signature"], "prio": prio[id(r)]}
+                            for r in cands],
+                   "chains": [dict({k: c[k] for k in ("spec", "keys", "id", "row_key")},
+                                   prio=prio[id(c)]) for c in chain_cands]}
+    if opts.get("deadline"):
+        out["plan"]["deadline"] = opts["deadline"]
+    return out
+
+
+def _same_plan(path: str, plan: dict) -> bool:
+    """Whether the recording run's plan (its file) is the parent's: the same jobs and chains."""
+    try:
+        with open(path) as f:
+            theirs = json.load(f)
+    except (OSError, ValueError):
+        return False
+    return ([j["key"] for j in theirs.get("jobs", [])] == [j["key"] for j in plan["jobs"]]
+            and [c["id"] for c in theirs.get("chains", [])] == [c["id"] for c in plan["chains"]])
+
+
 def warmup(script_cmd: list[str], *, iterations: int = 50, time_budget: float = 0,
            ops: list[str] | None = None, min_share: float = 0.01, min_calls: int = 1,
            max_jobs: int = 0, captures: int = 3, seed: int = 1, log=print, work_dir=None,
@@ -343,12 +480,20 @@ def warmup(script_cmd: list[str], *, iterations: int = 50, time_budget: float = 
     import tempfile
 
     import kernel_forge as kf
-    from . import _jobs, _text, _tuner
+    from . import _jobs, _text
 
     work = work_dir or tempfile.mkdtemp(prefix="kforge-warmup-")
     t0 = time.monotonic()
+    if proposer is None:
+        proposer = "mixed" if os.environ.get("KFORGE_LLM_URL") else "builtin"
+    opts = {"iterations": iterations, "seed": seed, "proposer": proposer,
+            "cache_dir": kf.cache_dir(), "ops": list(ops or []), "min_share": min_share,
+            "min_calls": min_calls, "max_jobs": max_jobs, "chains": chains,
+            "max_chains": max_chains, "captures": captures,
+            # writing jobs (device-to-host copies, files) must leave time to search
+            "deadline": time.time() + time_budget if time_budget else None}
     stats_path = os.path.join(work, "record.json")
-    code = _step(["record", stats_path], script_cmd, log)
+    code = _child_step("rank", os.path.join(work, "opts.json"), opts, stats_path, script_cmd, log)
     if not os.path.exists(stats_path):
         raise kf.KernelForgeError(f"the recording run failed (exit {code}): nothing recorded")
     if code:
@@ -356,65 +501,43 @@ def warmup(script_cmd: list[str], *, iterations: int = 50, time_budget: float = 
             "tuning what was recorded")
     with open(stats_path) as f:
         rec = json.load(f)
+    p = make_plan(rec, opts)
+    setup, cands, chain_cands = p["setup"], p["cands"], p["chain_cands"]
+    skipped, untunable, plan = p["skipped"], p["untunable"], p["plan"]
     # rank the work the script repeats (what ran inside module forwards), not its setup
-    rows, setup = _tuner.steady_rows(rec["rows"], rec.get("window"))
     if rec.get("window") is not None:
         log(f"kforge warmup: ranking what ran inside {rec['forwards']} module forward"
             f"{'' if rec['forwards'] == 1 else 's'} ({len(setup)} signatures seen only outside "
             "them, the script's setup, left out)")
     else:
         log("kforge warmup: no nn.Module forward ran: ranking the whole recording")
-    # one device per workload in practice: the bandwidth of the hottest rows' device
-    bw = next(iter(rec["bandwidth_gbs"].values()), None)
-    wanted = {o if "::" in o else f"aten::{o}" for o in (ops or [])}
-    cands = _tuner.hot_candidates(rows, min_calls, min_share, set(), bw)
-    if wanted:
-        cands = [r for r in cands if r["op"] in wanted]
-    if max_jobs:
-        cands = cands[:max_jobs]
-    chosen = {r["key"] for r in cands}
-    skipped = [r for r in rows if r["intercepted"] and r["key"] not in chosen
-               and (r.get("untunable") or r["share"] >= min_share)]
-    untunable = [r for r in skipped if r.get("untunable")]
     log(f"kforge warmup: {len(cands)} hot signatures to tune (share of the tunable time >= "
         f"{100 * min_share:g}%); {len(untunable)} that can never be tuned set apart")
     for r in sorted(untunable, key=lambda r: -r["time_ms"])[:5]:
         log(f"  not tunable: {_text.shorten(r['signature'], 70)}: {r['untunable']}")
-    chain_cands = chain_candidates(rec.get("chains") or [], rows, min_share, max_chains) \
-        if chains and not wanted else []
     if chain_cands:
         log(f"kforge warmup: {len(chain_cands)} hot fusable chain"
             f"{'' if len(chain_cands) == 1 else 's'} to tune as fused kernels (--no-chains: none)")
-    if not cands and not chain_cands:
+    if plan is None:
         return {"rows": [], "cache_dir": kf.cache_dir(), "skipped": skipped, "setup": setup}
 
-    if proposer is None:
-        proposer = "mixed" if os.environ.get("KFORGE_LLM_URL") else "builtin"
     llm_args = []
     if llm_budget_usd is not None:
         llm_args += ["--llm-budget-usd", repr(float(llm_budget_usd))]
     if llm_max_requests is not None:
         llm_args += ["--llm-max-requests", str(int(llm_max_requests))]
-    search = {"iterations": iterations, "seed": seed, "proposer": proposer,
-              "cache_dir": kf.cache_dir()}
-    # signatures and chains in one priority order, for writing jobs and for searching: a hot
-    # chain must not wait behind every op row for the budget
-    prio = {id(r): _tuner.priority(r, bw) for r in cands}
-    prio.update({id(c): c["time_ms"] for c in chain_cands})
+    prio = p["prio"]
     work_list = sorted(cands + chain_cands, key=lambda r: -prio[id(r)])
-    plan = {"captures": captures, "search": search,
-            "jobs": [{"key": r["key"], "signature": r["signature"], "prio": prio[id(r)]}
-                     for r in cands],
-            "chains": [dict({k: c[k] for k in ("spec", "keys", "id", "row_key")},
-                            prio=prio[id(c)]) for c in chain_cands]}
-    if time_budget:  # writing jobs (device-to-host copies, files) must leave time to search
-        plan["deadline"] = time.time() + (t0 + time_budget - time.monotonic())
-    plan_path, jobs_path = os.path.join(work, "plan.json"), os.path.join(work, "jobs.json")
-    with open(plan_path, "w") as f:
-        json.dump(plan, f)
-    code = _step(["capture", plan_path, jobs_path], script_cmd, log)
-    if not os.path.exists(jobs_path):
-        raise kf.KernelForgeError(f"the capture run failed (exit {code}): no jobs written")
+    jobs_path = stats_path + ".jobs.json"
+    if os.path.exists(jobs_path) and _same_plan(stats_path + ".plan.json", plan):
+        log(f"kforge warmup: captured in the recording run (after {RANK_AFTER_FORWARDS} module "
+            "forwards): no second run")
+    else:
+        jobs_path = os.path.join(work, "jobs.json")
+        code = _child_step("capture", os.path.join(work, "plan.json"), plan, jobs_path, script_cmd,
+                           log)
+        if not os.path.exists(jobs_path):
+            raise kf.KernelForgeError(f"the capture run failed (exit {code}): no jobs written")
     with open(jobs_path) as f:
         jobs = json.load(f)
 

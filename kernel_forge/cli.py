@@ -4,8 +4,9 @@
                                 run a Python script (or module) with the plugin loaded and recording on;
                                 print the hottest signatures when it exits
   kforge warmup [options] SCRIPT [ARGS...]
-                                run the script (twice: record, then capture real inputs), tune
-                                its hot signatures with the forge worker, print a table
+                                run the script (record, then capture real inputs: in the same
+                                run after 5 module forwards), tune its hot signatures with the
+                                forge worker, print a table
   kforge doctor                 versions, devices, cache folder, intercept list, dependencies
   kforge cache ls|show|rm|clear|export|import|verify|push|pull
                                 the kernel cache folder (KFORGE_CACHE_DIR or --dir); push, pull

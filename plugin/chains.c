@@ -36,12 +36,14 @@ struct kf_chain_rec {
     int n_head, n_ext;
     uintptr_t head_in[KF_CHAIN_MAX_IO];
     uintptr_t ext[MAX_EXT];
+    uint8_t fresh[KF_CHAIN_MAX]; /* member m read a fresh external in this run */
 };
 
 typedef struct chain_entry {
     uint64_t id; /* 0: free */
     chain_shape shape;
     uint64_t calls;
+    uint64_t fresh[KF_CHAIN_MAX]; /* runs in which member m read a fresh external */
 } chain_entry;
 
 struct kf_chains {
@@ -110,7 +112,7 @@ static uint64_t shape_id(const chain_shape *s)
     return h ? h : 1;
 }
 
-static void count_run(kf_chains *c, const chain_shape *s)
+static void count_run(kf_chains *c, const chain_shape *s, const uint8_t *fresh)
 {
     if (s->n < 2) return;
     uint64_t id = shape_id(s);
@@ -119,6 +121,7 @@ static void count_run(kf_chains *c, const chain_shape *s)
         chain_entry *e = &c->e[(id + (uint64_t)probe) & (uint64_t)(c->cap - 1)];
         if (e->id == id && !memcmp(&e->shape, s, sizeof *s)) {
             e->calls++;
+            for (int m = 0; m < s->n; m++) e->fresh[m] += fresh[m];
             goto done;
         }
         if (e->id) continue;
@@ -126,6 +129,7 @@ static void count_run(kf_chains *c, const chain_shape *s)
         e->id = id;
         e->shape = *s;
         e->calls = 1;
+        for (int m = 0; m < KF_CHAIN_MAX; m++) e->fresh[m] = m < s->n ? fresh[m] : 0;
         c->used++;
         goto done;
     }
@@ -137,8 +141,9 @@ done:
 void kf_chain_flush(kf_chains *c, kf_chain_rec *r)
 {
     if (!c || !r) return;
-    count_run(c, &r->run);
+    count_run(c, &r->run, r->fresh);
     memset(&r->run, 0, sizeof r->run);
+    memset(r->fresh, 0, sizeof r->fresh);
 }
 
 /* Where input `id` comes from in the run: the latest member with that output (1), else one of
@@ -196,6 +201,8 @@ void kf_chain_observe(kf_chains *c, kf_chain_rec *r, uint64_t key, unsigned flag
         start(r, in, n_in, src);
     }
     int m = r->run.n++;
+    for (int i = 0; i < n_in; i++)
+        if (src[i][0] == FROM_OUTSIDE && (flags & KF_CHAIN_FRESH(i))) r->fresh[m] = 1;
     r->run.key[m] = key;
     r->run.writes[m] = (flags & KF_CHAIN_WRITES) != 0;
     r->run.n_in[m] = (uint8_t)n_in;
@@ -333,6 +340,15 @@ fail:
     return NULL;
 }
 
+/* The first member of the spec (members first .. first + n - 1, its head excluded) that read a
+ * fresh external in more than half of the chain's runs, or -1. */
+static int fresh_member(const chain_entry *e, int first, int n)
+{
+    for (int m = first + 1; m < first + n && m < e->shape.n; m++)
+        if (2 * e->fresh[m] > e->calls) return m;
+    return -1;
+}
+
 char *kf_chains_json_doc(kf_chains *c, uint64_t min_calls, kf_chain_lookup_fn lookup, void *user)
 {
     if (!c) return NULL;
@@ -379,6 +395,15 @@ char *kf_chains_json_doc(kf_chains *c, uint64_t min_calls, kf_chain_lookup_fn lo
         char why[256] = "";
         int first = 0;
         cJSON *spec = make_spec(&e->shape, lookup, user, mi, &first, why, sizeof why);
+        int fm = spec ? fresh_member(e, first, cJSON_GetArraySize(cJSON_GetObjectItem(spec, "members")))
+                      : -1;
+        if (fm >= 0) {
+            snprintf(why, sizeof why, "member %d reads a tensor new to the plugin in %" PRIu64
+                     " of %" PRIu64 " runs (an activation from an op it does not see, e.g. a "
+                     "linear's output): the head cannot predict it", fm, e->fresh[fm], e->calls);
+            cJSON_Delete(spec);
+            spec = NULL;
+        }
         if (spec) {
             cJSON_AddItemToObject(ch, "spec", spec);
             cJSON_AddNumberToObject(ch, "spec_first", first);

@@ -2,6 +2,9 @@
 // recorder per thread.
 #include <c10/util/intrusive_ptr.h>
 
+#include <algorithm>
+#include <iterator>
+#include <unordered_map>
 #include <vector>
 
 #include "torch_ext/ext.h"
@@ -35,15 +38,40 @@ struct RecHolder {
 
 thread_local RecHolder t_rec;
 
+// The tensors this thread's recorded calls took or made, by identity, each held by a weak
+// reference (so no new tensor takes a listed one's address): an input not listed is new, made
+// since by something the plugin does not see (a linear's output). Dead ones are dropped when the
+// list has doubled since the last pass.
+struct Seen {
+  std::unordered_map<uintptr_t, WeakImpl> m;
+  size_t prune_at = 4096;
+  bool seen(const at::Tensor& t) {  // and lists it
+    const auto id = reinterpret_cast<uintptr_t>(t.unsafeGetTensorImpl());
+    auto it = m.find(id);
+    if (it != m.end() && !it->second.expired()) return true;
+    if (it != m.end()) it->second = WeakImpl(t.getIntrusivePtr());
+    else m.emplace(id, WeakImpl(t.getIntrusivePtr()));
+    if (m.size() >= prune_at) {
+      for (auto i = m.begin(); i != m.end();) i = i->second.expired() ? m.erase(i) : std::next(i);
+      prune_at = std::max<size_t>(4096, 2 * m.size());
+    }
+    return false;
+  }
+};
+
+thread_local Seen t_seen;
+
 // The kernel's tensor arguments, as a served call passes them: no Python number wrapped into a
 // tensor (its value is compiled in), no undefined tensor.
 void ids_of(const c10::IValue* v, size_t n, ChainIds* ids) {
   ids->n = 0;
+  ids->fresh = 0;
   for (size_t i = 0; i < n && ids->n < KF_CHAIN_MAX_IO; i++) {
     if (!v[i].isTensor()) continue;
-    const c10::TensorImpl* impl = v[i].toTensor().unsafeGetTensorImpl();
-    if (!v[i].toTensor().defined() || impl->is_wrapped_number()) continue;
-    ids->id[ids->n++] = reinterpret_cast<uintptr_t>(impl);
+    const at::Tensor& t = v[i].toTensor();
+    if (!t.defined() || t.unsafeGetTensorImpl()->is_wrapped_number()) continue;
+    if (!t_seen.seen(t)) ids->fresh |= 1u << ids->n;
+    ids->id[ids->n++] = reinterpret_cast<uintptr_t>(t.unsafeGetTensorImpl());
   }
 }
 
@@ -63,7 +91,7 @@ void chain_report(kf_runtime* rt, const kf_call& call, const ChainIds& in, const
     if (rets[r].isTensor() && rets[r].toTensor().defined()) t_rec.keep(rets[r].toTensor());
   bool writes = info.hidden_writes != 0;
   for (size_t i = 0; i < info.n_args && !writes; i++) writes = info.written[i];
-  kf_dispatch_chain_call(rt, t_rec.rec, &call, writes, in.id, in.n, out.id, out.n);
+  kf_dispatch_chain_call(rt, t_rec.rec, &call, writes, in.fresh, in.id, in.n, out.id, out.n);
 }
 
 }  // namespace kforge

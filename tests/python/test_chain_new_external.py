@@ -1,0 +1,47 @@
+"""A chain whose later member reads a tensor new to the plugin at every run (SwiGLU as
+transformers writes it: `down(act(gate(x)) * up(x))`, where up(x) is a linear's output the
+plugin does not see) cannot be served: the head predicts each external from an earlier run's
+tensors. Recording says so in chains()' fusable_reason, and such a chain never becomes a job; a
+weight read the same way (new only in the first forward) keeps its spec."""
+
+from conftest import run_python
+
+SCRIPT = """
+import json, torch, kernel_forge as kf
+kf.set_recording(True)
+class MLP(torch.nn.Module):
+    def __init__(s, d, h):
+        super().__init__()
+        s.gate = torch.nn.Linear(d, h, bias=False)
+        s.up = torch.nn.Linear(d, h, bias=False)
+        s.down = torch.nn.Linear(h, d, bias=False)
+    def forward(s, x):
+        return s.down(torch.nn.functional.silu(s.gate(x)) * s.up(x))
+class Scaled(torch.nn.Module):  # silu -> mul by a weight: the weight is known at the head
+    def __init__(s, d):
+        super().__init__()
+        s.w = torch.nn.Parameter(torch.randn(d))
+    def forward(s, x):
+        return torch.nn.functional.silu(x + 1.0) * s.w
+m = torch.nn.Sequential(MLP(64, 128), MLP(64, 128), Scaled(64)).eval()
+x = torch.randn(4, 64)
+with torch.inference_mode():
+    for _ in range(6):
+        m(x)
+print(json.dumps([{"ops": c["ops"], "calls": c["calls"], "spec": c["spec"] is not None,
+                   "why": c.get("fusable_reason")} for c in kf.chains()]))
+"""
+
+
+def test_a_chain_reading_a_new_activation_has_no_spec():
+    import json
+
+    p = run_python(SCRIPT, {})
+    assert p.returncode == 0, p.stderr[-3000:]
+    chains = json.loads(p.stdout.strip().splitlines()[-1])
+    swiglu = [c for c in chains if c["ops"] == ["aten::silu", "aten::mul.Tensor"]]
+    assert len(swiglu) == 1 and not swiglu[0]["spec"], chains
+    n = swiglu[0]["calls"]
+    assert swiglu[0]["why"].startswith(f"member 1 reads a tensor new to the plugin in {n} of {n} runs")
+    scaled = [c for c in chains if c["ops"] == ["aten::add.Tensor", "aten::silu", "aten::mul.Tensor"]]
+    assert len(scaled) == 1 and scaled[0]["spec"], chains
