@@ -112,9 +112,14 @@ def chains(min_calls: int = 3) -> list[dict]:
     kernel attached, status is its entry's state ("checking", "served", "refused") and entry is
     chain_entries()'s row.
     """
+    return _chains_of(min_calls)
+
+
+def _chains_of(min_calls: int, stats_rows: list[dict] | None = None) -> list[dict]:
+    """chains(), its times from `stats_rows` when given (a stats() of just now)."""
     doc = _native.take_json(_native.lib().kf_chains_json(_native.runtime(), int(min_calls)))
     entries = {e["sig_hex"]: e for e in chain_entries()}
-    rows = {r["key"]: r for r in stats()}
+    rows = {r["key"]: r for r in (stats() if stats_rows is None else stats_rows)}
     total = sum(r["time_ms"] for r in rows.values())
     out = []
     for ch in doc["chains"]:

@@ -235,14 +235,21 @@ def snapshot(rows: list[dict]) -> dict:
     return {r["key"]: r["calls"] for r in rows if r["intercepted"]}
 
 
-def add_bytes_moved(rows: list[dict]) -> None:
-    """Fill row["bytes_moved"] for the intercepted, servable rows (others are never tuned)."""
+def add_bytes_moved(rows: list[dict], cache: dict | None = None) -> None:
+    """Fill row["bytes_moved"] for the intercepted, servable rows (others are never tuned);
+    `cache` (key -> bytes, None: unknown) spares the online tuner's looks the same question."""
     for r in rows:
         if r["intercepted"] and r["servable"]:
+            if cache is not None and r["key"] in cache:
+                if cache[r["key"]] is not None:
+                    r["bytes_moved"] = cache[r["key"]]
+                continue
             try:
                 r["bytes_moved"] = bytes_moved(r["key"])
             except KernelForgeError:
                 pass
+            if cache is not None:
+                cache[r["key"]] = r.get("bytes_moved")
 
 
 def memory_shortfall(row: dict, captures: int) -> str | None:
@@ -375,7 +382,9 @@ class OnlineTuner(threading.Thread):
                       # between passes); benchmarks/online_tuning.py times the model by it
                       "step": None,
                       "time_spent_s": {"prepare": 0.0, "worker": 0.0, "worker_busy": 0.0,
-                                       "worker_cpu": 0.0, "duty_wait": 0.0, "confirm": 0.0},
+                                       "worker_cpu": 0.0, "duty_wait": 0.0, "confirm": 0.0,
+                                       "look": 0.0},
+                      "looks": 0,  # the rankings made (each: stats, chains, the ranking)
                       "landed": [], "refused": [], "searches": 0,
                       # timings that waited for a quiet gap in the model's calls (quiet()):
                       # found one, waited in vain (timed anyway), seconds waited
@@ -405,6 +414,12 @@ class OnlineTuner(threading.Thread):
         with self.lock:
             self.state["time_spent_s"][what] += s
 
+    def _looked(self, since: float):
+        """A look ended: its time (Python in this process, which the model's threads wait for)."""
+        with self.lock:
+            self.state["time_spent_s"]["look"] += time.monotonic() - since
+            self.state["looks"] += 1
+
     def _write_status(self):
         try:
             root = _jobs.jobs_root()
@@ -426,9 +441,10 @@ class OnlineTuner(threading.Thread):
 
         search = {"iterations": self.cfg["iterations"], "margin": self.cfg["margin"],
                   "proposer": "builtin", "cache_dir": cache_dir()}
-        before, last, reasons = {}, {}, {}
+        before, last, reasons, nbytes = {}, {}, {}, {}
         self._write_status()
         while not self.stop.wait(self.cfg["interval_s"]):
+            t_look = time.monotonic()
             try:
                 # the time since the last look ranks, not since the start, and only what was also
                 # called in the look before: a script's one-time setup (weights copied to the GPU,
@@ -448,11 +464,12 @@ class OnlineTuner(threading.Thread):
                 skip = self.done | {k for k, when in self.later.items() if when > t}
                 # a hot shape served by a family may be far from its roofline: measured below
                 family = [dict(r, has_kernel=False) for r in rows if r.get("family")]
-                chains = self.chain_candidates(rows, skip) if self.cfg["chains"] else []
+                chains = self.chain_candidates(rows, skip, now) if self.cfg["chains"] else []
                 if not hot_candidates(rows + family, self.cfg["min_calls"], self.cfg["min_share"],
                                       skip) and not chains:
+                    self._looked(t_look)
                     continue  # nothing hot: no measurement on the device at all
-                add_bytes_moved(rows)
+                add_bytes_moved(rows, nbytes)
                 device = next((r["device"] for r in rows if r["intercepted"]), "cpu")
                 with _jobs.bypass():
                     bw = _jobs.copy_bandwidth_gbs(
@@ -473,6 +490,7 @@ class OnlineTuner(threading.Thread):
                                    "share": r["share"],
                                    "pass": "deep" if r["key"] in self.ramped or not
                                    self.cfg["ramp"] else "ramp"} for r in order])
+                self._looked(t_look)
                 self.busy = True
                 for r in order:  # the first one this process may search (fleet: not leased)
                     self.done.add(r["key"])
@@ -528,13 +546,14 @@ class OnlineTuner(threading.Thread):
                 lease.release()
         return "tuned"
 
-    def chain_candidates(self, rows: list[dict], skip: set) -> list[dict]:
+    def chain_candidates(self, rows: list[dict], skip: set, now: list[dict] | None = None) -> list[dict]:
         """The hot fusable chains (kforge warmup's rule, at the online thresholds), each as a row
-        keyed "chain:<sig_hex>"; one with a kernel attached only while its deep pass is due."""
-        from . import chains as recorded
+        keyed "chain:<sig_hex>"; one with a kernel attached only while its deep pass is due.
+        `now`: this look's stats() rows (spares chains() reading them again)."""
+        from . import _chains_of
         from ._warmup import chain_candidates
 
-        seen = [c for c in recorded(self.cfg["min_calls"]) if c.get("spec")]
+        seen = [c for c in _chains_of(self.cfg["min_calls"], now) if c.get("spec")]
         attached = {c["spec"]["sig_hex"] for c in seen if c["status"] != "recorded"}
         # ranked as the rows are: the calls since the last look (its head's), not since the start
         seen = [dict(c, calls=self.window.get(c["keys"][c.get("spec_first", 0)], {}).get("calls", 0))

@@ -86,8 +86,10 @@ def test_first_kernel_lands_within_the_ci_bound_and_the_model_keeps_its_speed(tm
         assert k in st, k
     assert st["settings"]["duty"] == 0.1 and st["searches"] >= 1
     assert set(st["time_spent_s"]) == {"prepare", "worker", "worker_busy", "worker_cpu", "duty_wait",
-                                    "confirm"}
+                                    "confirm", "look"}
     assert st["time_spent_s"]["worker_busy"] <= st["time_spent_s"]["worker"]
+    # every look is timed: the ranking's Python, which the model's thread waits for
+    assert st["looks"] >= 1 and 0 < st["time_spent_s"]["look"] < 0.5 * st["looks"], st
     assert landed[0]["confirmed_ratio"] > 0 and landed[0]["key"] in st["hot_at"]
     assert landed[0]["confirm_s"] >= landed[0]["confirm_ready_s"] > 0, landed[0]
     assert "online tuning: landed" in p.stderr, p.stderr[-3000:]  # one INFO line per kernel
