@@ -133,7 +133,7 @@ def record_doc(fw: ForwardWindows) -> dict:
     with _jobs.bypass():  # for the priority: time x headroom to the roofline
         bw = {d: _jobs.copy_bandwidth_gbs(torch_device(d), 1 << 26) for d in devices}
     try:
-        chains = kf.chains(min_calls=2)
+        chains = kf._chains_of(2, rows)  # chains(), from these rows: no second stats()
     except Exception:  # noqa: BLE001 - chains are optional in the warm-up
         chains = []
     return {"rows": rows, "bandwidth_gbs": bw, "forwards": fw.forwards,
@@ -161,7 +161,7 @@ def _child_record(out: str, script_args: list[str], opts_path: str | None = None
         try:
             with _jobs.bypass():
                 rec = record_doc(fw)
-                plan = make_plan(copy.deepcopy(rec), opts)["plan"]  # it ranks rows in place
+                plan = make_plan(rec, opts)["plan"]
             if plan is not None:
                 for key in plan_capture_keys(plan):
                     _tuner.request_captures(key, plan["captures"])
@@ -224,9 +224,6 @@ def _child_capture(plan_path: str, out: str, script_args: list[str]) -> int:
     return code
 
 
-NOT_CALLED = "not called after the ranking"
-
-
 def write_jobs(plan: dict, out: str, require_all: bool = False) -> None:
     """The plan's job folders from this process's captures, hottest first, within the plan's
     deadline; {key: {"job_dir"} | {"error"}} to `out`. require_all: write nothing unless every
@@ -271,7 +268,7 @@ def write_jobs(plan: dict, out: str, require_all: bool = False) -> None:
                     continue
                 caps = take(key)
                 if not caps:
-                    raise kf.KernelForgeError(NOT_CALLED)
+                    raise kf.KernelForgeError("not called after the ranking")
                 results[key] = {"job_dir": _tuner.write_job_from_captures(
                     key, caps, plan["search"], plan.get("random_inputs", 3))}
         except Exception as e:  # reported in the table, not fatal for the other jobs
