@@ -535,6 +535,7 @@ void kf_chain_emit_red_value(kf_strbuf *s, const kf_chain_bind *b, int cuda, con
 
 void kf_chain_emit_tail_begin(kf_strbuf *s, const kf_chain_bind *b, int cuda, const char *ind)
 {
+    if (cuda == 2 && b->tail >= 0) kf_strbuf_printf(s, "%skf_ct kf_x[KF_CPL];\n", ind);
     if (b->sm >= 0) kf_strbuf_printf(s, "%skf_ct kf_m = -(kf_ct)KF_PW_INF;\n", ind);
     if (b->ln < 0) return;
     if (cuda) kf_strbuf_printf(s, "%skf_ct kf_s = (kf_ct)0, kf_q = (kf_ct)0;\n", ind);
@@ -548,28 +549,66 @@ const char *kf_chain_tail_simd(const kf_chain_bind *b)
                       : NULL;
 }
 
+void kf_chain_emit_tail_cache(kf_strbuf *s, const kf_chain_bind *b, const char *ind)
+{
+    char v[16];
+    snprintf(v, sizeof v, "v%d", b->ch->m[b->tail].ref[0].a);
+    kf_strbuf_printf(s, "%skf_x[j] = ", ind);
+    load_expr(s, member_dtype(b, b->ch->m[b->tail].ref[0].a), 1, v);
+    kf_strbuf_printf(s, ";\n");
+}
+
+/* the tail's loop over a thread's columns ({ left open), and its input x as kf_ct: read back
+ * from the member that stored it, or (cuda 2) the thread's registers */
+static const char *tail_loop(char *buf, size_t cap, int cuda, const char *ind)
+{
+    if (cuda == 2)
+        snprintf(buf, cap, "#pragma unroll\n%sfor (int j = 0; j < KF_CPL; j++) {\n"
+                           "%s    const long long c = KF_LANE + (long long)j * KF_LANES;\n"
+                           "%s    if (c >= KF_C) break;", ind, ind, ind);
+    else
+        snprintf(buf, cap, "%s", cuda ? "for (long long c = KF_LANE; c < KF_C; c += KF_LANES) {"
+                                      : "for (long long c = 0; c < KF_C; c++) {");
+    return buf;
+}
+
+static void tail_x(kf_strbuf *sx, const kf_chain_bind *b, int cuda)
+{
+    int xm = b->ch->m[b->tail].ref[0].a;
+    char xp[16], x[48];
+    if (cuda == 2) {
+        kf_strbuf_printf(sx, "kf_x[j]");
+        return;
+    }
+    out_ptr(xp, sizeof xp, b, xm);
+    snprintf(x, sizeof x, "%s[r * KF_C + c]", xp);
+    load_expr(sx, member_dtype(b, xm), cuda, x);
+}
+
 /* y = exp(x - max) / sum over the row, x the stored input (eager's math, in kf_ct) */
 static void emit_sm(kf_strbuf *s, const kf_chain_bind *b, int cuda, int inline_exp, const char *ind)
 {
     const char *ex = inline_exp ? "kf_expf_neg" : "kf_exp";
-    int k = b->sm, xm = b->ch->m[k].ref[0].a;
-    char xp[16], x[48];
-    out_ptr(xp, sizeof xp, b, xm);
-    snprintf(x, sizeof x, "%s[r * KF_C + c]", xp);
+    int k = b->sm;
     kf_strbuf sx = {0};
-    load_expr(&sx, member_dtype(b, xm), cuda, x);
-    const char *loop = cuda ? "for (long long c = KF_LANE; c < KF_C; c += KF_LANES)"
-                            : "for (long long c = 0; c < KF_C; c++)";
+    tail_x(&sx, b, cuda);
+    char lb[256];
+    const char *loop = tail_loop(lb, sizeof lb, cuda, ind);
     const char *simd = cuda ? "" : "#pragma omp simd reduction(+ : kf_e)\n";
     if (cuda) kf_strbuf_printf(s, "%skf_m = kf_chain_row_max(kf_m);\n", ind);
-    kf_strbuf_printf(s, "%skf_ct kf_e = (kf_ct)0;\n%s%s%s {\n%s    kf_e += %s(%s - kf_m);\n%s}\n",
-                     ind, simd, ind, loop, ind, ex, sx.p, ind);
+    kf_strbuf_printf(s, "%skf_ct kf_e = (kf_ct)0;\n%s%s%s\n", ind, simd, ind, loop);
+    if (cuda == 2) /* the registers take the exp, computed once */
+        kf_strbuf_printf(s, "%s    kf_x[j] = %s(kf_x[j] - kf_m);\n%s    kf_e += kf_x[j];\n%s}\n", ind,
+                         ex, ind, ind);
+    else
+        kf_strbuf_printf(s, "%s    kf_e += %s(%s - kf_m);\n%s}\n", ind, ex, sx.p, ind);
     if (cuda) kf_strbuf_printf(s, "%skf_e = kf_chain_row_reduce(kf_e);\n", ind);
     kf_strbuf v = {0};
-    kf_strbuf_printf(&v, "%s(%s - kf_m) / kf_e", ex, sx.p);
-    kf_strbuf_printf(s, "%s%s%s {\n%s    y%d[r * KF_C + c] = ", cuda ? "" : "#pragma omp simd\n",
+    if (cuda == 2) kf_strbuf_printf(&v, "kf_x[j] / kf_e");
+    else kf_strbuf_printf(&v, "%s(%s - kf_m) / kf_e", ex, sx.p);
+    kf_strbuf_printf(s, "%s%s%s\n%s    y%d[r * KF_C + c] = ", cuda ? "" : "#pragma omp simd\n",
                      ind, loop, ind, k);
-    store_expr(s, member_dtype(b, k), cuda, v.p);
+    store_expr(s, member_dtype(b, k), cuda != 0, v.p);
     kf_strbuf_printf(s, ";\n%s}\n", ind);
     kf_strbuf_free(&v);
     kf_strbuf_free(&sx);
@@ -584,13 +623,12 @@ void kf_chain_emit_tail(kf_strbuf *s, const kf_chain_bind *b, int cuda, int inli
     }
     if (b->ln < 0) return;
     const kf_job_member *jm = &b->ch->m[b->ln];
-    int xm = jm->ref[0].a, xdt = member_dtype(b, xm), k = b->ln;
+    int k = b->ln, lp = cuda;
     int ydt = member_dtype(b, k), mdt = jm->sig.out[1].dtype, rdt = jm->sig.out[2].dtype;
-    char xp[16], x[48], wv[96] = "", bv[96] = "";
-    out_ptr(xp, sizeof xp, b, xm);
-    snprintf(x, sizeof x, "%s[r * KF_C + c]", xp);
+    char wv[96] = "", bv[96] = "";
     kf_strbuf sx = {0}, sw = {0}, sb = {0};
-    load_expr(&sx, xdt, cuda, x);
+    tail_x(&sx, b, cuda);
+    cuda = cuda != 0;
     if (b->ln_w >= 0) {
         snprintf(wv, sizeof wv, "p%d[rb%d + c * %lldLL]", b->ln_w, b->ln_w,
                  (long long)b->st[b->ln_w][b->nd - 1]);
@@ -601,19 +639,19 @@ void kf_chain_emit_tail(kf_strbuf *s, const kf_chain_bind *b, int cuda, int inli
                  (long long)b->st[b->ln_b][b->nd - 1]);
         load_expr(&sb, b->ch->m[k].sig.in[b->ln_w >= 0 ? 2 : 1].dtype, cuda, bv);
     }
-    const char *loop = cuda ? "for (long long c = KF_LANE; c < KF_C; c += KF_LANES)"
-                            : "for (long long c = 0; c < KF_C; c++)";
+    char lb[256];
+    const char *loop = tail_loop(lb, sizeof lb, lp, ind);
     if (cuda) { /* float math as eager's CUDA kernel, the block's threads over the row */
         kf_strbuf_printf(s, "%skf_s = kf_chain_row_reduce(kf_s);\n"
                             "%sconst kf_ct kf_mean = kf_s / (kf_ct)KF_C;\n"
-                            "%s%s {\n%s    const kf_ct d = %s - kf_mean;\n%s    kf_q += d * d;\n%s}\n"
+                            "%s%s\n%s    const kf_ct d = %s - kf_mean;\n%s    kf_q += d * d;\n%s}\n"
                             "%skf_q = kf_chain_row_reduce(kf_q);\n"
                             "%sconst kf_ct kf_rstd = rsqrtf(kf_q / (kf_ct)KF_C + (kf_ct)KF_LN_EPS);\n",
                          ind, ind, ind, loop, ind, sx.p, ind, ind, ind, ind);
     } else { /* double sums, one thread per row, as the per-op host layer norm */
         kf_strbuf_printf(s, "%sconst double kf_md = kf_s / (double)KF_C;\n"
                             "#pragma omp simd reduction(+ : kf_q)\n"
-                            "%s%s {\n%s    const double d = (double)%s - kf_md;\n%s    kf_q += d * d;\n%s}\n"
+                            "%s%s\n%s    const double d = (double)%s - kf_md;\n%s    kf_q += d * d;\n%s}\n"
                             "%sconst kf_ct kf_mean = (kf_ct)kf_md, kf_ml = (kf_ct)(kf_md - (double)kf_mean);\n"
                             "%sconst kf_ct kf_rstd = (kf_ct)(1.0 / sqrt(kf_q / (double)KF_C + "
                             "(double)(float)KF_LN_EPS));\n",
@@ -624,7 +662,7 @@ void kf_chain_emit_tail(kf_strbuf *s, const kf_chain_bind *b, int cuda, int inli
     store_expr(s, mdt, cuda, "kf_mean");
     kf_strbuf_printf(s, ";\n%s    y%d[r] = ", ind, k + 2);
     store_expr(s, rdt, cuda, "kf_rstd");
-    kf_strbuf_printf(s, ";\n%s}\n%s%s%s {\n%s    kf_ct v = (%s - kf_mean%s) * kf_rstd;\n", ind,
+    kf_strbuf_printf(s, ";\n%s}\n%s%s%s\n%s    kf_ct v = (%s - kf_mean%s) * kf_rstd;\n", ind,
                      cuda ? "" : "#pragma omp simd\n", ind, loop, ind, sx.p, cuda ? "" : " - kf_ml");
     if (b->ln_w >= 0) kf_strbuf_printf(s, "%s    v *= %s;\n", ind, sw.p);
     if (b->ln_b >= 0) kf_strbuf_printf(s, "%s    v += %s;\n", ind, sb.p);

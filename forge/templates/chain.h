@@ -90,6 +90,10 @@ int kf_chain_emit_params(kf_strbuf *s, const kf_chain_bind *b, const kf_job_sig 
  * kf_chain_tail_simd's pragma; inline_exp: the softmax's exp is host_math.h's vectorizable
  * kf_expf_neg (its argument x - max is never positive), which the source must include. */
 void kf_chain_emit_tail_begin(kf_strbuf *s, const kf_chain_bind *b, int cuda, const char *ind);
+/* cuda 2 (cuda_chain, rows short enough): the tail's input is kept in registers, kf_x[j] for
+ * the thread's column c = KF_LANE + j * KF_LANES (j < KF_CPL, the phase-0 loop unrolled), each
+ * stored by kf_chain_emit_tail_cache after phase 0, not read back from memory */
+void kf_chain_emit_tail_cache(kf_strbuf *s, const kf_chain_bind *b, const char *ind);
 void kf_chain_emit_tail(kf_strbuf *s, const kf_chain_bind *b, int cuda, int inline_exp,
                         const char *ind);
 const char *kf_chain_tail_simd(const kf_chain_bind *b);

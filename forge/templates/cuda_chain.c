@@ -14,7 +14,9 @@
  * takes KF_VW consecutive elements of a row through 16-byte (or narrower) packs, in both layouts
  * and both per-element phases; warp = 1 (rows of at most KF_WARP_MAX_C elements, where a block
  * per row would leave most of its threads idle: a Swin window's softmax has 49): a warp per row,
- * KF_NT / 32 rows per block, combined with shuffles alone. */
+ * KF_NT / 32 rows per block, combined with shuffles alone. A row tail without packs keeps its
+ * input in registers when a thread takes at most KF_CACHE_MAX_CPL columns (eager's persistent
+ * softmax does the same), so that its passes do not read the stored member back. */
 #include <stdio.h>
 #include <string.h>
 
@@ -31,6 +33,7 @@ static const kf_knob_def knobs[] = {
 };
 #define NKNOBS ((int)(sizeof knobs / sizeof knobs[0]))
 #define KF_WARP_MAX_C 1024 /* longer rows: a lane would take over 32 elements */
+#define KF_CACHE_MAX_CPL 16 /* registers per thread for the row tail's input */
 
 static int applies(const kf_job_sig *sig)
 {
@@ -67,6 +70,9 @@ static kf_status render(const kf_job_sig *sig, const int *knob_idx, char **sourc
     int rows = cb.red >= 0 || cb.tail >= 0 || (vals[2] && cb.C >= 32); /* a block per row */
     int warp = rows && vals[4] && cb.C <= KF_WARP_MAX_C;                /* a warp per row */
     int vw = vals[3] ? kf_chain_vec_width(&cb, sig) : 1;
+    /* the row tail's input kept in registers (a lane's columns, unrolled), not read back */
+    int lanes = warp ? 32 : nt, cpl = (int)((cb.C + lanes - 1) / lanes);
+    int cache = rows && cb.tail >= 0 && cb.red < 0 && vw == 1 && cpl <= KF_CACHE_MAX_CPL;
     unsigned grid = warp ? kf_template_grid((cb.R + nt / 32 - 1) / (nt / 32), nt, &gs)
                   : rows ? kf_template_grid(cb.R, nt, &gs)
                          : kf_template_grid((n / vw + nt - 1) / nt, nt, &gs);
@@ -79,6 +85,7 @@ static kf_status render(const kf_job_sig *sig, const int *knob_idx, char **sourc
         kf_strbuf_printf(&b, "#define KF_LANES 32\n#define KF_LANE (threadIdx.x & 31)\n");
     else
         kf_strbuf_printf(&b, "#define KF_LANES KF_NT\n#define KF_LANE threadIdx.x\n");
+    if (cache) kf_strbuf_printf(&b, "#define KF_CPL %d /* columns per thread */\n", cpl);
     if (vw > 1)
         kf_strbuf_printf(&b, "#define KF_VW %d /* elements per pack */\n"
                              "template <class T, int N> struct alignas(sizeof(T) * N) kf_pack "
@@ -121,13 +128,17 @@ static kf_status render(const kf_job_sig *sig, const int *knob_idx, char **sourc
         else
             kf_strbuf_printf(&b, "    for (long long r = blockIdx.x; r < KF_R; r += gridDim.x) {\n");
         kf_chain_emit_rowbases(&b, &cb, "        ");
-        kf_chain_emit_tail_begin(&b, &cb, 1, "        ");
+        kf_chain_emit_tail_begin(&b, &cb, cache ? 2 : 1, "        ");
         if (cb.red >= 0) kf_strbuf_printf(&b, "        kf_ct acc = KF_RINIT;\n");
-        kf_strbuf_printf(&b, "%s", cols);
+        kf_strbuf_printf(&b, "%s", cache ? "#pragma unroll\n        for (int j = 0; j < KF_CPL; j++) {\n"
+                                           "            const long long c = KF_LANE + (long long)j * "
+                                           "KF_LANES;\n            if (c >= KF_C) break;\n"
+                                         : cols);
         if (vw > 1) kf_chain_emit_phase_vec(&b, &cb, 0, "            ");
         else kf_chain_emit_phase(&b, &cb, 0, 1, "            ", "");
+        if (cache) kf_chain_emit_tail_cache(&b, &cb, "            ");
         kf_strbuf_printf(&b, "        }\n");
-        kf_chain_emit_tail(&b, &cb, 1, 0, "        ");
+        kf_chain_emit_tail(&b, &cb, cache ? 2 : 1, 0, "        ");
         if (cb.red >= 0) {
             kf_strbuf_printf(&b, "        acc = kf_chain_row_reduce(acc);\n");
             kf_chain_emit_red_value(&b, &cb, 1, "        ", "if (KF_LANE == 0) ");

@@ -316,6 +316,10 @@ static void run_case(const ccase *c)
             /* packs wherever the case says its rows and alignment allow them */
             if (cuda_t->knobs[3].values[vec] && !CHECK_EQ_INT(strstr(src, "KF_VW") != NULL, c->packs))
                 printf("     %s: packs %s\n", label, c->packs ? "expected" : "not expected");
+            /* a row tail's input in registers wherever no packs are taken (the rows are short) */
+            int cached = cb.tail >= 0 && cb.red < 0 && !strstr(src, "KF_VW");
+            if (!CHECK_EQ_INT(strstr(src, "kf_x[KF_CPL]") != NULL, cached))
+                printf("     %s: registers for the tail's input %s\n", label, cached ? "expected" : "not expected");
             if (nt == 0 && vec == 0 && ly[2] == 0 && getenv("KF_TEST_CHAIN_SHOW"))
                 printf("--- %s ---\n%s\n", label, src);
             cuda_compile(label, src, lj);
