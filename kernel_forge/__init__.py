@@ -150,7 +150,9 @@ def chain_entries() -> list[dict]:
     ("checking" until its first use matched eager, "served", "refused"), reason (why refused),
     stopped (which guard refused it: "slower", "dropped", else "other"; "" while not refused),
     and counters: heads (the kernel ran at the chain's head), completed (every member was handed
-    its result), dropped (the chain broke off before its last member); the speed guard's: timed
+    its result), dropped (the chain broke off before its last member), skipped (heads run eager
+    because this thread's last outcomes predicted the chain would not complete there); the speed
+    guard's: timed
     (kernel samples), kernel_us (the fastest), eager_us (the members' fastest eager calls
     summed, -1 while one has none), eager_heads (heads run eager to take those samples)."""
     return _native.take_json(_native.lib().kf_chain_entries_json(_native.runtime()))

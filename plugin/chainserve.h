@@ -35,7 +35,9 @@ typedef struct kf_chain_def {
 } kf_chain_def;
 
 enum { KF_CHAIN_CHECKING = 0, KF_CHAIN_SERVING = 1, KF_CHAIN_REFUSED = 2 };
-enum { KF_CHAIN_HEADS, KF_CHAIN_COMPLETED, KF_CHAIN_DROPPED, KF_CHAIN_N_COUNTERS };
+/* KF_CHAIN_SKIPPED: heads run eager (observed) because the thread predicted, from the outcomes
+ * of its last heads, that the chain would not complete at this place of the model */
+enum { KF_CHAIN_HEADS, KF_CHAIN_COMPLETED, KF_CHAIN_DROPPED, KF_CHAIN_SKIPPED, KF_CHAIN_N_COUNTERS };
 
 #define KF_CHAIN_MAX_ARGS 16   /* kernel arguments: head inputs, externals, outputs */
 #define KF_CHAIN_GUARD_HEADS 32 /* heads before the drop-rate guard judges a chain */
@@ -68,8 +70,9 @@ void kf_chain_entry_enable(kf_chain_entry *e);
 /* Stop serving it in this process (a mismatch, a failed launch, the drop-rate guard), and mark
  * its cache entry disabled when `disable_cache`. 1 for the one caller that refused it (it warns). */
 int kf_chain_entry_refuse(kf_chain_entry *e, kf_runtime *rt, const char *reason, int disable_cache);
-/* Counters (KF_CHAIN_HEADS: the kernel ran at a head). A drop past the guard's threshold refuses
- * the entry (1 returned to the caller that did, which warns). */
+/* Counters (KF_CHAIN_HEADS: the kernel ran at a head). A drop or skip past the guard's threshold
+ * (KF_CHAIN_GUARD_HEADS heads and skips, more drops than completions) refuses the entry (1
+ * returned to the caller that did, which warns). */
 int kf_chain_entry_count(kf_chain_entry *e, kf_runtime *rt, int which);
 
 /* The speed guard (docs/chains.md): the kernel's time at a served head against the sum of its

@@ -13,6 +13,7 @@
 #include <c10/core/InferenceMode.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 
+#include <algorithm>
 #include <deque>
 #include <unordered_map>
 #include <vector>
@@ -69,6 +70,8 @@ bool same_meta(const at::Tensor& t, const kf_tensor& m) {
 
 constexpr size_t kHistory = 128;  // runs remembered per chain: two places per layer of 64 layers
 
+constexpr int kMaxOutcomePeriod = 16;
+
 struct History {
   std::deque<Prediction> runs;  // oldest first
   size_t period = 1;
@@ -76,6 +79,26 @@ struct History {
   // told apart this way stops predicting (each miss is a launch in vain)
   int predicted = 0, missed = 0;
   bool given_up() const { return predicted >= 64 && 2 * missed > predicted; }
+  // The outcomes of this thread's last heads, newest in bit 0 (1: completed). One head signature
+  // may start the chain at some places of a forward and something else at others (Swin's
+  // unshifted blocks run add -> softmax, its shifted ones add -> add -> softmax): the next
+  // outcome is the one a period ago, the shortest period (up to 16) under which the last 2 to 4
+  // periods repeat, and a head predicted to drop runs eager (observed, so the outcome is learnt).
+  uint64_t outcomes = 0;
+  int n_outcomes = 0;
+  void record(bool completed) {
+    outcomes = outcomes << 1 | (completed ? 1u : 0u);
+    if (n_outcomes < 64) n_outcomes++;
+  }
+  bool predicts_drop() const {
+    for (int per = 1; per <= kMaxOutcomePeriod; per++) {
+      const int w = std::min(n_outcomes - per, 4 * per);
+      if (w < std::max(2 * per, 3)) return false;  // not seen repeating yet (nor any longer one)
+      const uint64_t mask = (uint64_t{1} << w) - 1;
+      if (((outcomes ^ (outcomes >> per)) & mask) == 0) return !((outcomes >> (per - 1)) & 1);
+    }
+    return false;
+  }
 };
 
 bool same_tensors(const std::vector<WeakImpl>& a, const std::vector<WeakImpl>& b) {
@@ -151,6 +174,13 @@ void clear(Pending& p) {
   t_chain_pending = false;
 }
 
+// A drop or a skipped head, for the drop-rate guard (which may detach the entry).
+void count_drop(kf_runtime* rt, kf_chain_entry* e, int which) {
+  if (kf_chain_entry_count(e, rt, which))
+    KF_WARN("chain %s is not served again in this process: its pending state was dropped before "
+            "its last member more often than the chain completed", kf_chain_entry_def(e)->ops);
+}
+
 // The pending chain cannot go on: release it and count the drop (the guard may detach the
 // entry). A prediction that went stale meanwhile (a new weight, a write) is caught at the next
 // head by its versions and metadata.
@@ -158,9 +188,8 @@ void drop(kf_runtime* rt, const char* why) {
   Pending& p = t_chain.p;
   if (!p.e) return;
   KF_DEBUG("chain %s: dropped at member %d (%s)", p.d->ops, p.next, why);
-  if (p.mode != Mode::Observe && kf_chain_entry_count(p.e, rt, KF_CHAIN_DROPPED))
-    KF_WARN("chain %s is not served again in this process: its pending state was dropped before "
-            "its last member more often than the chain completed", p.d->ops);
+  t_chain.pred[p.e].record(false);
+  if (p.mode != Mode::Observe) count_drop(rt, p.e, KF_CHAIN_DROPPED);
   clear(p);
 }
 
@@ -231,6 +260,7 @@ void complete(kf_runtime* rt) {
   Pending& p = t_chain.p;
   if (p.mode != Mode::Observe) kf_chain_entry_count(p.e, rt, KF_CHAIN_COMPLETED);
   if (p.mode == Mode::Check) kf_chain_entry_enable(p.e);
+  t_chain.pred[p.e].record(true);
   Prediction pr{{}, {}, std::vector<kf_tensor>(p.ext.size())};
   bool ok = true;
   for (size_t i = 0; i < p.ext.size(); i++) {
@@ -366,6 +396,10 @@ bool start_head(kf_runtime* rt, kf_chain_entry* e, const OpSchemaInfo& info, kf_
     }
   }
   p.mode = !predicted ? Mode::Observe : state == KF_CHAIN_SERVING ? Mode::Serve : Mode::Check;
+  if (p.mode != Mode::Observe && it != t_chain.pred.end() && it->second.predicts_drop()) {
+    p.mode = Mode::Observe;
+    count_drop(rt, e, KF_CHAIN_SKIPPED);
+  }
   // the speed guard: time this head's kernel, or run the members eager (timed) instead
   const int plan = p.mode == Mode::Serve ? kf_chain_entry_plan(e, p.cuda, p.stream) : KF_CHAIN_PLAN_SERVE;
   if (plan == KF_CHAIN_PLAN_EAGER) p.mode = Mode::Observe, p.time_members = true;

@@ -112,7 +112,8 @@ def details(r: dict) -> str:
     if r.get("chains"):
         bits.append("chains: " + "; ".join(
             f"{c.get('ops') or '?'} {c['state']}{' (' + c['stopped'] + ')' if c.get('stopped') else ''}"
-            f" {c['completed']}/{c['heads']} heads completed, kernel {fmt(c.get('kernel_us'), '{:.1f}')} us"
+            f" {c['completed']}/{c['heads']} heads completed"
+            f"{', ' + str(c['skipped']) + ' skipped' if c.get('skipped') else ''}, kernel {fmt(c.get('kernel_us'), '{:.1f}')} us"
             f" vs eager {fmt(c.get('eager_us'), '{:.1f}')} us" for c in r["chains"][:6]))
     if r.get("warmup_statuses"):
         bits.append("warm-up: " + ", ".join(f"{k} {v}" for k, v in r["warmup_statuses"].items()))

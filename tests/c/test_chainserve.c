@@ -132,6 +132,27 @@ static void test_drop_guard(void)
     char *json = kf_chain_entries_json(rt);
     CHECK(json && strstr(json, "dropped before its last member"));
     free(json);
+    /* skipped heads (predicted drops, no launch) count towards the 32: a few drops, no
+     * completion, then skips is refused at the 32nd; skips with more completions are kept */
+    kf_chain_entry *e2 = NULL, *e3 = NULL;
+    char *sp2 = spec("[\"member\",0,0]", &head);
+    CHECK_EQ_INT(add(rt, sp2, "[" OUT(0, -1) "," OUT(1, -1) "]", err), KF_OK);
+    e2 = kf_chainserve_find(rt, head);
+    for (int i = 0; i < 4; i++) kf_chain_entry_count(e2, rt, KF_CHAIN_HEADS), kf_chain_entry_count(e2, rt, KF_CHAIN_DROPPED);
+    refused = 0;
+    for (int i = 4; i < KF_CHAIN_GUARD_HEADS; i++) refused += kf_chain_entry_count(e2, rt, KF_CHAIN_SKIPPED);
+    CHECK_EQ_INT(refused, 1);
+    CHECK_EQ_INT(kf_chain_entry_state(e2), KF_CHAIN_REFUSED);
+    CHECK_EQ_INT(add(rt, sp2, "[" OUT(0, -1) "," OUT(1, -1) "]", err), KF_OK);
+    e3 = kf_chainserve_find(rt, head);
+    CHECK(e3 && e3 != e2);
+    for (int i = 0; i < 3 * KF_CHAIN_GUARD_HEADS; i++) {
+        kf_chain_entry_count(e3, rt, KF_CHAIN_HEADS);
+        kf_chain_entry_count(e3, rt, i < 2 ? KF_CHAIN_DROPPED : KF_CHAIN_COMPLETED);
+        CHECK(!kf_chain_entry_count(e3, rt, KF_CHAIN_SKIPPED));
+    }
+    CHECK_EQ_INT(kf_chain_entry_state(e3), KF_CHAIN_CHECKING);
+    free(sp2);
     free(sp);
     kf_runtime_free(rt);
 }

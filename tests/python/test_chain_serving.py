@@ -346,7 +346,30 @@ def test_drop_rate_guard_detaches_a_chain_that_never_completes():
         torch.testing.assert_close(branch(x, w), eager(branch, x, w), **TOL)
     e = entry(spec)
     assert e["state"] == "refused" and "dropped before its last member" in e["reason"], e
-    assert e["heads"] >= 32
+    # judged after 32 heads; after the first drops the thread predicts the next and skips the launch
+    assert e["heads"] + e["skipped"] >= 32 and e["heads"] <= 8, e
+
+
+def test_a_head_whose_chain_drops_at_every_other_place_runs_eager_there():
+    """One head signature, two places: the chain completes at one and breaks off at the other
+    (Swin's unshifted and shifted blocks). The thread learns the period of the outcomes and runs
+    the head eager where the chain would drop, instead of launching in vain."""
+    spec, x, w = attach(17, 64)
+    warm(spec, x, w)
+
+    def other(x, w):  # the head's op and signature, then not the next member
+        return torch.relu(x.pow(2).mean(-1, keepdim=True) - 0.5)
+
+    e0 = entry(spec)
+    for _ in range(40):
+        torch.testing.assert_close(rms(x, w), eager(rms, x, w), **TOL)
+        torch.testing.assert_close(other(x, w), eager(other, x, w), **TOL)
+    e = entry(spec)
+    assert e["state"] == "served", e
+    # every rms served (but one the speed guard runs eager for its sample)
+    assert e["completed"] + e["eager_heads"] - e0["completed"] - e0["eager_heads"] == 40, (e0, e)
+    # a few drops while the period is learnt, then the other place's heads skip the kernel
+    assert e["dropped"] - e0["dropped"] <= 6 and e["skipped"] - e0["skipped"] >= 34, (e0, e)
 
 
 def test_bad_chain_kernels_are_refused():
