@@ -12,6 +12,10 @@ extern "C" {
 
 /* kf_dtype_name, kf_dtype_size and kf_dtype_from_name are exported: kforge.h declares them. */
 
+/* The dtype of a c10::ScalarType code (a dtype argument in a signature: dtype=6 is f32), or
+ * KF_DTYPE_UNKNOWN. */
+int kf_dtype_from_scalar_type(long long code);
+
 #ifdef __cplusplus
 }
 #endif

@@ -542,11 +542,15 @@ def warmup(script_cmd: list[str], *, iterations: int = 50, time_budget: float = 
 
     remote = _remote.get() if os.environ.get("KFORGE_REMOTE_CACHE") else None
     out_rows, deferred = [], []
-    covered = {}  # op signature key -> the inserted chain that runs its calls
+    covered = {}  # op signature key -> the inserted chains that run its calls
 
     def in_chain(r):
-        c = covered.get(r["key"]) if r["op"] != "kforge::chain" else None
-        return c if c is not None and c["calls"] >= CHAIN_COVERS * r["calls"] else None
+        """The hottest inserted chain running r's calls, when those chains together run enough
+        of them (one signature may sit in several: the norm after a residual add, the first one)."""
+        cs = covered.get(r["key"], []) if r["op"] != "kforge::chain" else []
+        if not cs or sum(c["calls"] for c in cs) < CHAIN_COVERS * r["calls"]:
+            return None
+        return max(cs, key=lambda c: c["calls"])
 
     def run_job(i, r, row, j, lease):
         try:
@@ -595,9 +599,8 @@ def warmup(script_cmd: list[str], *, iterations: int = 50, time_budget: float = 
                 row["job_dir"] = j["job_dir"]
                 search_one(i, r, row, j)
                 if row["status"] == "inserted":
-                    for k in r["keys"]:
-                        if k not in covered or covered[k]["calls"] < r["calls"]:
-                            covered[k] = r
+                    for k in set(r["keys"]):
+                        covered.setdefault(k, []).append(r)
             out_rows.append(row)
             continue
         row = {"op": r["op"], "signature": r["signature"], "key": r["key"], "share": r["share"],

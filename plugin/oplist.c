@@ -28,6 +28,7 @@ const char *const kf_default_ops[] = {
     "aten::mul_.Tensor",                       /* in-place scaling */
     "aten::mul.out",                           /* torch.mul(..., out=) */
     "aten::copy_",                             /* dtype casts (.to / .float()), contiguous() */
+    "aten::_to_copy",                          /* .to(dtype) / .float(): the cast as one functional call */
     "aten::pow.Tensor_Scalar",                 /* x.pow(2) in HF RMSNorm */
     "aten::mean.dim",                          /* variance in HF RMSNorm */
     "aten::cat",                               /* rotary embeddings, KV caches */

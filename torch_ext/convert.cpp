@@ -182,6 +182,19 @@ bool build_signature(const OpSchemaInfo& info, int call_device, const torch::jit
   kf_sig_begin(sig, info.name.c_str());
   kf_sig_call_device(sig, call_device);
   const c10::IValue* args = stack.data() + (stack.size() - info.n_args);
+  // a call on Python numbers alone (TensorIterator converting a wrapped scalar with _to_copy)
+  // is the plugin's nothing to serve: it takes no signature slot
+  bool real = false, wrapped = false;
+  for (size_t i = 0; i < info.n_args && !real; i++) {
+    if (!args[i].isTensor()) {
+      real = args[i].isTensorList() || args[i].isList();
+      continue;
+    }
+    const at::Tensor& t = args[i].toTensor();
+    if (t.defined() && t.unsafeGetTensorImpl()->is_wrapped_number()) wrapped = true;
+    else if (t.defined()) real = true;
+  }
+  if (wrapped && !real) return false;
   for (size_t i = 0; i < info.n_args; i++) sig_value(sig, args[i]);
   return true;
 }

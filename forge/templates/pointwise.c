@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/dtype.h"
 #include "forge/templates/bodies.h"
 #include "forge/templates/pointwise_ops.h"
 
@@ -129,16 +130,25 @@ static int next_token(const char **p, char *name, size_t cap, char *flags, size_
 static int when_holds(const kf_job_sig *sig, const char *when)
 {
     if (!when) return 1;
-    char name[24];
-    const char *eq = strchr(when, '=');
-    size_t n = (size_t)(eq - when);
-    if (!eq || n >= sizeof name) return 0;
-    memcpy(name, when, n);
-    name[n] = 0;
-    const kf_job_scalar *s = kf_job_scalar_find(sig, name);
-    if (!eq[1]) return !s || s->kind == 'n';
-    if (!s) return !strcmp(name, "approximate") && !strcmp(eq + 1, "none"); /* its default */
-    return s->kind == 's' && !strcmp(s->s, eq + 1);
+    for (const char *c = when; *c;) { /* each blank-separated "name=value" / "name=" */
+        char name[24], value[32];
+        size_t len = strcspn(c, " ");
+        const char *eq = memchr(c, '=', len);
+        size_t n = eq ? (size_t)(eq - c) : 0, vl = eq ? len - n - 1 : 0;
+        if (!eq || n >= sizeof name || vl >= sizeof value) return 0;
+        memcpy(name, c, n);
+        name[n] = 0;
+        memcpy(value, eq + 1, vl);
+        value[vl] = 0;
+        const kf_job_scalar *s = kf_job_scalar_find(sig, name);
+        int holds = !vl ? !s || s->kind == 'n'
+                  : !s  ? !strcmp(name, "approximate") && !strcmp(value, "none") /* its default */
+                        : s->kind == 's' && !strcmp(s->s, value);
+        if (!holds) return 0;
+        c += len;
+        while (*c == ' ') c++;
+    }
+    return 1;
 }
 
 /* A scalar's value as eager converts it to dtype dt (the result exact in dt): *d for floating,
@@ -330,6 +340,12 @@ int kf_pw_bind_sig(const kf_job_sig *sig, kf_pw_bind *b)
     int fresh = b->dest_in < 0;
     if (op->result == KF_PW_BOOLRES) {
         if (y->dtype != KF_BOOL) return 0;
+    } else if (op->result == KF_PW_ASDTYPE) {
+        const kf_job_scalar *dt = kf_job_scalar_find(sig, "dtype");
+        int want = !dt || dt->kind == 'n' ? b->ptype
+                 : dt->kind == 'i'        ? kf_dtype_from_scalar_type(dt->i)
+                                          : KF_DTYPE_UNKNOWN;
+        if (!fresh || y->dtype != want) return 0;
     } else if (fresh && y->dtype != b->ptype) {
         return 0;
     }

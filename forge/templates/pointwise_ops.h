@@ -25,6 +25,7 @@ enum {
     KF_PW_SAME,    /* the promoted dtype (a destination written in place may be another) */
     KF_PW_BOOLRES, /* bool: comparisons, logical ops */
     KF_PW_TOFLOAT, /* the promoted dtype, float32 when that is an integer or bool (exp, div) */
+    KF_PW_ASDTYPE, /* the `dtype` argument's, the operand's when None (_to_copy) */
 };
 
 typedef struct kf_pw_op {
@@ -37,7 +38,9 @@ typedef struct kf_pw_op {
     /* The scalar arguments read, as KF_S_<name> in the compute type; suffix '@': rounded to the
      * promoted dtype first (clamp's bounds, fill's value, as eager does); '?': may be None. */
     const char *scalars;
-    const char *when; /* "approximate=tanh": the string argument this row is for; "x=": None */
+    /* "approximate=tanh": the string argument this row is for; "x=": None; several conditions
+     * blank separated, all holding */
+    const char *when;
     int dtypes;       /* KF_PW_FLOAT | KF_PW_INT | KF_PW_BOOL */
     int rule;         /* KF_PW_OPMATH, ... */
     int result;       /* KF_PW_SAME, ... */

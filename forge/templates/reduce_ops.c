@@ -15,6 +15,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/dtype.h"
+
 static const kf_red_op red_ops[] = {
     /* op, kind, dims, keepdim, float_only, n_out */
     {"aten::sum.dim_IntList", KF_RED_SUM, KF_RED_DIMS_LIST, 1, 0, 1},
@@ -120,24 +122,6 @@ static int scalar_num(const kf_job_scalar *s, double *v)
     return 1;
 }
 
-/* kf_dtype of a c10::ScalarType code (a dtype= argument), KF_DTYPE_UNKNOWN for others */
-static int scalar_type_of(int64_t code)
-{
-    switch (code) {
-    case 0: return KF_U8;
-    case 1: return KF_I8;
-    case 2: return KF_I16;
-    case 3: return KF_I32;
-    case 4: return KF_I64;
-    case 5: return KF_F16;
-    case 6: return KF_F32;
-    case 7: return KF_F64;
-    case 11: return KF_BOOL;
-    case 15: return KF_BF16;
-    default: return KF_DTYPE_UNKNOWN;
-    }
-}
-
 /* the accumulation type for a value dtype */
 static int acc_of(int dt)
 {
@@ -222,7 +206,7 @@ int kf_red_plan_make(const kf_job_sig *sig, int host, kf_red_plan *p)
      * an integer sum or prod, float for an integer logsumexp) */
     const kf_job_scalar *dt = kf_job_scalar_find(sig, "dtype");
     if (dt && dt->kind == 'i') {
-        if (scalar_type_of(dt->i) != y->dtype) return 0;
+        if (kf_dtype_from_scalar_type(dt->i) != y->dtype) return 0;
     } else if (dt && dt->kind != 'n') {
         return 0;
     } else if (!p->index && op->kind != KF_RED_AMAX && op->kind != KF_RED_AMIN) {

@@ -377,6 +377,55 @@ static void rms_ref(int64_t R, int64_t C, double *const *in, double **out)
     }
 }
 
+/* transformers' RMSNorm on a bf16 model, whole: x.to(f32) -> pow(2).mean(-1, keepdim) + 1e-6 ->
+ * rsqrt -> x * r -> .to(bf16) -> w * that */
+#define TO_COPY(m, code)                                                                           \
+    "{\"name\": \"m" #m ".dtype\", \"kind\": \"i\", \"value\": " #code "}, "                     \
+    "{\"name\": \"m" #m ".layout\", \"kind\": \"n\"}, {\"name\": \"m" #m ".device\", \"kind\": \"n\"}, " \
+    "{\"name\": \"m" #m ".pin_memory\", \"kind\": \"n\"}, "                                        \
+    "{\"name\": \"m" #m ".non_blocking\", \"kind\": \"b\", \"value\": false}, "                     \
+    "{\"name\": \"m" #m ".memory_format\", \"kind\": \"n\"}"
+static const char rmsc_json[] =
+    "\"inputs\": [" T2("bf16", 6, 40) ", " T1("bf16", 40) "], "
+    "\"outputs\": [" O2("f32", 6, 40, -1) ", " O2("f32", 6, 40, -1) ", " O2("f32", 6, 1, -1) ", "
+    O2("f32", 6, 1, -1) ", " O2("f32", 6, 1, -1) ", " O2("f32", 6, 40, -1) ", " O2("bf16", 6, 40, -1) ", "
+    O2("bf16", 6, 40, -1) "], "
+    "\"scalars\": [" TO_COPY(0, 6) ", {\"name\": \"m1.exponent\", \"kind\": \"d\", \"value\": 2.0}, "
+    "{\"name\": \"m2.dim\", \"kind\": \"l\", \"value\": [-1]}, "
+    "{\"name\": \"m2.keepdim\", \"kind\": \"b\", \"value\": true}, "
+    "{\"name\": \"m2.dtype\", \"kind\": \"n\"}, "
+    "{\"name\": \"m3.other\", \"kind\": \"d\", \"value\": 1e-6, \"wrapped\": true}, "
+    "{\"name\": \"m3.alpha\", \"kind\": \"i\", \"value\": 1}, " TO_COPY(6, 15) "], "
+    "\"chain\": {\"version\": 1, \"n_head_inputs\": 1, \"n_ext\": 1, \"members\": ["
+    "{\"op\": \"aten::_to_copy\", \"inputs\": [[\"head\", 0]]}, "
+    "{\"op\": \"aten::pow.Tensor_Scalar\", \"inputs\": [[\"member\", 0, 0]]}, "
+    "{\"op\": \"aten::mean.dim\", \"inputs\": [[\"member\", 1, 0]]}, "
+    "{\"op\": \"aten::add.Tensor\", \"inputs\": [[\"member\", 2, 0]]}, "
+    "{\"op\": \"aten::rsqrt\", \"inputs\": [[\"member\", 3, 0]]}, "
+    "{\"op\": \"aten::mul.Tensor\", \"inputs\": [[\"member\", 0, 0], [\"member\", 4, 0]]}, "
+    "{\"op\": \"aten::_to_copy\", \"inputs\": [[\"member\", 5, 0]]}, "
+    "{\"op\": \"aten::mul.Tensor\", \"inputs\": [[\"ext\", 0], [\"member\", 6, 0]]}]}";
+
+static void rmsc_ref(int64_t R, int64_t C, double *const *in, double **out)
+{
+    for (int64_t r = 0; r < R; r++) {
+        double s = 0;
+        for (int64_t c = 0; c < C; c++) {
+            double x = out[0][r * C + c] = in[0][r * C + c]; /* bf16 -> f32: exact */
+            out[1][r * C + c] = (float)(x * x);
+            s += out[1][r * C + c];
+        }
+        out[2][r] = (float)(s / (double)C);
+        out[3][r] = (float)(out[2][r] + (double)(float)1e-6);
+        out[4][r] = (float)(1 / sqrt(out[3][r]));
+        for (int64_t c = 0; c < C; c++) {
+            out[5][r * C + c] = (float)(out[0][r * C + c] * out[4][r]);
+            out[6][r * C + c] = store_as(KF_BF16, out[5][r * C + c]);
+            out[7][r * C + c] = store_as(KF_BF16, (float)(in[1][c] * out[6][r * C + c]));
+        }
+    }
+}
+
 /* pointwise f32 [4*8, 16] as [4, 8, 16]: (x + b) -> gelu -> * y */
 static const char pw_json[] =
     "\"inputs\": [{\"dtype\": \"f32\", \"sizes\": [4, 8, 16], \"strides\": [128, 16, 1], \"align\": 16}, "
@@ -570,6 +619,7 @@ static const ccase cases[] = {
     {"add->layer_norm f32", ln_json, ln_ref, 6, 40, KF_F32, 1e-5, 1},
     {"mul->layer_norm bf16 (no bias)", lnbf_json, lnbf_ref, 8, 24, KF_BF16, 8e-3, 1},
     {"rmsnorm f32", rms_json, rms_ref, 6, 40, KF_F32, 1e-5, 1},
+    {"rmsnorm bf16 with its casts", rmsc_json, rmsc_ref, 6, 40, KF_BF16, 8e-3, 1},
     {"add->gelu->mul f32", pw_json, pw_ref, 32, 16, KF_F32, 1e-6, 1},
     {"mul->sigmoid->add bf16", bf_json, bf_ref, 8, 40, KF_BF16, 8e-3, 1},
     {"add_->relu in place", inpl_json, inpl_ref, 5, 12, KF_F32, 0, 1},

@@ -144,7 +144,7 @@ static double ref(const kf_pw_op *op, const double *x, const int *has, const ref
     char b[32];
     base_name(op->name, b, sizeof b);
     double a = x[0], y = x[1], z = x[2];
-    const char *when = op->when ? strchr(op->when, '=') + 1 : "";
+    const char *when = op->when ? strchr(op->when, '=') + 1 : ""; /* the first condition's value */
     if (!strcmp(b, "add")) return bool_p ? (a != 0 || y != 0) : a + sc(s, "alpha", 1) * y;
     if (!strcmp(b, "sub")) return a - sc(s, "alpha", 1) * y;
     if (!strcmp(b, "rsub")) return y - sc(s, "alpha", 1) * a;
@@ -220,7 +220,7 @@ static double ref(const kf_pw_op *op, const double *x, const int *has, const ref
     if (!strcmp(b, "bitwise_or")) return (double)((long long)a | (long long)y);
     if (!strcmp(b, "bitwise_xor")) return (double)((long long)a ^ (long long)y);
     if (!strcmp(b, "bitwise_not")) return bool_p ? !(a != 0) : (double)~(long long)a;
-    if (!strcmp(b, "copy")) return a;
+    if (!strcmp(b, "copy") || !strcmp(b, "_to_copy")) return a;
     if (!strcmp(b, "fill")) return sc(s, "value", 0);
     if (!strcmp(b, "zero")) return 0;
     (void)int_p;
@@ -309,12 +309,15 @@ static int make_case(const kf_pw_op *op, int variant, int knobs)
     c->positive = !strcmp(b, "log") || !strcmp(b, "log2") || !strcmp(b, "sqrt") ||
                   !strcmp(b, "rsqrt") || !strcmp(b, "pow") || !strcmp(b, "log1p");
     c->nonzero = !strcmp(b, "div") || !strcmp(b, "reciprocal") || !strcmp(b, "addcdiv");
-    if (op->when) {
+    for (const char *w = op->when ? op->when : ""; *w;) { /* each "name=value" / "name=" */
         char name[24];
-        const char *eq = strchr(op->when, '=');
-        snprintf(name, sizeof name, "%.*s", (int)(eq - op->when), op->when);
-        if (eq[1]) snprintf(sig_add_scalar(s, name, 's')->s, 32, "%s", eq + 1);
+        size_t len = strcspn(w, " ");
+        const char *eq = memchr(w, '=', len);
+        snprintf(name, sizeof name, "%.*s", (int)(eq - w), w);
+        if (eq + 1 < w + len) snprintf(sig_add_scalar(s, name, 's')->s, 32, "%.*s", (int)(w + len - eq - 1), eq + 1);
         else sig_add_scalar(s, name, 'n');
+        w += len;
+        while (*w == ' ') w++;
     }
     /* operands */
     const char *p = op->args;
@@ -362,7 +365,9 @@ static int make_case(const kf_pw_op *op, int variant, int knobs)
         n_read++;
         k++;
     }
-    if ((variant == V_WRAP && !wrapped_done) || (variant == V_MIXED && n_read < 2 && strcmp(b, "copy")) ||
+    int to_copy = !strcmp(b, "_to_copy");
+    if ((variant == V_WRAP && !wrapped_done) ||
+        (variant == V_MIXED && n_read < 2 && strcmp(b, "copy") && !to_copy) ||
         (variant == V_BCAST && n_read < 2))
         return 0;
     if (!strcmp(b, "copy") && variant == V_MIXED) { /* a cast: f32 -> bf16 */
@@ -386,6 +391,10 @@ static int make_case(const kf_pw_op *op, int variant, int knobs)
     /* the output */
     int out_dt = op->result == KF_PW_BOOLRES ? KF_BOOL
                  : op->result == KF_PW_TOFLOAT && !is_float(P) ? KF_F32 : P;
+    if (to_copy && variant == V_MIXED) { /* .to(torch.float32) of a bf16 tensor */
+        sig_add_scalar(s, "dtype", 'i')->i = 6;
+        out_dt = KF_F32;
+    }
     if (dest >= 0 || op->inplace) {
         int d = dest >= 0 ? dest : 0;
         /* in place: self keeps its dtype (eager casts to it); copy_/fill_/zero_: the
@@ -721,6 +730,29 @@ static void test_refusals(void)
     r.n_scalars = 0;
     snprintf(sig_add_scalar(&r, "approximate", 's')->s, 32, "erf?");
     CHECK(!host_t->applies(&r));
+    /* _to_copy: a cast to its dtype argument's, on its own device, strided, preserving format */
+    static const char *const opt[] = {"layout", "device", "pin_memory", "memory_format"};
+    for (int bad = -1; bad < 4; bad++) {
+        r = binary("aten::_to_copy", KF_BF16, KF_BF16, KF_F32);
+        r.n_in = 1;
+        r.n_scalars = 0; /* no alpha: scalars[] is dtype, the four options, non_blocking */
+        sig_add_scalar(&r, "dtype", 'i')->i = 6;
+        for (int k = 0; k < 4; k++) {
+            if (k != bad) sig_add_scalar(&r, opt[k], 'n');
+            else if (k == 1) snprintf(sig_add_scalar(&r, opt[k], 's')->s, 32, "cuda:0");
+            else sig_add_scalar(&r, opt[k], 'i')->i = 0;
+        }
+        sig_add_scalar(&r, "non_blocking", 'b');
+        if (!CHECK_EQ_INT(host_t->applies(&r) && cuda_t->applies(&r), bad < 0))
+            printf("     _to_copy with %s given\n", bad < 0 ? "nothing" : opt[bad]);
+    }
+    r.scalars[4].kind = 'n'; /* memory_format=None again (the last one given) */
+    r.scalars[0].i = 15; /* dtype=bf16 with an f32 output: not what eager gives */
+    CHECK(!host_t->applies(&r));
+    r.scalars[0].kind = 'n'; /* dtype=None: the input's */
+    CHECK(!host_t->applies(&r));
+    r.out[0].dtype = KF_BF16;
+    CHECK(host_t->applies(&r));
     /* a Python number in place of `other` (scalars[] by its schema name) */
     r = binary("aten::mul.Tensor", KF_F16, KF_F16, KF_F16);
     r.n_in = 1;

@@ -788,6 +788,18 @@ add_case("copy_from_channels_last", COPY, lambda: cl(rn(2, 3, 4, 5)).contiguous(
 add_case("copy_transposed_to_half", COPY, lambda: rn(7, 5).t().half())
 add_case("copy_clone", COPY, lambda: rn(3, 4).t().clone())
 
+# aten::_to_copy: .to(dtype) as one functional call (its copy_ runs inside it)
+TO_COPY = "aten::_to_copy"
+add_case("to_copy_bf16_to_f32", TO_COPY, lambda: rn(4, 37, dtype=bf16).to(f32))
+add_case("to_copy_f32_to_bf16_special", TO_COPY, lambda: special(6, 11).to(bf16))
+add_case("to_copy_transposed_keeps_strides", TO_COPY, lambda: rn(7, 5).t().half())
+add_case("to_copy_channels_last_keeps_format", TO_COPY, lambda: cl(rn(2, 3, 4, 5)).to(f64))
+add_case("to_copy_memory_format_given", TO_COPY,
+         lambda: rn(7, 5).t().to(f16, memory_format=torch.contiguous_format))
+add_case("to_copy_same_dtype_copy", TO_COPY, lambda: rn(3, 4).to(f32, copy=True))
+add_case("to_copy_device_given", TO_COPY, lambda: rn(3, 4).to("cpu", f64))
+add_case("to_copy_int_to_bool", TO_COPY, lambda: ri(4, 9).bool())
+
 
 @case(COPY)
 def copy_method_broadcast_src():

@@ -34,6 +34,12 @@ def rms(x, w):
     return (x * r) * w
 
 
+def hf_rms(h, w):  # transformers' RMSNorm on a bf16 model: its casts are members too
+    x = h.to(torch.float32)
+    x = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6)
+    return w * x.to(torch.bfloat16)
+
+
 def add_gelu(x, b):
     return torch.nn.functional.gelu(x + b)
 
@@ -73,6 +79,8 @@ def nodes(job_dir):
 # name: (fn, its inputs, members, (head inputs, externals), the job's outputs)
 CHAINS = {
     "rmsnorm": (rms, lambda: (torch.randn(256, 512), torch.randn(512)), 6, (1, 1), 6),
+    "rmsnorm_bf16_casts": (hf_rms, lambda: (torch.randn(256, 512).bfloat16(),
+                                            torch.randn(512).bfloat16()), 8, (1, 1), 8),
     "add_gelu": (add_gelu, lambda: (torch.randn(4, 8, 32), torch.randn(32)), 2, (2, 0), 2),
     "mul_add_sigmoid": (mul_add_sigmoid, lambda: (torch.randn(16, 24), torch.randn(16, 24),
                                                   torch.randn(24)), 3, (2, 1), 3),
@@ -106,7 +114,7 @@ def test_chain_job_verifies_and_inserts_a_chain_entry(name, tmp_path):
     with _jobs.bypass():
         want = fn(*args)
     last = torch.frombuffer(bytearray((tmp_path / "job" / "cases" / case["outputs"][n_members - 1])
-                                      .read_bytes()), dtype=torch.float32)
+                                      .read_bytes()), dtype=want.dtype)
     assert torch.equal(last, want.reshape(-1))
     if name == "rmsnorm":  # downstream of the mean: the reduction's tolerance
         mean_tol = _jobs.tolerance("aten::mean.dim", torch.float32)

@@ -1,8 +1,11 @@
-"""transformers' RMSNorm on a bf16 model casts to float32 first (`copy_` into a fresh tensor),
-which heads the recorded chain and writes in place; the spec leaves that head out and starts at
-pow (docs/chains.md). `kforge warmup` with its default options tunes pow -> mean -> add -> rsqrt
--> mul, and a fresh process serves it: the block's output as eager's within bf16 rounding, the
-chain completed at every block after its first-use check."""
+"""transformers' RMSNorm on a bf16 model casts to float32 first and back to bf16 before the weight
+(`.to()`: one functional `_to_copy` each, intercepted as such, its `copy_` inside it). `kforge
+warmup` with its default options tunes the whole norm as chains: the first block's from its cast
+to the weight's mul, the later blocks' from the residual add before them (the recorded chain of
+at most 8 members then ends at the second cast). A fresh process serves both: the block's output
+as eager's within bf16 rounding, every block's norm served after the first-use checks, and where
+the residual add is not followed by a norm (the last block's output) the head is predicted to
+drop and runs eager."""
 
 import json
 
@@ -40,23 +43,29 @@ print(json.dumps({"err": err, "entries": kf.chain_entries()}))
 """
 
 
-def test_warmup_fuses_the_rmsnorm_after_its_cast_and_a_fresh_process_serves_it(tmp_path):
+def test_warmup_fuses_the_rmsnorm_with_its_casts_and_a_fresh_process_serves_it(tmp_path):
     ops = {}
     env, rows = warm_chains(tmp_path, WARM, ops)
-    sig = "chain: pow -> mean -> add -> rsqrt -> mul"
-    assert sig in rows, rows
-    assert rows[sig]["status"] == "inserted", rows[sig]
-    # the chain runs every call of its members: none of them took a search of its own
-    (pow_row,) = [r for s, r in ops.items() if s.startswith("pow.Tensor_Scalar")]
-    assert pow_row["status"] == f"not tuned: its calls run in the kernel of {sig}", pow_row
-    assert pow_row["iterations"] == 0
+    first = "chain: _to_copy -> pow -> mean -> add -> rsqrt -> mul -> _to_copy -> mul"
+    later = "chain: add -> _to_copy -> pow -> mean -> add -> rsqrt -> mul -> _to_copy"
+    for sig in (first, later):
+        assert sig in rows and rows[sig]["status"] == "inserted", rows
+    # the chains run every call of the norm's inner members: those ranked after both chains
+    # (pow and mean, the coolest) took no search of their own; a member ranked between the two
+    # chains may (the first chain alone runs 2 of its 3 calls per forward)
+    for op in ("pow.Tensor_Scalar", "mean.dim"):
+        (row,) = [r for s, r in ops.items() if s.startswith(op)]
+        assert row["status"].startswith("not tuned: its calls run in the kernel of chain: "), row
+        assert row["iterations"] == 0
 
     p = run_python(SERVE, env)
     assert p.returncode == 0, p.stderr[-3000:]
     r = json.loads(p.stdout.strip().splitlines()[-1])
-    # the chain's f32 result is rounded to bf16 by the eager cast after it: a few bf16 ulps
+    # bf16 outputs of a float computation summed in another order: a few bf16 ulps
     assert r["err"] < 2e-2, r
-    served = {e["ops"]: e for e in r["entries"] if e["state"] == "served"}
-    ops = "pow.Tensor_Scalar -> mean.dim -> add.Tensor -> rsqrt -> mul.Tensor"
-    # 12 forwards x 3 blocks: the first forward learns, one more head is the first-use check
-    assert ops in served and served[ops]["completed"] >= 30, r["entries"]
+    served = {"chain: " + " -> ".join(o.split(".")[0] for o in e["ops"].split(" -> ")): e
+              for e in r["entries"] if e["state"] == "served"}
+    # 12 forwards x 3 blocks: block 1 heads the first chain, blocks 2 and 3 the later one (its
+    # head also starts the last block's residual add, where no norm follows: skipped there)
+    assert served[first]["completed"] >= 10, r["entries"]
+    assert served[later]["completed"] >= 20 and served[later]["dropped"] <= 4, r["entries"]

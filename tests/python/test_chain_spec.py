@@ -53,12 +53,31 @@ def hf_rms(h, w):  # transformers' LlamaRMSNorm on a bf16 model
     return w * x.to(torch.bfloat16)
 
 
-def test_a_cast_head_is_left_out_of_the_spec():
-    # the casts are copy_ into fresh tensors: the first heads the recorded chain and writes in
-    # place, so the spec starts at pow (spec_first 1) and reads the cast's output as its head
-    # input; the second cast ends it
+def test_the_casts_of_transformers_rmsnorm_are_members():
+    # .to(dtype) is one functional _to_copy (its copy_ runs inside it): the whole norm is the spec
     h, w = torch.randn(8, 64).bfloat16(), torch.randn(64).bfloat16()
     (ch,) = record(5, hf_rms, h, w)
+    spec = ch["spec"]
+    assert spec is not None, ch["fusable_reason"]
+    assert ch["spec_first"] == 0 and not any(ch["writes"])
+    assert [m["op"] for m in spec["members"]] == [
+        "aten::_to_copy", "aten::pow.Tensor_Scalar", "aten::mean.dim", "aten::add.Tensor",
+        "aten::rsqrt", "aten::mul.Tensor", "aten::_to_copy", "aten::mul.Tensor"]
+    ins = [m["inputs"] for m in spec["members"]]
+    assert ins == [[["head", 0]], [["member", 0, 0]], [["member", 1, 0]], [["member", 2, 0]],
+                   [["member", 3, 0]], [["member", 0, 0], ["member", 4, 0]], [["member", 5, 0]],
+                   [["ext", 0], ["member", 6, 0]]]
+    assert spec["members"][0]["signature"].startswith("_to_copy(bf16[8,64], dtype=6")
+
+
+def test_a_cast_head_is_left_out_of_the_spec():
+    # a cast written as copy_ into a fresh tensor heads the recorded chain and writes in place,
+    # so the spec starts at pow (spec_first 1) and reads the cast's output as its head input
+    def copy_rms(h):
+        x = torch.empty(h.shape, dtype=torch.float32).copy_(h)
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6)
+
+    (ch,) = record(5, copy_rms, torch.randn(8, 64).bfloat16())
     assert ch["writes"][0] and ch["ops"][0] == "aten::copy_", ch["ops"]
     spec = ch["spec"]
     assert spec is not None, ch["fusable_reason"]

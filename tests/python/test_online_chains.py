@@ -1,5 +1,6 @@
 """Online tuning tunes chains too (KFORGE_TUNE=1, KFORGE_TUNE_CHAINS on by default): a bf16
-RMSNorm block in a loop gets its pow -> mean -> add -> rsqrt -> mul chain recorded, a chain job
+RMSNorm block in a loop gets its whole chain recorded (from its cast to float32 to the weight's
+mul), a chain job
 written from the members' real calls, a kernel landed (without the op confirmation: the chain
 speed guard judges it where it is served) and served in the same process, its output within
 bf16 rounding of eager's."""
@@ -13,7 +14,8 @@ MODEL = "import json, time, torch\nimport kernel_forge as kf\n" + HF_RMSNORM + r
 torch.manual_seed(0)
 norm = RMSNorm(256).to(torch.bfloat16)
 x = torch.randn(8, 32, 256).to(torch.bfloat16)  # small: on the host a fused kernel wins by launches
-ops = "pow.Tensor_Scalar -> mean.dim -> add.Tensor -> rsqrt -> mul.Tensor"
+ops = ("_to_copy -> pow.Tensor_Scalar -> mean.dim -> add.Tensor -> rsqrt -> mul.Tensor"
+       " -> _to_copy -> mul.Tensor")
 end, served = time.time() + 150, None
 with torch.inference_mode():
     while time.time() < end:
@@ -40,7 +42,8 @@ def test_online_tuning_lands_and_serves_a_chain(tmp_path):
     assert p.returncode == 0, p.stderr[-3000:]
     res = json.loads(p.stdout.split("RESULT ")[-1])
     chains = [r for r in res["status"]["landed"] if r.get("chain")]
-    assert chains and chains[0]["signature"] == "chain: pow -> mean -> add -> rsqrt -> mul", \
+    assert chains and chains[0]["signature"] == \
+        "chain: _to_copy -> pow -> mean -> add -> rsqrt -> mul -> _to_copy -> mul", \
         (res["status"], p.stderr[-3000:])
     assert res["served"] is not None, (res, p.stderr[-3000:])
     assert res["err"] < 2e-2, res

@@ -71,7 +71,11 @@ def _sub_int(dev):  # integers, broadcast
         {"alpha": 2}
 
 
-CASES = {"rsqrt": (_rsqrt, False), "where": (_where, True), "masked_fill": (_masked_fill, True),
+def _to_copy(dev):  # .float() of a bf16 tensor: a functional cast, the dtype argument compiled in
+    return "aten::_to_copy", (torch.randn(257, 1035, device=dev).bfloat16(),), {"dtype": torch.float32}
+
+
+CASES = {"to_copy": (_to_copy, True), "rsqrt": (_rsqrt, False), "where": (_where, True), "masked_fill": (_masked_fill, True),
          "add_scalar": (_add_scalar, False), "softplus": (_softplus, False), "sub_int": (_sub_int, True)}
 
 
