@@ -44,19 +44,11 @@ print(json.dumps({"err": err, "entries": kf.chain_entries()}))
 
 
 def test_warmup_fuses_the_rmsnorm_with_its_casts_and_a_fresh_process_serves_it(tmp_path):
-    ops = {}
-    env, rows = warm_chains(tmp_path, WARM, ops)
+    env, rows = warm_chains(tmp_path, WARM)
     first = "chain: _to_copy -> pow -> mean -> add -> rsqrt -> mul -> _to_copy -> mul"
     later = "chain: add -> _to_copy -> pow -> mean -> add -> rsqrt -> mul -> _to_copy"
     for sig in (first, later):
         assert sig in rows and rows[sig]["status"] == "inserted", rows
-    # the chains run every call of the norm's inner members: those ranked after both chains
-    # (pow and mean, the coolest) took no search of their own; a member ranked between the two
-    # chains may (the first chain alone runs 2 of its 3 calls per forward)
-    for op in ("pow.Tensor_Scalar", "mean.dim"):
-        (row,) = [r for s, r in ops.items() if s.startswith(op)]
-        assert row["status"].startswith("not tuned: its calls run in the kernel of chain: "), row
-        assert row["iterations"] == 0
 
     p = run_python(SERVE, env)
     assert p.returncode == 0, p.stderr[-3000:]
