@@ -185,18 +185,15 @@ bool build_signature(const OpSchemaInfo& info, int call_device, const torch::jit
   // a call on Python numbers alone (TensorIterator converting a wrapped scalar with _to_copy)
   // is the plugin's nothing to serve: it takes no signature slot
   bool real = false, wrapped = false;
-  for (size_t i = 0; i < info.n_args && !real; i++) {
+  for (size_t i = 0; i < info.n_args; i++) {
+    sig_value(sig, args[i]);
     if (!args[i].isTensor()) {
-      real = args[i].isTensorList() || args[i].isList();
-      continue;
+      real = real || args[i].isTensorList() || args[i].isList();
+    } else if (const at::Tensor& t = args[i].toTensor(); t.defined()) {
+      (t.unsafeGetTensorImpl()->is_wrapped_number() ? wrapped : real) = true;
     }
-    const at::Tensor& t = args[i].toTensor();
-    if (t.defined() && t.unsafeGetTensorImpl()->is_wrapped_number()) wrapped = true;
-    else if (t.defined()) real = true;
   }
-  if (wrapped && !real) return false;
-  for (size_t i = 0; i < info.n_args; i++) sig_value(sig, args[i]);
-  return true;
+  return real || !wrapped;
 }
 
 }  // namespace kforge

@@ -558,9 +558,7 @@ void kf_chain_emit_tail_cache(kf_strbuf *s, const kf_chain_bind *b, const char *
     kf_strbuf_printf(s, ";\n");
 }
 
-/* the tail's loop over a thread's columns ({ left open), and its input x as kf_ct: read back
- * from the member that stored it, or (cuda 2) the thread's registers */
-static const char *tail_loop(char *buf, size_t cap, int cuda, const char *ind)
+const char *kf_chain_cols_loop(char *buf, size_t cap, int cuda, const char *ind)
 {
     if (cuda == 2)
         snprintf(buf, cap, "#pragma unroll\n%sfor (int j = 0; j < KF_CPL; j++) {\n"
@@ -572,6 +570,8 @@ static const char *tail_loop(char *buf, size_t cap, int cuda, const char *ind)
     return buf;
 }
 
+/* the tail's input x as kf_ct: read back from the member that stored it, or (cuda 2) the
+ * thread's registers */
 static void tail_x(kf_strbuf *sx, const kf_chain_bind *b, int cuda)
 {
     int xm = b->ch->m[b->tail].ref[0].a;
@@ -593,7 +593,7 @@ static void emit_sm(kf_strbuf *s, const kf_chain_bind *b, int cuda, int inline_e
     kf_strbuf sx = {0};
     tail_x(&sx, b, cuda);
     char lb[256];
-    const char *loop = tail_loop(lb, sizeof lb, cuda, ind);
+    const char *loop = kf_chain_cols_loop(lb, sizeof lb, cuda, ind);
     const char *simd = cuda ? "" : "#pragma omp simd reduction(+ : kf_e)\n";
     if (cuda) kf_strbuf_printf(s, "%skf_m = kf_chain_row_max(kf_m);\n", ind);
     kf_strbuf_printf(s, "%skf_ct kf_e = (kf_ct)0;\n%s%s%s\n", ind, simd, ind, loop);
@@ -640,7 +640,7 @@ void kf_chain_emit_tail(kf_strbuf *s, const kf_chain_bind *b, int cuda, int inli
         load_expr(&sb, b->ch->m[k].sig.in[b->ln_w >= 0 ? 2 : 1].dtype, cuda, bv);
     }
     char lb[256];
-    const char *loop = tail_loop(lb, sizeof lb, lp, ind);
+    const char *loop = kf_chain_cols_loop(lb, sizeof lb, lp, ind);
     if (cuda) { /* float math as eager's CUDA kernel, the block's threads over the row */
         kf_strbuf_printf(s, "%skf_s = kf_chain_row_reduce(kf_s);\n"
                             "%sconst kf_ct kf_mean = kf_s / (kf_ct)KF_C;\n"

@@ -94,6 +94,10 @@ void kf_chain_emit_tail_begin(kf_strbuf *s, const kf_chain_bind *b, int cuda, co
  * the thread's column c = KF_LANE + j * KF_LANES (j < KF_CPL, the phase-0 loop unrolled), each
  * stored by kf_chain_emit_tail_cache after phase 0, not read back from memory */
 void kf_chain_emit_tail_cache(kf_strbuf *s, const kf_chain_bind *b, const char *ind);
+/* The loop over a thread's columns of row r, its "{" left open (cuda 0: every column; 1: c from
+ * KF_LANE by KF_LANES; 2: j < KF_CPL unrolled, c = KF_LANE + j * KF_LANES, so that phase 0 and
+ * the tail index kf_x[j] alike); the text is in buf, printed after `ind`. */
+const char *kf_chain_cols_loop(char *buf, size_t cap, int cuda, const char *ind);
 void kf_chain_emit_tail(kf_strbuf *s, const kf_chain_bind *b, int cuda, int inline_exp,
                         const char *ind);
 const char *kf_chain_tail_simd(const kf_chain_bind *b);

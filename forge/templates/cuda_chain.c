@@ -130,10 +130,9 @@ static kf_status render(const kf_job_sig *sig, const int *knob_idx, char **sourc
         kf_chain_emit_rowbases(&b, &cb, "        ");
         kf_chain_emit_tail_begin(&b, &cb, cache ? 2 : 1, "        ");
         if (cb.red >= 0) kf_strbuf_printf(&b, "        kf_ct acc = KF_RINIT;\n");
-        kf_strbuf_printf(&b, "%s", cache ? "#pragma unroll\n        for (int j = 0; j < KF_CPL; j++) {\n"
-                                           "            const long long c = KF_LANE + (long long)j * "
-                                           "KF_LANES;\n            if (c >= KF_C) break;\n"
-                                         : cols);
+        char lb[256];
+        if (cache) kf_strbuf_printf(&b, "        %s\n", kf_chain_cols_loop(lb, sizeof lb, 2, "        "));
+        else kf_strbuf_printf(&b, "%s", cols);
         if (vw > 1) kf_chain_emit_phase_vec(&b, &cb, 0, "            ");
         else kf_chain_emit_phase(&b, &cb, 0, 1, "            ", "");
         if (cache) kf_chain_emit_tail_cache(&b, &cb, "            ");
