@@ -823,7 +823,8 @@ class OnlineTuner(threading.Thread):
         log.info("online tuning: %s: %s pass %s (eager %.1f us, best %s us, %s)",
                  row["signature"], pass_, result["status"], result["eager_us"],
                  f"{result['best_us']:.1f}" if result.get("best_us") else "-",
-                 result.get("stop_reason", ""))
+                 result.get("detail") if result["status"] == "no_correct_kernel"
+                 else result.get("stop_reason", ""))
         if pass_ == "ramp":
             self.ramped.add(row["key"])
         return result, staging, child

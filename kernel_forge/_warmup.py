@@ -582,7 +582,8 @@ def warmup(script_cmd: list[str], *, iterations: int = 50, time_budget: float = 
         _remote.publish(res, kf.cache_dir(), r.get("cache_key"))
         row.update(eager_us=res["eager_us"], best_us=res.get("best_us"), speedup=res.get("speedup"),
                    iterations=res["iterations"], status=res["status"], wall_s=res.get("wall_s", 0),
-                   llm=res.get("llm"), stop_reason=res.get("stop_reason", ""))
+                   llm=res.get("llm"), stop_reason=res.get("stop_reason", ""),
+                   detail=res.get("detail", ""))
         if res.get("best_us") and res.get("roofline_us"):
             row["roofline_pct"] = 100 * res["roofline_us"] / res["best_us"]
 
@@ -685,6 +686,15 @@ def cost_table(rows: list[dict]) -> str:
                              "cost"], ["<", "<", ">", ">", ">", ">", ">"])
 
 
+def status_text(r: dict) -> str:
+    """A row's status; why, when no candidate was correct (the first failure, its member)."""
+    from ._text import shorten
+
+    if r["status"] == "no_correct_kernel" and r.get("detail"):
+        return shorten(f"no_correct_kernel: {r['detail']}", 240)
+    return r["status"]
+
+
 def table(rows: list[dict]) -> str:
     from ._text import fmt_table, shorten
 
@@ -694,7 +704,7 @@ def table(rows: list[dict]) -> str:
         body.append([r["op"].split("::")[-1], shorten(r["signature"], 60),
                      f"{100 * r['share']:.1f}%", f(r["eager_us"], "{:.1f}"), f(r["best_us"], "{:.1f}"),
                      f(r["speedup"], "{:.2f}x"), f(r["roofline_pct"], "{:.0f}%"),
-                     str(r["iterations"]), f"{r['wall_s']:.0f}s", r["status"]])
+                     str(r["iterations"]), f"{r['wall_s']:.0f}s", status_text(r)])
     return fmt_table(body, ["op", "signature", "share", "eager us", "best us", "speedup",
                              "roofline", "iters", "time", "status"],
                       ["<", "<", ">", ">", ">", ">", ">", ">", ">", "<"])

@@ -317,6 +317,17 @@ static int check_guards(kf_eval *ev, kf_eval_result *res, int c, const char *whe
 
 /* Verify one case after its run: inputs unchanged, then every output against eager. Returns 1
  * when it failed (res filled), -1 with *rc on a backend failure. */
+/* " (member m, its op)" for output j of a chain job (one output per member, the last member's
+ * extras after it), "" for one op: which call of the chain a mismatch is in. */
+static const char *member_of(const kf_job *job, int j, char *buf, size_t cap)
+{
+    const kf_job_chain *ch = job->chain_def;
+    if (!ch || ch->n_members < 1) return "";
+    int m = j < ch->n_members ? j : ch->n_members - 1;
+    snprintf(buf, cap, " (member %d, %s)", m, ch->m[m].sig.op);
+    return buf;
+}
+
 static int check_case(kf_eval *ev, int c, const char *pl, kf_eval_result *res, int *rc, char *err,
                       size_t errcap)
 {
@@ -349,18 +360,20 @@ static int check_case(kf_eval *ev, int c, const char *pl, kf_eval_result *res, i
         if (cmp.max_abs > res->max_abs_err) res->max_abs_err = cmp.max_abs;
         if (cmp.max_rel > res->max_rel_err) res->max_rel_err = cmp.max_rel;
         if (!cmp.bad) continue;
+        char mb[96];
+        const char *who = member_of(job, j, mb, sizeof mb);
         if (cmp.poisoned) {
             fail(res, KF_NODE_UNTOUCHED, c,
-                 "case %d (%s%s), output %d: %" PRId64 " of %" PRId64 " elements still hold the "
+                 "case %d (%s%s), output %d%s: %" PRId64 " of %" PRId64 " elements still hold the "
                  "0xff poison the output was filled with (first at element %" PRId64 ")%s",
-                 c, case_kind(job, c), pl, j, cmp.poisoned, cmp.n, cmp.first_poisoned,
+                 c, case_kind(job, c), pl, j, who, cmp.poisoned, cmp.n, cmp.first_poisoned,
                  cmp.poisoned < cmp.bad ? "; other elements are wrong too" : "");
         } else {
             fail(res, KF_NODE_WRONG, c,
-                 "case %d (%s%s), output %d: %" PRId64 " of %" PRId64 " elements outside atol=%g "
-                 "rtol=%g (max abs %.3g at %" PRId64 "; first at %" PRId64 ": got %.9g, "
+                 "case %d (%s%s), output %d%s: %" PRId64 " of %" PRId64 " elements outside "
+                 "atol=%g rtol=%g (max abs %.3g at %" PRId64 "; first at %" PRId64 ": got %.9g, "
                  "expected %.9g)",
-                 c, case_kind(job, c), pl, j, cmp.bad, cmp.n, job->out_atol[j], job->out_rtol[j],
+                 c, case_kind(job, c), pl, j, who, cmp.bad, cmp.n, job->out_atol[j], job->out_rtol[j],
                  cmp.worst_abs, cmp.worst_at, cmp.first_bad, cmp.first_got, cmp.first_exp);
         }
         return 1;

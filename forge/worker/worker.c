@@ -479,6 +479,28 @@ static void run_loop(worker *w)
     }
 }
 
+/* Why no candidate was correct, for result.json's detail: how many ended how, and the first
+ * failure (for a chain it names the member whose output differed). */
+static void why_none_correct(const worker *w, char *out, size_t cap)
+{
+    int counts[KF_NODE_STATUS_COUNT] = {0}, first = -1;
+    for (int i = 0; i < w->n_nodes; i++) {
+        counts[w->nodes[i].status]++;
+        if (first < 0 && w->nodes[i].error && w->nodes[i].error[0]) first = i;
+    }
+    size_t n = (size_t)snprintf(out, cap, "none of %d candidates was correct (", w->n_nodes);
+    const char *sep = "";
+    for (int st = 1; st < KF_NODE_STATUS_COUNT && n < cap; st++) {
+        if (!counts[st]) continue;
+        n += (size_t)snprintf(out + n, cap - n, "%s%d %s", sep, counts[st], kf_node_status_name(st));
+        sep = ", ";
+    }
+    if (n < cap) n += (size_t)snprintf(out + n, cap - n, ")");
+    if (first >= 0 && n < cap)
+        snprintf(out + n, cap - n, "; node %d (%s): %s", first, w->nodes[first].cand.change,
+                 w->nodes[first].error);
+}
+
 static void worker_free(worker *w)
 {
     for (int i = 0; i < w->n_nodes; i++) {
@@ -546,6 +568,7 @@ kf_status kf_worker_run(const kf_worker_opts *o, char *err, size_t errcap)
                  w.job->search.margin * 100);
     } else {
         status = "no_correct_kernel";
+        why_none_correct(&w, detail, sizeof detail);
     }
     kf_worker_write_result(&w, status, key, detail);
     char extra[256];

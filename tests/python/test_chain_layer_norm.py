@@ -8,7 +8,7 @@ completed at every block after its first-use check."""
 import json
 
 from conftest import run_python
-from fixtures.chain_warmup import warm_chains
+from fixtures.chain_warmup import serving, warm_chains
 
 MODEL = """
 import torch
@@ -62,7 +62,7 @@ def test_warmup_fuses_add_layer_norm_and_a_fresh_process_serves_it(tmp_path):
     r = json.loads(p.stdout.strip().splitlines()[-1])
     assert r["y"] < 1e-5 and max(r["direct"]) < 1e-5, r
     inserted = [s for s, row in rows.items() if row["status"] == "inserted"]
-    served = {e["ops"]: e for e in r["entries"] if e["state"] == "served"}
+    served = {e["ops"]: e for e in serving(r["entries"])}
     # every inserted chain serves: 12 forwards x 3 blocks (36 heads; the first forward's learn
     # each block's weights, one more is the first-use check), 12 direct calls
     want = {"chain: add -> native_layer_norm": ("add.Tensor -> native_layer_norm", 30),

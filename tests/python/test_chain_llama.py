@@ -12,6 +12,7 @@ import pytest
 import torch
 
 from conftest import ROOT
+from fixtures.chain_warmup import serving
 
 pytest.importorskip("transformers")
 SCRIPT = os.path.join(ROOT, "tests", "python", "fixtures", "tiny_llama.py")
@@ -75,7 +76,7 @@ def test_a_fresh_process_serves_them(warm):
     d, _ = warm
     forwards = 20
     res = plugin_run(d / "cache", d / "plugin.pt", forwards)
-    served = [e for e in res["entries"] if e["state"] == "served"]
+    served = serving(res["entries"])
     assert served, res["entries"]
     eager, plugin = torch.load(d / "eager.pt"), torch.load(d / "plugin.pt")
     torch.testing.assert_close(plugin, eager, atol=1e-4, rtol=1e-4)
@@ -92,7 +93,7 @@ def test_served_under_inference_mode_too(warm):
     d, _ = warm
     forwards = 20
     res = plugin_run(d / "cache", d / "plugin-inference.pt", forwards, mode="inference")
-    served = [e for e in res["entries"] if e["state"] == "served"]
+    served = serving(res["entries"])
     assert served, res["entries"]
     torch.testing.assert_close(torch.load(d / "plugin-inference.pt"), torch.load(d / "eager.pt"),
                                atol=1e-4, rtol=1e-4)

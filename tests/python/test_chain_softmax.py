@@ -7,7 +7,7 @@ the chain completed at every block after its first-use check."""
 import json
 
 from conftest import run_python
-from fixtures.chain_warmup import warm_chains
+from fixtures.chain_warmup import serving, warm_chains
 
 MODEL = """
 import torch
@@ -63,7 +63,7 @@ def test_warmup_fuses_mask_add_softmax_and_a_fresh_process_serves_it(tmp_path):
     assert p.returncode == 0, p.stderr[-3000:]
     r = json.loads(p.stdout.strip().splitlines()[-1])
     assert r["err"] < 1e-5, r  # probabilities: an absolute error
-    served = {e["ops"]: e for e in r["entries"] if e["state"] == "served"}
+    served = {e["ops"]: e for e in serving(r["entries"])}
     ops = "mul.Tensor -> add.Tensor -> _softmax"
     if rows[sig]["status"] == "inserted":
         # 12 forwards x 3 blocks: the first forward learns, one more head is the first-use check
