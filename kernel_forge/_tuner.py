@@ -202,9 +202,11 @@ def steady_rows(rows: list[dict], window: dict | None) -> tuple[list[dict], list
     one, the whole recording. The per-call time is the row's own (time_ms / calls), which leaves
     out a first cold call once there are other samples; a window's time difference would keep
     it, as it entered while it was the only sample, and make an op called once per forward look
-    hot (a first CUDA call can cost milliseconds). "share" is then recomputed over the tunable
-    rows, so one-time work and what can never be tuned (a copy from the CPU, ...) do not dilute
-    --min-share. Returns (rows, setup)."""
+    hot (a first CUDA call can cost milliseconds). A row without a kernel of its own whose calls
+    a chain kernel served in the window (chain_entries()) counts only the calls that still ran
+    eager: the members of a landed chain are not searched again one by one. "share" is then
+    recomputed over the tunable rows, so one-time work and what can never be tuned (a copy from
+    the CPU, ...) do not dilute --min-share. Returns (rows, setup)."""
     steady, setup = [], []
     for r in rows:
         r = dict(r)
@@ -215,7 +217,8 @@ def steady_rows(rows: list[dict], window: dict | None) -> tuple[list[dict], list
                 setup.append(r)
                 continue
             per_call = r["time_ms"] / r["calls"] if r["calls"] > 0 else 0.0
-            r["time_ms"], r["calls"] = per_call * w["calls"], w["calls"]
+            calls = w["calls"] - (0 if r.get("has_kernel") else min(w.get("served", 0), w["calls"]))
+            r["time_ms"], r["calls"] = per_call * calls, calls
         steady.append(r)
     total = sum(r["time_ms"] for r in steady if r["intercepted"] and not r.get("untunable"))
     for r in steady:
@@ -225,14 +228,18 @@ def steady_rows(rows: list[dict], window: dict | None) -> tuple[list[dict], list
 
 
 def stats_delta(now: list[dict], before: dict) -> dict:
-    """key -> {"calls"} made since the snapshot `before` (snapshot(rows)); steady_rows gives
-    them the row's per-call time."""
-    return {r["key"]: {"calls": r["calls"] - before.get(r["key"], 0)} for r in now
-            if r["intercepted"] and r["calls"] > before.get(r["key"], 0)}
+    """key -> {"calls", "served"} made since the snapshot `before` (snapshot(rows));
+    steady_rows gives them the row's per-call time."""
+    out = {}
+    for r in now:
+        calls, served = before.get(r["key"], (0, 0))
+        if r["intercepted"] and r["calls"] > calls:
+            out[r["key"]] = {"calls": r["calls"] - calls, "served": r.get("served", 0) - served}
+    return out
 
 
 def snapshot(rows: list[dict]) -> dict:
-    return {r["key"]: r["calls"] for r in rows if r["intercepted"]}
+    return {r["key"]: (r["calls"], r.get("served", 0)) for r in rows if r["intercepted"]}
 
 
 def add_bytes_moved(rows: list[dict], cache: dict | None = None) -> None:

@@ -96,7 +96,7 @@ def test_the_online_window_forgets_setup():
         {"key": "setup", "intercepted": True, "calls": 50, "time_ms": 900.0},
         {"key": "fwd", "intercepted": True, "calls": 30, "time_ms": 3.5},
     ]
-    assert _tuner.stats_delta(now, before) == {"fwd": {"calls": 20}}
+    assert _tuner.stats_delta(now, before) == {"fwd": {"calls": 20, "served": 0}}
 
 
 def test_a_cold_first_call_does_not_make_a_once_per_forward_op_hot():
@@ -127,6 +127,26 @@ def test_launch_bound_ops_rank_below_ops_with_room_to_gain():
     assert _tuner.priority(tiny, bw) == pytest.approx(10.0 * (1 - 2.5 / 3.8))
     # on the host the floor is small: the same row keeps nearly all of its time
     assert _tuner.priority(dict(tiny, device="cpu"), bw) > 9.0
+
+
+def test_calls_a_chain_kernel_served_are_not_ranked_again():
+    # the members of a landed chain: their calls are handed out by the chain kernel (counted as
+    # served, no kernel of their own); only what still ran eager is ranked
+    rows = [{"key": "pow", "intercepted": True, "calls": 200, "time_ms": 20.0, "servable": True,
+             "has_kernel": False, "served": 180, "signature": "pow"},
+            {"key": "mm", "intercepted": True, "calls": 200, "time_ms": 10.0, "servable": True,
+             "has_kernel": False, "served": 0, "signature": "mm"},
+            {"key": "relu", "intercepted": True, "calls": 200, "time_ms": 10.0, "servable": True,
+             "has_kernel": True, "served": 100, "signature": "relu"}]
+    before = _tuner.snapshot([dict(r, calls=100, served=90 if r["key"] == "pow" else 0)
+                              for r in rows])
+    window = _tuner.stats_delta(rows, before)
+    assert window["pow"] == {"calls": 100, "served": 90}
+    steady, _ = _tuner.steady_rows(rows, window)
+    by = {r["key"]: r for r in steady}
+    assert by["pow"]["calls"] == 10 and by["pow"]["time_ms"] == pytest.approx(1.0)
+    assert by["relu"]["calls"] == 100  # its own kernel: every call counts
+    assert [r["key"] for r in _tuner.hot_candidates(steady, 1, 0.2, set())] == ["mm"]
 
 
 def test_chains_with_one_fusable_spec_are_one_candidate():
