@@ -108,7 +108,8 @@ def chains(min_calls: int = 3) -> list[dict]:
     chain as a job and a cache entry see it (docs/chains.md: its fusable prefix, per member op,
     signature, sig_hex and inputs as ["head", i] | ["member", m, o] | ["ext", e]; the chain's
     canonical bytes in spec["sig_hex"]; spec_first: the member it starts at, 1 when a head
-    that writes in place is left out), or None with fusable_reason saying why. With a chain
+    that writes in place is left out, later when an earlier member's external cannot be
+    predicted at the head), or None with fusable_reason saying why. With a chain
     kernel attached, status is its entry's state ("checking", "served", "refused") and entry is
     chain_entries()'s row.
     """

@@ -239,12 +239,6 @@ static void spec_ref(const chain_shape *s, int s0, const uint8_t src[2], uint8_t
     ref[0] = 2, ref[1] = (uint8_t)e, ref[2] = 0;
 }
 
-/* The spec of chain shape `s` (chain_sig.h), or NULL with *why set: its fusable prefix (cut
- * before the first later member that writes in place, and after the first member with more
- * than one output, which only the last may have: a layer norm's mean and rstd), each member's
- * signature looked up. A head that writes in place is left out when what follows it still makes
- * a chain: a bf16 RMSNorm's cast (`copy_` into a fresh tensor) then pow -> mean -> add -> rsqrt
- * -> mul, where the head's written tensor becomes the spec head's input. */
 /* The end of the fusable part that starts at member `from` (make_spec's cuts). */
 static int fusable_end(const chain_shape *s, int from)
 {
@@ -253,21 +247,36 @@ static int fusable_end(const chain_shape *s, int from)
     return n;
 }
 
-static cJSON *make_spec(const chain_shape *s, kf_chain_lookup_fn lookup, void *user,
-                        kf_chain_member_info *mi, int *first, char *why, size_t cap)
+/* The spec of chain shape `s` (chain_sig.h) from member `from`, ending before member `limit`
+ * at the latest, or NULL with *why set: its fusable part (cut before the first later member
+ * that writes in place, and after the first member with more than one output, which only the
+ * last may have: a layer norm's mean and rstd), each member's signature looked up. A head that
+ * writes in place is left out when what follows it still makes a chain: a bf16 RMSNorm's cast
+ * (`copy_` into a fresh tensor) then pow -> mean -> add -> rsqrt -> mul, where the head's
+ * written tensor becomes the spec head's input. With from > 0 (after a member that reads what
+ * the head cannot predict) the spec takes no externals: every input is its head's or a member's
+ * (an external there is most often another activation of the same run: rotary's q * cos). */
+static cJSON *make_spec(const chain_shape *s, int from, int limit, kf_chain_lookup_fn lookup,
+                        void *user, kf_chain_member_info *mi, int *first, char *why, size_t cap)
 {
-    int s0 = 0, n = fusable_end(s, 0);
-    if (s->writes[0] && s->n > 2 && !s->writes[1]) {
-        int n1 = fusable_end(s, 1);
-        if (n1 - 1 >= 2) s0 = 1, n = n1;
+    int s0 = from, n = fusable_end(s, from);
+    if (s->writes[from] && s->n > from + 2 && !s->writes[from + 1]) {
+        int n1 = fusable_end(s, from + 1);
+        if (n1 - (from + 1) >= 2) s0 = from + 1, n = n1;
     }
+    const int cut = n <= limit; /* the fusable part ends first, not the caller's limit */
+    if (n > limit) n = limit;
     *first = s0;
     if (n - s0 < 2) {
-        if (s->n_out[0] > 1)
-            snprintf(why, cap, "member 0 has %d outputs (only the last member may have more than one)",
-                     s->n_out[0]);
+        if (cut && n == s->n)
+            snprintf(why, cap, "fewer than two members from member %d", s0);
+        else if (cut && s->n_out[n - 1] > 1)
+            snprintf(why, cap, "member %d has %d outputs (only the last member may have more than one)",
+                     n - 1, s->n_out[n - 1]);
+        else if (cut)
+            snprintf(why, cap, "member %d writes in place (only the head may)", n);
         else
-            snprintf(why, cap, "member 1 writes in place (only the head may)");
+            why[0] = 0; /* the caller says why it set the limit */
         return NULL;
     }
     if (!lookup) {
@@ -313,6 +322,10 @@ static cJSON *make_spec(const chain_shape *s, kf_chain_lookup_fn lookup, void *u
         for (int i = 0; i < s->n_in[m]; i++) {
             uint8_t r[3] = {0, (uint8_t)i, 0}; /* the head's own inputs, in order */
             if (m > s0) spec_ref(s, s0, s->src[m][i], ext_seen, &n_ext, r);
+            if (from > 0 && r[0] == 2) {
+                snprintf(why, cap, "member %d reads a tensor from outside a spec that starts at member %d", m, s0);
+                goto fail;
+            }
             cJSON *ref = cJSON_CreateArray();
             if (!ref) goto oom;
             cJSON_AddItemToArray(ins, ref);
@@ -340,13 +353,47 @@ fail:
     return NULL;
 }
 
-/* The first member of the spec (members first .. first + n - 1, its head excluded) that read a
- * fresh external in more than half of the chain's runs, or -1. */
-static int fresh_member(const chain_entry *e, int first, int n)
+/* Whether member m read a fresh external in more than half of the chain's runs. */
+static int fresh(const chain_entry *e, int m)
 {
-    for (int m = first + 1; m < first + n && m < e->shape.n; m++)
-        if (2 * e->fresh[m] > e->calls) return m;
-    return -1;
+    return 2 * e->fresh[m] > e->calls;
+}
+
+/* The longest spec of e, or NULL with *why: the fusable part from the start, and when a member
+ * after the head reads a fresh external (serving predicts each external at the head from the
+ * tensors of an earlier run, which can never hold a new activation or prove an inference tensor
+ * unchanged), the parts between such members, each starting at one (its inputs are then the
+ * spec head's, taken at the call): the mask add of a causal mask made in every forward. */
+static cJSON *best_spec(const chain_entry *e, kf_chain_lookup_fn lookup, void *user,
+                        kf_chain_member_info *mi, int *first, char *why, size_t cap)
+{
+    cJSON *best = NULL;
+    int best_n = 0, fm = -1;
+    for (int from = 0; from < e->shape.n - 1; from++) {
+        if (from > 0 && !fresh(e, from)) continue;
+        int limit = from + 1;
+        while (limit < e->shape.n && !fresh(e, limit)) limit++;
+        if (from == 0 && limit < e->shape.n) fm = limit;
+        char w[256] = "";
+        int f = 0;
+        if (from == 0) { /* what else ends the part from the start, as its reason */
+            cJSON *whole = make_spec(&e->shape, 0, e->shape.n, lookup, user, mi, &f, why, cap);
+            cJSON_Delete(whole);
+        }
+        cJSON *spec = make_spec(&e->shape, from, limit, lookup, user, mi, &f, w, sizeof w);
+        const int n = spec ? cJSON_GetArraySize(cJSON_GetObjectItem(spec, "members")) : 0;
+        if (n > best_n) {
+            cJSON_Delete(best);
+            best = spec, best_n = n, *first = f;
+        } else {
+            cJSON_Delete(spec);
+        }
+    }
+    if (!best && fm >= 0 && !why[0])
+        snprintf(why, cap, "member %d reads a tensor the head cannot predict in %" PRIu64 " of %" PRIu64
+                 " runs (one new to the plugin, e.g. a linear's output, or an inference tensor, which "
+                 "has no version counter)", fm, e->fresh[fm], e->calls);
+    return best;
 }
 
 char *kf_chains_json_doc(kf_chains *c, uint64_t min_calls, kf_chain_lookup_fn lookup, void *user)
@@ -392,18 +439,10 @@ char *kf_chains_json_doc(kf_chains *c, uint64_t min_calls, kf_chain_lookup_fn lo
                 }
             }
         }
-        char why[256] = "";
+        char why[320] = "";
         int first = 0;
-        cJSON *spec = make_spec(&e->shape, lookup, user, mi, &first, why, sizeof why);
-        int fm = spec ? fresh_member(e, first, cJSON_GetArraySize(cJSON_GetObjectItem(spec, "members")))
-                      : -1;
-        if (fm >= 0) {
-            snprintf(why, sizeof why, "member %d reads a tensor new to the plugin in %" PRIu64
-                     " of %" PRIu64 " runs (an activation from an op it does not see, e.g. a "
-                     "linear's output): the head cannot predict it", fm, e->fresh[fm], e->calls);
-            cJSON_Delete(spec);
-            spec = NULL;
-        }
+        cJSON *spec = lookup ? best_spec(e, lookup, user, mi, &first, why, sizeof why) : NULL;
+        if (!lookup) snprintf(why, sizeof why, "no signature table");
         if (spec) {
             cJSON_AddItemToObject(ch, "spec", spec);
             cJSON_AddNumberToObject(ch, "spec_first", first);

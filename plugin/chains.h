@@ -44,16 +44,18 @@ enum {
     KF_CHAIN_SERVABLE = 1, /* a kernel could serve the call */
     KF_CHAIN_WRITES = 2,   /* it writes a tensor argument (in place, out=) */
 };
-/* input i is a tensor the thread had not seen before the call (an activation from an op the
- * plugin does not see, a linear's output): a chain's head cannot predict it as an external */
+/* input i is a tensor a chain's head cannot predict as an external: one the thread had not seen
+ * before the call (an activation from an op the plugin does not see, a linear's output), or an
+ * inference tensor (no version counter: nothing proves it unchanged since an earlier run) */
 #define KF_CHAIN_FRESH(i) (1u << (8 + (i)))
 #define KF_CHAIN_FRESH_MASK(bits) (((unsigned)(bits) & 0xffu) << 8)
 
 /* One finished call on r's thread: its signature key, KF_CHAIN_* flags, the identities of its
  * tensor inputs (the kernel's tensor arguments: no Python numbers, no None) and outputs, in
  * schema order. Each chain counts, per member, the runs in which it read a fresh external
- * (KF_CHAIN_FRESH): a spec most of whose runs have one is not fusable (serving predicts each
- * external at the head from the tensors of an earlier run), and the listing says so. */
+ * (KF_CHAIN_FRESH): a member most of whose runs read one can only start a spec (serving
+ * predicts each external at the head from the tensors of an earlier run); the listing takes
+ * the longest spec that allows, or says why there is none. */
 void kf_chain_observe(kf_chains *c, kf_chain_rec *r, uint64_t key, unsigned flags,
                       const uintptr_t *in, int n_in, const uintptr_t *out, int n_out);
 /* End r's open run now (counted if it is a chain). */

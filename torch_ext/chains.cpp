@@ -70,7 +70,9 @@ void ids_of(const c10::IValue* v, size_t n, ChainIds* ids) {
     if (!v[i].isTensor()) continue;
     const at::Tensor& t = v[i].toTensor();
     if (!t.defined() || t.unsafeGetTensorImpl()->is_wrapped_number()) continue;
-    if (!t_seen.seen(t)) ids->fresh |= 1u << ids->n;
+    // one the head could not predict as an external: new here, or without a version counter
+    const bool seen = t_seen.seen(t);
+    if (!seen || t.is_inference()) ids->fresh |= 1u << ids->n;
     ids->id[ids->n++] = reinterpret_cast<uintptr_t>(t.unsafeGetTensorImpl());
   }
 }

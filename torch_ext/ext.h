@@ -127,7 +127,7 @@ void capture_store(kf_runtime* rt, uint64_t key, std::vector<at::Tensor> args);
 struct ChainIds {
   int n = 0;
   uintptr_t id[KF_CHAIN_MAX_IO];
-  unsigned fresh = 0;  // inputs: bit i, a tensor this thread had not seen before (KF_CHAIN_FRESH)
+  unsigned fresh = 0;  // inputs: bit i, one new to this thread or an inference tensor (KF_CHAIN_FRESH)
 };
 void chain_inputs(const OpSchemaInfo& info, const torch::jit::Stack& stack, ChainIds* in);
 void chain_report(kf_runtime* rt, const kf_call& call, const ChainIds& in, const OpSchemaInfo& info,

@@ -2,7 +2,9 @@
 (forge/templates/chain.c, the softmax member; docs/chains.md): the attention of Swin and of
 models that run attention without SDPA. `kforge warmup` with its default options tunes it, and
 a fresh process on that cache serves it: the output within the softmax's tolerance of float64,
-the chain completed at every block after its first-use check."""
+the chain completed at every block after its first-use check. A causal mask made in every
+forward under inference_mode (transformers' eager attention) is a tensor the head cannot predict:
+the chain then starts at the mask add, both its inputs taken at the call."""
 
 import json
 
@@ -70,3 +72,28 @@ def test_warmup_fuses_mask_add_softmax_and_a_fresh_process_serves_it(tmp_path):
         assert ops in served and served[ops]["completed"] >= 30, r["entries"]
     else:
         assert ops not in served, r["entries"]
+
+
+# the mask made in the forward, as transformers' eager attention does: an inference tensor
+CAUSAL = MODEL.replace("""    def forward(self, x, mask):
+        return [b(x, mask) for b in self.blocks]""", """    def forward(self, x, mask):
+        causal = torch.where(mask > 0, 0.0, float("-inf"))
+        return [b(x, causal) for b in self.blocks]""").replace(
+    "mask = torch.zeros(96, 96).masked_fill(torch.rand(96, 96) < 0.2, float(\"-inf\"))",
+    "mask = torch.ones(96, 96).tril()")
+
+
+def test_a_mask_made_in_every_forward_starts_the_chain(tmp_path):
+    env, rows = warm_chains(tmp_path, CAUSAL + "run(20)\n")
+    assert "chain: mul -> add -> _softmax" not in rows, rows
+    sig = "chain: add -> _softmax"
+    assert sig in rows and rows[sig]["status"] in ("inserted", "no_faster_kernel"), rows
+
+    p = run_python(CAUSAL + SERVE[len(MODEL):], env)
+    assert p.returncode == 0, p.stderr[-3000:]
+    r = json.loads(p.stdout.strip().splitlines()[-1])
+    assert r["err"] < 1e-5, r
+    served = {e["ops"]: e for e in serving(r["entries"])}
+    if rows[sig]["status"] == "inserted":
+        # 12 forwards x 3 blocks; no external to learn: the first head is the first-use check
+        assert served["add.Tensor -> _softmax"]["completed"] >= 34, r["entries"]
