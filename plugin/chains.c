@@ -37,6 +37,9 @@ struct kf_chain_rec {
     uintptr_t head_in[KF_CHAIN_MAX_IO];
     uintptr_t ext[MAX_EXT];
     uint8_t fresh[KF_CHAIN_MAX]; /* member m read a fresh external in this run */
+    uint64_t ext_at[KF_CHAIN_MAX]; /* when the thread first saw member m's newest external */
+    int have_ages;                 /* ext_at and now are known (kf_chain_observe_at) */
+    uint64_t now;
 };
 
 typedef struct chain_entry {
@@ -44,6 +47,8 @@ typedef struct chain_entry {
     chain_shape shape;
     uint64_t calls;
     uint64_t fresh[KF_CHAIN_MAX]; /* runs in which member m read a fresh external */
+    const kf_chain_rec *last_rec; /* the thread of its last run, and when that run ended */
+    uint64_t last_end;
 } chain_entry;
 
 struct kf_chains {
@@ -112,8 +117,11 @@ static uint64_t shape_id(const chain_shape *s)
     return h ? h : 1;
 }
 
-static void count_run(kf_chains *c, const chain_shape *s, const uint8_t *fresh)
+/* The run r holds, counted; its members' fresh externals, with those the thread first saw after
+ * its previous run of the same chain ended. */
+static void count_run(kf_chains *c, const kf_chain_rec *r)
 {
+    const chain_shape *s = &r->run;
     if (s->n < 2) return;
     uint64_t id = shape_id(s);
     pthread_mutex_lock(&c->lock);
@@ -121,7 +129,10 @@ static void count_run(kf_chains *c, const chain_shape *s, const uint8_t *fresh)
         chain_entry *e = &c->e[(id + (uint64_t)probe) & (uint64_t)(c->cap - 1)];
         if (e->id == id && !memcmp(&e->shape, s, sizeof *s)) {
             e->calls++;
-            for (int m = 0; m < s->n; m++) e->fresh[m] += fresh[m];
+            const int aged = r->have_ages && e->last_rec == r;
+            for (int m = 0; m < s->n; m++)
+                e->fresh[m] += r->fresh[m] || (aged && r->ext_at[m] > e->last_end);
+            if (r->have_ages) e->last_rec = r, e->last_end = r->now;
             goto done;
         }
         if (e->id) continue;
@@ -129,7 +140,9 @@ static void count_run(kf_chains *c, const chain_shape *s, const uint8_t *fresh)
         e->id = id;
         e->shape = *s;
         e->calls = 1;
-        for (int m = 0; m < KF_CHAIN_MAX; m++) e->fresh[m] = m < s->n ? fresh[m] : 0;
+        for (int m = 0; m < KF_CHAIN_MAX; m++) e->fresh[m] = m < s->n ? r->fresh[m] : 0;
+        e->last_rec = r->have_ages ? r : NULL;
+        e->last_end = r->now;
         c->used++;
         goto done;
     }
@@ -141,9 +154,10 @@ done:
 void kf_chain_flush(kf_chains *c, kf_chain_rec *r)
 {
     if (!c || !r) return;
-    count_run(c, &r->run, r->fresh);
+    count_run(c, r);
     memset(&r->run, 0, sizeof r->run);
     memset(r->fresh, 0, sizeof r->fresh);
+    memset(r->ext_at, 0, sizeof r->ext_at);
 }
 
 /* Where input `id` comes from in the run: the latest member with that output (1), else one of
@@ -184,6 +198,13 @@ static void start(kf_chain_rec *r, const uintptr_t *in, int n_in, uint8_t src[][
 void kf_chain_observe(kf_chains *c, kf_chain_rec *r, uint64_t key, unsigned flags,
                       const uintptr_t *in, int n_in, const uintptr_t *out, int n_out)
 {
+    kf_chain_observe_at(c, r, key, flags, in, NULL, n_in, out, n_out, 0);
+}
+
+void kf_chain_observe_at(kf_chains *c, kf_chain_rec *r, uint64_t key, unsigned flags,
+                         const uintptr_t *in, const uint64_t *seen_at, int n_in,
+                         const uintptr_t *out, int n_out, uint64_t now)
+{
     if (!c || !r) return;
     if (n_in > KF_CHAIN_MAX_IO) n_in = KF_CHAIN_MAX_IO;
     if (n_out > KF_CHAIN_MAX_IO) n_out = KF_CHAIN_MAX_IO;
@@ -201,8 +222,13 @@ void kf_chain_observe(kf_chains *c, kf_chain_rec *r, uint64_t key, unsigned flag
         start(r, in, n_in, src);
     }
     int m = r->run.n++;
-    for (int i = 0; i < n_in; i++)
-        if (src[i][0] == FROM_OUTSIDE && (flags & KF_CHAIN_FRESH(i))) r->fresh[m] = 1;
+    for (int i = 0; i < n_in; i++) {
+        if (src[i][0] != FROM_OUTSIDE) continue;
+        if (flags & KF_CHAIN_FRESH(i)) r->fresh[m] = 1;
+        if (seen_at && seen_at[i] > r->ext_at[m]) r->ext_at[m] = seen_at[i];
+    }
+    r->have_ages = seen_at != NULL;
+    r->now = now;
     r->run.key[m] = key;
     r->run.writes[m] = (flags & KF_CHAIN_WRITES) != 0;
     r->run.n_in[m] = (uint8_t)n_in;

@@ -39,20 +39,30 @@ struct RecHolder {
 thread_local RecHolder t_rec;
 
 // The tensors this thread's recorded calls took or made, by identity, each held by a weak
-// reference (so no new tensor takes a listed one's address): an input not listed is new, made
-// since by something the plugin does not see (a linear's output). Dead ones are dropped when the
-// list has doubled since the last pass.
+// reference (so no new tensor takes a listed one's address), with the count of calls when it
+// was first listed: an input not listed is new, made since by something the plugin does not see
+// (a linear's output). Dead ones are dropped when the list has doubled since the last pass.
 struct Seen {
-  std::unordered_map<uintptr_t, WeakImpl> m;
+  struct Entry {
+    WeakImpl t;
+    uint64_t at;
+  };
+  std::unordered_map<uintptr_t, Entry> m;
   size_t prune_at = 4096;
-  bool seen(const at::Tensor& t) {  // and lists it
+  uint64_t calls = 0;  // this thread's recorded calls so far
+  // whether it was listed before, and when (lists it now if not)
+  bool seen(const at::Tensor& t, uint64_t* at) {
     const auto id = reinterpret_cast<uintptr_t>(t.unsafeGetTensorImpl());
     auto it = m.find(id);
-    if (it != m.end() && !it->second.expired()) return true;
-    if (it != m.end()) it->second = WeakImpl(t.getIntrusivePtr());
-    else m.emplace(id, WeakImpl(t.getIntrusivePtr()));
+    if (it != m.end() && !it->second.t.expired()) {
+      *at = it->second.at;
+      return true;
+    }
+    *at = calls;
+    if (it != m.end()) it->second = Entry{WeakImpl(t.getIntrusivePtr()), calls};
+    else m.emplace(id, Entry{WeakImpl(t.getIntrusivePtr()), calls});
     if (m.size() >= prune_at) {
-      for (auto i = m.begin(); i != m.end();) i = i->second.expired() ? m.erase(i) : std::next(i);
+      for (auto i = m.begin(); i != m.end();) i = i->second.t.expired() ? m.erase(i) : std::next(i);
       prune_at = std::max<size_t>(4096, 2 * m.size());
     }
     return false;
@@ -71,7 +81,7 @@ void ids_of(const c10::IValue* v, size_t n, ChainIds* ids) {
     const at::Tensor& t = v[i].toTensor();
     if (!t.defined() || t.unsafeGetTensorImpl()->is_wrapped_number()) continue;
     // one the head could not predict as an external: new here, or without a version counter
-    const bool seen = t_seen.seen(t);
+    const bool seen = t_seen.seen(t, &ids->seen_at[ids->n]);
     if (!seen || t.is_inference()) ids->fresh |= 1u << ids->n;
     ids->id[ids->n++] = reinterpret_cast<uintptr_t>(t.unsafeGetTensorImpl());
   }
@@ -80,6 +90,7 @@ void ids_of(const c10::IValue* v, size_t n, ChainIds* ids) {
 }  // namespace
 
 void chain_inputs(const OpSchemaInfo& info, const torch::jit::Stack& stack, ChainIds* in) {
+  in->now = ++t_seen.calls;
   ids_of(stack.data() + (stack.size() - info.n_args), info.n_args, in);
 }
 
@@ -93,7 +104,7 @@ void chain_report(kf_runtime* rt, const kf_call& call, const ChainIds& in, const
     if (rets[r].isTensor() && rets[r].toTensor().defined()) t_rec.keep(rets[r].toTensor());
   bool writes = info.hidden_writes != 0;
   for (size_t i = 0; i < info.n_args && !writes; i++) writes = info.written[i];
-  kf_dispatch_chain_call(rt, t_rec.rec, &call, writes, in.fresh, in.id, in.n, out.id, out.n);
+  kf_dispatch_chain_call(rt, t_rec.rec, &call, writes, in.fresh, in.id, in.seen_at, in.n, out.id, out.n, in.now);
 }
 
 }  // namespace kforge

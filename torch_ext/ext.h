@@ -128,6 +128,8 @@ struct ChainIds {
   int n = 0;
   uintptr_t id[KF_CHAIN_MAX_IO];
   unsigned fresh = 0;  // inputs: bit i, one new to this thread or an inference tensor (KF_CHAIN_FRESH)
+  uint64_t seen_at[KF_CHAIN_MAX_IO];  // when the thread first saw each (kf_chain_observe_at)
+  uint64_t now = 0;
 };
 void chain_inputs(const OpSchemaInfo& info, const torch::jit::Stack& stack, ChainIds* in);
 void chain_report(kf_runtime* rt, const kf_call& call, const ChainIds& in, const OpSchemaInfo& info,

@@ -349,6 +349,32 @@ static void test_spec(void)
         kf_chains_reset(c);
     }
 
+    /* an external the thread first saw after the previous run of the chain ended (another
+     * intercepted call's output made in this run: GPT-2's 0.5 * x) is fresh; a weight seen
+     * long before is not. The last run's ages are compared with the run before it. */
+    for (int activation = 0; activation < 2; activation++) {
+        uint64_t now = 10;
+        for (int k = 0; k < 4; k++) {
+            uintptr_t b = 300 + 10 * (uintptr_t)k, ext = activation ? b + 5 : 999;
+            uint64_t at[2] = {now, activation ? now - 1 : 1};
+            in[0] = b, out[0] = b + 1;
+            kf_chain_observe_at(c, r, 0x101, KF_CHAIN_SERVABLE, in, at, 1, out, 1, now++);
+            in[0] = b + 1, out[0] = b + 2;
+            kf_chain_observe_at(c, r, 0x102, KF_CHAIN_SERVABLE, in, at, 1, out, 1, now++);
+            in[0] = b + 2, in[1] = ext, out[0] = b + 3;
+            at[0] = now;
+            kf_chain_observe_at(c, r, 0x203, KF_CHAIN_SERVABLE, in, at, 2, out, 1, now++);
+            kf_chain_flush(c, r);
+            now += 3; /* other calls between the runs */
+        }
+        ch = only_chain(c);
+        cJSON *spec = cJSON_GetObjectItem(ch, "spec");
+        if (CHECK(cJSON_IsObject(spec)))
+            CHECK_EQ_INT(cJSON_GetArraySize(cJSON_GetObjectItem(spec, "members")), activation ? 2 : 3);
+        cJSON_Delete(ch);
+        kf_chains_reset(c);
+    }
+
     /* started after a fresh member, a spec takes no externals (here the run head's input) */
     for (int k = 0; k < 4; k++) {
         uintptr_t b = 200 + 10 * (uintptr_t)k;

@@ -45,3 +45,39 @@ def test_a_chain_reading_a_new_activation_has_no_spec():
     assert swiglu[0]["why"].startswith(f"member 1 reads a tensor the head cannot predict in {n} of {n} runs")
     scaled = [c for c in chains if c["ops"] == ["aten::add.Tensor", "aten::silu", "aten::mul.Tensor"]]
     assert len(scaled) == 1 and scaled[0]["spec"], chains
+
+
+# GPT-2's tanh GELU (transformers' NewGELUActivation) under no_grad: `0.5 * x` is computed first,
+# by an intercepted call, so the plugin has seen it, but it is a new tensor at every run: the
+# head could not predict it, and the spec ends before the mul that reads it
+GELU_NEW = """
+import json, math, torch, kernel_forge as kf
+kf.set_recording(True)
+class Block(torch.nn.Module):  # its projection as GPT-2's Conv1D computes it
+    def __init__(s, d):
+        super().__init__()
+        s.w = torch.nn.Parameter(torch.randn(d, 4 * d) / d)
+        s.b = torch.nn.Parameter(torch.zeros(4 * d))
+    def forward(s, x):
+        h = torch.addmm(s.b, x.view(-1, x.shape[-1]), s.w).view(*x.shape[:-1], -1)
+        return 0.5 * h * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (h + 0.044715 * torch.pow(h, 3.0))))
+m = torch.nn.Sequential(Block(32), torch.nn.Linear(128, 32), Block(32)).eval()
+x = torch.randn(4, 32)
+with torch.no_grad():
+    for _ in range(6):
+        m(x)
+print(json.dumps([{"ops": [o.split("::")[1].split(".")[0] for o in c["ops"]],
+                   "spec": [s["op"].split("::")[1].split(".")[0] for s in c["spec"]["members"]]
+                   if c["spec"] else None} for c in kf.chains()]))
+"""
+
+
+def test_an_activation_made_in_the_run_ends_the_spec():
+    import json
+
+    p = run_python(GELU_NEW, {})
+    assert p.returncode == 0, p.stderr[-3000:]
+    chains = json.loads(p.stdout.strip().splitlines()[-1])
+    gelu = [c for c in chains if c["ops"][:1] == ["pow"]]
+    assert gelu and gelu[0]["ops"] == ["pow", "mul", "add", "mul", "tanh", "add", "mul"], chains
+    assert gelu[0]["spec"] == ["pow", "mul", "add", "mul", "tanh", "add"], chains
