@@ -305,10 +305,6 @@ static cJSON *make_spec(const chain_shape *s, int from, int limit, kf_chain_look
             why[0] = 0; /* the caller says why it set the limit */
         return NULL;
     }
-    if (!lookup) {
-        snprintf(why, cap, "no signature table");
-        return NULL;
-    }
     cJSON *spec = cJSON_CreateObject(), *members = cJSON_AddArrayToObject(spec, "members");
     if (!members) goto oom;
     cJSON_AddNumberToObject(spec, "version", 1);
@@ -402,11 +398,12 @@ static cJSON *best_spec(const chain_entry *e, kf_chain_lookup_fn lookup, void *u
         if (from == 0 && limit < e->shape.n) fm = limit;
         char w[256] = "";
         int f = 0;
-        if (from == 0) { /* what else ends the part from the start, as its reason */
-            cJSON *whole = make_spec(&e->shape, 0, e->shape.n, lookup, user, mi, &f, why, cap);
-            cJSON_Delete(whole);
-        }
-        cJSON *spec = make_spec(&e->shape, from, limit, lookup, user, mi, &f, w, sizeof w);
+        /* from the start, the reason is what ends the part without the limit */
+        const int whole = from == 0 && limit < e->shape.n;
+        if (whole) cJSON_Delete(make_spec(&e->shape, 0, e->shape.n, lookup, user, mi, &f, why, cap));
+        const int own = from == 0 && !whole;
+        cJSON *spec = make_spec(&e->shape, from, limit, lookup, user, mi, &f, own ? why : w,
+                                own ? cap : sizeof w);
         const int n = spec ? cJSON_GetArraySize(cJSON_GetObjectItem(spec, "members")) : 0;
         if (n > best_n) {
             cJSON_Delete(best);
@@ -417,8 +414,8 @@ static cJSON *best_spec(const chain_entry *e, kf_chain_lookup_fn lookup, void *u
     }
     if (!best && fm >= 0 && !why[0])
         snprintf(why, cap, "member %d reads a tensor the head cannot predict in %" PRIu64 " of %" PRIu64
-                 " runs (one new to the plugin, e.g. a linear's output, or an inference tensor, which "
-                 "has no version counter)", fm, e->fresh[fm], e->calls);
+                 " runs (new to the plugin, e.g. a linear's output, made since the chain's previous "
+                 "run, or an inference tensor, which has no version counter)", fm, e->fresh[fm], e->calls);
     return best;
 }
 

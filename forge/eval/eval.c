@@ -315,8 +315,6 @@ static int check_guards(kf_eval *ev, kf_eval_result *res, int c, const char *whe
     return 0;
 }
 
-/* Verify one case after its run: inputs unchanged, then every output against eager. Returns 1
- * when it failed (res filled), -1 with *rc on a backend failure. */
 /* " (member m, its op)" for output j of a chain job (one output per member, the last member's
  * extras after it), "" for one op: which call of the chain a mismatch is in. */
 static const char *member_of(const kf_job *job, int j, char *buf, size_t cap)
@@ -328,6 +326,8 @@ static const char *member_of(const kf_job *job, int j, char *buf, size_t cap)
     return buf;
 }
 
+/* Verify one case after its run: inputs unchanged, then every output against eager. Returns 1
+ * when it failed (res filled), -1 with *rc on a backend failure. */
 static int check_case(kf_eval *ev, int c, const char *pl, kf_eval_result *res, int *rc, char *err,
                       size_t errcap)
 {
