@@ -37,6 +37,7 @@ struct kf_chain_rec {
     uintptr_t head_in[KF_CHAIN_MAX_IO];
     uintptr_t ext[MAX_EXT];
     uint8_t fresh[KF_CHAIN_MAX]; /* member m read a fresh external in this run */
+    uint8_t unversioned[KF_CHAIN_MAX]; /* ... an external without a version counter */
     uint64_t ext_at[KF_CHAIN_MAX]; /* when the thread first saw member m's newest external */
     int have_ages;                 /* ext_at and now are known (kf_chain_observe_at) */
     uint64_t now;
@@ -47,6 +48,7 @@ typedef struct chain_entry {
     chain_shape shape;
     uint64_t calls;
     uint64_t fresh[KF_CHAIN_MAX]; /* runs in which member m read a fresh external */
+    uint64_t unpredicted[KF_CHAIN_MAX]; /* ... an unversioned one, or one made since the last run */
     const kf_chain_rec *last_rec; /* the thread of its last run, and when that run ended */
     uint64_t last_end;
 } chain_entry;
@@ -117,8 +119,8 @@ static uint64_t shape_id(const chain_shape *s)
     return h ? h : 1;
 }
 
-/* The run r holds, counted; its members' fresh externals, with those the thread first saw after
- * its previous run of the same chain ended. */
+/* The run r holds, counted: its members' fresh externals, and their unpredicted ones (without a
+ * version counter, or first seen after the thread's previous run of the same chain ended). */
 static void count_run(kf_chains *c, const kf_chain_rec *r)
 {
     const chain_shape *s = &r->run;
@@ -130,8 +132,10 @@ static void count_run(kf_chains *c, const kf_chain_rec *r)
         if (e->id == id && !memcmp(&e->shape, s, sizeof *s)) {
             e->calls++;
             const int aged = r->have_ages && e->last_rec == r;
-            for (int m = 0; m < s->n; m++)
-                e->fresh[m] += r->fresh[m] || (aged && r->ext_at[m] > e->last_end);
+            for (int m = 0; m < s->n; m++) {
+                e->fresh[m] += r->fresh[m];
+                e->unpredicted[m] += r->unversioned[m] || (aged && r->ext_at[m] > e->last_end);
+            }
             if (r->have_ages) e->last_rec = r, e->last_end = r->now;
             goto done;
         }
@@ -140,7 +144,10 @@ static void count_run(kf_chains *c, const kf_chain_rec *r)
         e->id = id;
         e->shape = *s;
         e->calls = 1;
-        for (int m = 0; m < KF_CHAIN_MAX; m++) e->fresh[m] = m < s->n ? r->fresh[m] : 0;
+        for (int m = 0; m < KF_CHAIN_MAX; m++) {
+            e->fresh[m] = m < s->n ? r->fresh[m] : 0;
+            e->unpredicted[m] = m < s->n ? r->unversioned[m] : 0;
+        }
         e->last_rec = r->have_ages ? r : NULL;
         e->last_end = r->now;
         c->used++;
@@ -157,6 +164,7 @@ void kf_chain_flush(kf_chains *c, kf_chain_rec *r)
     count_run(c, r);
     memset(&r->run, 0, sizeof r->run);
     memset(r->fresh, 0, sizeof r->fresh);
+    memset(r->unversioned, 0, sizeof r->unversioned);
     memset(r->ext_at, 0, sizeof r->ext_at);
 }
 
@@ -225,7 +233,9 @@ void kf_chain_observe_at(kf_chains *c, kf_chain_rec *r, uint64_t key, unsigned f
     for (int i = 0; i < n_in; i++) {
         if (src[i][0] != FROM_OUTSIDE) continue;
         if (flags & KF_CHAIN_FRESH(i)) r->fresh[m] = 1;
-        if (seen_at && seen_at[i] > r->ext_at[m]) r->ext_at[m] = seen_at[i];
+        if (flags & KF_CHAIN_UNVERSIONED(i)) r->unversioned[m] = 1;
+        /* seen before this call (one new at it is fresh: a linear's output, a first-forward weight) */
+        if (seen_at && !(flags & KF_CHAIN_FRESH(i)) && seen_at[i] > r->ext_at[m]) r->ext_at[m] = seen_at[i];
     }
     r->have_ages = seen_at != NULL;
     r->now = now;
@@ -375,26 +385,29 @@ fail:
     return NULL;
 }
 
-/* Whether member m read a fresh external in more than half of the chain's runs. */
-static int fresh(const chain_entry *e, int m)
+/* Whether member m read an unpredicted external in more than half of the chain's runs. */
+static int unpredicted(const chain_entry *e, int m)
 {
-    return 2 * e->fresh[m] > e->calls;
+    return 2 * e->unpredicted[m] > e->calls;
 }
 
-/* The longest spec of e, or NULL with *why: the fusable part from the start, and when a member
- * after the head reads a fresh external (serving predicts each external at the head from the
+/* The longest spec of e, or NULL with *why. Serving predicts each external at the head from the
  * tensors of an earlier run, which can never hold a new activation or prove an inference tensor
- * unchanged), the parts between such members, each starting at one (its inputs are then the
- * spec head's, taken at the call): the mask add of a causal mask made in every forward. */
+ * unchanged: the fusable part from the start, and when a member after the head reads an
+ * unpredicted external, the parts between such members, each starting at one (its inputs are
+ * then the spec head's, taken at the call): the mask add of a causal mask made in every forward.
+ * A member after the spec's head that read a tensor new to the thread in most runs voids it:
+ * that is a linear's output, or a weight still in its first forward, which a cut would keep
+ * out of the spec for good. */
 static cJSON *best_spec(const chain_entry *e, kf_chain_lookup_fn lookup, void *user,
                         kf_chain_member_info *mi, int *first, char *why, size_t cap)
 {
     cJSON *best = NULL;
     int best_n = 0, fm = -1;
     for (int from = 0; from < e->shape.n - 1; from++) {
-        if (from > 0 && !fresh(e, from)) continue;
+        if (from > 0 && !unpredicted(e, from)) continue;
         int limit = from + 1;
-        while (limit < e->shape.n && !fresh(e, limit)) limit++;
+        while (limit < e->shape.n && !unpredicted(e, limit)) limit++;
         if (from == 0 && limit < e->shape.n) fm = limit;
         char w[256] = "";
         int f = 0;
@@ -414,8 +427,16 @@ static cJSON *best_spec(const chain_entry *e, kf_chain_lookup_fn lookup, void *u
     }
     if (!best && fm >= 0 && !why[0])
         snprintf(why, cap, "member %d reads a tensor the head cannot predict in %" PRIu64 " of %" PRIu64
-                 " runs (new to the plugin, e.g. a linear's output, made since the chain's previous "
-                 "run, or an inference tensor, which has no version counter)", fm, e->fresh[fm], e->calls);
+                 " runs (made since the chain's previous run, or an inference tensor, which has no "
+                 "version counter)", fm, e->unpredicted[fm], e->calls);
+    for (int m = *first + 1; best && m < *first + best_n; m++)
+        if (2 * e->fresh[m] > e->calls) {
+            snprintf(why, cap, "member %d reads a tensor new to the plugin in %" PRIu64 " of %" PRIu64
+                     " runs (an activation from an op it does not see, e.g. a linear's output): the "
+                     "head cannot predict it", m, e->fresh[m], e->calls);
+            cJSON_Delete(best);
+            best = NULL;
+        }
     return best;
 }
 

@@ -44,24 +44,28 @@ enum {
     KF_CHAIN_SERVABLE = 1, /* a kernel could serve the call */
     KF_CHAIN_WRITES = 2,   /* it writes a tensor argument (in place, out=) */
 };
-/* input i is a tensor a chain's head cannot predict as an external: one the thread had not seen
- * before the call (an activation from an op the plugin does not see, a linear's output), or an
- * inference tensor (no version counter: nothing proves it unchanged since an earlier run) */
+/* input i is a tensor the thread had not seen before the call (an activation from an op the
+ * plugin does not see, a linear's output, or a weight in its first forward) */
 #define KF_CHAIN_FRESH(i) (1u << (8 + (i)))
 #define KF_CHAIN_FRESH_MASK(bits) (((unsigned)(bits) & 0xffu) << 8)
+/* input i is an inference tensor: no version counter, nothing proves it unchanged since an
+ * earlier run, so a chain's head cannot predict it as an external */
+#define KF_CHAIN_UNVERSIONED(i) (1u << (16 + (i)))
+#define KF_CHAIN_UNVERSIONED_MASK(bits) (((unsigned)(bits) & 0xffu) << 16)
 
 /* One finished call on r's thread: its signature key, KF_CHAIN_* flags, the identities of its
  * tensor inputs (the kernel's tensor arguments: no Python numbers, no None) and outputs, in
  * schema order. Each chain counts, per member, the runs in which it read a fresh external
- * (KF_CHAIN_FRESH): a member most of whose runs read one can only start a spec (serving
- * predicts each external at the head from the tensors of an earlier run); the listing takes
- * the longest spec that allows, or says why there is none. */
+ * (KF_CHAIN_FRESH) and an unversioned one (KF_CHAIN_UNVERSIONED): serving predicts each external
+ * at the head from the tensors of an earlier run, so a member most of whose runs read an
+ * unversioned one can only start a spec (the listing takes the longest part that allows), and
+ * one most of whose runs read a fresh one voids it; the listing says why. */
 void kf_chain_observe(kf_chains *c, kf_chain_rec *r, uint64_t key, unsigned flags,
                       const uintptr_t *in, int n_in, const uintptr_t *out, int n_out);
 /* The same, with when the thread first saw each input (seen_at[i], in a count of its calls that
- * only grows; `now` the count at this call): a member's external first seen after the previous
- * run of the same chain on this thread ended is fresh too (an activation of this run made by
- * another intercepted call, e.g. rotary's q * cos, GPT-2's 0.5 * x before its tanh GELU). */
+ * only grows; `now` the count at this call): a member's external seen before the call but first
+ * after the previous run of the same chain on this thread ended counts as an unversioned one does (an activation of
+ * this run made by another intercepted call, e.g. GPT-2's 0.5 * x before its tanh GELU). */
 void kf_chain_observe_at(kf_chains *c, kf_chain_rec *r, uint64_t key, unsigned flags,
                          const uintptr_t *in, const uint64_t *seen_at, int n_in,
                          const uintptr_t *out, int n_out, uint64_t now);

@@ -75,14 +75,13 @@ thread_local Seen t_seen;
 // tensor (its value is compiled in), no undefined tensor.
 void ids_of(const c10::IValue* v, size_t n, ChainIds* ids) {
   ids->n = 0;
-  ids->fresh = 0;
+  ids->fresh = ids->unversioned = 0;
   for (size_t i = 0; i < n && ids->n < KF_CHAIN_MAX_IO; i++) {
     if (!v[i].isTensor()) continue;
     const at::Tensor& t = v[i].toTensor();
     if (!t.defined() || t.unsafeGetTensorImpl()->is_wrapped_number()) continue;
-    // one the head could not predict as an external: new here, or without a version counter
-    const bool seen = t_seen.seen(t, &ids->seen_at[ids->n]);
-    if (!seen || t.is_inference()) ids->fresh |= 1u << ids->n;
+    if (!t_seen.seen(t, &ids->seen_at[ids->n])) ids->fresh |= 1u << ids->n;
+    if (t.is_inference()) ids->unversioned |= 1u << ids->n;
     ids->id[ids->n++] = reinterpret_cast<uintptr_t>(t.unsafeGetTensorImpl());
   }
 }
@@ -104,7 +103,7 @@ void chain_report(kf_runtime* rt, const kf_call& call, const ChainIds& in, const
     if (rets[r].isTensor() && rets[r].toTensor().defined()) t_rec.keep(rets[r].toTensor());
   bool writes = info.hidden_writes != 0;
   for (size_t i = 0; i < info.n_args && !writes; i++) writes = info.written[i];
-  kf_dispatch_chain_call(rt, t_rec.rec, &call, writes, in.fresh, in.id, in.seen_at, in.n, out.id, out.n, in.now);
+  kf_dispatch_chain_call(rt, t_rec.rec, &call, writes, in.fresh, in.unversioned, in.id, in.seen_at, in.n, out.id, out.n, in.now);
 }
 
 }  // namespace kforge

@@ -127,7 +127,8 @@ void capture_store(kf_runtime* rt, uint64_t key, std::vector<at::Tensor> args);
 struct ChainIds {
   int n = 0;
   uintptr_t id[KF_CHAIN_MAX_IO];
-  unsigned fresh = 0;  // inputs: bit i, one new to this thread or an inference tensor (KF_CHAIN_FRESH)
+  unsigned fresh = 0;        // inputs: bit i, one new to this thread (KF_CHAIN_FRESH)
+  unsigned unversioned = 0;  // inputs: bit i, an inference tensor (KF_CHAIN_UNVERSIONED)
   uint64_t seen_at[KF_CHAIN_MAX_IO];  // when the thread first saw each (kf_chain_observe_at)
   uint64_t now = 0;
 };
