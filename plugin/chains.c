@@ -235,7 +235,8 @@ void kf_chain_observe_at(kf_chains *c, kf_chain_rec *r, uint64_t key, unsigned f
         if (flags & KF_CHAIN_FRESH(i)) r->fresh[m] = 1;
         if (flags & KF_CHAIN_UNVERSIONED(i)) r->unversioned[m] = 1;
         /* seen before this call (one new at it is fresh: a linear's output, a first-forward weight) */
-        if (seen_at && !(flags & KF_CHAIN_FRESH(i)) && seen_at[i] > r->ext_at[m]) r->ext_at[m] = seen_at[i];
+        if (seen_at && !(flags & KF_CHAIN_FRESH(i)) && seen_at[i] > r->ext_at[m])
+            r->ext_at[m] = seen_at[i];
     }
     r->have_ages = seen_at != NULL;
     r->now = now;
@@ -355,7 +356,8 @@ static cJSON *make_spec(const chain_shape *s, int from, int limit, kf_chain_look
             uint8_t r[3] = {0, (uint8_t)i, 0}; /* the head's own inputs, in order */
             if (m > s0) spec_ref(s, s0, s->src[m][i], ext_seen, &n_ext, r);
             if (from > 0 && r[0] == 2) {
-                snprintf(why, cap, "member %d reads a tensor from outside a spec that starts at member %d", m, s0);
+                snprintf(why, cap, "member %d reads a tensor from outside a spec that starts at member %d",
+                         m, s0);
                 goto fail;
             }
             cJSON *ref = cJSON_CreateArray();

@@ -64,8 +64,9 @@ void kf_chain_observe(kf_chains *c, kf_chain_rec *r, uint64_t key, unsigned flag
                       const uintptr_t *in, int n_in, const uintptr_t *out, int n_out);
 /* The same, with when the thread first saw each input (seen_at[i], in a count of its calls that
  * only grows; `now` the count at this call): a member's external seen before the call but first
- * after the previous run of the same chain on this thread ended counts as an unversioned one does (an activation of
- * this run made by another intercepted call, e.g. GPT-2's 0.5 * x before its tanh GELU). */
+ * after the previous run of the same chain on this thread ended counts as an unversioned one
+ * does (an activation of this run made by another intercepted call, e.g. GPT-2's 0.5 * x before
+ * its tanh GELU). */
 void kf_chain_observe_at(kf_chains *c, kf_chain_rec *r, uint64_t key, unsigned flags,
                          const uintptr_t *in, const uint64_t *seen_at, int n_in,
                          const uintptr_t *out, int n_out, uint64_t now);
