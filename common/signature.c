@@ -605,7 +605,8 @@ kf_status kf_sig_format(const uint8_t *buf, uint32_t len, const char *const *arg
         case TAG_DEVICE: {
             uint8_t d[2];
             if (take(&r, d, 2)) return KF_ERR_INVALID;
-            emit(&o, "%s:%d", kf_device_type_name(d[0]), d[1]);
+            if (d[1] == 255) emit(&o, "%s", kf_device_type_name(d[0])); /* no index */
+            else emit(&o, "%s:%d", kf_device_type_name(d[0]), d[1]);
             break;
         }
         case TAG_OPAQUE: {
@@ -722,6 +723,8 @@ static int args_item(reader *r, uint8_t tag, cJSON *o)
         uint8_t d[2];
         if (take(r, d, 2)) return -1;
         cJSON_AddStringToObject(o, "kind", "device");
+        cJSON_AddStringToObject(o, "device", kf_device_type_name(d[0]));
+        cJSON_AddNumberToObject(o, "device_index", d[1] == 255 ? -1 : d[1]); /* -1: none */
         return 0;
     }
     case TAG_WRAPPED: {

@@ -287,13 +287,7 @@ def write_chain_job(job_dir: str, chain: dict, calls: list[list], *, recorded: l
         for a in mb.args["args"]:
             if a["kind"] in ("tensor", "tensor_list"):
                 continue
-            s = {"name": f"m{k}.{a['name']}", "kind": a["scalar"] if a["kind"] == "wrapped"
-                 else a["kind"]}
-            if "value" in a:
-                s["value"] = a["value"]
-            if a["kind"] == "wrapped":
-                s["wrapped"] = True
-            scalars.append(s)
+            scalars.append(_jobs.job_scalar(f"m{k}.{a['name']}", a))
 
     os.makedirs(os.path.join(job_dir, "cases"), exist_ok=True)
     gen = torch.Generator(device=device).manual_seed(seed)

@@ -27,7 +27,7 @@ from ._native import KernelForgeError
 _TORCH_DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16,
                  "f64": torch.float64, "i8": torch.int8, "u8": torch.uint8, "i16": torch.int16,
                  "i32": torch.int32, "i64": torch.int64, "bool": torch.bool}
-_KINDS_OK = {"tensor", "tensor_list", "i", "d", "b", "s", "n", "l", "wrapped"}
+_KINDS_OK = {"tensor", "tensor_list", "i", "d", "b", "s", "n", "l", "wrapped", "device"}
 FLUSH_BYTES = 256 << 20  # larger than any GPU's L2, as the worker's evaluator uses
 COPY_PROBE_BYTES = 1 << 30  # each buffer of the CUDA copy-bandwidth probe, at most
 # Measurements run in the user's process, beside the model: what they allocate on a GPU is at most
@@ -140,6 +140,10 @@ def check_tunable(info: dict, args: dict) -> None:
                              f"{a.get('dtype')}, which a kernel cannot take")
         if a["kind"] in ("d", "wrapped") and "text" in a:
             raise NotTunable(f"{sig}: argument '{a['name']}' is {a['text']}")
+        if a["kind"] == "device" and not names_call_device(a, info):
+            where = a["device"] if a["device_index"] < 0 else f"{a['device']}:{a['device_index']}"
+            raise NotTunable(f"{sig}: argument '{a['name']}' is {where}, not the call's device "
+                             f"{info['device']}:{info['device_index']}")
     tensors = tensor_args(args)
     for name, t in tensors:
         if t["dtype"] not in _TORCH_DTYPES:
@@ -183,6 +187,28 @@ def scalar_value(a: dict):
     return int(a["value"]) if k == "i" else bool(a["value"])
 
 
+def names_call_device(a: dict, info: dict) -> bool:
+    """A device argument (`.to(dtype)` passes the tensor's own) names the call's device exactly:
+    `cuda` without an index is the current device, which the signature does not fix."""
+    if a["device"] != info["device"]:
+        return False
+    return a["device_index"] == info["device_index"] or (a["device"] == "cpu"
+                                                        and a["device_index"] < 0)
+
+
+def job_scalar(name: str, a: dict) -> dict:
+    """A decoded non-tensor argument as a job scalar (forge/job/sig.h). A device argument is the
+    call's own (check_tunable), so to a kernel it is None: its outputs are on the call's device."""
+    if a["kind"] == "wrapped":  # a scalar under its name, not in inputs
+        return {"name": name, "kind": a["scalar"], "value": a["value"], "wrapped": True}
+    if a["kind"] == "device":
+        return {"name": name, "kind": "n"}
+    s = {"name": name, "kind": a["kind"]}
+    if "value" in a:
+        s["value"] = a["value"]
+    return s
+
+
 def call_from_args(fn, args: dict, tensors: list) -> tuple[list, dict]:
     """Positional and keyword arguments for `fn` from decoded arguments and the flat tensors of a
     call (tensor_args order: a tensor list takes as many as the signature's list holds; a wrapped
@@ -202,6 +228,9 @@ def call_from_args(fn, args: dict, tensors: list) -> tuple[list, dict]:
             v = [int(x) for x in a["value"]]
         elif k == "s":
             v = a["value"]
+        elif k == "device":
+            v = torch.device(a["device"], a["device_index"]) if a["device_index"] >= 0 \
+                else torch.device(a["device"])
         else:
             v = None
         if spec.kwarg_only:
@@ -544,18 +573,8 @@ def write_job(job_dir: str, key: str, calls: list[tuple[list, dict]], *, recorde
         a = args["args"][i]
         outputs.append({"dtype": a["dtype"], "sizes": a["sizes"], "strides": a["strides"],
                         "alias": arg_tensor_index[i]})
-    scalars = []
-    for a in args["args"]:
-        if a["kind"] in ("tensor", "tensor_list"):
-            continue
-        if a["kind"] == "wrapped":  # forge/job/sig.h: a scalar under its name, not in inputs
-            scalars.append({"name": a["name"], "kind": a["scalar"], "value": a["value"],
-                            "wrapped": True})
-            continue
-        s = {"name": a["name"], "kind": a["kind"]}
-        if "value" in a:
-            s["value"] = a["value"]
-        scalars.append(s)
+    scalars = [job_scalar(a["name"], a) for a in args["args"]
+               if a["kind"] not in ("tensor", "tensor_list")]
 
     os.makedirs(os.path.join(job_dir, "cases"), exist_ok=True)
     # random values are drawn where the tensors are (check_tunable: all on the call's device)

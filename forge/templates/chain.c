@@ -131,15 +131,14 @@ static int ln_bind(kf_chain_bind *b, int k, char *why, size_t cap)
     return 1;
 }
 
-/* _softmax of the last dim as the chain's last member (chain.h): of an earlier member's output of
- * the chain's full shape, in its dtype (f32, f16, bf16; no half_to_float) */
+/* _softmax of the last dim (chain.h): of an earlier member's output of the chain's full shape,
+ * in its dtype (f32, f16, bf16; no half_to_float); pointwise members may follow it (its epilogue) */
 static int sm_bind(kf_chain_bind *b, int k, char *why, size_t cap)
 {
     const kf_job_chain *ch = b->ch;
     const kf_job_sig *m = &ch->m[k].sig;
-    if (k != b->n - 1 || m->n_out != 1 || m->n_in != 1)
-        return why_(why, cap, "member %d (%s): a softmax is fused as the chain's last member only",
-                    k, m->op);
+    if (b->tail >= 0 || m->n_out != 1 || m->n_in != 1)
+        return why_(why, cap, "member %d (%s): only one softmax of one tensor is fused", k, m->op);
     if (!tail_placed(b, k, "softmax", "take", why, cap)) return 0;
     const kf_job_scalar *dim = kf_job_scalar_find(m, "dim"), *hf = kf_job_scalar_find(m, "half_to_float");
     if (!tail_float_full(b, m) || !dim || dim->kind != 'i' ||
@@ -198,6 +197,9 @@ int kf_chain_bind_sig(const kf_job_sig *sig, kf_chain_bind *b, char *why, size_t
                                   "with more)", k, m->op, m->n_out);
         int rk = red_kind_of(m, why, cap, k);
         if (rk < 0) return 0;
+        if (rk && b->sm >= 0)
+            return why_(why, cap, "member %d (%s): a reduction after a softmax (member %d)", k,
+                        m->op, b->sm);
         if (rk) {
             if (b->red >= 0)
                 return why_(why, cap, "member %d (%s): a second reduction (member %d is one)", k,
@@ -229,6 +231,17 @@ int kf_chain_bind_sig(const kf_job_sig *sig, kf_chain_bind *b, char *why, size_t
         if (!row && !full)
             return why_(why, cap, "member %d (%s): its output's shape is neither the chain's nor "
                                   "one per row after the reduction", k, m->op);
+        if (b->sm >= 0) { /* the softmax's epilogue: per element as the softmax stores it */
+            for (int i = 0; i < m->n_in; i++)
+                if (ch->m[k].ref[i].kind == KF_CHAIN_MEMBER && b->phase[ch->m[k].ref[i].a] < 3)
+                    return why_(why, cap, "member %d (%s): after the softmax it may read only the "
+                                          "softmax's output or a later member's", k, m->op);
+            if (!full)
+                return why_(why, cap, "member %d (%s): after the softmax its output must have the "
+                                      "chain's shape", k, m->op);
+            b->phase[k] = 4;
+            continue;
+        }
         b->phase[k] = b->red < 0 ? 0 : row ? 1 : 2;
     }
     if (!have_ct) return why_(why, cap, "no pointwise member");
@@ -606,10 +619,15 @@ static void emit_sm(kf_strbuf *s, const kf_chain_bind *b, int cuda, int inline_e
     kf_strbuf v = {0};
     if (cuda == 2) kf_strbuf_printf(&v, "kf_x[j] / kf_e");
     else kf_strbuf_printf(&v, "%s(%s - kf_m) / kf_e", ex, sx.p);
-    kf_strbuf_printf(s, "%s%s%s\n%s    y%d[r * KF_C + c] = ", cuda ? "" : "#pragma omp simd\n",
-                     ind, loop, ind, k);
-    store_expr(s, member_dtype(b, k), cuda != 0, v.p);
-    kf_strbuf_printf(s, ";\n%s}\n", ind);
+    int dt = member_dtype(b, k);
+    kf_strbuf_printf(s, "%s%s%s\n%s    const %s v%d = ", cuda ? "" : "#pragma omp simd\n", ind,
+                     loop, ind, kf_pw_ctype(dt, cuda != 0), k);
+    store_expr(s, dt, cuda != 0, v.p);
+    kf_strbuf_printf(s, ";\n%s    y%d[r * KF_C + c] = v%d;\n", ind, k, k);
+    char in2[32];
+    snprintf(in2, sizeof in2, "%s    ", ind);
+    emit_phase_(s, b, 4, cuda != 0, in2, "", 0); /* the epilogue, from the stored value */
+    kf_strbuf_printf(s, "%s}\n", ind);
     kf_strbuf_free(&v);
     kf_strbuf_free(&sx);
 }

@@ -16,7 +16,8 @@
  * and variance over the row (two passes over its stored input), mean and rstd stored per row,
  * then y per element. Or a softmax of the last dim (_softmax, e.g. an attention mask added
  * first): the row's max folded into phase 0, then the sum of exp(x - max) over the stored input,
- * then y per element. The binding refuses (with a reason naming the
+ * then y per element, and per element the pointwise members after it (phase 4, its epilogue:
+ * transformers' softmax(x, dtype=float32).to(bf16) casts back). The binding refuses (with a reason naming the
  * member and its op) what this cannot compute exactly as eager. Private to those files and the builtin
  * proposer (which reports the reason). */
 #ifndef KF_FORGE_TEMPLATES_CHAIN_H
@@ -35,7 +36,7 @@ typedef struct kf_chain_bind {
     const kf_job_chain *ch;
     int n;                                   /* members */
     kf_pw_bind pb[KF_CHAIN_MAX_MEMBERS];     /* the pointwise members' bindings */
-    int phase[KF_CHAIN_MAX_MEMBERS];         /* 0, 1 or 2 (above) */
+    int phase[KF_CHAIN_MAX_MEMBERS];         /* 0, 1, 2, 3 (a row tail), 4 (after it) */
     int red, red_kind;                       /* the reduction member (-1: none), its kind */
     int ln, ln_w, ln_b;                      /* the layer-norm member (-1: none), its weight's
                                                 and bias's kernel inputs (-1: None) */

@@ -5,6 +5,7 @@
  * call. */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/dtype.h"
@@ -126,11 +127,23 @@ static int next_token(const char **p, char *name, size_t cap, char *flags, size_
     return 1;
 }
 
-/* the row's string condition ("approximate=tanh"; "rounding_mode=": None) holds */
+/* scalar s (0: not passed) is `value`: "" None; digits an integer or bool of that value
+ * (layout=0 is torch.strided); otherwise a string */
+static int value_is(const kf_job_scalar *s, const char *name, const char *value)
+{
+    if (!*value) return !s || s->kind == 'n';
+    if (!s) return !strcmp(name, "approximate") && !strcmp(value, "none"); /* its default */
+    if (strspn(value, "0123456789") == strlen(value))
+        return (s->kind == 'i' || s->kind == 'b') && s->i == strtoll(value, 0, 10);
+    return s->kind == 's' && !strcmp(s->s, value);
+}
+
+/* the row's condition holds: blank-separated "name=value", each value one of '|'-separated
+ * alternatives ("approximate=tanh"; "rounding_mode=": None; "layout=|0": None or 0) */
 static int when_holds(const kf_job_sig *sig, const char *when)
 {
     if (!when) return 1;
-    for (const char *c = when; *c;) { /* each blank-separated "name=value" / "name=" */
+    for (const char *c = when; *c;) {
         char name[24], value[32];
         size_t len = strcspn(c, " ");
         const char *eq = memchr(c, '=', len);
@@ -138,12 +151,16 @@ static int when_holds(const kf_job_sig *sig, const char *when)
         if (!eq || n >= sizeof name || vl >= sizeof value) return 0;
         memcpy(name, c, n);
         name[n] = 0;
-        memcpy(value, eq + 1, vl);
-        value[vl] = 0;
         const kf_job_scalar *s = kf_job_scalar_find(sig, name);
-        int holds = !vl ? !s || s->kind == 'n'
-                  : !s  ? !strcmp(name, "approximate") && !strcmp(value, "none") /* its default */
-                        : s->kind == 's' && !strcmp(s->s, value);
+        int holds = 0;
+        for (const char *v = eq + 1, *end = c + len; !holds && v <= end;) {
+            size_t al = strcspn(v, "| ");
+            if (v + al > end) al = (size_t)(end - v);
+            memcpy(value, v, al);
+            value[al] = 0;
+            holds = value_is(s, name, value);
+            v += al + 1;
+        }
         if (!holds) return 0;
         c += len;
         while (*c == ' ') c++;

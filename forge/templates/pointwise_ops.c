@@ -168,8 +168,9 @@ const kf_pw_op kf_pw_ops[] = {
     {"aten::bitwise_not", "self", 0, 0, I | B, OPM, SAME, 0, "KF_P_BOOL ? !x_self : ~x_self"},
     /* ---- writes: casts, fills ---- */
     {"aten::copy_", "self! src", 0, 0, A, KF_PW_CAST, SAME, 0, "x_src"},
-    /* .to(dtype) / .float() on the tensor's own device, strided, preserving its format */
-    {"aten::_to_copy", "self", 0, "layout= device= pin_memory= memory_format=", A, KF_PW_CAST,
+    /* .to(dtype) / .float() on the tensor's own device (a job has None for it), strided (0),
+     * preserving its format (1) */
+    {"aten::_to_copy", "self", 0, "layout=|0 device= pin_memory=|0 memory_format=|1", A, KF_PW_CAST,
      KF_PW_ASDTYPE, 0, "x_self"},
     {"aten::fill_.Scalar", "self!", "value@", 0, A, OPM, SAME, 0, "KF_S_value"},
     {"aten::zero_", "self!", 0, 0, A, OPM, SAME, 0, "(kf_ct)0"},

@@ -38,8 +38,8 @@ typedef struct kf_pw_op {
     /* The scalar arguments read, as KF_S_<name> in the compute type; suffix '@': rounded to the
      * promoted dtype first (clamp's bounds, fill's value, as eager does); '?': may be None. */
     const char *scalars;
-    /* "approximate=tanh": the string argument this row is for; "x=": None; several conditions
-     * blank separated, all holding */
+    /* "approximate=tanh": the string argument this row is for; "x=": None; "x=|0": None or the
+     * integer (or bool) 0; several conditions blank separated, all holding */
     const char *when;
     int dtypes;       /* KF_PW_FLOAT | KF_PW_INT | KF_PW_BOOL */
     int rule;         /* KF_PW_OPMATH, ... */

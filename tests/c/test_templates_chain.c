@@ -613,7 +613,38 @@ static void smbf_ref(int64_t R, int64_t C, double *const *in, double **out)
     softmax_ref(R, C, KF_BF16, out[0], out[1]);
 }
 
+/* transformers' eager attention in bf16: x + mask[40] -> _to_copy(f32, layout=0, as a job has
+ * it) -> _softmax(., -1) -> _to_copy(bf16), the cast back the softmax's epilogue */
+static const char smc_json[] =
+    "\"inputs\": [" T2("bf16", 6, 40) ", " T1("bf16", 40) "], "
+    "\"outputs\": [" O2("bf16", 6, 40, -1) ", " O2("f32", 6, 40, -1) ", " O2("f32", 6, 40, -1) ", "
+    O2("bf16", 6, 40, -1) "], "
+    "\"scalars\": [{\"name\": \"m0.alpha\", \"kind\": \"i\", \"value\": 1}, "
+    "{\"name\": \"m1.dtype\", \"kind\": \"i\", \"value\": 6}, "
+    "{\"name\": \"m1.layout\", \"kind\": \"i\", \"value\": 0}, {\"name\": \"m1.device\", \"kind\": \"n\"}, "
+    "{\"name\": \"m1.pin_memory\", \"kind\": \"n\"}, "
+    "{\"name\": \"m1.non_blocking\", \"kind\": \"b\", \"value\": false}, "
+    "{\"name\": \"m1.memory_format\", \"kind\": \"n\"}, "
+    "{\"name\": \"m2.dim\", \"kind\": \"i\", \"value\": -1}, "
+    "{\"name\": \"m2.half_to_float\", \"kind\": \"b\", \"value\": false}, " TO_COPY(3, 15) "], "
+    "\"chain\": {\"version\": 1, \"n_head_inputs\": 2, \"n_ext\": 0, \"members\": ["
+    "{\"op\": \"aten::add.Tensor\", \"inputs\": [[\"head\", 0], [\"head\", 1]]}, "
+    "{\"op\": \"aten::_to_copy\", \"inputs\": [[\"member\", 0, 0]]}, "
+    "{\"op\": \"aten::_softmax\", \"inputs\": [[\"member\", 1, 0]]}, "
+    "{\"op\": \"aten::_to_copy\", \"inputs\": [[\"member\", 2, 0]]}]}";
+
+static void smc_ref(int64_t R, int64_t C, double *const *in, double **out)
+{
+    for (int64_t e = 0; e < R * C; e++) {
+        out[0][e] = store_as(KF_BF16, (float)(in[0][e] + in[1][e % C]));
+        out[1][e] = out[0][e];
+    }
+    softmax_ref(R, C, KF_F32, out[1], out[2]);
+    for (int64_t e = 0; e < R * C; e++) out[3][e] = store_as(KF_BF16, out[2][e]);
+}
+
 static const ccase cases[] = {
+    {"add->cast->softmax->cast bf16", smc_json, smc_ref, 6, 40, KF_BF16, 8e-3, 1},
     {"add->softmax f32", sm_json, sm_ref, 6, 40, KF_F32, 1e-5, 1},
     {"mul->softmax bf16", smbf_json, smbf_ref, 8, 24, KF_BF16, 8e-3, 1},
     {"add->layer_norm f32", ln_json, ln_ref, 6, 40, KF_F32, 1e-5, 1},
@@ -710,8 +741,10 @@ static void test_refusals(void)
         free(t);
     }
     /* loads, but the templates cannot fuse it */
-    s = swap(pw_json, "aten::gelu\"", "aten::_softmax\"");
-    expect_unbound(s, 3, 3, "member 1 (aten::_softmax): a softmax is fused as the chain's last member");
+    /* after the softmax, a member reading a value from before it */
+    s = swap(smc_json, "[[\"member\", 2, 0]]}]}", "[[\"member\", 0, 0]]}]}");
+    expect_unbound(s, 2, 4, "member 3 (aten::_to_copy): after the softmax it may read only the "
+                            "softmax's output");
     free(s);
     s = swap(sm_json, "\"value\": -1}", "\"value\": 0}");
     expect_unbound(s, 2, 2, "member 1 (aten::_softmax): only a softmax of the last dim");

@@ -314,7 +314,8 @@ static int make_case(const kf_pw_op *op, int variant, int knobs)
         size_t len = strcspn(w, " ");
         const char *eq = memchr(w, '=', len);
         snprintf(name, sizeof name, "%.*s", (int)(eq - w), w);
-        if (eq + 1 < w + len) snprintf(sig_add_scalar(s, name, 's')->s, 32, "%.*s", (int)(w + len - eq - 1), eq + 1);
+        size_t vl = strcspn(eq + 1, "| "); /* the first of its alternatives */
+        if (vl) snprintf(sig_add_scalar(s, name, 's')->s, 32, "%.*s", (int)vl, eq + 1);
         else sig_add_scalar(s, name, 'n');
         w += len;
         while (*w == ' ') w++;
@@ -730,21 +731,26 @@ static void test_refusals(void)
     r.n_scalars = 0;
     snprintf(sig_add_scalar(&r, "approximate", 's')->s, 32, "erf?");
     CHECK(!host_t->applies(&r));
-    /* _to_copy: a cast to its dtype argument's, on its own device, strided, preserving format */
+    /* _to_copy: a cast to its dtype argument's, on its own device (None in a job), strided,
+     * preserving format; given as those (layout=0, pin_memory=False, memory_format=1) too */
     static const char *const opt[] = {"layout", "device", "pin_memory", "memory_format"};
-    for (int bad = -1; bad < 4; bad++) {
+    static const int same[] = {0, -1, 0, 1}, other[] = {1, -1, 1, 0};
+    for (int bad = -1; bad < 8; bad++) {
+        int k_bad = bad < 4 ? bad : bad - 4; /* bad >= 4: that option given as its default */
         r = binary("aten::_to_copy", KF_BF16, KF_BF16, KF_F32);
         r.n_in = 1;
         r.n_scalars = 0; /* no alpha: scalars[] is dtype, the four options, non_blocking */
         sig_add_scalar(&r, "dtype", 'i')->i = 6;
         for (int k = 0; k < 4; k++) {
-            if (k != bad) sig_add_scalar(&r, opt[k], 'n');
+            if (k != k_bad) sig_add_scalar(&r, opt[k], 'n');
             else if (k == 1) snprintf(sig_add_scalar(&r, opt[k], 's')->s, 32, "cuda:0");
-            else sig_add_scalar(&r, opt[k], 'i')->i = 0;
+            else sig_add_scalar(&r, opt[k], k == 2 ? 'b' : 'i')->i = bad < 4 ? other[k] : same[k];
         }
         sig_add_scalar(&r, "non_blocking", 'b');
-        if (!CHECK_EQ_INT(host_t->applies(&r) && cuda_t->applies(&r), bad < 0))
-            printf("     _to_copy with %s given\n", bad < 0 ? "nothing" : opt[bad]);
+        int ok = bad < 0 || (bad >= 4 && k_bad != 1);
+        if (!CHECK_EQ_INT(host_t->applies(&r) && cuda_t->applies(&r), ok))
+            printf("     _to_copy with %s given%s\n", bad < 0 ? "nothing" : opt[k_bad],
+                   bad >= 4 ? " as its default" : "");
     }
     r.scalars[4].kind = 'n'; /* memory_format=None again (the last one given) */
     r.scalars[0].i = 15; /* dtype=bf16 with an f32 output: not what eager gives */

@@ -56,6 +56,10 @@ def add_softmax(x, mask):  # an attention mask added, then the softmax
     return torch.softmax(x + mask, -1)
 
 
+def add_softmax_cast(x, mask):  # transformers' eager attention: the softmax in f32, cast back
+    return torch.softmax(x + mask, -1, dtype=torch.float32).to(x.dtype)
+
+
 def log_softmax_of_scaled(x):
     return torch.log_softmax(x * 2.0, -1)
 
@@ -88,6 +92,9 @@ CHAINS = {
     "add_layer_norm": (add_layer_norm, lambda: (torch.randn(8, 64, 256), torch.randn(8, 64, 256),
                                                 torch.randn(256), torch.randn(256)), 2, (2, 2), 4),
     "add_softmax": (add_softmax, lambda: (torch.randn(8, 64, 256), torch.randn(256)), 2, (2, 0), 2),
+    # the cast back after the softmax: its epilogue
+    "add_softmax_cast": (add_softmax_cast, lambda: (torch.randn(8, 64, 256).bfloat16(),
+                                                    torch.randn(256).bfloat16()), 4, (2, 0), 4),
     # a Swin window's attention: rows of 49 (cuda_chain's warp per row)
     "add_softmax_window": (add_softmax, lambda: (torch.randn(16, 3, 49, 49), torch.randn(49, 49)),
                            2, (2, 0), 2),
@@ -209,7 +216,11 @@ def test_worker_refuses_a_job_whose_sig_hex_is_another_chains(tmp_path):
 # a Llama's first RMSNorm at prefill, [4, 1024, 2048] bf16: no candidate verified on the H200
 # (session 8) where [256, 512] does; too large for the CPU suite
 WIDE = {"rmsnorm_bf16_casts_wide": (hf_rms, lambda: (torch.randn(4, 1024, 2048).bfloat16(),
-                                                     torch.randn(2048).bfloat16()), 8, (1, 1), 8)}
+                                                     torch.randn(2048).bfloat16()), 8, (1, 1), 8),
+        # Mistral's attention at prefill (2 x 16 heads x 1024 x 1024): rows of 1024 in registers
+        "add_softmax_cast_wide": (add_softmax_cast, lambda: (
+            torch.randn(2, 16, 1024, 1024).bfloat16(), torch.randn(1, 1, 1024, 1024).bfloat16()),
+            4, (2, 0), 4)}
 
 
 @pytest.mark.gpu

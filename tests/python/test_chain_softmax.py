@@ -97,3 +97,39 @@ def test_a_mask_made_in_every_forward_starts_the_chain(tmp_path):
     if rows[sig]["status"] == "inserted":
         # 12 forwards x 3 blocks; no external to learn: the first head is the first-use check
         assert served["add.Tensor -> _softmax"]["completed"] >= 34, r["entries"]
+
+
+# transformers' eager attention in bf16: softmax(s + mask, dtype=float32).to(bf16), the cast in
+# with the layout and the tensor's own device passed, the cast back after the softmax
+BF16 = CAUSAL.replace("return torch.softmax(s + mask, -1)",
+                      "return torch.softmax(s + mask, -1, dtype=torch.float32).to(x.dtype)").replace(
+    "causal = torch.where(mask > 0, 0.0, float(\"-inf\"))",
+    "causal = torch.where(mask > 0, 0.0, float(\"-inf\")).to(x.dtype)").replace(
+    "model = Net(64).eval()", "model = Net(64).eval().bfloat16()").replace(
+    "x = torch.randn(8, 96, 64)", "x = torch.randn(8, 96, 64).bfloat16()")
+
+SERVE_BF16 = BF16 + """
+import json, kernel_forge as kf
+y = run(12)
+kf.disable()
+ref = run(1)
+kf.enable()
+err = max(((u.float() - v.float()).abs().max()).item() for u, v in zip(y, ref))
+print(json.dumps({"err": err, "dtype": str(y[0].dtype), "entries": kf.chain_entries()}))
+"""
+
+
+def test_a_softmax_cast_back_after_it_is_one_chain(tmp_path):
+    env, rows = warm_chains(tmp_path, BF16 + "run(20)\n")
+    sig = "chain: add -> _to_copy -> _softmax -> _to_copy"
+    assert sig in rows and rows[sig]["status"] in ("inserted", "no_faster_kernel"), rows
+
+    p = run_python(SERVE_BF16, env)
+    assert p.returncode == 0, p.stderr[-3000:]
+    r = json.loads(p.stdout.strip().splitlines()[-1])
+    # float32 probabilities rounded to bf16: a sum in another order may round one ulp apart
+    assert r["dtype"] == "torch.bfloat16" and r["err"] <= 2 ** -8, r
+    served = {e["ops"]: e for e in serving(r["entries"])}
+    if rows[sig]["status"] == "inserted":
+        assert served["add.Tensor -> _to_copy -> _softmax -> _to_copy"]["completed"] >= 34, \
+            r["entries"]

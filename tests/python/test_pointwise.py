@@ -75,7 +75,13 @@ def _to_copy(dev):  # .float() of a bf16 tensor: a functional cast, the dtype ar
     return "aten::_to_copy", (torch.randn(257, 1035, device=dev).bfloat16(),), {"dtype": torch.float32}
 
 
-CASES = {"to_copy": (_to_copy, True), "rsqrt": (_rsqrt, False), "where": (_where, True), "masked_fill": (_masked_fill, True),
+def _to_copy_device(dev):  # softmax(x, dtype=float32) casts with layout and the tensor's device
+    x = torch.randn(257, 1035, device=dev).bfloat16()
+    return "aten::_to_copy", (x,), {"dtype": torch.float32, "layout": torch.strided,
+                                    "device": x.device if dev == "cpu" else torch.device(dev, 0)}
+
+
+CASES = {"to_copy": (_to_copy, True), "to_copy_device": (_to_copy_device, True), "rsqrt": (_rsqrt, False), "where": (_where, True), "masked_fill": (_masked_fill, True),
          "add_scalar": (_add_scalar, False), "softplus": (_softplus, False), "sub_int": (_sub_int, True)}
 
 
