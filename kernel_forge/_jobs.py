@@ -67,6 +67,13 @@ def tolerance(op: str, dtype: torch.dtype) -> tuple[float, float]:
     return atol.value, rtol.value
 
 
+def tolerance_flipped(dtype: torch.dtype) -> float:
+    """The rtol of an output from a value that may round one ulp apart (kf_tolerance_flipped)."""
+    atol, rtol = ctypes.c_double(), ctypes.c_double()
+    _native.lib().kf_tolerance_flipped(kf_dtype_code(dtype), ctypes.byref(atol), ctypes.byref(rtol))
+    return rtol.value
+
+
 def describe(key: str) -> tuple[dict, dict]:
     """(signature info, decoded arguments) of a seen signature."""
     lib, rt = _native.lib(), _native.runtime()

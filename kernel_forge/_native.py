@@ -74,6 +74,8 @@ def _bind(lib):
         "kf_dtype_from_name": ([c.c_char_p], c.c_int),
         "kf_tolerance": ([c.c_char_p, c.c_int, c.POINTER(c.c_double), c.POINTER(c.c_double)],
                          c.c_int),
+        "kf_tolerance_flipped": ([c.c_int, c.POINTER(c.c_double), c.POINTER(c.c_double)],
+                                 c.c_int),
         "kf_match_dense": ([c.c_int, c.c_void_p, c.c_void_p, c.c_int64, c.c_double, c.c_double,
                             c.POINTER(MatchResult)], c.c_int64),
         "kf_set_log_callback": ([_LOG_FN, c.c_void_p], None),
