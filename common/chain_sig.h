@@ -20,7 +20,7 @@
 extern "C" {
 #endif
 
-#define KF_CHAIN_SPEC_MAX_MEMBERS 8
+#define KF_CHAIN_SPEC_MAX_MEMBERS 12
 #define KF_CHAIN_SPEC_MAX_INPUTS 16 /* tensor inputs of one member, and the head's */
 #define KF_CHAIN_SPEC_MAX_EXT 64
 #define KF_CHAIN_SPEC_MAX_OUTPUTS 8 /* outputs of one member an input may name */

@@ -20,7 +20,7 @@ from . import _jobs
 from ._jobs import NotTunable
 
 CHAIN_OP = "kforge::chain"
-MAX_MEMBERS = 8  # KF_CHAIN_MAX_MEMBERS = KF_JOB_MAX_OUTPUTS: a job's outputs, all members
+MAX_MEMBERS = 12  # KF_CHAIN_MAX_MEMBERS = KF_JOB_MAX_OUTPUTS: a job's outputs, all members
 LAST_EXTRA_OUTPUTS = 2  # KF_CHAIN_LAST_EXTRA_OUTPUTS: the last member's more (layer norm's mean, rstd)
 _REDUCTIONS = {"aten::sum.dim_IntList", "aten::mean.dim", "aten::amax"}
 

@@ -27,7 +27,7 @@
 extern "C" {
 #endif
 
-#define KF_CHAIN_MAX 8    /* members of one chain; a longer run is cut there */
+#define KF_CHAIN_MAX 12   /* members of one chain; a longer run is cut there */
 #define KF_CHAIN_MAX_IO 8 /* tensor inputs / outputs looked at per call */
 
 typedef struct kf_chains kf_chains;       /* the table, one per runtime */

@@ -35,7 +35,7 @@ extern "C" {
 #endif
 
 #define KF_JOB_MAX_TENSORS 16
-#define KF_JOB_MAX_OUTPUTS 8 /* the op's returns (cudnn_batch_norm: 4), then the arguments it
+#define KF_JOB_MAX_OUTPUTS 12 /* the op's returns (cudnn_batch_norm: 4), then the arguments it
                                * writes without returning them (kf_op_hidden_writes) */
 #define KF_JOB_MAX_SCALARS 16
 
