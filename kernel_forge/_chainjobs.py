@@ -222,7 +222,6 @@ def output_tolerances(spec: dict, members: list, outs: list) -> list[list[float]
             for j, m in enumerate(of):
                 if m in down:
                     tol[j] = [max(tol[j][0], ra), max(tol[j][1], rr)]
-            for j, m in enumerate(of):
                 reads = [(ref[1], ref[2]) for ref in spec["members"][m]["inputs"]
                          if ref[0] == "member"]
                 if any(p in down and outs[first[p] + o].dtype in (torch.bfloat16, torch.float16)

@@ -413,10 +413,7 @@ static cJSON *best_spec(const chain_entry *e, kf_chain_lookup_fn lookup, void *u
         if (from == 0 && limit < e->shape.n) fm = limit;
         char w[256] = "";
         int f = 0;
-        /* from the start, the reason is what ends the part without the limit */
-        const int whole = from == 0 && limit < e->shape.n;
-        if (whole) cJSON_Delete(make_spec(&e->shape, 0, e->shape.n, lookup, user, mi, &f, why, cap));
-        const int own = from == 0 && !whole;
+        const int own = from == 0 && limit == e->shape.n; /* its reason is the chain's */
         cJSON *spec = make_spec(&e->shape, from, limit, lookup, user, mi, &f, own ? why : w,
                                 own ? cap : sizeof w);
         const int n = spec ? cJSON_GetArraySize(cJSON_GetObjectItem(spec, "members")) : 0;
@@ -426,6 +423,10 @@ static cJSON *best_spec(const chain_entry *e, kf_chain_lookup_fn lookup, void *u
         } else {
             cJSON_Delete(spec);
         }
+    }
+    if (!best && fm >= 0) { /* the reason: what ends the part from the start without the limit */
+        int f = 0;
+        cJSON_Delete(make_spec(&e->shape, 0, e->shape.n, lookup, user, mi, &f, why, cap));
     }
     if (!best && fm >= 0 && !why[0])
         snprintf(why, cap, "member %d reads a tensor the head cannot predict in %" PRIu64 " of %" PRIu64
