@@ -580,17 +580,22 @@ static kf_status unary_render(const kf_job_sig *sig, const int *knob_idx, char *
         const char *expr = e == 0.0    ? "1.0f"
                            : e == 1.0  ? "v"
                            : e == 2.0  ? "v * v"
-                           : e == 3.0  ? "v * v * v"
+                           : e == 3.0  ? "v2 * v"
                            : e == 0.5  ? "sqrtf(v)"
                            : e == -0.5 ? "rsqrtf(v)"
                            : e == -1.0 ? "1.0f / v"
-                           : e == -2.0 ? "1.0f / (v * v)"
+                           : e == -2.0 ? "1.0f / v2"
                                        : NULL;
+        /* x^3, x^-2: eager rounds x * x to a half / bfloat16 first (it multiplies in that type) */
+        char v2[96] = "v * v";
+        if (p.dtype == KF_F16 || p.dtype == KF_BF16)
+            snprintf(v2, sizeof v2, "kf_to_f(kf_from_f<%s>(v * v))", kf_template_cuda_type(p.dtype));
         if (expr)
             snprintf(op, sizeof op,
                      "/* exponent = %.17g */\n"
-                     "__device__ __forceinline__ float kf_op(float v)\n{\n    return %s;\n}\n",
-                     e, expr);
+                     "__device__ __forceinline__ float kf_op(float v)\n{\n"
+                     "    const float v2 = %s;\n    (void)v2;\n    return %s;\n}\n",
+                     e, v2, expr);
         else
             snprintf(op, sizeof op,
                      "/* exponent = %.17g */\n"

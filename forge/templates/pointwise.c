@@ -508,6 +508,10 @@ void kf_pw_emit_op(kf_strbuf *b, const kf_pw_bind *pb, int cuda, const char *sfx
     const kf_pw_op *op = pb->op;
     if (sfx[0]) emit_comment(b, pb);
     kf_strbuf_printf(b, "typedef %s kf_rt%s;\n", op->result == KF_PW_BOOLRES ? "int" : "kf_ct", sfx);
+    /* where eager multiplies in the storage type (kf_pw_pow_scalar): BFloat16 on CPU and CUDA,
+     * Half on CUDA only (CPU's Half pow computes in float) */
+    kf_strbuf_printf(b, "#define KF_PW_PROD_RND %d\n",
+                     pb->ptype == KF_BF16 ? 2 : pb->ptype == KF_F16 && cuda ? 1 : 0);
     for (int k = 0; k < pb->n_s; k++) {
         kf_strbuf_printf(b, "#define has_%s %d\n#define KF_S_%s ", pb->s_name[k], pb->s_has[k],
                          pb->s_name[k]);
@@ -534,6 +538,7 @@ void kf_pw_emit_op(kf_strbuf *b, const kf_pw_bind *pb, int cuda, const char *sfx
     for (int k = 0; k < pb->n_s; k++)
         kf_strbuf_printf(b, "#undef has_%s\n#undef KF_S_%s\n", pb->s_name[k], pb->s_name[k]);
     for (int k = 0; k < pb->n; k++) kf_strbuf_printf(b, "#undef has_%s\n", pb->name[k]);
+    kf_strbuf_printf(b, "#undef KF_PW_PROD_RND\n");
 }
 
 void kf_pw_emit_element(kf_strbuf *b, const kf_pw_bind *pb, int cuda)

@@ -72,7 +72,7 @@ const kf_pw_op kf_pw_ops[] = {
     {"aten::div.Tensor_mode", "self other", 0, "rounding_mode=floor", F, OPM, SAME, 0,
      "kf_pw_div_floor(x_self, x_other)"},
     {"aten::pow.Tensor_Scalar", "self", "exponent", 0, F, OPM, SAME, 0,
-     "kf_pw_pow_scalar(x_self, KF_S_exponent)"},
+     "kf_pw_pow_scalar(x_self, KF_S_exponent, KF_PW_PROD_RND)"},
     {"aten::pow.Tensor_Tensor", "self exponent", 0, 0, F, OPM, SAME, 0,
      "kf_pow(x_self, x_exponent)"},
     {"aten::neg", "self", 0, 0, F | I, OPM, SAME, 0, "KF_NEG(x_self)"},

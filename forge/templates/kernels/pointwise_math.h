@@ -85,19 +85,6 @@ KF_PW_FN kf_ct kf_pw_div_floor(kf_ct a, kf_ct b)
     if (div - fl > (kf_ct)0.5) fl += 1;
     return fl;
 }
-/* pow(x, e) for a compile-time exponent: eager's special cases, else pow */
-KF_PW_FN kf_ct kf_pw_pow_scalar(kf_ct x, kf_ct e)
-{
-    return e == 0      ? (kf_ct)1
-           : e == 1    ? x
-           : e == 2    ? x * x
-           : e == 3    ? x * x * x
-           : e == 0.5  ? kf_sqrt(x)
-           : e == -0.5 ? (kf_ct)1 / kf_sqrt(x)
-           : e == -1   ? (kf_ct)1 / x
-           : e == -2   ? (kf_ct)1 / (x * x)
-                       : kf_pow(x, e);
-}
 /* eager's lerp: two forms around weight 0.5, so that both ends are exact */
 KF_PW_FN kf_ct kf_pw_lerp(kf_ct a, kf_ct b, kf_ct w)
 {
@@ -140,6 +127,24 @@ KF_PW_FN unsigned short kf_pw_f2bf(float f)
 /* a float rounded to f16 / bf16 and back (an operand promoted to a narrower type) */
 KF_PW_FN float kf_pw_rnd_f16(float f) { return kf_pw_h2f(kf_pw_f2h(f)); }
 KF_PW_FN float kf_pw_rnd_bf16(float f) { return kf_pw_bf2f(kf_pw_f2bf(f)); }
+/* pow(x, e) for a compile-time exponent: eager's special cases, else pow. x^3 and x^-2 take
+ * x * x rounded as eager rounds it (r, KF_PW_PROD_RND: 1 to f16, 2 to bf16, 0 not): eager
+ * multiplies in the storage type there (BFloat16 on CPU and CUDA, Half on CUDA), not in float */
+KF_PW_FN kf_ct kf_pw_pow_scalar(kf_ct x, kf_ct e, int r)
+{
+    kf_ct x2 = x * x;
+    if (r == 1) x2 = (kf_ct)kf_pw_rnd_f16((float)x2);
+    if (r == 2) x2 = (kf_ct)kf_pw_rnd_bf16((float)x2);
+    return e == 0      ? (kf_ct)1
+           : e == 1    ? x
+           : e == 2    ? x * x
+           : e == 3    ? x2 * x
+           : e == 0.5  ? kf_sqrt(x)
+           : e == -0.5 ? (kf_ct)1 / kf_sqrt(x)
+           : e == -1   ? (kf_ct)1 / x
+           : e == -2   ? (kf_ct)1 / x2
+                       : kf_pow(x, e);
+}
 /* neg / abs: float sign flips (NaN and -0 as eager), integers wrap */
 #if KF_CT_INT
 #define KF_NEG(x) KF_SUB((kf_ct)0, x)
