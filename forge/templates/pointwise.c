@@ -116,7 +116,7 @@ static int next_token(const char **p, char *name, size_t cap, char *flags, size_
     size_t n = 0, f = 0;
     for (; **p && **p != ' '; (*p)++) {
         char c = **p;
-        if (c == '!' || c == '&' || c == '?' || c == '@') {
+        if (c == '!' || c == '&' || c == '?' || c == '@' || c == '~') {
             if (f + 1 < fcap) flags[f++] = c;
         } else if (n + 1 < cap) {
             name[n++] = c;
@@ -247,6 +247,7 @@ static int bind_operands(const kf_job_sig *sig, kf_pw_bind *b, const kf_job_scal
         int k = b->n++;
         snprintf(b->name[k], sizeof b->name[k], "%s", name);
         b->mask[k] = strchr(flags, '&') != NULL;
+        b->unnarrowed[k] = strchr(flags, '~') != NULL;
         b->in_idx[k] = -1;
         b->present[k] = 1;
         b->dtype[k] = KF_DTYPE_UNKNOWN;
@@ -379,10 +380,13 @@ int kf_pw_bind_sig(const kf_job_sig *sig, kf_pw_bind *b)
             b->wint[k] = wrapped[k]->kind == 'd' ? wrapped[k]->d != 0 : wrapped[k]->i != 0;
             continue;
         }
-        if (!scalar_to(wrapped[k], b->ptype, &d, &i)) return 0;
-        value_in_ct(b->ptype, b->ct, d, i, &b->wval[k], &b->wint[k]);
+        int to = b->unnarrowed[k] && (b->ptype == KF_F16 || b->ptype == KF_BF16) ? b->ct : b->ptype;
+        if (!scalar_to(wrapped[k], to, &d, &i)) return 0;
+        value_in_ct(to, b->ct, d, i, &b->wval[k], &b->wint[k]);
     }
     if (!bind_scalars(sig, b)) return 0;
+    for (int k = 0; k < b->n; k++) /* a tensor read unnarrowed: a 0-dim one only */
+        if (b->in_idx[k] >= 0 && sig->in[b->in_idx[k]].ndim != 0) b->unnarrowed[k] = 0;
 
     for (int k = 0; k < b->n; k++) {
         if (b->in_idx[k] < 0) continue;
@@ -433,7 +437,8 @@ static void emit_load(kf_strbuf *b, const kf_pw_bind *pb, int k, int dt, int cud
         kf_strbuf_printf(b, " != 0))\n");
         return;
     }
-    if (pb->op->rule == KF_PW_CAST || dt == P || (dt_cat(dt) == 1 && P == KF_I64)) {
+    if (pb->op->rule == KF_PW_CAST || dt == P || (dt_cat(dt) == 1 && P == KF_I64) ||
+        (pb->unnarrowed[k] && !cuda && (P == KF_F16 || P == KF_BF16))) {
         raw_load(b, dt, cuda, "(p)[o]");
     } else if (dt_cat(P) == 2) {
         const char *r = P == KF_F16 ? "kf_pw_rnd_f16((float)" : P == KF_BF16 ? "kf_pw_rnd_bf16((float)"

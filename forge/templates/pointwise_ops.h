@@ -33,7 +33,10 @@ typedef struct kf_pw_op {
     /* The tensor arguments (or Python numbers in their place) in schema order, by schema name,
      * blank separated. A suffix says how it is used: none: an operand, read as x_<name>;
      * '&': a bool mask operand, outside the promotion; '?': an optional operand (None: has_<name>
-     * is 0); '!': the destination, written and not read (copy_, fill_, out=). */
+     * is 0); '!': the destination, written and not read (copy_, fill_, out=); '~': a Python
+     * number here (or on the host a 0-dim tensor of a wider float dtype) is read in the compute
+     * type, not narrowed to an f16 / bf16 promoted dtype first (eager's mul and true division
+     * take the scalar's original value). */
     const char *args;
     /* The scalar arguments read, as KF_S_<name> in the compute type; suffix '@': rounded to the
      * promoted dtype first (clamp's bounds, fill's value, as eager does); '?': may be None. */
@@ -61,6 +64,7 @@ typedef struct kf_pw_bind {
     char name[KF_PW_MAX_OPS][24];   /* their schema names */
     int in_idx[KF_PW_MAX_OPS];      /* in[] index; -1: a constant (wrapped number) or absent */
     int mask[KF_PW_MAX_OPS];        /* read as a bool mask */
+    int unnarrowed[KF_PW_MAX_OPS];  /* '~': a constant or 0-dim operand not narrowed first */
     int present[KF_PW_MAX_OPS];     /* 0: an optional operand that is None */
     int dtype[KF_PW_MAX_OPS];       /* an operand tensor's dtype */
     double wval[KF_PW_MAX_OPS];     /* a constant's value in the compute type (exact) */

@@ -331,7 +331,7 @@ static int make_case(const kf_pw_op *op, int variant, int knobs)
         size_t n = strcspn(p, " ");
         snprintf(name, sizeof name, "%.*s", (int)n, p);
         p += n;
-        size_t nl = strcspn(name, "!&?@");
+        size_t nl = strcspn(name, "!&?@~");
         char flags[8];
         snprintf(flags, sizeof flags, "%s", name + nl);
         name[nl] = 0;

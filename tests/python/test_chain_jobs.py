@@ -60,6 +60,10 @@ def add_softmax_cast(x, mask):  # transformers' eager attention: the softmax in 
     return torch.softmax(x + mask, -1, dtype=torch.float32).to(x.dtype)
 
 
+def new_gelu_inner(x):  # GPT-2's tanh GELU but its last product: pow, scalar muls, adds, tanh
+    return 1.0 + torch.tanh(0.7978845608028654 * (x + 0.044715 * torch.pow(x, 3.0)))
+
+
 def log_softmax_of_scaled(x):
     return torch.log_softmax(x * 2.0, -1)
 
@@ -95,6 +99,8 @@ CHAINS = {
     # the cast back after the softmax: its epilogue
     "add_softmax_cast": (add_softmax_cast, lambda: (torch.randn(8, 64, 256).bfloat16(),
                                                     torch.randn(256).bfloat16()), 4, (2, 0), 4),
+    # on bf16: pow rounds x * x first, the muls take their Python numbers unnarrowed
+    "new_gelu_bf16": (new_gelu_inner, lambda: (torch.randn(64, 768).bfloat16(),), 6, (1, 0), 6),
     # a Swin window's attention: rows of 49 (cuda_chain's warp per row)
     "add_softmax_window": (add_softmax, lambda: (torch.randn(16, 3, 49, 49), torch.randn(49, 49)),
                            2, (2, 0), 2),
@@ -224,7 +230,10 @@ WIDE = {"rmsnorm_bf16_casts_wide": (hf_rms, lambda: (torch.randn(4, 1024, 2048).
         # Mistral's attention at prefill (2 x 16 heads x 1024 x 1024): rows of 1024 in registers
         "add_softmax_cast_wide": (add_softmax_cast, lambda: (
             torch.randn(2, 16, 1024, 1024).bfloat16(), torch.randn(1, 1, 1024, 1024).bfloat16()),
-            4, (2, 0), 4)}
+            4, (2, 0), 4),
+        # GPT-2's MLP activation at [8, 512, 3072]: no candidate verified on the H200 (session 10)
+        "new_gelu_bf16_wide": (new_gelu_inner, lambda: (torch.randn(8, 512, 3072).bfloat16(),),
+                               6, (1, 0), 6)}
 
 
 @pytest.mark.gpu
