@@ -262,6 +262,7 @@ static int bind_operands(const kf_job_sig *sig, kf_pw_bind *b, const kf_job_scal
         } else {
             if (next >= sig->n_in) return 0;
             b->dtype[k] = sig->in[next].dtype;
+            if (sig->in[next].ndim != 0) b->unnarrowed[k] = 0; /* '~' reads only a 0-dim one so */
             b->in_idx[k] = next++;
         }
     }
@@ -385,8 +386,6 @@ int kf_pw_bind_sig(const kf_job_sig *sig, kf_pw_bind *b)
         value_in_ct(to, b->ct, d, i, &b->wval[k], &b->wint[k]);
     }
     if (!bind_scalars(sig, b)) return 0;
-    for (int k = 0; k < b->n; k++) /* a tensor read unnarrowed: a 0-dim one only */
-        if (b->in_idx[k] >= 0 && sig->in[b->in_idx[k]].ndim != 0) b->unnarrowed[k] = 0;
 
     for (int k = 0; k < b->n; k++) {
         if (b->in_idx[k] < 0) continue;
