@@ -13,6 +13,9 @@ For each model, each step in a fresh process (its output in WORK/logs/MODEL-STEP
      3 in all): each variant's time is the median over its processes, and their spread is the
      process-to-process noise the speedup is read against (on the H200 one process in a few
      issues its forwards up to 2x slower on the host, eager or not)
+     Each plugin process also runs --ab blocks: forwards with kernel_forge enabled and disabled
+     in turn in that one process, whose ratio (`in-process x`) has no process-to-process noise
+     in it, though its disabled side still pays the plugin's pass-through
   5. compile:  python models/M.py --compile     (torch.compile, default options)
 The scripts time their own forwards (CUDA events) and print one `ZOO {json}` line. KFORGE_*
 variables of this environment are not passed on (--env K=V adds one). One model failing is a row
@@ -232,7 +235,8 @@ def run_model(name: str, info: dict, a, work: str, deadline: float | None, extra
         n_plugin, n_eager = max(a.plugin_runs, 1), max(a.eager_runs, 1) - 1
         for i in range(max(n_plugin, n_eager)):
             if i < n_plugin:
-                r = script("plugin" if i == 0 else f"plugin{i + 1}", ["--plugin"], cache)
+                r = script("plugin" if i == 0 else f"plugin{i + 1}",
+                           ["--plugin", "--ab", str(a.ab)], cache)
                 if r:
                     plugins.append(r)
             if i < n_eager:
@@ -265,6 +269,12 @@ def run_model(name: str, info: dict, a, work: str, deadline: float | None, extra
         res["stopped"] = pr.get("stopped", [])
         res["chains"] = pr.get("chains", [])
         res["check_plugin"] = compare(e1["output_file"], p["output_file"])
+        abs_ = [x["record"]["ab"] for x in plugins if x["record"].get("ab")]
+        if abs_:
+            res["ab_runs"] = [x["speedup"] for x in abs_]
+            res["ab_speedup"] = statistics.median(res["ab_runs"])
+            res["ab_enabled_ms"] = statistics.median(x["enabled_ms"] for x in abs_)
+            res["ab_disabled_ms"] = statistics.median(x["disabled_ms"] for x in abs_)
         if not pr.get("plugin_loaded"):
             res["notes"].append("plugin: kernel_forge was not loaded")
     elif not a.compile_only:
@@ -391,6 +401,9 @@ def main(argv=None) -> int:
     p.add_argument("--plugin-runs", type=int, default=3,
                    help="fresh plugin processes on the warm cache (default 3); the plugin's time "
                         "is their median, as eager's is of the eager processes")
+    p.add_argument("--ab", type=int, default=4, metavar="BLOCKS",
+                   help="in each plugin process, BLOCKS blocks each with the plugin enabled and "
+                        "disabled in turn (default 4; 0: none)")
     p.add_argument("--settle", type=float, default=3,
                    help="seconds of pause after the warm-up, before the plugin's process (3)")
     p.add_argument("--no-compile", action="store_true", help="skip torch.compile")

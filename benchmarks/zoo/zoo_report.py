@@ -54,6 +54,11 @@ def summary(results: list[dict]) -> list[str]:
                  f"{sp[-1]:.2f}x); {len(served)} of {len(measured)} served at least one kernel.")
     lines.append("Slower than eager beyond the noise (speedup < 1 - max(3%, eager and plugin spreads)): "
                  + (", ".join(slower) if slower else "none") + ".")
+    ab = sorted(r["ab_speedup"] for r in measured if r.get("ab_speedup") is not None)
+    if ab:
+        lines.append(f"In one process, the plugin enabled vs disabled in turn (`in-process x`): "
+                     f"median {statistics.median(ab):.3f}x (min {ab[0]:.3f}x, max {ab[-1]:.3f}x) "
+                     f"over {len(ab)} models.")
     comp = [r["compile_speedup"] for r in results if r.get("compile_speedup")]
     if comp:
         lines.append(f"torch.compile: median {statistics.median(comp):.2f}x over eager "
@@ -73,7 +78,8 @@ def speedup_text(r: dict) -> str:
 
 
 def table(results: list[dict]) -> str:
-    head = ["model", "family", "dtype", "eager ms", "plugin ms", "speedup", "served sigs (calls)",
+    head = ["model", "family", "dtype", "eager ms", "plugin ms", "speedup", "in-process x",
+            "served sigs (calls)",
             "compile ms", "compile x", "warm-up s", "inserted / tuned", "eager spread",
             "plugin output", "notes"]
     rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
@@ -88,7 +94,7 @@ def table(results: list[dict]) -> str:
             note += ("; " if note else "") + f"{len(r['stopped'])} kernels stopped in process"
         cells = [r["model"], r.get("family") or "-", r.get("dtype") or "-", fmt(ms, "{:.3f}"),
                  fmt(r.get("plugin_ms"), "{:.3f}"),
-                 speedup_text(r),
+                 speedup_text(r), fmt(r.get("ab_speedup"), "{:.3f}x"),
                  "-" if r.get("served_signatures") is None
                  else f"{r['served_signatures']} ({r['served_calls']})",
                  fmt(r.get("compile_ms"), "{:.3f}"), fmt(r.get("compile_speedup"), "{:.2f}x"),
@@ -107,6 +113,10 @@ def details(r: dict) -> str:
         bits.append("eager runs " + ", ".join(f"{v:.3f}" for v in r["eager_runs_ms"]) + " ms")
     if r.get("plugin_runs_ms") and len(r["plugin_runs_ms"]) > 1:
         bits.append("plugin runs " + ", ".join(f"{v:.3f}" for v in r["plugin_runs_ms"]) + " ms")
+    if r.get("ab_runs"):
+        bits.append(f"in-process enabled {r['ab_enabled_ms']:.3f} ms vs disabled "
+                    f"{r['ab_disabled_ms']:.3f} ms, ratio per process "
+                    + ", ".join(f"{v:.3f}" for v in r["ab_runs"]))
     if r.get("served_ops"):
         bits.append("served: " + ", ".join(f"{op} {n}" for op, n in r["served_ops"].items()))
     if r.get("chains"):
@@ -153,14 +163,19 @@ def write(out: str, doc: dict):
            "`served sigs (calls)`: signatures the plugin served in the timed process, and its "
            "served calls; `inserted / tuned`: the warm-up's signatures. `plugin output`: "
            "max|plugin - eager| / max|eager| over the last output (ok within bf16 5e-2, fp16 2e-2, "
-           "f32 1e-3).", "", "Per model:", ""]
+           "f32 1e-3). `in-process x`: in each plugin process, blocks of forwards with "
+           "kernel_forge.enable() and disable() in turn; disabled ms over enabled ms, the median "
+           "over the plugin processes (free of process-to-process noise; the disabled side still "
+           "pays the pass-through of intercepted calls, so it leaves that cost out).", "",
+           "Per model:", ""]
     md += [details(r) for r in doc["results"]]
     with open(os.path.join(out, "zoo.md"), "w") as f:
         f.write("\n".join(md) + "\n")
 
 
 PLUGIN_KEYS = ("eager_ms", "eager_runs_ms", "eager_spread", "plugin_ms", "plugin_runs_ms",
-               "plugin_spread", "speedup",
+               "plugin_spread", "speedup", "ab_runs", "ab_speedup", "ab_enabled_ms",
+               "ab_disabled_ms",
                "served_signatures", "served_calls", "served_ops", "cache_entries", "stopped",
                "chains", "check_plugin", "warmup_s", "inserted", "tuned", "warmup_statuses")
 COMPILE_KEYS = ("compile_ms", "compile_eager_ms", "compile_speedup", "compile_first_s",

@@ -59,6 +59,7 @@ def test_run_tiny_bert_and_a_broken_script(tmp_path):
                     "--warmup-args", "--ops native_layer_norm --iterations 3",
                     "--model-args", "--device cpu --tiny --iters 4 --warmup 2",
                     "--eager-runs", "1", "--plugin-runs", "1", "--settle", "0", "--no-compile",
+                    "--ab", "1",
                     "--out", str(out),
                     "--work", str(work)],
                    env_extra={"OMP_NUM_THREADS": "1"}, timeout=600)
@@ -81,6 +82,11 @@ def test_run_tiny_bert_and_a_broken_script(tmp_path):
     assert eager["device"] == plugin["device"] == "cpu" and eager["iters"] == 4
     assert b["eager_ms"] == eager["median_ms"] and b["plugin_ms"] == plugin["median_ms"]
     assert b["speedup"] == pytest.approx(eager["median_ms"] / plugin["median_ms"])
+    # one block enabled, one disabled, in the plugin process; the eager one has none
+    assert "ab" not in eager and plugin["ab"]["blocks"] == 1 and plugin["ab"]["per_block"] == 3
+    assert b["ab_runs"] == [plugin["ab"]["speedup"]] and b["ab_speedup"] == plugin["ab"]["speedup"]
+    assert plugin["ab"]["speedup"] == pytest.approx(plugin["ab"]["disabled_ms"]
+                                                    / plugin["ab"]["enabled_ms"])
     assert b["eager_ms"] > 0 and b["plugin_ms"] > 0 and b["eager_spread"] is None
     # served counts are the plugin process's own stats
     assert b["served_signatures"] == plugin["served_signatures"] == len(
@@ -108,7 +114,8 @@ def test_run_tiny_bert_and_a_broken_script(tmp_path):
     md = open(out / "zoo.md").read()
     line = next(ln for ln in md.splitlines() if ln.startswith("| bert_base |"))
     assert f"| {b['eager_ms']:.3f} | {b['plugin_ms']:.3f} |" in line
-    assert f"{b['speedup']:.2f}x" in line
+    assert f"{b['speedup']:.2f}x" in line and f"| {b['ab_speedup']:.3f}x |" in line
+    assert "In one process, the plugin enabled vs disabled in turn" in md
     assert f"| {b['served_signatures']} ({b['served_calls']}) |" in line
     assert f"| {b['inserted']} / {b['tuned']} |" in line
     assert "1 of 3 models measured with the plugin" in md

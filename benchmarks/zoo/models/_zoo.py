@@ -14,13 +14,18 @@ Options, the same for every script:
   --plugin               `import kernel_forge` before anything is built: the one line a user adds
   --grad-mode inference|no_grad   the forwards' context (default inference: torch.inference_mode)
   --tiny                 drastically smaller sizes (CPU tests)
+  --ab BLOCKS            with --plugin, after the timed loop: BLOCKS blocks of forwards in this
+                         one process, kernel_forge.enable() and disable() in turn, so that the
+                         process-to-process noise cancels (default 0: none)
   --save-output FILE     torch.save the last forward's output (on the CPU; floats as float32)
 
 The last line printed is `ZOO {json}`: the median, mean and min ms per forward (CUDA events
 around each forward, which starts on an idle GPU, so host-side costs are in the time; wall time
 on the CPU), the host's time to issue a forward, the first forward's wall time (compilation with
 --compile, the first-use checks with --plugin), and, when kernel_forge is loaded in the process,
-what `kernel_forge.stats()` says it served.
+what `kernel_forge.stats()` says it served; with --ab, `ab`: the median ms with the plugin
+enabled and disabled (disabled: every intercepted call goes straight to eager, so the
+pass-through's own cost stays in both) and their ratio.
 """
 
 import time
@@ -53,6 +58,8 @@ def parse(doc: str, *, dtype: str, iters: int = 30, warmup: int = 5):
                    help="the forwards' context: torch.inference_mode (default) or torch.no_grad")
     p.add_argument("--tiny", action="store_true", help="tiny sizes (CPU tests)")
     p.add_argument("--save-output", metavar="FILE", help="torch.save the last output")
+    p.add_argument("--ab", type=int, default=0, metavar="BLOCKS",
+                   help="with --plugin: blocks of forwards enabled and disabled in turn (0: none)")
     a = p.parse_args()
     if a.plugin:
         import kernel_forge  # noqa: F401
@@ -103,6 +110,50 @@ def plugin_stats() -> dict:
     }
 
 
+def _timed(fn, a, n):
+    """n forwards, each from an idle device: (ms, host ms to issue it, the last output)."""
+    ms, host_ms, out = [], [], None
+    for _ in range(n):
+        _sync(a)
+        if a.device.type == "cuda":
+            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            t0 = time.perf_counter()
+            s.record()
+            out = fn()
+            e.record()
+            host_ms.append(1e3 * (time.perf_counter() - t0))
+            e.synchronize()
+            ms.append(s.elapsed_time(e))
+        else:
+            t0 = time.perf_counter()
+            out = fn()
+            ms.append(1e3 * (time.perf_counter() - t0))
+            host_ms.append(ms[-1])
+    return ms, host_ms, out
+
+
+def _ab(fn, a) -> dict:
+    """Blocks of forwards with the plugin enabled and disabled in turn (the first forward of a
+    block, right after the switch, untimed); medians per side. Ends enabled."""
+    kf = sys.modules["kernel_forge"]
+    per = max(3, a.iters // 4)
+    side = {True: ([], []), False: ([], [])}
+    try:
+        for b in range(2 * a.ab):
+            on = b % 2 == 0
+            (kf.enable if on else kf.disable)()
+            fn()
+            ms, host_ms, _ = _timed(fn, a, per)
+            side[on][0].extend(ms)
+            side[on][1].extend(host_ms)
+    finally:
+        kf.enable()
+    en, dis = statistics.median(side[True][0]), statistics.median(side[False][0])
+    return {"blocks": a.ab, "per_block": per, "enabled_ms": en, "disabled_ms": dis,
+            "speedup": dis / en, "enabled_host_ms": statistics.median(side[True][1]),
+            "disabled_host_ms": statistics.median(side[False][1])}
+
+
 def bench(name: str, fn, a, *, family: str, source: str, unit: str = "forward", **info):
     """Warm-up forwards, then a timed loop; prints `ZOO {json}` and returns the record."""
     t_built = time.perf_counter()
@@ -116,23 +167,8 @@ def bench(name: str, fn, a, *, family: str, source: str, unit: str = "forward", 
         for _ in range(a.warmup - 1):
             out = fn()
         _sync(a)
-        ms, host_ms = [], []
-        for _ in range(a.iters):
-            _sync(a)
-            if cuda:
-                s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                t0 = time.perf_counter()
-                s.record()
-                out = fn()
-                e.record()
-                host_ms.append(1e3 * (time.perf_counter() - t0))
-                e.synchronize()
-                ms.append(s.elapsed_time(e))
-            else:
-                t0 = time.perf_counter()
-                out = fn()
-                ms.append(1e3 * (time.perf_counter() - t0))
-                host_ms.append(ms[-1])
+        ms, host_ms, out = _timed(fn, a, a.iters)
+        ab = _ab(fn, a) if a.ab > 0 and "kernel_forge" in sys.modules else None
     if a.save_output:
         torch.save(_saved(out), a.save_output)
     rec = {"model": name, "family": family, "source": source, "unit": unit,
@@ -142,6 +178,8 @@ def bench(name: str, fn, a, *, family: str, source: str, unit: str = "forward", 
            "host_median_ms": statistics.median(host_ms), "first_ms": first_ms,
            "build_s": t_built - T_START, "total_s": time.perf_counter() - T_START,
            "torch": torch.__version__, **info}
+    if ab is not None:
+        rec["ab"] = ab
     if cuda:
         rec["gpu"] = torch.cuda.get_device_name(a.device)
     rec.update(plugin_stats())
