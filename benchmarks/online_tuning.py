@@ -22,10 +22,12 @@ Each phase is a fresh process with a fresh cache folder:
      a second between forwards: time to the first and third landed kernel (from the process
      start and from the signature passing the thresholds), p50/p99 forward time while the tuner
      searches or confirms, p50 over the last 20% of the run (the final speed, "final speedup"
-     against eager);
+     against eager), p50 per 10 s, and at the end, in the same process, blocks of forwards with
+     kernel_forge.enable() and disable() in turn ("end_ab": what landed, free of process noise);
   3. with --compare-warmup: `kforge warmup MODEL.py` into another fresh cache, then the loop
      served from it for --eager-seconds: kforge warmup's speedup, to compare with 2's.
-Prints one JSON document (also written to --out).
+Prints one JSON document (also written to --out); --stderr FILE keeps the processes' whole
+stderr (KFORGE_LOG=info through --env: the tuner's timeline).
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
+STDERR_TO = None  # --stderr
 
 BUILTIN = r'''
 import torch
@@ -130,7 +133,19 @@ while time.time() < end:
         landed = len(st.get("landed", []))
 st = kf.tuner_status()
 served = sum(r["served"] for r in kf.stats())
+ab = {"enabled": [], "disabled": []}  # after the run: what landed, enabled and disabled in turn
+for i in range(8):
+    side = "enabled" if i % 2 == 0 else "disabled"
+    (kf.enable if side == "enabled" else kf.disable)()
+    for j in range(21):
+        t = time.perf_counter()
+        fwd()
+        sync()
+        if j:
+            ab[side].append((time.perf_counter() - t) * 1e3)
+kf.enable()
 print("ONLINE " + json.dumps({"times": times, "phases": phases, "steps": steps, "landed": events,
+      "ab": ab,
       "status": {k: st.get(k) for k in ("landed", "refused", "time_spent_s", "searches",
                                         "hot_at", "elapsed_s", "settings", "gates")},
       "served_calls": served}))
@@ -140,6 +155,14 @@ print("ONLINE " + json.dumps({"times": times, "phases": phases, "steps": steps, 
 def is_zoo(model):
     with open(model) as f:
         return "import _zoo" in f.read()
+
+
+def buckets(times, t0, width):
+    """The forward times in consecutive `width`-second stretches from t0 (empty ones left out)."""
+    out = {}
+    for t, ms in times:
+        out.setdefault(int((t - t0) // width), []).append(ms)
+    return [out[k] for k in sorted(out)]
 
 
 def pct(xs, q):
@@ -170,6 +193,9 @@ def run_loop(model, device, seconds, env_extra, cache_dir, pattern=(0.0, 0.0), m
         raise SystemExit(f"the model loop failed (exit {p.returncode}): {p.stderr[-3000:]}")
     doc = json.loads(line[7:])
     doc["stderr_tail"] = p.stderr[-4000:]
+    if STDERR_TO:
+        with open(STDERR_TO, "a") as f:
+            f.write(p.stderr)
     return doc
 
 
@@ -197,7 +223,10 @@ def main(argv=None):
     ap.add_argument("--warmup-args", default="",
                     help="options for --compare-warmup's kforge warmup (e.g. --time-budget 60)")
     ap.add_argument("--out")
+    ap.add_argument("--stderr", help="append the model processes' stderr to this file")
     a = ap.parse_args(argv)
+    global STDERR_TO
+    STDERR_TO = a.stderr
     device = a.device
     if device is None:
         import torch
@@ -255,7 +284,12 @@ def main(argv=None):
                         "max_ms": max(v)} for k, v in by_step.items()},
         "slowest": [{"t": t, "ms": ms, "phase": ph, "step": sp} for (t, ms), ph, sp in slowest],
         "stderr_tail": online["stderr_tail"][-2500:],
+        "p50_by_10s": [statistics.median(b) for b in buckets(times, t_first, 10.0)],
     }
+    ab = online.get("ab") or {}
+    if ab.get("enabled") and ab.get("disabled"):
+        en, dis = statistics.median(ab["enabled"]), statistics.median(ab["disabled"])
+        out["online"]["end_ab"] = {"enabled_ms": en, "disabled_ms": dis, "speedup": dis / en}
     e50 = out["eager"]["p50_ms"]
     o = out["online"]
     o["during_tuning"]["p50_vs_eager"] = (o["during_tuning"]["p50_ms"] / e50
