@@ -22,8 +22,9 @@ Each phase is a fresh process with a fresh cache folder:
      a second between forwards: time to the first and third landed kernel (from the process
      start and from the signature passing the thresholds), p50/p99 forward time while the tuner
      searches or confirms, p50 over the last 20% of the run (the final speed, "final speedup"
-     against eager), p50 per 10 s, and at the end, in the same process, blocks of forwards with
-     kernel_forge.enable() and disable() in turn ("end_ab": what landed, free of process noise);
+     against eager), p50 per 10 s, and at the end, in the same process, 4 + 4 blocks of 20
+     forwards with kernel_forge.enable() and disable() in turn (the zoo's `_zoo._ab`; "end_ab":
+     what landed, free of process noise);
   3. with --compare-warmup: `kforge warmup MODEL.py` into another fresh cache, then the loop
      served from it for --eager-seconds: kforge warmup's speedup, to compare with 2's.
 Prints one JSON document (also written to --out); --stderr FILE keeps the processes' whole
@@ -43,7 +44,6 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-STDERR_TO = None  # --stderr
 
 BUILTIN = r'''
 import torch
@@ -76,6 +76,7 @@ T0 = time.time()
 path, device, seconds = sys.argv[1], sys.argv[2], float(sys.argv[3])
 burst_s, idle_s, model_args = float(sys.argv[4]) / 1e3, float(sys.argv[5]) / 1e3, sys.argv[6]
 sys.path.insert(0, os.path.dirname(path))
+ZOO_MODELS = sys.argv[7]
 import importlib.util
 import torch
 spec = importlib.util.spec_from_file_location("kf_bench_model", path)
@@ -133,17 +134,12 @@ while time.time() < end:
         landed = len(st.get("landed", []))
 st = kf.tuner_status()
 served = sum(r["served"] for r in kf.stats())
-ab = {"enabled": [], "disabled": []}  # after the run: what landed, enabled and disabled in turn
-for i in range(8):
-    side = "enabled" if i % 2 == 0 else "disabled"
-    (kf.enable if side == "enabled" else kf.disable)()
-    for j in range(21):
-        t = time.perf_counter()
-        fwd()
-        sync()
-        if j:
-            ab[side].append((time.perf_counter() - t) * 1e3)
-kf.enable()
+ab = None  # after the tuned run: what landed, enabled and disabled in turn (the zoo's A/B)
+if os.environ.get("KFORGE_TUNE") == "1":
+    sys.path.insert(0, ZOO_MODELS)
+    import types
+    import _zoo
+    ab = _zoo._ab(fwd, types.SimpleNamespace(device=torch.device(device), iters=80, ab=4))
 print("ONLINE " + json.dumps({"times": times, "phases": phases, "steps": steps, "landed": events,
       "ab": ab,
       "status": {k: st.get(k) for k in ("landed", "refused", "time_spent_s", "searches",
@@ -172,7 +168,8 @@ def pct(xs, q):
     return xs[min(len(xs) - 1, int(q * len(xs)))]
 
 
-def run_loop(model, device, seconds, env_extra, cache_dir, pattern=(0.0, 0.0), model_args=""):
+def run_loop(model, device, seconds, env_extra, cache_dir, pattern=(0.0, 0.0), model_args="",
+             stderr_to=None):
     env = dict(os.environ)
     for k in ("KFORGE_TUNE", "KFORGE_DISABLE", "KFORGE_CACHE"):
         env.pop(k, None)
@@ -184,7 +181,8 @@ def run_loop(model, device, seconds, env_extra, cache_dir, pattern=(0.0, 0.0), m
         child = f.name
     try:
         p = subprocess.run([sys.executable, child, os.path.abspath(model), device, str(seconds),
-                            str(pattern[0]), str(pattern[1]), model_args],
+                            str(pattern[0]), str(pattern[1]), model_args,
+                            os.path.join(HERE, "zoo", "models")],
                            env=env, capture_output=True, text=True, timeout=seconds + 600)
     finally:
         os.unlink(child)
@@ -193,8 +191,8 @@ def run_loop(model, device, seconds, env_extra, cache_dir, pattern=(0.0, 0.0), m
         raise SystemExit(f"the model loop failed (exit {p.returncode}): {p.stderr[-3000:]}")
     doc = json.loads(line[7:])
     doc["stderr_tail"] = p.stderr[-4000:]
-    if STDERR_TO:
-        with open(STDERR_TO, "a") as f:
+    if stderr_to:
+        with open(stderr_to, "a") as f:
             f.write(p.stderr)
     return doc
 
@@ -225,8 +223,6 @@ def main(argv=None):
     ap.add_argument("--out")
     ap.add_argument("--stderr", help="append the model processes' stderr to this file")
     a = ap.parse_args(argv)
-    global STDERR_TO
-    STDERR_TO = a.stderr
     device = a.device
     if device is None:
         import torch
@@ -246,10 +242,10 @@ def main(argv=None):
     pattern = (a.burst_ms, a.idle_ms)
 
     eager = run_loop(model, device, eager_s, {"KFORGE_DISABLE": "1"}, os.path.join(tmp, "c0"),
-                     pattern, a.model_args)
+                     pattern, a.model_args, a.stderr)
     out["eager"] = summary(eager)
     online = run_loop(model, device, a.seconds, dict({"KFORGE_TUNE": "1"}, **extra),
-                      os.path.join(tmp, "c1"), pattern, a.model_args)
+                      os.path.join(tmp, "c1"), pattern, a.model_args, a.stderr)
     times, phases = online["times"], online["phases"]
     t_first = times[0][0]
     during = [ms for (t, ms), ph in zip(times, phases) if ph in ("ramp", "deep")]
@@ -286,10 +282,7 @@ def main(argv=None):
         "stderr_tail": online["stderr_tail"][-2500:],
         "p50_by_10s": [statistics.median(b) for b in buckets(times, t_first, 10.0)],
     }
-    ab = online.get("ab") or {}
-    if ab.get("enabled") and ab.get("disabled"):
-        en, dis = statistics.median(ab["enabled"]), statistics.median(ab["disabled"])
-        out["online"]["end_ab"] = {"enabled_ms": en, "disabled_ms": dis, "speedup": dis / en}
+    out["online"]["end_ab"] = online.get("ab")
     e50 = out["eager"]["p50_ms"]
     o = out["online"]
     o["during_tuning"]["p50_vs_eager"] = (o["during_tuning"]["p50_ms"] / e50
@@ -314,7 +307,7 @@ def main(argv=None):
                            capture_output=True, text=True)
         out["warmup"] = {"wall_s": time.time() - t, "exit": p.returncode,
                          "args": a.warmup_args, "stderr_tail": p.stderr[-1500:]}
-        served = run_loop(model, device, eager_s, {}, wdir, pattern, a.model_args)
+        served = run_loop(model, device, eager_s, {}, wdir, pattern, a.model_args, a.stderr)
         s = summary(served)
         out["warmup"].update(s, speedup=e50 / s["p50_ms"])
     print(json.dumps(out, indent=1))
