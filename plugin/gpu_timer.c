@@ -90,12 +90,12 @@ static void relaxed_end(kf_gpu_timer *t, int *saved)
 }
 
 /* Under t->lock and relaxed capture mode: hand finished pairs to the callback. */
-static void collect(kf_gpu_timer *t, int wait)
+static void collect(kf_gpu_timer *t)
 {
     for (int i = 0; i < KF_GPU_TIMER_PAIRS; i++) {
         pair *p = &t->pairs[i];
         if (p->state != PAIR_PENDING) continue;
-        kf_cu_result r = wait ? t->cu.event_synchronize(p->end) : t->cu.event_query(p->end);
+        kf_cu_result r = t->cu.event_query(p->end);
         if (r == KF_CU_ERROR_NOT_READY) continue;
         float ms = 0;
         if (r == KF_CU_SUCCESS && t->cu.event_elapsed_time(&ms, p->start, p->end) == KF_CU_SUCCESS && ms >= 0)
@@ -113,7 +113,7 @@ int kf_gpu_timer_start(kf_gpu_timer *t, void *stream, void *user, uint64_t tag, 
     /* never time a call that is being captured into a CUDA graph: it does not run now */
     int capturing = 0;
     if (t->cu.stream_is_capturing(stream, &capturing) != KF_CU_SUCCESS || capturing) goto out;
-    collect(t, 0);
+    collect(t);
     kf_cu_context ctx = NULL;
     if (t->cu.ctx_get_current(&ctx) != KF_CU_SUCCESS || !ctx) goto out;
     int fresh = -1;
@@ -180,10 +180,20 @@ void kf_gpu_timer_cancel(kf_gpu_timer *t, int token)
 void kf_gpu_timer_poll(kf_gpu_timer *t, int wait)
 {
     int saved;
+    kf_cu_event ends[KF_GPU_TIMER_PAIRS];
+    int n = 0;
     pthread_mutex_lock(&t->lock);
-    if (t->loaded && relaxed_begin(t, &saved)) {
-        collect(t, wait);
-        relaxed_end(t, &saved);
-    }
+    int loaded = t->loaded;
+    for (int i = 0; loaded && wait && i < KF_GPU_TIMER_PAIRS; i++)
+        if (t->pairs[i].state == PAIR_PENDING) ends[n++] = t->pairs[i].end;
     pthread_mutex_unlock(&t->lock);
+    if (!loaded || !relaxed_begin(t, &saved)) return;
+    /* Wait outside the lock: the model's next kf_gpu_timer_start must not wait for its own
+     * stream to drain. Events live as long as the timer; one recorded again meanwhile only
+     * makes this wait for later work. */
+    for (int i = 0; i < n; i++) t->cu.event_synchronize(ends[i]);
+    pthread_mutex_lock(&t->lock);
+    collect(t);
+    pthread_mutex_unlock(&t->lock);
+    relaxed_end(t, &saved);
 }
