@@ -71,6 +71,10 @@ def settings() -> dict:
     }
 
 
+class NotCalled(Exception):
+    """A hot signature's next calls did not come (_capture)."""
+
+
 def take_captures(key: str, n_tensors: int) -> list[list[torch.Tensor]]:
     """Real calls the plugin copied for `key`, as lists of tensor arguments."""
     flat = torch.ops.kforge.take_captures(_signed(int(key, 16)))
@@ -368,7 +372,9 @@ class OnlineTuner(threading.Thread):
         self.procs: list = []
         self.stop = threading.Event()
         self.results: list[dict] = []
-        self.later: dict[str, float] = {}  # key -> when to look again (another process tunes it)
+        self.later: dict[str, float] = {}  # key -> when to look again (leased, or not called)
+        self.seen: dict[str, tuple[float, int]] = {}  # key -> (first look, its calls then)
+        self.calls: dict[str, int] = {}  # key -> its calls at the latest look
         self.busy = False  # a job is being prepared, searched or published
         self.jobs: dict[str, str] = {}  # key -> its job folder (reused by the deep pass)
         self.ramped: set[str] = set()
@@ -463,6 +469,9 @@ class OnlineTuner(threading.Thread):
                 mark_untunable(now, reasons)
                 rows, _ = steady_rows(now, repeated)
                 total = {r["key"]: r["calls"] for r in now}
+                self.calls = total
+                for k, c in total.items():
+                    self.seen.setdefault(k, (t_look, c))
                 for r in rows:  # "hot" still counts every call so far
                     r["calls"] = total.get(r["key"], r["calls"])
                     if r["has_kernel"] and r["key"] in self.ramped:
@@ -607,7 +616,10 @@ class OnlineTuner(threading.Thread):
         process that serves it compares it with its members run eager, and detaches it if it
         loses); "ramped" or "tuned"."""
         pass_ = self._begin(row, self.cfg["ramp"])
-        job_dir = self._prepare_chain(row, search)
+        try:
+            job_dir = self._prepare_chain(row, search)
+        except NotCalled as e:
+            return self._not_called(row, e)
         if job_dir is None:
             return "tuned"
         result, staging, _ = self._search(row, job_dir, pass_, confirm=False)
@@ -702,20 +714,43 @@ class OnlineTuner(threading.Thread):
         self._note(step="prepare")
         return True
 
+    def _idle_limit(self, keys: list[str]) -> float:
+        """How long _capture waits without a new call: three of the slowest key's mean gaps
+        between calls since it was first seen (a script's one-time setup, ranked while it ran,
+        stops being called), at least three looks, at most 60 s."""
+        t, gap = time.monotonic(), self.cfg["interval_s"]
+        for k in keys:
+            first, c0 = self.seen.get(k, (t, 0))
+            n = self.calls.get(k, c0) - c0
+            if n > 0:
+                gap = max(gap, (t - first) / n)
+        return min(60.0, 3 * max(gap, self.cfg["interval_s"]))
+
     def _capture(self, keys: list[str]) -> dict[str, list]:
         """The next real calls of each signature in `keys` (KFORGE_TUNE_CAPTURES of each, or what
-        came within 60 s), as take_captures gives them."""
+        came before they stopped coming: _idle_limit), as take_captures gives them; raises
+        NotCalled when none came."""
         for k in keys:
             request_captures(k, self.cfg["captures"])
         n = {k: n_tensor_args(k) for k in keys}
         caps = {k: [] for k in keys}
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and not self.stop.is_set():
+        idle = self._idle_limit(keys)
+        last = time.monotonic()
+        while time.monotonic() - last < idle and not self.stop.is_set():
             for k in keys:
-                caps[k] += take_captures(k, n[k])
+                got = take_captures(k, n[k])
+                caps[k] += got
+                if got:
+                    last = time.monotonic()
             if all(len(c) >= self.cfg["captures"] for c in caps.values()):
                 break
             time.sleep(0.05)
+        for k in keys:
+            if len(caps[k]) < self.cfg["captures"]:
+                request_captures(k, 0)  # no copies left waiting for a call that may not come
+                caps[k] += take_captures(k, n[k])
+        if not any(caps.values()):
+            raise NotCalled(f"not called for {idle:.0f} s")
         return caps
 
     def _prepare(self, row: dict, search: dict) -> str | None:
@@ -726,9 +761,6 @@ class OnlineTuner(threading.Thread):
         if not self._may_prepare(row):
             return None
         captures = self._capture([key])[key]
-        if not captures:
-            log.info("online tuning: %s was not called again; skipped", row["signature"])
-            return None
         self.quiet()  # writing the job times eager
         t = time.monotonic()
         with _jobs.bypass():
@@ -746,6 +778,11 @@ class OnlineTuner(threading.Thread):
                  100 * row["share"], job_dir)
         return job_dir
 
+    def _not_called(self, row: dict, e: "NotCalled") -> str:
+        """"later": looked at again if it is still ranked then (setup work is not)."""
+        log.info("online tuning: %s was %s; looked at again later", row["signature"], e)
+        return "later"
+
     def _refuse(self, row: dict, pass_: str, reason: str):
         with self.lock:
             self.state["refused"].append({"signature": row["signature"], "key": row["key"],
@@ -758,7 +795,10 @@ class OnlineTuner(threading.Thread):
         confirmation too noisy to trust: again later), "tuned" (nothing more for it)."""
         key = row["key"]
         pass_ = self._begin(row, ramp)
-        job_dir = self._prepare(row, search)
+        try:
+            job_dir = self._prepare(row, search)
+        except NotCalled as e:
+            return self._not_called(row, e)
         if job_dir is None:
             return "tuned"
         result, staging, child = self._search(row, job_dir, pass_, confirm=True)
