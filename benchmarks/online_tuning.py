@@ -22,9 +22,10 @@ Each phase is a fresh process with a fresh cache folder:
      a second between forwards: time to the first and third landed kernel (from the process
      start and from the signature passing the thresholds), p50/p99 forward time while the tuner
      searches or confirms, p50 over the last 20% of the run (the final speed, "final speedup"
-     against eager), p50 per 10 s, and at the end, in the same process, 4 + 4 blocks of 20
-     forwards with kernel_forge.enable() and disable() in turn (the zoo's `_zoo._ab`; "end_ab":
-     what landed, free of process noise);
+     against eager), p50 per 10 s, per second ("by_second": forwards, p50 and the tuner's
+     phase/step), and at the end, in the same process, 4 + 4 blocks of 20
+     forwards with kernel_forge.enable() and disable() in turn, the tuner stopped first (the
+     zoo's `_zoo._ab`; "end_ab": what landed, free of process noise and of the tuner's work);
   3. with --compare-warmup: `kforge warmup MODEL.py` into another fresh cache, then the loop
      served from it for --eager-seconds: kforge warmup's speedup, to compare with 2's.
 Prints one JSON document (also written to --out); --stderr FILE keeps the processes' whole
@@ -139,6 +140,13 @@ if os.environ.get("KFORGE_TUNE") == "1":
     sys.path.insert(0, ZOO_MODELS)
     import types
     import _zoo
+    from kernel_forge import _tuner
+    if _tuner._online is not None:  # what landed, without the tuner's work beside it
+        _tuner._online.shutdown()
+        for _ in range(100):
+            if not _tuner._online.busy:
+                break
+            time.sleep(0.1)
     ab = _zoo._ab(fwd, types.SimpleNamespace(device=torch.device(device), iters=80, ab=4))
 print("ONLINE " + json.dumps({"times": times, "phases": phases, "steps": steps, "landed": events,
       "ab": ab,
@@ -159,6 +167,16 @@ def buckets(times, t0, width):
     for t, ms in times:
         out.setdefault(int((t - t0) // width), []).append(ms)
     return [out[k] for k in sorted(out)]
+
+
+def by_second(times, phases, steps, t0):
+    """Per second from t0: [second, forwards, p50 ms, the tuner's phase and step at its last
+    forward], for the timeline of what slowed the model when."""
+    out = {}
+    for (t, ms), ph, sp in zip(times, phases, steps or [None] * len(times)):
+        out.setdefault(int(t - t0), ([], [None]))[0].append(ms)
+        out[int(t - t0)][1][0] = f"{ph}/{sp}" if sp else ph
+    return [[k, len(v), round(statistics.median(v), 3), at[0]] for k, (v, at) in sorted(out.items())]
 
 
 def pct(xs, q):
@@ -281,6 +299,7 @@ def main(argv=None):
         "slowest": [{"t": t, "ms": ms, "phase": ph, "step": sp} for (t, ms), ph, sp in slowest],
         "stderr_tail": online["stderr_tail"][-2500:],
         "p50_by_10s": [statistics.median(b) for b in buckets(times, t_first, 10.0)],
+        "by_second": by_second(times, phases, steps, t_first),
     }
     out["online"]["end_ab"] = online.get("ab")
     e50 = out["eager"]["p50_ms"]
