@@ -29,7 +29,8 @@ Each phase is a fresh process with a fresh cache folder:
   3. with --compare-warmup: `kforge warmup MODEL.py` into another fresh cache, then the loop
      served from it for --eager-seconds: kforge warmup's speedup, to compare with 2's.
 Prints one JSON document (also written to --out); --stderr FILE keeps the processes' whole
-stderr (KFORGE_LOG=info through --env: the tuner's timeline).
+stderr (KFORGE_LOG=info through --env: the tuner's timeline; --stall-dump MS: every thread's
+Python stack whenever a forward of the online run takes longer than MS).
 """
 
 from __future__ import annotations
@@ -78,6 +79,7 @@ path, device, seconds = sys.argv[1], sys.argv[2], float(sys.argv[3])
 burst_s, idle_s, model_args = float(sys.argv[4]) / 1e3, float(sys.argv[5]) / 1e3, sys.argv[6]
 sys.path.insert(0, os.path.dirname(path))
 ZOO_MODELS = sys.argv[7]
+STALL_MS = float(sys.argv[8])
 import importlib.util
 import torch
 spec = importlib.util.spec_from_file_location("kf_bench_model", path)
@@ -114,13 +116,30 @@ phase, step = "off", None
 burst0 = time.time()
 ctx = torch.inference_mode() if zoo else contextlib.nullcontext()
 ctx.__enter__()
+fwd_t0 = None  # when the forward in progress began (the stall watchdog)
+if STALL_MS > 0:
+    import faulthandler, threading
+
+    def watch():
+        dumped = None
+        while True:
+            time.sleep(STALL_MS / 4e3)
+            t0 = fwd_t0
+            if t0 is not None and t0 != dumped and time.perf_counter() - t0 > STALL_MS / 1e3:
+                dumped = t0
+                print(f"STALL: a forward at {time.time() - T0:.2f} s has run {STALL_MS:.0f} ms; "
+                      "every thread's stack:", file=sys.stderr, flush=True)
+                faulthandler.dump_traceback(file=sys.stderr, all_threads=True)
+
+    threading.Thread(target=watch, daemon=True).start()
 while time.time() < end:
     if idle_s > 0 and time.time() - burst0 >= burst_s:
         time.sleep(idle_s)  # between requests: no call at all
         burst0 = time.time()
-    t = time.perf_counter()
+    t = fwd_t0 = time.perf_counter()
     fwd()
     sync()
+    fwd_t0 = None
     times.append((time.time() - T0, (time.perf_counter() - t) * 1e3))
     phases.append(phase)
     steps.append(step)
@@ -187,7 +206,7 @@ def pct(xs, q):
 
 
 def run_loop(model, device, seconds, env_extra, cache_dir, pattern=(0.0, 0.0), model_args="",
-             stderr_to=None):
+             stderr_to=None, stall_ms=0.0):
     env = dict(os.environ)
     for k in ("KFORGE_TUNE", "KFORGE_DISABLE", "KFORGE_CACHE"):
         env.pop(k, None)
@@ -200,7 +219,7 @@ def run_loop(model, device, seconds, env_extra, cache_dir, pattern=(0.0, 0.0), m
     try:
         p = subprocess.run([sys.executable, child, os.path.abspath(model), device, str(seconds),
                             str(pattern[0]), str(pattern[1]), model_args,
-                            os.path.join(HERE, "zoo", "models")],
+                            os.path.join(HERE, "zoo", "models"), str(stall_ms)],
                            env=env, capture_output=True, text=True, timeout=seconds + 600)
     finally:
         os.unlink(child)
@@ -240,6 +259,9 @@ def main(argv=None):
                     help="options for --compare-warmup's kforge warmup (e.g. --time-budget 60)")
     ap.add_argument("--out")
     ap.add_argument("--stderr", help="append the model processes' stderr to this file")
+    ap.add_argument("--stall-dump", type=float, default=0.0, metavar="MS",
+                    help="in the online run, every thread's Python stack to stderr when a "
+                         "forward runs longer than MS")
     a = ap.parse_args(argv)
     device = a.device
     if device is None:
@@ -263,7 +285,7 @@ def main(argv=None):
                      pattern, a.model_args, a.stderr)
     out["eager"] = summary(eager)
     online = run_loop(model, device, a.seconds, dict({"KFORGE_TUNE": "1"}, **extra),
-                      os.path.join(tmp, "c1"), pattern, a.model_args, a.stderr)
+                      os.path.join(tmp, "c1"), pattern, a.model_args, a.stderr, a.stall_dump)
     times, phases = online["times"], online["phases"]
     t_first = times[0][0]
     during = [ms for (t, ms), ph in zip(times, phases) if ph in ("ramp", "deep")]
