@@ -594,7 +594,9 @@ class OnlineTuner(threading.Thread):
         bytes_moved = sum(r.get("bytes_moved") or 0 for r in row["members"])
         if not self._may_prepare(dict(row, bytes_moved=bytes_moved)):
             return None
-        caps = self._capture(list(dict.fromkeys(chain_capture_keys(row))))
+        # a minute: members that another chain's kernel now serves run eager only in its speed
+        # guard's samples
+        caps = self._capture(list(dict.fromkeys(chain_capture_keys(row))), idle=60.0)
         self.quiet()  # writing the job times eager
         t = time.monotonic()
         try:
@@ -726,15 +728,15 @@ class OnlineTuner(threading.Thread):
                 gap = max(gap, (t - first) / n)
         return min(60.0, 3 * max(gap, self.cfg["interval_s"]))
 
-    def _capture(self, keys: list[str]) -> dict[str, list]:
+    def _capture(self, keys: list[str], idle: float | None = None) -> dict[str, list]:
         """The next real calls of each signature in `keys` (KFORGE_TUNE_CAPTURES of each, or what
-        came before they stopped coming: _idle_limit), as take_captures gives them; raises
-        NotCalled when none came."""
+        came before `idle` seconds passed without one: _idle_limit by default), as take_captures
+        gives them; raises NotCalled when none came."""
         for k in keys:
             request_captures(k, self.cfg["captures"])
         n = {k: n_tensor_args(k) for k in keys}
         caps = {k: [] for k in keys}
-        idle = self._idle_limit(keys)
+        idle = self._idle_limit(keys) if idle is None else idle
         last = time.monotonic()
         while time.monotonic() - last < idle and not self.stop.is_set():
             for k in keys:
