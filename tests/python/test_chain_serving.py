@@ -335,6 +335,15 @@ def test_first_use_check_refuses_a_wrong_kernel(caplog):
     assert e["heads"] == 1  # refused at its first check; never launched again
 
 
+def test_first_use_check_finds_one_wrong_element(caplog):
+    """The check copies only the elements whose bits differ from eager's: one off is enough."""
+    spec, x, w = attach(15, 64, scale="(i * KF_C + j == 77 ? 1.01f : 1.0f)")
+    for _ in range(4):
+        assert torch.equal(rms(x, w), eager(rms, x, w))
+    e = entry(spec)
+    assert e["state"] == "refused" and "member 5" in e["reason"], e
+
+
 def test_drop_rate_guard_detaches_a_chain_that_never_completes():
     spec, x, w = attach(15, 64)
     warm(spec, x, w)
