@@ -47,6 +47,11 @@ struct Pending {
   std::vector<Held> head_in, ext;
   std::vector<std::vector<Held>> seen;        // per member: the outputs its readers must get
   std::vector<std::vector<at::Tensor>> outs;  // per member: the kernel's (Check, Serve)
+  // Check: per member, eager's outputs as they came and the op's name, compared with the
+  // kernel's only once the run completes (a run dropped before, as every mispredicted place of
+  // a model with one weight per layer is until the period is learnt, costs no comparison)
+  std::vector<std::vector<at::Tensor>> eager;
+  std::vector<std::string> names;
 };
 
 using WeakImpl = c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>;
@@ -241,6 +246,8 @@ void observe_from_here(Pending& p) {
     if (!used[e]) p.ext[e] = Held{};
   for (int k = m; k < p.d->n; k++) p.seen[k].clear();
   p.outs.clear();
+  p.eager.clear();
+  p.names.clear();
   p.mode = Mode::Observe;
 }
 
@@ -482,6 +489,35 @@ bool chain_before(kf_runtime* rt, const OpSchemaInfo& info, kf_call& call, torch
   }
 }
 
+// The kernel disagrees with eager at member m's output o: the entry is refused (its cache entry
+// disabled); eager's results were used throughout. Returns false.
+static bool refuse_mismatch(kf_runtime* rt, int m, const std::string& name, int o, const std::string& why) {
+  Pending& p = t_chain.p;
+  char reason[512];
+  snprintf(reason, sizeof reason, "member %d (%s), output %d: %s", m, name.c_str(), o, why.c_str());
+  kf_chain_entry* e = p.e;
+  const std::string ops = p.d->ops;
+  t_chain.pred.erase(e);
+  clear(p);
+  if (kf_chain_entry_refuse(e, rt, reason, 1))
+    KF_WARN("chain kernel for %s disagrees with eager (%s); it is disabled, eager's results are used",
+            ops.c_str(), reason);
+  return false;
+}
+
+// A checked run completed: every member's kernel outputs against eager's (false: refused).
+static bool check_run(kf_runtime* rt) {
+  Pending& p = t_chain.p;
+  for (int m = 0; m < p.d->n; m++)
+    for (size_t o = 0; o < p.eager[m].size(); o++) {
+      std::string why;
+      Bypass bypass;
+      if (!matches_eager(p.outs[m][o], p.eager[m][o], p.d->atol, p.d->rtol, &why))
+        return refuse_mismatch(rt, m, p.names[m], static_cast<int>(o), why);
+    }
+  return true;
+}
+
 void chain_after(kf_runtime* rt, const OpSchemaInfo& info, const torch::jit::Stack& stack, ChainStep* step) {
   step->active = false;
   Pending& p = t_chain.p;
@@ -489,13 +525,13 @@ void chain_after(kf_runtime* rt, const OpSchemaInfo& info, const torch::jit::Sta
   p.in_member = false;
   const int m = p.next;
   const kf_out_layout& l = p.d->outs[m];
+  bool completed = false;
   try {
     if (stack.size() < info.n_returns || static_cast<int>(info.n_returns) != l.n) {
       drop(rt, "its outputs are not the entry's");
       return;
     }
     const c10::IValue* rets = stack.data() + (stack.size() - info.n_returns);
-    std::string why;
     for (int o = 0; o < l.n; o++) {
       if (!rets[o].isTensor()) {
         drop(rt, "a non-tensor output");
@@ -509,26 +545,16 @@ void chain_after(kf_runtime* rt, const OpSchemaInfo& info, const torch::jit::Sta
       }
       p.seen[m].push_back(std::move(h));
       if (p.mode != Mode::Check) continue;
-      const at::Tensor& k = p.outs[m][o];
-      bool ok = k.strides() == t.strides();
-      if (!ok) why = "output strides differ from eager";
-      if (ok) {
-        Bypass bypass;
-        ok = matches_eager(k, t, p.d->atol, p.d->rtol, &why);
-      }
-      if (!ok) {
-        char reason[512];
-        snprintf(reason, sizeof reason, "member %d (%s), output %d: %s", m, info.name.c_str(), o, why.c_str());
-        kf_chain_entry* e = p.e;
-        const std::string ops = p.d->ops;
-        t_chain.pred.erase(e);
-        clear(p);
-        if (kf_chain_entry_refuse(e, rt, reason, 1))
-          KF_WARN("chain kernel for %s disagrees with eager (%s); it is disabled, eager's results are used",
-                  ops.c_str(), reason);
+      if (p.outs[m][o].strides() != t.strides()) {
+        refuse_mismatch(rt, m, info.name, o, "output strides differ from eager");
         return;
       }
+      if (p.eager.size() <= static_cast<size_t>(m)) p.eager.resize(p.d->n), p.names.resize(p.d->n);
+      Bypass bypass;
+      p.eager[m].push_back(t.clone());  // as it is now: a later in-place member may change t
+      p.names[m] = info.name;
     }
+    completed = ++p.next == p.d->n && (p.mode != Mode::Check || check_run(rt));
   } catch (const std::exception& ex) {
     // a comparison that cannot run: the chain is not served in this process
     kf_chain_entry* e = p.e;
@@ -539,7 +565,7 @@ void chain_after(kf_runtime* rt, const OpSchemaInfo& info, const torch::jit::Sta
               ops.c_str(), ex.what());
     return;
   }
-  if (++p.next == p.d->n) complete(rt);
+  if (completed) complete(rt);
 }
 
 }  // namespace kforge

@@ -210,6 +210,25 @@ def test_one_chain_at_several_places_with_other_weights():
     assert served == 15 and e1["dropped"] == e0["dropped"], (e0, e1)
 
 
+def test_a_run_dropped_before_it_completes_is_not_checked():
+    """Three places per forward, each with its own weight: until the period is learnt, a checked
+    head's prediction names the wrong weight and the run drops at the member that reads it. The
+    check compares a run's members only once it completes, so those runs cost no comparison:
+    a kernel wrong from its first member is refused at the first run that completes."""
+    rows, cols = 29, 64
+    x, ws = torch.randn(rows, cols), [torch.randn(cols) for _ in range(3)]
+    ch = recorded_rms_chain(x, ws[0])
+    src = kernel_source(rows, cols).replace("p[i * KF_C + j] = v;", "p[i * KF_C + j] = v * 1.01f;")
+    kf.add_chain_kernel(ch["spec"], src, LAUNCH, **TOL)
+    spec = ch["spec"]
+    for _ in range(3):
+        for w in ws:
+            assert torch.equal(rms(x, w), eager(rms, x, w))  # eager's results throughout
+    e = entry(spec)
+    assert e["state"] == "refused" and "member 0" in e["reason"], e
+    assert e["heads"] > 2, e  # not refused at the first checked head, which dropped
+
+
 def test_remembered_runs_do_not_keep_their_externals_alive():
     import gc
     import weakref
