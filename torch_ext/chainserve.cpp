@@ -15,6 +15,8 @@
 
 #include <algorithm>
 #include <deque>
+#include <stdexcept>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -508,6 +510,7 @@ static bool refuse_mismatch(kf_runtime* rt, int m, const std::string& name, int 
 // A checked run completed: every member's kernel outputs against eager's (false: refused).
 static bool check_run(kf_runtime* rt) {
   Pending& p = t_chain.p;
+  if (p.eager.size() != static_cast<size_t>(p.d->n)) throw std::runtime_error("the check kept no outputs");
   for (int m = 0; m < p.d->n; m++)
     for (size_t o = 0; o < p.eager[m].size(); o++) {
       std::string why;
