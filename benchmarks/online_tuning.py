@@ -191,11 +191,11 @@ def buckets(times, t0, width):
 def by_second(times, phases, steps, t0):
     """Per second from t0: [second, forwards, p50 ms, the tuner's phase and step at its last
     forward], for the timeline of what slowed the model when."""
-    out = {}
+    ms_at, step_at = {}, {}
     for (t, ms), ph, sp in zip(times, phases, steps or [None] * len(times)):
-        out.setdefault(int(t - t0), ([], [None]))[0].append(ms)
-        out[int(t - t0)][1][0] = f"{ph}/{sp}" if sp else ph
-    return [[k, len(v), round(statistics.median(v), 3), at[0]] for k, (v, at) in sorted(out.items())]
+        ms_at.setdefault(int(t - t0), []).append(ms)
+        step_at[int(t - t0)] = f"{ph}/{sp}" if sp else ph
+    return [[k, len(v), round(statistics.median(v), 3), step_at[k]] for k, v in sorted(ms_at.items())]
 
 
 def pct(xs, q):

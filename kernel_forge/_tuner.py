@@ -726,7 +726,7 @@ class OnlineTuner(threading.Thread):
             n = self.calls.get(k, c0) - c0
             if n > 0:
                 gap = max(gap, (t - first) / n)
-        return min(60.0, 3 * max(gap, self.cfg["interval_s"]))
+        return min(60.0, 3 * gap)
 
     def _capture(self, keys: list[str], idle: float | None = None) -> dict[str, list]:
         """The next real calls of each signature in `keys` (KFORGE_TUNE_CAPTURES of each, or what
