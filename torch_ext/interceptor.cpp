@@ -181,6 +181,26 @@ void Interceptor::run(kf_call& call, const kf_sig& sig, ThreadState& ts, const c
     else
       call.eager_sample = 0;
   }
+  // A capture is taken whichever way the call is then run: a chain kernel that serves the member
+  // calls of a longer chain's job would otherwise keep that job from ever being written.
+  std::vector<at::Tensor> captured;
+  bool capture = call.capture && !(device_ == KF_DEV_CUDA && kf_runtime_capturing(rt_, stream));
+  if (capture) {
+    try {
+      BypassGuard bypass;
+      captured = capture_args(*info_, *stack);
+    } catch (...) {
+      capture = false;  // e.g. out of memory: this call is simply not kept
+    }
+  }
+  auto keep_capture = [&] {  // once the call has completed
+    if (!capture || !call.slot) return;
+    try {
+      BypassGuard bypass;
+      capture_store(rt_, kf_slot_key(call.slot), std::move(captured));
+    } catch (...) {
+    }
+  };
   ChainIds chain_in;
   // a call made inside another intercepted op's kernel is part of that op, not of a chain
   const bool chains = ts.depth == 1 && kf_dispatch_chains_on(rt_, &call);
@@ -189,6 +209,7 @@ void Interceptor::run(kf_call& call, const kf_sig& sig, ThreadState& ts, const c
   ChainStep chain;
   if (ts.depth == 1 && chain_may_apply(rt_, call) && chain_before(rt_, *info_, call, stack, &chain)) {
     if (chains) chain_report(rt_, call, chain_in, *info_, *stack);
+    keep_capture();
     return;
   }
   // the chain speed guard's eager sample times this member (chainserve.cpp): on its stream
@@ -202,6 +223,7 @@ void Interceptor::run(kf_call& call, const kf_sig& sig, ThreadState& ts, const c
   if (call.kernel &&
       (call.validate ? serve_checked(call, op, ks, stack, stream) : serve(call, stack, stream))) {
     if (chains) chain_report(rt_, call, chain_in, *info_, *stack);
+    keep_capture();
     return;
   }
 
@@ -221,16 +243,6 @@ void Interceptor::run(kf_call& call, const kf_sig& sig, ThreadState& ts, const c
       }
     }
   }
-  std::vector<at::Tensor> captured;
-  bool capture = call.capture && !(device_ == KF_DEV_CUDA && kf_runtime_capturing(rt_, stream));
-  if (capture) {
-    try {
-      BypassGuard bypass;
-      captured = capture_args(*info_, *stack);
-    } catch (...) {
-      capture = false;  // e.g. out of memory: this call is simply not kept
-    }
-  }
   kf_dispatch_start(rt_, &call, 0, stream);
   try {
     orig_.callBoxed(op, ks, stack);
@@ -241,13 +253,7 @@ void Interceptor::run(kf_call& call, const kf_sig& sig, ThreadState& ts, const c
   kf_dispatch_end(rt_, &call, 0, stream);
   if (chain.active) chain_after(rt_, *info_, *stack, &chain);
   if (chains) chain_report(rt_, call, chain_in, *info_, *stack);
-  if (capture && call.slot) {
-    try {
-      BypassGuard bypass;
-      capture_store(rt_, kf_slot_key(call.slot), std::move(captured));
-    } catch (...) {
-    }
-  }
+  keep_capture();
   if (learn) {
     try {
       record_outputs(call.slot, *stack, written, written_sizes);
