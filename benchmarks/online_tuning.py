@@ -28,7 +28,7 @@ Each phase is a fresh process with a fresh cache folder:
      zoo's `_zoo._ab`; "end_ab": what landed, free of process noise and of the tuner's work);
   3. with --compare-warmup: `kforge warmup MODEL.py` into another fresh cache, then the loop
      served from it for --eager-seconds: kforge warmup's speedup, to compare with 2's.
-Prints one JSON document (also written to --out); --stderr FILE keeps the processes' whole
+Prints one JSON document (also written to --out, after each phase too); --stderr FILE keeps the processes' whole
 stderr (KFORGE_LOG=info through --env: the tuner's timeline; --stall-dump MS: every thread's
 Python stack whenever a forward of the online run takes longer than MS).
 """
@@ -281,9 +281,15 @@ def main(argv=None):
            "pattern": {"burst_ms": a.burst_ms, "idle_ms": a.idle_ms} if a.idle_ms > 0 else None}
     pattern = (a.burst_ms, a.idle_ms)
 
+    def save():  # after each phase: a run cut short keeps what it measured
+        if a.out:
+            with open(a.out, "w") as f:
+                json.dump(out, f, indent=1)
+
     eager = run_loop(model, device, eager_s, {"KFORGE_DISABLE": "1"}, os.path.join(tmp, "c0"),
                      pattern, a.model_args, a.stderr)
     out["eager"] = summary(eager)
+    save()
     online = run_loop(model, device, a.seconds, dict({"KFORGE_TUNE": "1"}, **extra),
                       os.path.join(tmp, "c1"), pattern, a.model_args, a.stderr, a.stall_dump)
     times, phases = online["times"], online["phases"]
@@ -331,6 +337,7 @@ def main(argv=None):
     o["during_tuning"]["p99_vs_eager"] = (o["during_tuning"]["p99_ms"] / out["eager"]["p99_ms"]
                                           if o["during_tuning"]["p99_ms"] else None)
     o["final_speedup"] = e50 / o["final"]["p50_ms"] if o["final"]["p50_ms"] else None
+    save()
     if a.compare_warmup:
         wdir = os.path.join(tmp, "c2")
         env = dict(os.environ, KFORGE_CACHE_DIR=wdir,
@@ -352,9 +359,7 @@ def main(argv=None):
         s = summary(served)
         out["warmup"].update(s, speedup=e50 / s["p50_ms"])
     print(json.dumps(out, indent=1))
-    if a.out:
-        with open(a.out, "w") as f:
-            json.dump(out, f, indent=1)
+    save()
     return 0
 
 
