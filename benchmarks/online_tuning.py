@@ -24,8 +24,9 @@ Each phase is a fresh process with a fresh cache folder:
      searches or confirms, p50 over the last 20% of the run (the final speed, "final speedup"
      against eager), p50 per 10 s, per second ("by_second": forwards, p50 and the tuner's
      phase/step), and at the end, in the same process, 4 + 4 blocks of 20
-     forwards with kernel_forge.enable() and disable() in turn, the tuner stopped first (the
-     zoo's `_zoo._ab`; "end_ab": what landed, free of process noise and of the tuner's work);
+     forwards with kernel_forge.enable() and disable() in turn, the tuner stopped first and
+     2 s of untimed forwards after (the zoo's `_zoo._ab`; "end_ab": what landed, free of
+     process noise and of the tuner's work);
   3. with --compare-warmup: `kforge warmup MODEL.py` into another fresh cache, then the loop
      served from it for --eager-seconds: kforge warmup's speedup, to compare with 2's.
 Prints one JSON document (also written to --out, after each phase too); --stderr FILE keeps the processes' whole
@@ -163,9 +164,15 @@ if os.environ.get("KFORGE_TUNE") == "1":
     if _tuner._online is not None:  # what landed, without the tuner's work beside it
         _tuner._online.shutdown()
         for _ in range(100):
-            if not _tuner._online.busy:
+            if not _tuner._online.busy and not _tuner._online.procs:
                 break
             time.sleep(0.1)
+        # the killed worker's and evaluator's CUDA contexts are torn down by the driver
+        # meanwhile: forwards for 2 s, untimed, before the A/B
+        t_settle = time.time() + 2.0
+        while time.time() < t_settle:
+            fwd()
+        sync()
     ab = _zoo._ab(fwd, types.SimpleNamespace(device=torch.device(device), iters=80, ab=4))
 print("ONLINE " + json.dumps({"times": times, "phases": phases, "steps": steps, "landed": events,
       "ab": ab,

@@ -133,25 +133,29 @@ def _timed(fn, a, n):
 
 
 def _ab(fn, a) -> dict:
-    """Blocks of forwards with the plugin enabled and disabled in turn (the first forward of a
-    block, right after the switch, untimed); medians per side. Ends enabled."""
+    """Blocks of forwards with the plugin enabled and disabled in turn, in the order on, off,
+    off, on, on, off, ... (a load that fades or grows over the run then weighs on both sides
+    alike; the first forward of a block, right after the switch, untimed); medians per side and
+    per block. Ends enabled."""
     kf = sys.modules["kernel_forge"]
     per = max(3, a.iters // 4)
     side = {True: ([], []), False: ([], [])}
+    blocks = []
     try:
         for b in range(2 * a.ab):
-            on = b % 2 == 0
+            on = (b + 1) // 2 % 2 == 0
             (kf.enable if on else kf.disable)()
             fn()
             ms, host_ms, _ = _timed(fn, a, per)
             side[on][0].extend(ms)
             side[on][1].extend(host_ms)
+            blocks.append(["on" if on else "off", round(statistics.median(ms), 4)])
     finally:
         kf.enable()
     en, dis = statistics.median(side[True][0]), statistics.median(side[False][0])
     return {"blocks": a.ab, "per_block": per, "enabled_ms": en, "disabled_ms": dis,
             "speedup": dis / en, "enabled_host_ms": statistics.median(side[True][1]),
-            "disabled_host_ms": statistics.median(side[False][1])}
+            "disabled_host_ms": statistics.median(side[False][1]), "by_block": blocks}
 
 
 def bench(name: str, fn, a, *, family: str, source: str, unit: str = "forward", **info):
