@@ -29,9 +29,9 @@ Each phase is a fresh process with a fresh cache folder:
      process noise and of the tuner's work);
   3. with --compare-warmup: `kforge warmup MODEL.py` into another fresh cache, then the loop
      served from it for --eager-seconds: kforge warmup's speedup, to compare with 2's.
-Prints one JSON document (also written to --out, after each phase too); --stderr FILE keeps the processes' whole
-stderr (KFORGE_LOG=info through --env: the tuner's timeline; --stall-dump MS: every thread's
-Python stack whenever a forward of the online run takes longer than MS).
+Prints one JSON document (also written to --out, after each phase too); --stderr FILE keeps the
+processes' whole stderr (KFORGE_LOG=info through --env: the tuner's timeline; --stall-dump MS:
+every thread's Python stack whenever a forward of the online run takes longer than MS).
 """
 
 from __future__ import annotations
