@@ -34,11 +34,14 @@ print("RESULT " + json.dumps({"served": served, "err": err, "status": kf.tuner_s
 '''
 
 
+def env(tmp_path):
+    return {"KFORGE_CACHE_DIR": str(tmp_path / "cache"), "KFORGE_TUNE": "1",
+            "KFORGE_TUNE_INTERVAL": "0.5", "KFORGE_RELOAD_MS": "100",
+            "KFORGE_TUNE_QUIET_WAIT": "0.2", "KFORGE_LOG": "info", "OMP_NUM_THREADS": "1"}
+
+
 def test_online_tuning_lands_and_serves_a_chain(tmp_path):
-    p = run_python(MODEL, {"KFORGE_CACHE_DIR": str(tmp_path / "cache"), "KFORGE_TUNE": "1",
-                           "KFORGE_TUNE_INTERVAL": "0.5", "KFORGE_RELOAD_MS": "100",
-                           "KFORGE_TUNE_QUIET_WAIT": "0.2", "KFORGE_LOG": "info",
-                           "OMP_NUM_THREADS": "1"}, timeout=240)
+    p = run_python(MODEL, env(tmp_path), timeout=240)
     assert p.returncode == 0, p.stderr[-3000:]
     res = json.loads(p.stdout.split("RESULT ")[-1])
     chains = [r for r in res["status"]["landed"] if r.get("chain")]
@@ -49,7 +52,6 @@ def test_online_tuning_lands_and_serves_a_chain(tmp_path):
     assert res["err"] < 2e-2, res
     print(f"\nchain landed {chains[0]['after_hot_s']:.1f} s after it was hot "
           f"({chains[0]['speedup']:.2f}x in the search, {chains[0]['pass']} pass)")
-
 
 
 NESTED = "import json, time, torch\nimport kernel_forge as kf\n" + HF_RMSNORM + r'''
@@ -66,7 +68,7 @@ with torch.inference_mode():
             # forward, so it ranks first) is also the end of the add -> RMSNorm chain
             y = norm2(lin(norm1(x)) + r)
         time.sleep(0.005)
-        if len([r for r in kf.tuner_status()["landed"] if r.get("chain")]) >= 2:
+        if len([e for e in kf.tuner_status()["landed"] if e.get("chain")]) >= 2:
             break
     kf.disable()
     want = norm2(lin(norm1(x)) + r)
@@ -81,13 +83,10 @@ print("RESULT " + json.dumps({"entries": entries, "err": err, "status": kf.tuner
 def test_a_chain_that_holds_a_landed_chain_lands_too(tmp_path):
     """add -> RMSNorm holds the RMSNorm chain: once that one's kernel serves its members, the
     longer chain's job still gets their real calls (captured as they are served) and lands.
-    Without eager samples the speed guard never runs those members eager, and never refuses the
-    first chain on this noisy host: its kernel serves every call of them."""
-    p = run_python(NESTED, {"KFORGE_CACHE_DIR": str(tmp_path / "cache"), "KFORGE_TUNE": "1",
-                            "KFORGE_EAGER_SAMPLE_EVERY": "0",
-                            "KFORGE_TUNE_INTERVAL": "0.5", "KFORGE_RELOAD_MS": "100",
-                            "KFORGE_TUNE_QUIET_WAIT": "0.2", "KFORGE_LOG": "info",
-                            "OMP_NUM_THREADS": "1"}, timeout=300)
+    With KFORGE_EAGER_SAMPLE_EVERY=0 the speed guard never runs those members eager, so only
+    captures of served calls can feed that job; at this size the first chain wins on the host
+    and stays served."""
+    p = run_python(NESTED, dict(env(tmp_path), KFORGE_EAGER_SAMPLE_EVERY="0"), timeout=300)
     assert p.returncode == 0, p.stderr[-3000:]
     res = json.loads(p.stdout.split("RESULT ")[-1])
     sigs = [r["signature"] for r in res["status"]["landed"] if r.get("chain")]
