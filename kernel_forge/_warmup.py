@@ -439,7 +439,8 @@ def make_plan(rec: dict, opts: dict) -> dict:
     chain_cands = out["chain_cands"]
     if not cands and not chain_cands:
         return out
-    search = {"iterations": opts["iterations"], "seed": opts["seed"], "proposer": opts["proposer"],
+    search = {"iterations": opts["iterations"], "seed": opts["seed"],
+              "margin": opts.get("margin", 0.03), "proposer": opts["proposer"],
               "cache_dir": opts.get("cache_dir") or kf.cache_dir()}
     # signatures and chains in one priority order, for writing jobs and for searching: a hot
     # chain must not wait behind every op row for the budget
@@ -469,7 +470,8 @@ def _same_plan(path: str, plan: dict) -> bool:
 
 def warmup(script_cmd: list[str], *, iterations: int = 50, time_budget: float = 0,
            ops: list[str] | None = None, min_share: float = 0.01, min_calls: int = 1,
-           max_jobs: int = 0, captures: int = 3, seed: int = 1, log=print, work_dir=None,
+           max_jobs: int = 0, captures: int = 3, seed: int = 1, margin: float = 0.03,
+           log=print, work_dir=None,
            chains: bool = True, max_chains: int = 4,
            proposer: str | None = None, llm_budget_usd: float | None = None,
            llm_max_requests: int | None = None) -> dict:
@@ -483,7 +485,7 @@ def warmup(script_cmd: list[str], *, iterations: int = 50, time_budget: float = 
     t0 = time.monotonic()
     if proposer is None:
         proposer = "mixed" if os.environ.get("KFORGE_LLM_URL") else "builtin"
-    opts = {"iterations": iterations, "seed": seed, "proposer": proposer,
+    opts = {"iterations": iterations, "seed": seed, "margin": margin, "proposer": proposer,
             "cache_dir": kf.cache_dir(), "ops": list(ops or []), "min_share": min_share,
             "min_calls": min_calls, "max_jobs": max_jobs, "chains": chains,
             "max_chains": max_chains, "captures": captures,

@@ -93,10 +93,15 @@ def cmd_warmup(args) -> int:
     if not args.module and not os.path.exists(args.script):
         print(f"kforge warmup: no such script: {args.script}", file=sys.stderr)
         return 2
+    if not -100 <= args.margin <= 0.99:
+        print(f"kforge warmup: --margin must be in [-100, 0.99], not {args.margin}",
+              file=sys.stderr)
+        return 2
     res = _warmup.warmup(script_cmd, iterations=args.iterations, time_budget=args.time_budget,
                          ops=[o for arg in args.ops for o in arg.split(",") if o],
                          min_share=args.min_share, max_jobs=args.max_jobs,
-                         chains=not args.no_chains, seed=args.seed, log=lambda m: print(m, file=sys.stderr),
+                         chains=not args.no_chains, seed=args.seed, margin=args.margin,
+                         log=lambda m: print(m, file=sys.stderr),
                          proposer=args.proposer, llm_budget_usd=args.llm_budget_usd,
                          llm_max_requests=args.llm_max_requests)
     print("\nkforge warmup: results")
@@ -353,6 +358,9 @@ def main(argv=None) -> int:
                    help="do not tune recorded chains (runs of ops linked by dataflow) as fused "
                         "kernels; by default the hottest fusable ones are tuned after the ops")
     w.add_argument("--seed", type=int, default=1, help="search seed (default 1)")
+    w.add_argument("--margin", type=float, default=0.03,
+                   help="insert a kernel only if it beats eager by this fraction (default 0.03; "
+                        "-100 to 0.99; a negative value inserts slower ones, for testing only)")
     w.add_argument("--proposer", choices=["builtin", "llm", "mixed"], default=None,
                    help="who writes candidates (default: mixed when KFORGE_LLM_URL is set, "
                         "else builtin; README \"LLM proposer\")")

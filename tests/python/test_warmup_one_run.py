@@ -19,10 +19,10 @@ print("forwards done", file=sys.stderr)
 """
 
 
-def warm(tmp_path, forwards: int):
+def warm(tmp_path, forwards: int, *opts: str):
     (tmp_path / "model.py").write_text(SCRIPT)
     env = {"KFORGE_CACHE_DIR": str(tmp_path / "cache")}
-    p = run_python(["-m", "kernel_forge.cli", "warmup", "--iterations", "3", "--json",
+    p = run_python(["-m", "kernel_forge.cli", "warmup", "--iterations", "3", *opts, "--json",
                     str(tmp_path / "w.json"), str(tmp_path / "model.py"), str(forwards)], env,
                    timeout=900)
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
@@ -47,3 +47,15 @@ def test_a_script_with_few_forwards_runs_again_to_capture(tmp_path):
     out = p.stdout + p.stderr
     assert "(capture)" in out and out.count("forwards done") == 2
     assert any(s.startswith("gelu(") and r["iterations"] > 0 for s, r in rows.items()), rows
+
+
+def test_margin_reaches_the_search(tmp_path):
+    """--margin is the job's: -100 inserts any verified kernel (for testing on a busy box)."""
+    p, rows = warm(tmp_path, 12, "--margin", "-100", "--ops", "gelu")
+    (gelu,) = [r for s, r in rows.items() if s.startswith("gelu(")]
+    with open(f"{gelu['job_dir']}/job.json") as f:
+        assert json.load(f)["search"]["margin"] == -100
+    assert gelu["status"] == "inserted", gelu
+    p = run_python(["-m", "kernel_forge.cli", "warmup", "--margin", "1.5",
+                    str(tmp_path / "model.py")], {"KFORGE_CACHE_DIR": str(tmp_path / "cache")})
+    assert p.returncode == 2 and "--margin must be in [-100, 0.99], not 1.5" in p.stderr, p.stderr
