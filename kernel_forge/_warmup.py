@@ -440,7 +440,7 @@ def make_plan(rec: dict, opts: dict) -> dict:
     if not cands and not chain_cands:
         return out
     search = {"iterations": opts["iterations"], "seed": opts["seed"],
-              "margin": opts.get("margin", 0.03), "proposer": opts["proposer"],
+              "margin": opts["margin"], "proposer": opts["proposer"],
               "cache_dir": opts.get("cache_dir") or kf.cache_dir()}
     # signatures and chains in one priority order, for writing jobs and for searching: a hot
     # chain must not wait behind every op row for the budget
