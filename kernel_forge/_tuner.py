@@ -594,8 +594,9 @@ class OnlineTuner(threading.Thread):
         bytes_moved = sum(r.get("bytes_moved") or 0 for r in row["members"])
         if not self._may_prepare(dict(row, bytes_moved=bytes_moved)):
             return None
-        # a minute: members that another chain's kernel now serves run eager only in its speed
-        # guard's samples
+        # a minute: chosen while calls that another chain's kernel serves were not copied (only
+        # its speed guard's eager samples of them were); now that they are, the op's wait would
+        # likely do, not yet measured on the H200
         caps = self._capture(list(dict.fromkeys(chain_capture_keys(row))), idle=60.0)
         self.quiet()  # writing the job times eager
         t = time.monotonic()

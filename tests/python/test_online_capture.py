@@ -77,11 +77,11 @@ def test_a_signature_not_called_is_looked_at_again_later(tuner, monkeypatch):
     assert t.tune_chain(dict(row, spec={}), {}) == "later"
 
 
-def test_a_chain_waits_a_minute_for_members_served_by_another_chain(tuner):
+def test_a_chain_waits_a_minute_for_rare_member_calls(tuner):
     t, clock, _, arrivals = tuner
     t.seen["head"] = (clock.t - 2.0, 0)
     t.calls["head"] = 100
     arrivals["head"] = [clock.t + 0.1, clock.t + 0.2, clock.t + 0.3]
-    arrivals["member"] = [clock.t + 30, clock.t + 40, clock.t + 50]  # the guard's eager samples
+    arrivals["member"] = [clock.t + 30, clock.t + 40, clock.t + 50]  # past the head's own wait
     caps = t._capture(["head", "member"], idle=60.0)
     assert len(caps["head"]) == 3 and len(caps["member"]) == 3
