@@ -594,10 +594,7 @@ class OnlineTuner(threading.Thread):
         bytes_moved = sum(r.get("bytes_moved") or 0 for r in row["members"])
         if not self._may_prepare(dict(row, bytes_moved=bytes_moved)):
             return None
-        # a minute: chosen while calls that another chain's kernel serves were not copied (only
-        # its speed guard's eager samples of them were); now that they are, the op's wait would
-        # likely do, not yet measured on the H200
-        caps = self._capture(list(dict.fromkeys(chain_capture_keys(row))), idle=60.0)
+        caps = self._capture(list(dict.fromkeys(chain_capture_keys(row))))
         self.quiet()  # writing the job times eager
         t = time.monotonic()
         try:
@@ -729,15 +726,15 @@ class OnlineTuner(threading.Thread):
                 gap = max(gap, (t - first) / n)
         return min(60.0, 3 * gap)
 
-    def _capture(self, keys: list[str], idle: float | None = None) -> dict[str, list]:
+    def _capture(self, keys: list[str]) -> dict[str, list]:
         """The next real calls of each signature in `keys` (KFORGE_TUNE_CAPTURES of each, or what
-        came before `idle` seconds passed without one: _idle_limit by default), as take_captures
-        gives them; raises NotCalled when none came."""
+        came before _idle_limit passed without one; a call a kernel or a chain kernel serves is
+        copied as well), as take_captures gives them; raises NotCalled when none came."""
         for k in keys:
             request_captures(k, self.cfg["captures"])
         n = {k: n_tensor_args(k) for k in keys}
         caps = {k: [] for k in keys}
-        idle = self._idle_limit(keys) if idle is None else idle
+        idle = self._idle_limit(keys)
         last = time.monotonic()
         while time.monotonic() - last < idle and not self.stop.is_set():
             for k in keys:

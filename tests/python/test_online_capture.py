@@ -77,11 +77,18 @@ def test_a_signature_not_called_is_looked_at_again_later(tuner, monkeypatch):
     assert t.tune_chain(dict(row, spec={}), {}) == "later"
 
 
-def test_a_chain_waits_a_minute_for_rare_member_calls(tuner):
+def test_a_chain_waits_for_its_slowest_member(tuner):
+    """A chain's capture waits by its slowest member's own call gap (calls another chain's
+    kernel serves are copied too), not a flat minute."""
     t, clock, _, arrivals = tuner
     t.seen["head"] = (clock.t - 2.0, 0)
     t.calls["head"] = 100
+    t.seen["member"] = (clock.t - 40.0, 0)  # one call per 10 s
+    t.calls["member"] = 4
+    assert t._idle_limit(["head", "member"]) == 30.0
     arrivals["head"] = [clock.t + 0.1, clock.t + 0.2, clock.t + 0.3]
-    arrivals["member"] = [clock.t + 30, clock.t + 40, clock.t + 50]  # past the head's own wait
-    caps = t._capture(["head", "member"], idle=60.0)
+    arrivals["member"] = [clock.t + 8, clock.t + 18, clock.t + 28]
+    t0 = clock.t
+    caps = t._capture(["head", "member"])
     assert len(caps["head"]) == 3 and len(caps["member"]) == 3
+    assert clock.t - t0 < 29.0
