@@ -116,7 +116,7 @@ static int next_token(const char **p, char *name, size_t cap, char *flags, size_
     size_t n = 0, f = 0;
     for (; **p && **p != ' '; (*p)++) {
         char c = **p;
-        if (c == '!' || c == '&' || c == '?' || c == '@' || c == '~') {
+        if (strchr("!&?@~^/", c)) {
             if (f + 1 < fcap) flags[f++] = c;
         } else if (n + 1 < cap) {
             name[n++] = c;
@@ -248,6 +248,8 @@ static int bind_operands(const kf_job_sig *sig, kf_pw_bind *b, const kf_job_scal
         snprintf(b->name[k], sizeof b->name[k], "%s", name);
         b->mask[k] = strchr(flags, '&') != NULL;
         b->unnarrowed[k] = strchr(flags, '~') != NULL;
+        b->unnarrowed_cuda[k] = b->unnarrowed[k] || strchr(flags, '^') != NULL;
+        b->recip[k] = strchr(flags, '/') != NULL;
         b->in_idx[k] = -1;
         b->present[k] = 1;
         b->dtype[k] = KF_DTYPE_UNKNOWN;
@@ -257,12 +259,14 @@ static int bind_operands(const kf_job_sig *sig, kf_pw_bind *b, const kf_job_scal
         } else if (s && s->kind == 'n') {
             if (!strchr(flags, '?')) return 0;
             b->present[k] = 0;
+            b->recip[k] = 0;
         } else if (s) {
             return 0;
         } else {
             if (next >= sig->n_in) return 0;
             b->dtype[k] = sig->in[next].dtype;
             if (sig->in[next].ndim != 0) b->unnarrowed[k] = 0; /* '~' reads only a 0-dim one so */
+            b->unnarrowed_cuda[k] = b->recip[k] = 0; /* '^', '/': Python numbers only */
             b->in_idx[k] = next++;
         }
     }
@@ -381,9 +385,16 @@ int kf_pw_bind_sig(const kf_job_sig *sig, kf_pw_bind *b)
             b->wint[k] = wrapped[k]->kind == 'd' ? wrapped[k]->d != 0 : wrapped[k]->i != 0;
             continue;
         }
-        int to = b->unnarrowed[k] && (b->ptype == KF_F16 || b->ptype == KF_BF16) ? b->ct : b->ptype;
+        int half = b->ptype == KF_F16 || b->ptype == KF_BF16;
+        int to = b->unnarrowed[k] && half ? b->ct : b->ptype;
         if (!scalar_to(wrapped[k], to, &d, &i)) return 0;
         value_in_ct(to, b->ct, d, i, &b->wval[k], &b->wint[k]);
+        to = b->unnarrowed_cuda[k] && half ? b->ct : b->ptype;
+        if (!scalar_to(wrapped[k], to, &d, &i)) return 0;
+        value_in_ct(to, b->ct, d, i, &b->wval_cuda[k], &b->wint_cuda[k]);
+        if (b->recip[k] && b->ct == KF_F32) b->wval_cuda[k] = 1.0f / (float)b->wval_cuda[k];
+        else if (b->recip[k] && b->ct == KF_F64) b->wval_cuda[k] = 1.0 / b->wval_cuda[k];
+        else b->recip[k] = 0; /* an integer quotient: no such rewrite */
     }
     if (!bind_scalars(sig, b)) return 0;
 
@@ -516,6 +527,9 @@ void kf_pw_emit_op(kf_strbuf *b, const kf_pw_bind *pb, int cuda, const char *sfx
      * Half on CUDA only (CPU's Half pow computes in float) */
     kf_strbuf_printf(b, "#define KF_PW_PROD_RND %d\n",
                      pb->ptype == KF_BF16 ? 2 : pb->ptype == KF_F16 && cuda ? 1 : 0);
+    int recip = 0;
+    for (int k = 0; k < pb->n; k++) recip |= cuda && pb->in_idx[k] < 0 && pb->recip[k];
+    kf_strbuf_printf(b, "#define KF_PW_DIV(a, b) ((a) %c (b))\n", recip ? '*' : '/');
     for (int k = 0; k < pb->n_s; k++) {
         kf_strbuf_printf(b, "#define has_%s %d\n#define KF_S_%s ", pb->s_name[k], pb->s_has[k],
                          pb->s_name[k]);
@@ -528,7 +542,8 @@ void kf_pw_emit_op(kf_strbuf *b, const kf_pw_bind *pb, int cuda, const char *sfx
             emit_load(b, pb, k, pb->dtype[k], cuda, sfx);
         } else { /* a Python number, or an absent optional operand (0, unused) */
             kf_strbuf_printf(b, "#define KF_W%d%s ", k, sfx);
-            lit(b, pb->ct, pb->wval[k], pb->wint[k]);
+            if (cuda) lit(b, pb->ct, pb->wval_cuda[k], pb->wint_cuda[k]);
+            else lit(b, pb->ct, pb->wval[k], pb->wint[k]);
             kf_strbuf_printf(b, "\n");
         }
     }
@@ -542,7 +557,7 @@ void kf_pw_emit_op(kf_strbuf *b, const kf_pw_bind *pb, int cuda, const char *sfx
     for (int k = 0; k < pb->n_s; k++)
         kf_strbuf_printf(b, "#undef has_%s\n#undef KF_S_%s\n", pb->s_name[k], pb->s_name[k]);
     for (int k = 0; k < pb->n; k++) kf_strbuf_printf(b, "#undef has_%s\n", pb->name[k]);
-    kf_strbuf_printf(b, "#undef KF_PW_PROD_RND\n");
+    kf_strbuf_printf(b, "#undef KF_PW_PROD_RND\n#undef KF_PW_DIV\n");
 }
 
 void kf_pw_emit_element(kf_strbuf *b, const kf_pw_bind *pb, int cuda)

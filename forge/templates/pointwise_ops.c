@@ -25,7 +25,7 @@
 #define SUB "KF_SUB(x_self, KF_MUL(KF_S_alpha, x_other))"
 #define RSUB "KF_SUB(x_other, KF_MUL(KF_S_alpha, x_self))"
 #define MUL "KF_MUL(x_self, x_other)"
-#define DIV "x_self / x_other"
+#define DIV "KF_PW_DIV(x_self, x_other)"
 #define GELU "x_self * (kf_ct)0.5 * ((kf_ct)1 + kf_erf(x_self * (kf_ct)0.70710678118654752440))"
 /* kBeta = sqrt(2 / pi), kKappa = 0.044715, x^3 as x * x * x */
 #define GELU_TANH                                                                                \
@@ -46,28 +46,29 @@
 
 /* name, args, scalars, when, dtypes, rule, result, inplace, expr */
 const kf_pw_op kf_pw_ops[] = {
-    /* ---- arithmetic (alpha as eager takes it: in the compute type; mul's and true div's
-     * `other` as a Python number unnarrowed: eager's original_scalar_value) ---- */
-    {"aten::add.Tensor", "self other", "alpha", 0, A, OPM, SAME, 0, ADD},
-    {"aten::add_.Tensor", "self other", "alpha", 0, A, OPM, SAME, 1, ADD},
-    {"aten::add.out", "self other out!", "alpha", 0, A, OPM, SAME, 0, ADD},
-    {"aten::add.Scalar", "self other", "alpha", 0, A, OPM, SAME, 0, ADD},
-    {"aten::sub.Tensor", "self other", "alpha", 0, F | I, OPM, SAME, 0, SUB},
-    {"aten::sub_.Tensor", "self other", "alpha", 0, F | I, OPM, SAME, 1, SUB},
-    {"aten::sub.Scalar", "self other", "alpha", 0, F | I, OPM, SAME, 0, SUB},
-    {"aten::rsub.Tensor", "self other", "alpha", 0, F | I, OPM, SAME, 0, RSUB},
-    {"aten::rsub.Scalar", "self other", "alpha", 0, F | I, OPM, SAME, 0, RSUB},
+    /* ---- arithmetic (alpha as eager takes it: in the compute type; a Python number as
+     * `other`: mul and true division read it unnarrowed on both devices (eager's
+     * original_scalar_value), add and sub on CUDA only; CUDA divides by it as x * (1 / s)) ---- */
+    {"aten::add.Tensor", "self other^", "alpha", 0, A, OPM, SAME, 0, ADD},
+    {"aten::add_.Tensor", "self other^", "alpha", 0, A, OPM, SAME, 1, ADD},
+    {"aten::add.out", "self other^ out!", "alpha", 0, A, OPM, SAME, 0, ADD},
+    {"aten::add.Scalar", "self other^", "alpha", 0, A, OPM, SAME, 0, ADD},
+    {"aten::sub.Tensor", "self other^", "alpha", 0, F | I, OPM, SAME, 0, SUB},
+    {"aten::sub_.Tensor", "self other^", "alpha", 0, F | I, OPM, SAME, 1, SUB},
+    {"aten::sub.Scalar", "self other^", "alpha", 0, F | I, OPM, SAME, 0, SUB},
+    {"aten::rsub.Tensor", "self other^", "alpha", 0, F | I, OPM, SAME, 0, RSUB},
+    {"aten::rsub.Scalar", "self other^", "alpha", 0, F | I, OPM, SAME, 0, RSUB},
     {"aten::mul.Tensor", "self other~", 0, 0, A, OPM, SAME, 0, MUL},
     {"aten::mul_.Tensor", "self other~", 0, 0, A, OPM, SAME, 1, MUL},
     {"aten::mul.out", "self other~ out!", 0, 0, A, OPM, SAME, 0, MUL},
     {"aten::mul.Scalar", "self other~", 0, 0, A, OPM, SAME, 0, MUL},
     /* true division: integers divide as float32 */
-    {"aten::div.Tensor", "self other~", 0, 0, A, OPM, TOF, 0, DIV},
-    {"aten::div_.Tensor", "self other~", 0, 0, F, OPM, SAME, 1, DIV},
-    {"aten::div.Scalar", "self other~", 0, 0, A, OPM, TOF, 0, DIV},
-    {"aten::div.out", "self other~ out!", 0, 0, A, OPM, TOF, 0, DIV},
+    {"aten::div.Tensor", "self other~/", 0, 0, A, OPM, TOF, 0, DIV},
+    {"aten::div_.Tensor", "self other~/", 0, 0, F, OPM, SAME, 1, DIV},
+    {"aten::div.Scalar", "self other~/", 0, 0, A, OPM, TOF, 0, DIV},
+    {"aten::div.out", "self other~/ out!", 0, 0, A, OPM, TOF, 0, DIV},
     /* rounding modes: floats only (an integer divided by 0 raises in eager) */
-    {"aten::div.Tensor_mode", "self other~", 0, "rounding_mode=", A, OPM, TOF, 0, DIV},
+    {"aten::div.Tensor_mode", "self other~/", 0, "rounding_mode=", A, OPM, TOF, 0, DIV},
     {"aten::div.Tensor_mode", "self other", 0, "rounding_mode=trunc", F, OPM, SAME, 0,
      "kf_trunc(x_self / x_other)"},
     {"aten::div.Tensor_mode", "self other", 0, "rounding_mode=floor", F, OPM, SAME, 0,

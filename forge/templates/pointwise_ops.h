@@ -36,7 +36,10 @@ typedef struct kf_pw_op {
      * is 0); '!': the destination, written and not read (copy_, fill_, out=); '~': a Python
      * number here (or on the host a 0-dim tensor of a wider float dtype) is read in the compute
      * type, not narrowed to an f16 / bf16 promoted dtype first (eager's mul and true division
-     * take the scalar's original value). */
+     * take the scalar's original value); '^': a Python number here is so on CUDA only (eager's
+     * CUDA add and sub read a CPU scalar in op math, its CPU kernels narrow it first); '/': on
+     * CUDA a Python number here is taken as its reciprocal in the compute type and the row's
+     * KF_PW_DIV multiplies by it (eager's div_true_kernel_cuda). */
     const char *args;
     /* The scalar arguments read, as KF_S_<name> in the compute type; suffix '@': rounded to the
      * promoted dtype first (clamp's bounds, fill's value, as eager does); '?': may be None. */
@@ -65,10 +68,14 @@ typedef struct kf_pw_bind {
     int in_idx[KF_PW_MAX_OPS];      /* in[] index; -1: a constant (wrapped number) or absent */
     int mask[KF_PW_MAX_OPS];        /* read as a bool mask */
     int unnarrowed[KF_PW_MAX_OPS];  /* '~': a constant or 0-dim operand not narrowed first */
+    int unnarrowed_cuda[KF_PW_MAX_OPS]; /* '~' or '^': a constant not narrowed first on CUDA */
+    int recip[KF_PW_MAX_OPS];       /* '/' and a float constant: CUDA multiplies by 1 / it */
     int present[KF_PW_MAX_OPS];     /* 0: an optional operand that is None */
     int dtype[KF_PW_MAX_OPS];       /* an operand tensor's dtype */
-    double wval[KF_PW_MAX_OPS];     /* a constant's value in the compute type (exact) */
+    double wval[KF_PW_MAX_OPS];     /* a constant's value in the compute type (exact), */
     long long wint[KF_PW_MAX_OPS];
+    double wval_cuda[KF_PW_MAX_OPS]; /* and as eager's CUDA kernel takes it ('^', '/') */
+    long long wint_cuda[KF_PW_MAX_OPS];
     int dest_in;                    /* in[] index written; -1: a fresh output after in[] */
     int ptype;                      /* the promoted dtype (KF_F32, ...) */
     int ct;                         /* compute type: KF_F32 (float), KF_F64, KF_I64, KF_BOOL */

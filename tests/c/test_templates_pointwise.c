@@ -331,7 +331,7 @@ static int make_case(const kf_pw_op *op, int variant, int knobs)
         size_t n = strcspn(p, " ");
         snprintf(name, sizeof name, "%.*s", (int)n, p);
         p += n;
-        size_t nl = strcspn(name, "!&?@~");
+        size_t nl = strcspn(name, "!&?@~^/");
         char flags[8];
         snprintf(flags, sizeof flags, "%s", name + nl);
         name[nl] = 0;
@@ -783,6 +783,46 @@ static void test_refusals(void)
     }
     free(src);
     free(lj);
+    /* a Python number as eager's kernels on each device take it (H200, session 11): bf16 + 0.3
+     * narrows it on the host (0.30078125) and not on CUDA (0.3f); f16 / 0.3 divides on the host
+     * and multiplies by 1 / 0.3f on CUDA */
+    static const struct {
+        const char *op;
+        int dt;
+        double host, cuda;
+        const char *host_div, *cuda_div;
+    } dev[] = {
+        {"aten::add.Tensor", KF_BF16, 0.30078125, (float)0.3, NULL, NULL},
+        {"aten::sub.Tensor", KF_F16, 0.300048828125, (float)0.3, NULL, NULL},
+        {"aten::mul.Tensor", KF_BF16, (float)0.3, (float)0.3, NULL, NULL},
+        {"aten::div.Tensor", KF_F16, (float)0.3, 1.0f / (float)0.3, "((a) / (b))", "((a) * (b))"},
+        {"aten::div.Tensor", KF_F64, 0.3, 1.0 / 0.3, "((a) / (b))", "((a) * (b))"},
+        {"aten::eq.Scalar", KF_BF16, 0.30078125, 0.30078125, NULL, NULL},
+    };
+    for (size_t k = 0; k < sizeof dev / sizeof dev[0]; k++) {
+        int res = strstr(dev[k].op, "eq.") ? KF_BOOL : dev[k].dt;
+        r = binary(dev[k].op, dev[k].dt, dev[k].dt, res);
+        r.n_in = 1;
+        if (strstr(dev[k].op, "eq.")) r.n_scalars = 0; /* no alpha */
+        sig_add_scalar(&r, "other", 'd')->d = 0.3;
+        for (int cuda = 0; cuda < 2; cuda++) {
+            const kf_template *t = cuda ? cuda_t : host_t;
+            if (!CHECK_EQ_INT(t->render(&r, idx, &src, &lj, err, sizeof err), KF_OK)) {
+                printf("     %s: %s\n", dev[k].op, err);
+                continue;
+            }
+            char want[96];
+            snprintf(want, sizeof want, "#define KF_W1 ((kf_ct)%a)", cuda ? dev[k].cuda : dev[k].host);
+            if (!CHECK(strstr(src, want) != NULL)) printf("     %s (%s): no %s\n", dev[k].op, t->name, want);
+            const char *div = cuda ? dev[k].cuda_div : dev[k].host_div;
+            if (div) {
+                snprintf(want, sizeof want, "#define KF_PW_DIV(a, b) %s", div);
+                if (!CHECK(strstr(src, want) != NULL)) printf("     %s (%s): no %s\n", dev[k].op, t->name, want);
+            }
+            free(src);
+            free(lj);
+        }
+    }
 }
 
 static void test_promotion(void)

@@ -97,8 +97,20 @@ def _div_scalar_f16(dev):
     return "aten::div.Tensor", (torch.randn(257, 1043, device=dev).half() * 100, 0.3), {}
 
 
-def _add_scalar_bf16(dev):  # while add narrows it to bfloat16 first (0.30078125)
+def _add_scalar_bf16(dev):  # while add narrows it to bfloat16 first (0.30078125) on the CPU, not on CUDA
     return "aten::add.Tensor", (torch.randn(257, 1045, device=dev).bfloat16(), 0.3), {}
+
+
+def _sub_scalar_f16(dev):  # sub: the CPU narrows the number to float16 (0.300048828125), CUDA not
+    return "aten::sub.Tensor", (torch.randn(257, 1049, device=dev).half(), 0.3), {"alpha": 2}
+
+
+def _div_scalar_f32(dev):  # CUDA: x * (1 / 0.3f), one ulp from x / 0.3f for some elements
+    return "aten::div.Tensor", (torch.randn(257, 1051, device=dev) * 100, 0.3), {}
+
+
+def _gt_scalar_bf16(dev):  # comparisons narrow the number to bfloat16 on both devices
+    return "aten::gt.Scalar", (torch.randn(257, 1053, device=dev).bfloat16() / 8, 0.1), {}
 
 
 def _mul_0dim_bf16(dev):  # a 0-dim float32 tensor as `other`: eager reads it unnarrowed too
@@ -108,6 +120,8 @@ def _mul_0dim_bf16(dev):  # a 0-dim float32 tensor as `other`: eager reads it un
 
 CASES = {"mul_scalar_bf16": (_mul_scalar_bf16, True), "div_scalar_f16": (_div_scalar_f16, True),
          "add_scalar_bf16": (_add_scalar_bf16, True), "mul_0dim_bf16": (_mul_0dim_bf16, True),
+         "sub_scalar_f16": (_sub_scalar_f16, True), "div_scalar_f32": (_div_scalar_f32, True),
+         "gt_scalar_bf16": (_gt_scalar_bf16, True),
          "pow3_bf16": (_pow3_bf16, True), "pow_m2_bf16": (_pow_m2_bf16, True), "to_copy": (_to_copy, True), "to_copy_device": (_to_copy_device, True), "rsqrt": (_rsqrt, False), "where": (_where, True), "masked_fill": (_masked_fill, True),
          "add_scalar": (_add_scalar, False), "softplus": (_softplus, False), "sub_int": (_sub_int, True)}
 
@@ -154,9 +168,8 @@ def test_tune_finds_and_serves_an_engine_kernel(case, one_thread):
 
 
 @pytest.mark.gpu
-# host-only: the 0-dim rule; CUDA divides by a Python number as x * (1 / s), which the engine's
-# division does not yet mimic (verified within tolerance, not bit-exact: H200, session 11)
-@pytest.mark.parametrize("case", [c for c in CASES if c not in ("mul_0dim_bf16", "div_scalar_f16")])
+# host-only: the 0-dim rule (a CUDA 0-dim tensor is not a CPU scalar to eager's CUDA kernels)
+@pytest.mark.parametrize("case", [c for c in CASES if c != "mul_0dim_bf16"])
 def test_tune_finds_and_serves_an_engine_kernel_cuda(case):
     # pow on f16 / bf16 also has the older hand-written template
     tune_and_serve(case, "cuda", "cuda_pointwise|cuda_eltwise" if case.startswith("pow") else "cuda_pointwise")
