@@ -253,14 +253,26 @@ def span_numel(t: torch.Tensor) -> int:
     return 1 + sum((s - 1) * st for s, st in zip(t.shape, t.stride()))
 
 
+def to_host(t: torch.Tensor) -> torch.Tensor:
+    """t on the host. A CUDA tensor is copied on a stream of its own, after the work the current
+    stream has queued (t was written there): a copy into pageable memory on the model's stream
+    would hold the model's next kernels for its whole duration (milliseconds for a capture)."""
+    if t.device.type != "cuda":
+        return t
+    side = torch.cuda.Stream(device=t.device)
+    side.wait_stream(torch.cuda.current_stream(t.device))
+    with torch.cuda.stream(side):
+        return t.cpu()  # returns once the copy is done
+
+
 def write_span(f, t: torch.Tensor) -> int:
     """Write the tensor's strided span, element 0 to its last addressed element (forge/job/job.h);
     returns its bytes. Written from the host tensor's own memory: a CUDA tensor's span is copied
-    to the host once, nothing is copied again into a bytes object."""
+    to the host once (to_host), nothing is copied again into a bytes object."""
     n = span_numel(t)
     if n == 0:
         return 0
-    flat = t.detach().as_strided((n,), (1,)).cpu()
+    flat = to_host(t.detach().as_strided((n,), (1,)))
     nbytes = n * t.element_size()
     f.write(memoryview((ctypes.c_char * nbytes).from_address(flat.data_ptr())))
     return nbytes
