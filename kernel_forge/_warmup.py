@@ -394,6 +394,9 @@ WRITE_SHARE = 0.3  # of the budget left after the capture run, at most, for writ
 RANK_AFTER_FORWARDS = 5  # the recording run plans after this many module forwards, then captures
 MIN_FIRST_SHARE = 0.1  # of the time budget, at least, for the hottest job's search
 MIN_JOB_S = 2.5  # a search's own floor: worker start and a few candidates (most bests are the first)
+# Less than this left is a spent budget: the worker reads --time-budget 0 as none (a 0.03 s
+# remainder printed as "0.0" once let a search run its 50 candidates, 40 s of a 60 s budget).
+MIN_BUDGET_S = 0.1
 # A signature whose calls an inserted chain kernel runs (the chain's calls at least this part of
 # the signature's) gets no search of its own: a kernel for it would serve the calls the chain
 # does not complete, and the budget goes to signatures no kernel serves yet.
@@ -403,7 +406,10 @@ CHAIN_COVERS = 0.8
 def job_time_budget(left: float, share: float, rest: list[float]) -> float:
     """A job's part of the time `left`: in proportion to its share of the recorded time among the
     jobs still to run (`rest`, its own included), so the hottest signatures search longest; time a
-    search leaves unused goes to the later ones. At least MIN_JOB_S, never more than `left`."""
+    search leaves unused goes to the later ones. At least MIN_JOB_S, never more than `left` (under
+    MIN_BUDGET_S: nothing left to search with)."""
+    if left < MIN_BUDGET_S:
+        return 0.0
     total = sum(rest)
     part = left * share / total if total > 0 else left / max(len(rest), 1)
     return min(left, max(part, MIN_JOB_S))
@@ -567,12 +573,13 @@ def warmup(script_cmd: list[str], *, iterations: int = 50, time_budget: float = 
             left = time_budget - (time.monotonic() - t0)
             if i == 0:  # the hottest signature is searched, for a tenth of the budget at least
                 left = max(left, MIN_FIRST_SHARE * time_budget)
-            if left <= 0:
-                row["status"] = "not tuned: time budget spent"
-                return
             rest = [c["share"] for c in work_list[i:] if not in_chain(c)
                     and "error" not in jobs.get(c.get("row_key") or c["key"], {"error": 1})]
-            extra = ["--time-budget", f"{job_time_budget(left, r['share'], rest):.1f}"]
+            budget = job_time_budget(left, r["share"], rest)
+            if budget < MIN_BUDGET_S:
+                row["status"] = "not tuned: time budget spent"
+                return
+            extra = ["--time-budget", f"{budget:.1f}"]
         bar = _jobs.ProgressBar(f"[{i + 1}/{len(work_list)}] {r['signature']}")
         try:
             res = _jobs.run_worker(j["job_dir"], extra_args=llm_args + extra, on_progress=bar)

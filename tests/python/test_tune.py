@@ -261,13 +261,15 @@ def test_warmup_tunes_a_script_and_a_fresh_process_serves_it(tmp_path):
 
 
 def test_warmup_gives_hot_signatures_the_longest_searches():
-    from kernel_forge._warmup import MIN_JOB_S, job_time_budget
+    from kernel_forge._warmup import MIN_BUDGET_S, MIN_JOB_S, job_time_budget
 
     assert job_time_budget(100, 0.5, [0.5, 0.3, 0.2]) == 50  # in proportion to the share
     assert job_time_budget(50, 0.3, [0.3, 0.2]) == 30  # what an earlier job left unused
     assert job_time_budget(100, 0.001, [0.5, 0.001]) == MIN_JOB_S  # a floor to do anything
     assert job_time_budget(2, 0.001, [0.5, 0.001]) == 2  # never more than what is left
     assert job_time_budget(60, 0, [0, 0]) == 30  # no shares: an even split
+    # a remainder the worker's "--time-budget 0.0" would read as no limit at all
+    assert job_time_budget(0.03, 0.5, [0.5]) < MIN_BUDGET_S
 
 
 def test_capture_stops_writing_jobs_when_its_time_is_spent(tmp_path):
