@@ -342,6 +342,7 @@ def add_kernel(op: str, example_args, source: str, launch, backend: str | None =
 
 def tune(op: str, example_args, iterations: int = 50, backend: str | None = None, *,
          kwargs: dict | None = None, seed: int = 1, margin: float = 0.03,
+         stagnation: int | None = None,
          time_budget: float | None = None, candidate_timeout: float | None = None,
          random_inputs: int = 3, insert: bool = True, progress: bool = False,
          job_dir: str | None = None, proposer: str | None = None,
@@ -358,6 +359,9 @@ def tune(op: str, example_args, iterations: int = 50, backend: str | None = None
     "no_template"), eager_ms, best_ms, speedup, iterations, cache_key (None when nothing was
     inserted), job_dir (the tree and every candidate), and, when inserted, served_ms: this
     process's own time per call through the plugin, measured next to eager_call_ms.
+
+    `stagnation`: stop after that many candidates in a row that neither beat the best by 1% nor
+    started another template (0: never; None: max(10, iterations / 2)).
 
     `proposer`: "builtin" (templates), "llm" (a language model, configured by KFORGE_LLM_*; see
     README "LLM proposer") or "mixed"; default "mixed" when KFORGE_LLM_URL is set, else
@@ -382,6 +386,8 @@ def tune(op: str, example_args, iterations: int = 50, backend: str | None = None
                                f"{'/'.join(sorted(devices))} tensors (use {want!r})")
     if iterations < 1:
         raise KernelForgeError(f"tune({name}): iterations must be >= 1, not {iterations}")
+    if stagnation is not None and stagnation < 0:
+        raise KernelForgeError(f"tune({name}): stagnation must be >= 0 (0: never), not {stagnation}")
     if proposer is None:
         proposer = "mixed" if os.environ.get("KFORGE_LLM_URL") else "builtin"
     if proposer not in ("builtin", "llm", "mixed"):
@@ -399,6 +405,8 @@ def tune(op: str, example_args, iterations: int = 50, backend: str | None = None
               "time_budget_s": float(time_budget or 0),
               "candidate_timeout_s": float(candidate_timeout or 0),
               "proposer": proposer, "cache_dir": cache_dir() if insert else ""}
+    if stagnation is not None:
+        search["stagnation"] = int(stagnation)
     job_dir = job_dir or _jobs.new_job_dir(name, key)
     try:
         _jobs.write_job(job_dir, key, [(args, kw)], recorded=[False], random_inputs=random_inputs,

@@ -448,6 +448,8 @@ def make_plan(rec: dict, opts: dict) -> dict:
     search = {"iterations": opts["iterations"], "seed": opts["seed"],
               "margin": opts["margin"], "proposer": opts["proposer"],
               "cache_dir": opts.get("cache_dir") or kf.cache_dir()}
+    if opts.get("stagnation") is not None:
+        search["stagnation"] = opts["stagnation"]
     # signatures and chains in one priority order, for writing jobs and for searching: a hot
     # chain must not wait behind every op row for the budget
     prio = {id(r): _tuner.priority(r, bw) for r in cands}
@@ -477,6 +479,7 @@ def _same_plan(path: str, plan: dict) -> bool:
 def warmup(script_cmd: list[str], *, iterations: int = 50, time_budget: float = 0,
            ops: list[str] | None = None, min_share: float = 0.01, min_calls: int = 1,
            max_jobs: int = 0, captures: int = 3, seed: int = 1, margin: float = 0.03,
+           stagnation: int | None = None,
            log=print, work_dir=None,
            chains: bool = True, max_chains: int = 4,
            proposer: str | None = None, llm_budget_usd: float | None = None,
@@ -492,6 +495,7 @@ def warmup(script_cmd: list[str], *, iterations: int = 50, time_budget: float = 
     if proposer is None:
         proposer = "mixed" if os.environ.get("KFORGE_LLM_URL") else "builtin"
     opts = {"iterations": iterations, "seed": seed, "margin": margin, "proposer": proposer,
+            "stagnation": stagnation,
             "cache_dir": kf.cache_dir(), "ops": list(ops or []), "min_share": min_share,
             "min_calls": min_calls, "max_jobs": max_jobs, "chains": chains,
             "max_chains": max_chains, "captures": captures,

@@ -97,10 +97,15 @@ def cmd_warmup(args) -> int:
         print(f"kforge warmup: --margin must be in [-100, 0.99], not {args.margin}",
               file=sys.stderr)
         return 2
+    if args.stagnation is not None and args.stagnation < 0:
+        print(f"kforge warmup: --stagnation must be >= 0 (0: never), not {args.stagnation}",
+              file=sys.stderr)
+        return 2
     res = _warmup.warmup(script_cmd, iterations=args.iterations, time_budget=args.time_budget,
                          ops=[o for arg in args.ops for o in arg.split(",") if o],
                          min_share=args.min_share, max_jobs=args.max_jobs,
                          chains=not args.no_chains, seed=args.seed, margin=args.margin,
+                         stagnation=args.stagnation,
                          log=lambda m: print(m, file=sys.stderr),
                          proposer=args.proposer, llm_budget_usd=args.llm_budget_usd,
                          llm_max_requests=args.llm_max_requests)
@@ -357,6 +362,9 @@ def main(argv=None) -> int:
     w.add_argument("--no-chains", action="store_true",
                    help="do not tune recorded chains (runs of ops linked by dataflow) as fused "
                         "kernels; by default the hottest fusable ones are tuned after the ops")
+    w.add_argument("--stagnation", type=int, default=None, metavar="N",
+                   help="stop a search after N candidates in a row without a 1%% gain or a new "
+                        "template (0: never; default: max(10, iterations / 2))")
     w.add_argument("--seed", type=int, default=1, help="search seed (default 1)")
     w.add_argument("--margin", type=float, default=0.03,
                    help="insert a kernel only if it beats eager by this fraction (default 0.03; "

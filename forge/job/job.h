@@ -55,7 +55,7 @@
  *   "atol": 1e-4, "rtol": 1e-4,
  *   "output_tol": [[1e-4, 1e-4], …],   optional: per output [atol, rtol] (else atol/rtol)
  *   "chain": {…},             op "kforge::chain" only: the chain spec (chain.h says what changes)
- *   "search": {"iterations": 50, "seed": 1, "margin": 0.03, "time_budget_s": 0,
+ *   "search": {"iterations": 50, "stagnation": 25, "seed": 1, "margin": 0.03, "time_budget_s": 0,
  *              "candidate_timeout_s": 10, "bench_reps": 20, "flush_l2": true,
  *              "proposer": "builtin", "cache_dir": "/…/kernel_forge" | ""}
  * }                            cache_dir "": do not insert a winner */
@@ -86,6 +86,9 @@ typedef struct kf_job_case {
 
 typedef struct kf_job_search {
     int iterations;            /* candidates to evaluate (default 50) */
+    int stagnation;            /* stop after this many candidates in a row that neither beat the
+                                * best by 1% nor started a template (0: never; default -1:
+                                * max(10, iterations / 2), kf_job_stagnation) */
     uint64_t seed;             /* default 1 */
     double margin;             /* a winner must beat eager by this fraction (default 0.03) */
     double time_budget_s;      /* 0: none */
@@ -95,6 +98,9 @@ typedef struct kf_job_search {
     char *proposer;            /* "builtin" */
     char *cache_dir;           /* "" : do not insert */
 } kf_job_search;
+
+/* The search's stagnation limit in candidates (0: none): search.stagnation, or its default. */
+int kf_job_stagnation(const kf_job_search *s);
 
 typedef struct kf_job {
     char *dir;                 /* absolute */

@@ -383,6 +383,13 @@ static int should_stop(worker *w)
         snprintf(w->stop_reason, sizeof w->stop_reason, "within 10%% of the roofline");
         return 1;
     }
+    int stall = kf_job_stagnation(&j->search);
+    if (stall > 0 && kf_mcts_since_improvement(w->tree, 0.01) >= stall &&
+        w->n_nodes - 1 - w->last_start >= stall) {
+        snprintf(w->stop_reason, sizeof w->stop_reason,
+                 "stagnation (%d candidates without a 1%% gain or a new template)", stall);
+        return 1;
+    }
     return 0;
 }
 
@@ -458,6 +465,7 @@ static void run_loop(worker *w)
         }
         fruitless = 0;
         int id = w->n_nodes;
+        if (n->cand.first_start) w->last_start = id;
         if (id > 0) duty_sleep(w); /* never after the last node: its result is not kept waiting */
         if (!refused) evaluate(w, id, n);
         n->elapsed_s = kf_now_s() - w->t0;
@@ -519,7 +527,7 @@ static void worker_free(worker *w)
 
 kf_status kf_worker_run(const kf_worker_opts *o, char *err, size_t errcap)
 {
-    worker w = {.o = o, .best_id = -1};
+    worker w = {.o = o, .best_id = -1, .last_start = -1};
     w.t0 = kf_now_s();
     kf_status st = setup(&w, err, errcap);
     if (st != KF_OK) {

@@ -62,6 +62,7 @@ typedef struct worker {
     void *best_blob;  /* the blob of the best verified node so far */
     size_t best_blob_len;
     int best_id;
+    int last_start; /* the last node that started a template (-1: none) */
 } worker;
 
 /* ---- records.c ---- */

@@ -104,6 +104,40 @@ def test_same_seed_same_tree():
     assert all(n["latency_replayed"] for n in tb if n["status"] in ("verified", "slower"))
 
 
+def stagnation_stop(nodes: list[dict], stall: int) -> int | None:
+    """How many candidates a search with stagnation `stall` evaluates of the sequence `nodes`
+    (the worker's rule: `stall` in a row that neither beat the best by 1% nor started a
+    template); None: it would not stop within them."""
+    best = ref = gain = start = None
+    for n in nodes:
+        i = n["id"]
+        if n["change"].startswith("start: ") and "(random knobs)" not in n["change"]:
+            start = i
+        if n["status"] in ("verified", "slower", "flagged") and (best is None or n["latency_us"] < best):
+            best = n["latency_us"]
+            if ref is None or best < ref * 0.99:  # a gain of 1% over the last one counted
+                ref, gain = best, i
+        if (i + 1 if gain is None else i - gain) >= stall and \
+                (i + 1 if start is None else i - start) >= stall:
+            return i + 1
+    return None
+
+
+def test_a_search_stops_when_it_stagnates():
+    x = torch.randn(48, 777)
+    a = kf.tune("aten::_log_softmax", (x, -1, False), iterations=30, insert=False, seed=3,
+                stagnation=0)
+    ta = tree_of(a["job_dir"])["nodes"]
+    want = stagnation_stop(ta, 4)
+    assert want is not None and want < len(ta), [(n["change"], n["latency_us"]) for n in ta]
+    b = kf.tune("aten::_log_softmax", (x, -1, False), iterations=30, insert=False, seed=3,
+                stagnation=4, _worker_args=["--timings-from", a["job_dir"]])
+    assert b["stop_reason"].startswith("stagnation (4 candidates"), b
+    tb = tree_of(b["job_dir"])["nodes"]
+    assert len(tb) == want and b["iterations"] == want
+    assert [n["source_hash"] for n in tb] == [n["source_hash"] for n in ta[:want]]
+
+
 # Job inputs: a strided slice with a storage offset and a broadcast, bool and int tensors, and an
 # op that writes its first argument (whose case file holds the values from before the call).
 JOB_CALLS = {
