@@ -856,7 +856,9 @@ class OnlineTuner(threading.Thread):
             raise
         self._spent("worker", time.monotonic() - t)
         result["pass"] = pass_
-        busy = max(0.0, result.get("wall_s", 0) - result.get("slept_s", 0))
+        # the worker's busy time as its duty cycle counts it (its NVRTC compiles leave the
+        # device alone)
+        busy = max(0.0, result.get("busy_s", result.get("wall_s", 0) - result.get("slept_s", 0)))
         self._spent("worker_busy", busy)
         if row.get("device") == "cuda":
             self.used(busy)  # the device's share: the worker's working wall time

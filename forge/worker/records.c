@@ -204,6 +204,7 @@ void kf_worker_write_result(worker *w, const char *status, const char *key_hex, 
     cJSON_AddStringToObject(doc, "stop_reason", w->stop_reason);
     cJSON_AddNumberToObject(doc, "wall_s", kf_now_s() - w->t0);
     cJSON_AddNumberToObject(doc, "slept_s", w->slept_s); /* the duty cycle's (--duty) */
+    cJSON_AddNumberToObject(doc, "busy_s", kf_worker_busy_s(w)); /* what the duty counts */
     cJSON_AddNumberToObject(doc, "gated_s", w->gated_s); /* of which --gate waits */
     cJSON_AddNumberToObject(doc, "evaluator_restarts", w->ev ? kf_evaluator_restarts(w->ev) : 0);
     cJSON_AddNumberToObject(doc, "seed", (double)j->search.seed);

@@ -163,6 +163,7 @@ static void evaluate(worker *w, int id, wnode *n)
         if (st == KF_OK) keep_blob(w, n, blob, blob_len);
     }
     n->compile_s = kf_now_s() - t;
+    if (strcmp(w->job->backend, "host")) w->offdev_s += n->compile_s; /* NVRTC: the CPU only */
     snprintf(name, sizeof name, "%d.log", id);
     kf_worker_write_text(dir, name, log ? log : "");
     if (st != KF_OK) {
@@ -393,18 +394,24 @@ static int should_stop(worker *w)
     return 0;
 }
 
-/* KFORGE_TUNE_DUTY: the worker works at most `duty` of the wall time since it started, plus
- * --duty-credit seconds (KFORGE_TUNE_BURST: the first search does not wait for duty accrued); the
- * rest it sleeps, between nodes (a node's compile and evaluation run at full speed, so timings
- * are not stretched by the limit). What the last node leaves owed is not slept here (result.json
- * has busy and slept time; the online tuner pays it before its next search). */
+double kf_worker_busy_s(const worker *w)
+{
+    return kf_now_s() - w->t0 - w->slept_s - w->offdev_s;
+}
+
+/* KFORGE_TUNE_DUTY: the worker is busy (kf_worker_busy_s: on a device backend its evaluations, not its
+ * NVRTC compiles, which leave the device alone) at most `duty` of the wall time since it
+ * started, plus --duty-credit seconds (KFORGE_TUNE_BURST: the first search does not wait for
+ * duty accrued); the rest it sleeps, between nodes (a node's compile and evaluation run at full
+ * speed, so timings are not stretched by the limit). What the last node leaves owed is not slept
+ * here (result.json has busy_s and slept_s; the online tuner pays it before its next search). */
 static void duty_sleep(worker *w)
 {
     double duty = w->o->duty;
     if (!(duty > 0 && duty < 1)) return;
-    double busy = kf_now_s() - w->t0 - w->slept_s;
+    double wall = kf_now_s() - w->t0, busy = kf_worker_busy_s(w);
     double credit = w->o->duty_credit > 0 ? w->o->duty_credit : 0;
-    double owe = (busy - credit) / duty - busy - w->slept_s; /* busy <= credit + duty x wall */
+    double owe = (busy - credit) / duty - wall; /* busy <= credit + duty x wall */
     if (w->job->search.time_budget_s > 0) { /* never sleep past the time budget */
         double left = w->job->search.time_budget_s - (kf_now_s() - w->t0);
         if (owe > left) owe = left;
@@ -434,7 +441,9 @@ static void run_loop(worker *w)
             return;
         }
         char why[512];
+        double tp = kf_now_s();
         kf_status st = w->prop.propose(w->prop.self, parent, w->n_nodes, &n->cand, why, sizeof why);
+        w->offdev_s += kf_now_s() - tp; /* an LLM's answer: the network, not the device */
         int refused = st != KF_OK && st != KF_ERR_NOT_FOUND && st != KF_ERR_NOMEM &&
                       !strcmp(n->cand.proposer, "llm");
         if (refused) { /* the model's answer (or its absence) costs one node, shown with why */

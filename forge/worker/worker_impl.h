@@ -57,6 +57,8 @@ typedef struct worker {
     double t0;
     double slept_s; /* the duty cycle's sleeps so far (kf_worker_opts.duty), gate waits included */
     double gated_s; /* of which waits at the gate (kf_worker_opts.gate) */
+    double offdev_s; /* proposals, and compiles for a device backend: work that leaves the
+                      * device alone, which the duty cycle does not count (duty_sleep) */
     int gate_closed; /* the gate's input ended: time without asking */
     char stop_reason[128];
     void *best_blob;  /* the blob of the best verified node so far */
@@ -64,6 +66,10 @@ typedef struct worker {
     int best_id;
     int last_start; /* the last node that started a template (-1: none) */
 } worker;
+
+/* ---- worker.c ---- */
+/* What the duty cycle counts: the wall time less sleeps and off-device work (offdev_s). */
+double kf_worker_busy_s(const worker *w);
 
 /* ---- records.c ---- */
 /* "<dir>/<name>" (malloc'ed) or NULL */

@@ -146,10 +146,29 @@ def test_ramp_then_deep_with_the_duty_cycle(tmp_path):
     assert res["slept_s"] > 0
     assert busy - last <= duty * (res["wall_s"] - last) + 0.2, res
     assert cpu <= duty * wall + last + 0.5, (cpu, wall, last)
+    assert abs(res["busy_s"] - busy) < 0.1, res  # on the host its compiles count: they use cores
     logs = [open(os.path.join(job, "candidates", f"{i}.log")).read()
             for i in range(r2["iterations"])]
     reused = sum("compiled by an earlier search" in t for t in logs)
     assert reused >= 1, logs
+
+
+@pytest.mark.gpu
+def test_the_duty_cycle_leaves_out_nvrtc_compiles(tmp_path):
+    """On CUDA the duty counts the worker's evaluations, not its NVRTC compiles (the CPU only):
+    busy_s is the wall time less sleeps and compiles, and the sleeps keep it within the duty."""
+    x = torch.randn(96, 700, device="cuda")
+    job, duty = str(tmp_path / "job"), 0.25
+    kf.tune("aten::_softmax", (x, -1, False), iterations=8, insert=False, job_dir=job,
+            stagnation=0, _worker_args=["--duty", str(duty)])
+    with open(os.path.join(job, "result.json")) as f:
+        res = json.load(f)
+    with open(os.path.join(job, "tree.json")) as f:
+        nodes = json.load(f)["nodes"]
+    compiled = sum(n["compile_s"] for n in nodes)
+    assert res["busy_s"] <= res["wall_s"] - res["slept_s"] - compiled + 0.05, (res, compiled)
+    last = nodes[-1]["eval_s"]
+    assert res["busy_s"] - last <= duty * (res["wall_s"] - last) + 0.2, res
 
 
 def test_verdict_refuses_spread_timings_and_a_lost_win():
