@@ -226,13 +226,17 @@ def _child_capture(plan_path: str, out: str, script_args: list[str]) -> int:
 
 def write_jobs(plan: dict, out: str, require_all: bool = False) -> None:
     """The plan's job folders from this process's captures, hottest first, within the plan's
-    deadline; {key: {"job_dir"} | {"error"}} to `out`. require_all: write nothing unless every
+    deadline (or its time_budget from now); {key: {"job_dir"} | {"error"}, "deadline": that
+    deadline or None} to `out`. require_all: write nothing unless every
     planned signature was called (the recording run's captures: the parent captures in a second
     run otherwise)."""
     import kernel_forge as kf
     from . import _jobs, _tuner
 
-    deadline = plan.get("deadline")  # time.time() when the budget ends; jobs come hottest first
+    # time.time() when the budget ends: counted from here, once the script has run (its model
+    # build and forwards are not tuning), unless the plan fixes it; jobs come hottest first
+    deadline = plan.get("deadline") or (time.time() + plan["time_budget"]
+                                        if plan.get("time_budget") else None)
     results = {}
     taken = {}
 
@@ -274,7 +278,7 @@ def write_jobs(plan: dict, out: str, require_all: bool = False) -> None:
         except Exception as e:  # reported in the table, not fatal for the other jobs
             results[key] = {"error": str(e)}
     with open(out, "w") as f:
-        json.dump(results, f)
+        json.dump(dict(results, deadline=deadline), f)
 
 
 def chain_capture_keys(c: dict) -> list[str]:
@@ -460,8 +464,8 @@ def make_plan(rec: dict, opts: dict) -> dict:
                             for r in cands],
                    "chains": [dict({k: c[k] for k in ("spec", "keys", "id", "row_key")},
                                    prio=prio[id(c)]) for c in chain_cands]}
-    if opts.get("deadline"):
-        out["plan"]["deadline"] = opts["deadline"]
+    if opts.get("time_budget"):
+        out["plan"]["time_budget"] = opts["time_budget"]
     return out
 
 
@@ -499,8 +503,9 @@ def warmup(script_cmd: list[str], *, iterations: int = 50, time_budget: float = 
             "cache_dir": kf.cache_dir(), "ops": list(ops or []), "min_share": min_share,
             "min_calls": min_calls, "max_jobs": max_jobs, "chains": chains,
             "max_chains": max_chains, "captures": captures,
-            # writing jobs (device-to-host copies, files) must leave time to search
-            "deadline": time.time() + time_budget if time_budget else None}
+            # from the end of the script's run: writing jobs (device-to-host copies, files), then
+            # the searches (write_jobs sets the deadline)
+            "time_budget": time_budget or None}
     stats_path = os.path.join(work, "record.json")
     code = _child_step("rank", os.path.join(work, "opts.json"), opts, stats_path, script_cmd, log)
     if not os.path.exists(stats_path):
@@ -549,6 +554,7 @@ def warmup(script_cmd: list[str], *, iterations: int = 50, time_budget: float = 
             raise kf.KernelForgeError(f"the capture run failed (exit {code}): no jobs written")
     with open(jobs_path) as f:
         jobs = json.load(f)
+    deadline = jobs.pop("deadline", None)
 
     from . import _remote
 
@@ -574,7 +580,7 @@ def warmup(script_cmd: list[str], *, iterations: int = 50, time_budget: float = 
     def search_one(i, r, row, j):
         extra = []
         if time_budget:
-            left = time_budget - (time.monotonic() - t0)
+            left = deadline - time.time() if deadline else time_budget - (time.monotonic() - t0)
             if i == 0:  # the hottest signature is searched, for a tenth of the budget at least
                 left = max(left, MIN_FIRST_SHARE * time_budget)
             rest = [c["share"] for c in work_list[i:] if not in_chain(c)

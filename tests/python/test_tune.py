@@ -4,6 +4,7 @@ the search is reproducible; online tuning and `kforge warmup` end with served ke
 
 import json
 import os
+import time
 
 import pytest
 import torch
@@ -320,6 +321,22 @@ def test_capture_stops_writing_jobs_when_its_time_is_spent(tmp_path):
     # the hottest job is tried whatever the time (here it fails: its key is made up)
     assert "hotter signatures" not in res["0123456789abcdef"]["error"]
     assert "hotter signatures" in res["fedcba9876543210"]["error"]
+
+
+def test_the_time_budget_counts_from_the_end_of_the_script(tmp_path):
+    """--time-budget is for tuning: the clock starts once the script has run (a model that
+    takes long to build does not eat the searches' time); the jobs file says when it ends."""
+    script = tmp_path / "model.py"
+    script.write_text("import time, torch\ntime.sleep(2)\ntorch.softmax(torch.randn(8, 8), -1)\n")
+    plan = {"captures": 1, "search": {"iterations": 1}, "time_budget": 30,
+            "jobs": [{"key": "0123456789abcdef", "signature": "s"}]}
+    (tmp_path / "plan.json").write_text(json.dumps(plan))
+    t0 = time.time()
+    p = run_python(["-m", "kernel_forge._warmup", "capture", str(tmp_path / "plan.json"),
+                    str(tmp_path / "out.json"), str(script)], {})
+    assert p.returncode == 0, p.stderr
+    res = json.loads((tmp_path / "out.json").read_text())
+    assert t0 + 2 + 30 <= res["deadline"] <= time.time() + 30, (t0, res)
 
 
 def test_online_tuning_serves_without_restart(tmp_path):
