@@ -1,6 +1,6 @@
 """Where a workload's device time goes, by ATen op: what the plugin intercepts and what not.
 
-    python benchmarks/e2e/kernels.py MODEL [--iters N] [--top K] [--device cuda|cpu] [--tiny]
+    python benchmarks/e2e/op_times.py MODEL [--iters N] [--top K] [--device cuda|cpu] [--tiny]
 
 Runs the eager forward (without the plugin) under torch.profiler and prints each op's self device
 time per forward (the kernels it launched itself, not its children's), its share of the total, and
