@@ -120,7 +120,7 @@ def test_every_kind_of_bad_answer_costs_one_node(stub, tmp_path, monkeypatch):
     ]
     log = stub(script)
     res = kf.tune("aten::relu", (x,), iterations=16, proposer="llm", margin=-1.0,
-                  candidate_timeout=5.0)
+                  candidate_timeout=5.0, stagnation=0)  # every answer gets its node
     tree = tree_of(res["job_dir"])
     nodes = tree["nodes"]
     assert len(nodes) == 16, [(n["status"], n["error"][:80]) for n in nodes]
