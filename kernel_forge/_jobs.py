@@ -687,7 +687,9 @@ def run_worker(job_dir: str, *, extra_args=(), on_progress=None, proc_holder=Non
     `popen_kw`: more subprocess.Popen arguments (the online tuner's env and preexec_fn);
     `gate(event)`: the worker runs with --gate, and each candidate's timing waits until this
     returns (the online tuner waits for a quiet gap in the model's calls)."""
-    cmd = [worker_path(), job_dir, "--progress", *extra_args, *(["--gate"] if gate else [])]
+    # --parent: the worker dies with this process (and exits if it is gone already)
+    cmd = [worker_path(), job_dir, "--progress", "--parent", str(os.getpid()), *extra_args,
+           *(["--gate"] if gate else [])]
     kw = dict(popen_kw or {}, **({"stdin": subprocess.PIPE} if gate else {}))
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
     if proc_holder is not None:

@@ -75,6 +75,24 @@ class NotCalled(Exception):
     """A hot signature's next calls did not come (_capture)."""
 
 
+class Stopped(Exception):
+    """The tuner was shut down: no new worker or confirmation is started (_search)."""
+
+
+class _Procs(list):
+    """The tuner's child processes; one added once the tuner is stopped is killed at once (a
+    search that passed _search's check just before shutdown())."""
+
+    def __init__(self, stop: threading.Event):
+        super().__init__()
+        self.stop = stop
+
+    def append(self, p):
+        super().append(p)
+        if self.stop.is_set():
+            p.kill()
+
+
 def take_captures(key: str, n_tensors: int) -> list[list[torch.Tensor]]:
     """Real calls the plugin copied for `key`, as lists of tensor arguments."""
     flat = torch.ops.kforge.take_captures(_signed(int(key, 16)))
@@ -369,8 +387,8 @@ class OnlineTuner(threading.Thread):
         super().__init__(name="kforge-tuner", daemon=True)
         self.cfg = settings()
         self.done: set[str] = set()
-        self.procs: list = []
         self.stop = threading.Event()
+        self.procs = _Procs(self.stop)
         self.results: list[dict] = []
         self.later: dict[str, float] = {}  # key -> when to look again (leased, or not called)
         self.seen: dict[str, tuple[float, int]] = {}  # key -> (first look, its calls then)
@@ -405,6 +423,8 @@ class OnlineTuner(threading.Thread):
         atexit.register(self.shutdown)
 
     def shutdown(self):
+        """Stop: the worker and confirmation running now are killed, and none is started after
+        (_search); a job being written is finished first (busy says when)."""
         self.stop.set()
         for p in list(self.procs):
             p.kill()
@@ -521,6 +541,8 @@ class OnlineTuner(threading.Thread):
                     self.done.discard(r["key"])
                     self.later[r["key"]] = time.monotonic() + 2 * self.cfg["interval_s"]
                 reload_cache()
+            except Stopped:
+                pass
             except Exception as e:  # the user's process must never be harmed by tuning
                 log.warning("online tuning: %s", e)
             finally:
@@ -839,6 +861,8 @@ class OnlineTuner(threading.Thread):
         the duty share; with confirm, the confirmation child is started beside it. Returns
         (result, staging, child)."""
         credit = self.pay_duty()
+        if self.stop.is_set():  # shut down meanwhile (a killed worker is not started again)
+            raise Stopped()
         self._note(phase=pass_, step="worker")  # a duty wait is over: the pass again
         staging = os.path.join(job_dir, f"staging-{pass_}")
         shutil.rmtree(staging, ignore_errors=True)  # a retry's or an earlier pass's entry

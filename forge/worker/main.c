@@ -5,11 +5,14 @@
  *                 [--progress] [--sabotage crash,hang,oob [--sabotage-every N]]
  *                 [--proposer builtin|llm|mixed] [--llm-budget-usd USD] [--llm-max-requests N]
  *                 [--starts-only] [--duty F] [--duty-credit S] [--nice N] [--cores N] [--gate]
+ *                 [--parent PID]
  *   kforge-worker --check JOB_DIR SOURCE_FILE LAUNCH_FILE   (one candidate: forge/eval/eval_check.h)
  *   kforge-worker --eval JOB_DIR      (internal: the evaluator child) */
 #include <errno.h>
 #include <limits.h>
 #include <sched.h>
+#include <signal.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,7 +34,7 @@ static void usage(FILE *f)
             "                     [--proposer builtin|llm|mixed] [--llm-budget-usd USD]\n"
             "                     [--llm-max-requests N] [--starts-only] [--duty F]\n"
             "                     [--duty-credit S]\n"
-            "                     [--nice N] [--cores N] [--gate]\n"
+            "                     [--nice N] [--cores N] [--gate] [--parent PID]\n"
             "Runs the kernel search for one job folder (written by kernel_forge) and inserts a\n"
             "verified winner into the cache. See README, \"Tuning\".\n");
 }
@@ -92,6 +95,7 @@ int main(int argc, char **argv)
     kf_worker_opts o = {.exe = exe, .iterations = -1, .seed = -1, .margin = -1,
                         .time_budget_s = -1, .candidate_timeout_s = -1};
     int nice_inc = 0, cores = 0;
+    pid_t parent = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         double d;
@@ -148,6 +152,9 @@ int main(int argc, char **argv)
         } else if (!strcmp(a, "--cores")) {
             if (parse_num(a, v, 0, &d)) return 2;
             cores = (int)d, i++;
+        } else if (!strcmp(a, "--parent")) {
+            if (parse_num(a, v, 1, &d)) return 2;
+            parent = (pid_t)d, i++;
         } else if (!strcmp(a, "--starts-only")) {
             o.starts_only = 1;
         } else if (!strcmp(a, "--gate")) {
@@ -166,6 +173,11 @@ int main(int argc, char **argv)
         usage(stderr);
         return 2;
     }
+    /* Die with the process that started it: the online tuner's worker must not outlive the
+     * model's process (its search would go on beside whatever uses the GPU next), nor a
+     * warm-up's its kforge. --parent names it, so that one already gone is noticed too. */
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (parent > 0 && getppid() != parent) return 1;
     limit_self(nice_inc, cores);
     char err[1024] = "";
     kf_status st = kf_worker_run(&o, err, sizeof err);

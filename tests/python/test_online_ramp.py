@@ -187,3 +187,26 @@ def test_the_confirmation_child_makes_its_cuda_context_before_the_winner_is_in(t
                    "print('RESULT', d, torch.cuda.is_initialized())\n", {}, timeout=200)
     assert p.returncode == 0, p.stderr[-3000:]
     assert p.stdout.split("RESULT ")[-1].split() == ["cuda:0", "True"], p.stdout
+
+
+def test_a_stopped_tuner_starts_no_worker(monkeypatch):
+    """After shutdown() nothing new runs beside the model: _search refuses to start a worker,
+    and a process added to the tuner's list after the stop is killed at once."""
+    t = _tuner.OnlineTuner()
+    t._write_status = lambda: None
+    started = []
+    monkeypatch.setattr(_jobs, "run_worker", lambda *a, **k: started.append(a))
+    t.shutdown()
+    with pytest.raises(_tuner.Stopped):
+        t._search({"signature": "s", "key": "k", "device": "cpu"}, "/nonexistent", "ramp", False)
+    assert started == []
+
+    class Proc:
+        killed = False
+
+        def kill(self):
+            self.killed = True
+
+    p = Proc()
+    t.procs.append(p)
+    assert p.killed

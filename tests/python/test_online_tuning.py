@@ -5,6 +5,7 @@ and kernel_forge.tuner_status() says what happened."""
 import json
 import os
 import resource
+import subprocess
 import sys
 import time
 
@@ -252,3 +253,35 @@ def test_gpu_first_kernel_lands_from_the_ramp(tmp_path):
     print(f"\nGPU: first kernel {landed[0]['after_hot_s']:.1f} s after hot ({landed[0]['pass']} "
           f"pass, confirmed at {landed[0]['confirmed_ratio']:.3f} of eager)")
     assert landed[0]["after_hot_s"] < 60
+
+
+def test_the_worker_dies_with_its_parent(tmp_path):
+    """A worker whose parent process dies is killed (PR_SET_PDEATHSIG): an online tuner's
+    search never outlives the model's process, even when that process ends before the worker
+    has set this up (--parent). Its duty of 1% would keep it asleep for many seconds after its
+    first candidate otherwise."""
+    x = torch.randn(64, 300)
+    r = kf.tune("aten::_softmax", (x, -1, False), iterations=1, insert=False,
+                job_dir=str(tmp_path / "job"))
+    code = ("import os, subprocess, sys\n"
+            "from kernel_forge import _jobs\n"
+            "p = subprocess.Popen([_jobs.worker_path(), sys.argv[1], '--iterations', '1000', "
+            "'--duty', '0.01', '--no-insert', '--parent', str(os.getpid())], stdout=subprocess.DEVNULL, "
+            "stderr=subprocess.DEVNULL)\n"
+            "print(p.pid, flush=True)\n")
+    q = subprocess.run([sys.executable, "-c", code, r["job_dir"]], capture_output=True,
+                       text=True, timeout=60)
+    assert q.returncode == 0, q.stderr
+    pid = int(q.stdout.split()[0])
+
+    def alive():
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+        except OSError:
+            return False
+
+    deadline = time.monotonic() + 10
+    while alive() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not alive(), f"worker {pid} outlived its parent"
