@@ -126,7 +126,12 @@ def main(argv) -> int:
             job = json.load(f)
         call = torch.load(os.path.join(job_dir, "confirm.pt"), weights_only=True)  # untrusted
         fn = _jobs.resolve(call["op"])
-        pos, kw = _jobs.clone_written(fn, call["args"], call["kwargs"])
+        # the call's tensors as the tuner saved them (host copies), on the job's device
+        on = (torch.device("cuda", int(job.get("device_index", 0))) if job.get("backend") == "nvrtc"
+              else torch.device("cpu"))
+        args = _jobs.device_exact(call["args"], on)
+        kwargs = _jobs.device_exact(call["kwargs"], on)
+        pos, kw = _jobs.clone_written(fn, args, kwargs)
         devs = _jobs.tensors_of(list(pos) + list(kw.values()))
         device = devs[0].device
         kf.reload_cache()

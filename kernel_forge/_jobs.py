@@ -267,34 +267,77 @@ def _pinned_stage() -> torch.Tensor:
     return _stage
 
 
+def _staged(raw: torch.Tensor, sink) -> None:
+    """The bytes of the CUDA uint8 tensor `raw` handed to sink(memoryview) in order, through the
+    pinned stage, copied on a stream of its own after the work queued on the current one (raw
+    was written there): the model's stream never waits behind the copy."""
+    stage = _pinned_stage()
+    side = torch.cuda.Stream(device=raw.device)
+    side.wait_stream(torch.cuda.current_stream(raw.device))
+    for off in range(0, raw.numel(), STAGE_BYTES):
+        m = min(STAGE_BYTES, raw.numel() - off)
+        with torch.cuda.stream(side):
+            stage[:m].copy_(raw[off:off + m], non_blocking=True)
+        side.synchronize()
+        sink(memoryview((ctypes.c_char * m).from_address(stage.data_ptr())))
+
+
 def write_span(f, t: torch.Tensor) -> int:
     """Write the tensor's strided span, element 0 to its last addressed element (forge/job/job.h);
-    returns its bytes. Written from host memory as it is: a CUDA span goes through the pinned
-    stage in chunks, copied on a stream of its own after the work queued on the current one (t
-    was written there), so the model's stream never waits behind the copy."""
+    returns its bytes. Written from host memory as it is (a CUDA span through _staged)."""
     n = span_numel(t)
     if n == 0:
         return 0
     flat = t.detach().as_strided((n,), (1,))
     nbytes = n * t.element_size()
-    if flat.device.type != "cuda":
+    if flat.device.type == "cuda":
+        _staged(flat.view(torch.uint8), f.write)
+    else:
         f.write(memoryview((ctypes.c_char * nbytes).from_address(flat.data_ptr())))
-        return nbytes
-    raw, stage = flat.view(torch.uint8), _pinned_stage()
-    side = torch.cuda.Stream(device=flat.device)
-    side.wait_stream(torch.cuda.current_stream(flat.device))
-    for off in range(0, nbytes, STAGE_BYTES):
-        m = min(STAGE_BYTES, nbytes - off)
-        with torch.cuda.stream(side):
-            stage[:m].copy_(raw[off:off + m], non_blocking=True)
-        side.synchronize()
-        f.write(memoryview((ctypes.c_char * m).from_address(stage.data_ptr())))
     return nbytes
 
 
+def host_exact(t):
+    """clone_exact on the host: a CUDA tensor's storage copied through _staged, the same sizes,
+    strides and storage offset over it (device_exact puts it back); lists and dicts element by
+    element; anything else as it is."""
+    if isinstance(t, dict):
+        return {k: host_exact(v) for k, v in t.items()}
+    if isinstance(t, (list, tuple)):
+        return type(t)(host_exact(x) for x in t)
+    if not isinstance(t, torch.Tensor) or t.device.type != "cuda":
+        return t
+    n = t.untyped_storage().nbytes()
+    host = torch.empty(n, dtype=torch.uint8)
+    if n:
+        raw = torch.empty(0, dtype=torch.uint8, device=t.device).set_(t.untyped_storage(), 0, (n,), (1,))
+        at = [0]
+
+        def sink(mv):
+            host[at[0]:at[0] + len(mv)].copy_(torch.frombuffer(mv, dtype=torch.uint8))
+            at[0] += len(mv)
+
+        _staged(raw, sink)
+    return _on_storage(t.detach(), host.untyped_storage())
+
+
+def device_exact(t, device: torch.device):
+    """A host tensor (host_exact's) on `device` with the same sizes, strides and storage offset
+    (so the same alignment: a signature records it); lists and dicts element by element."""
+    if isinstance(t, dict):
+        return {k: device_exact(v, device) for k, v in t.items()}
+    if isinstance(t, (list, tuple)):
+        return type(t)(device_exact(x, device) for x in t)
+    if not isinstance(t, torch.Tensor) or device.type == "cpu":
+        return t
+    storage = torch.empty(t.untyped_storage().nbytes(), dtype=torch.uint8, device=device)
+    storage.copy_(torch.empty(0, dtype=torch.uint8).set_(t.untyped_storage()))
+    return _on_storage(t, storage.untyped_storage())
+
+
 def _on_storage(t: torch.Tensor, storage) -> torch.Tensor:
-    """A tensor with t's sizes, strides and storage offset over `storage`."""
-    out = torch.empty(0, dtype=t.dtype, device=t.device)
+    """A tensor with t's sizes, strides and storage offset over `storage` (on its device)."""
+    out = torch.empty(0, dtype=t.dtype, device=storage.device)
     return out.set_(storage, t.storage_offset(), t.size(), t.stride())
 
 

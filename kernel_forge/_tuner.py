@@ -790,9 +790,11 @@ class OnlineTuner(threading.Thread):
             info, args = _jobs.describe(key)
             fn = _jobs.resolve(info["op"])
             pos, kw = _jobs.call_from_args(fn, args, captures[0])
-            torch.save({"op": info["op"], "args": pos, "kwargs": kw,
-                        "margin": self.cfg["margin"], "max_spread": self.cfg["max_spread"],
-                        "rounds": self.cfg["confirm_rounds"]},
+            # host copies (torch.save would copy CUDA storages into pageable memory on the
+            # model's stream); the child puts them back on the job's device
+            torch.save({"op": info["op"], "args": _jobs.host_exact(pos),
+                        "kwargs": _jobs.host_exact(kw), "margin": self.cfg["margin"],
+                        "max_spread": self.cfg["max_spread"], "rounds": self.cfg["confirm_rounds"]},
                        os.path.join(job_dir, "confirm.pt"))
         self._spent("prepare", time.monotonic() - t)
         self.jobs[key] = job_dir

@@ -220,3 +220,19 @@ def test_cuda_job_draws_random_inputs_on_the_device(case, tmp_path):
     assert len(set(ins)) == len(ins)  # variants differ, and so do a case's tensors
     if "softmax" in op:  # the third variant masks with -inf
         assert torch.isinf(torch.frombuffer(bytearray(a["c3_in0.bin"]), dtype=torch.float32)).any()
+
+
+@pytest.mark.gpu
+def test_host_copies_put_back_with_the_same_layout():
+    """The online tuner saves the confirmation's call as host copies (host_exact, through the
+    pinned stage in chunks); the child puts them back (device_exact) with the same sizes, strides,
+    storage offset and alignment, which the served kernel's signature holds."""
+    big = torch.randn(5, 1024, 1030, device="cuda")[1:, :, 3:1027]  # 21 MB storage, offset, gaps
+    args = [big, [torch.randn(7, device="cuda").bfloat16()[1:]], 2.5]
+    host = _jobs.host_exact(args)
+    assert host[0].device.type == "cpu" and host[2] == 2.5
+    back = _jobs.device_exact(host, torch.device("cuda"))
+    for a, b in ((args[0], back[0]), (args[1][0], back[1][0])):
+        assert b.is_cuda and torch.equal(a, b)
+        assert (b.stride(), b.storage_offset()) == (a.stride(), a.storage_offset())
+        assert b.data_ptr() % 16 == a.data_ptr() % 16
