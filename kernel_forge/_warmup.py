@@ -398,8 +398,8 @@ WRITE_SHARE = 0.3  # of the budget left after the capture run, at most, for writ
 RANK_AFTER_FORWARDS = 5  # the recording run plans after this many module forwards, then captures
 MIN_FIRST_SHARE = 0.1  # of the time budget, at least, for the hottest job's search
 MIN_JOB_S = 2.5  # a search's own floor: worker start and a few candidates (most bests are the first)
-# Less than this left is a spent budget: the worker reads --time-budget 0 as none (a 0.03 s
-# remainder printed as "0.0" once let a search run its 50 candidates, 40 s of a 60 s budget).
+# Less than this left is a spent budget: the worker reads --time-budget 0 as none, so a remainder
+# printed as "0.0" ran a whole search (likely how one ResNet-50 search took 40 s of a 60 s budget).
 MIN_BUDGET_S = 0.1
 # A signature whose calls an inserted chain kernel runs (the chain's calls at least this part of
 # the signature's) gets no search of its own: a kernel for it would serve the calls the chain
