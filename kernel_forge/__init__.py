@@ -252,7 +252,8 @@ def cache_dir() -> str:
 def cache_entries() -> list[dict]:
     """Entries of the cache folder (and of a KFORGE_CACHE bundle): key, op, signature, backend,
     arch, eager_us, kernel_us, speedup, max_abs_err, atol, rtol, proposer, disabled,
-    disabled_reason, origin, served_here (whether this process serves it)."""
+    disabled_reason, origin, served_here (whether this process serves it: an op's kernel
+    attached to its signature, a chain's to its chain and not refused)."""
     return _native.take_json(_native.lib().kf_cache_entries_json(_native.runtime()))
 
 

@@ -11,6 +11,7 @@
 #include "common/log.h"
 #include "compile/source_check.h"
 #include "plugin/cachelink.h"
+#include "plugin/chainserve.h"
 #include "plugin/runtime.h"
 #include "plugin/family.h"
 #include "plugin/served.h"
@@ -314,7 +315,9 @@ static void add_entries(cJSON *arr, kf_runtime *rt, kf_cache *c, const char *ori
         cJSON_AddBoolToObject(o, "disabled", e->disabled);
         cJSON_AddStringToObject(o, "disabled_reason", e->disabled_reason ? e->disabled_reason : "");
         cJSON_AddStringToObject(o, "origin", origin);
-        cJSON_AddBoolToObject(o, "served_here", k && !strcmp(k->cache_key, e->key_hex));
+        /* a chain's kernel is attached to its chain, not to a signature's slot */
+        cJSON_AddBoolToObject(o, "served_here", e->chain ? kf_chainserve_attached(rt, e->key_hex)
+                                                              : k && !strcmp(k->cache_key, e->key_hex));
         /* its shape family as this process accepted it ("" when it has none or it was refused) */
         const kf_family *f = atomic_load(&rt->families);
         while (f && strcmp(f->key_hex, e->key_hex)) f = f->next;

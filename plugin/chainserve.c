@@ -218,6 +218,15 @@ void kf_chainserve_disable(kf_runtime *rt, const char *key_hex, const char *reas
             KF_WARN("chain %s: its cache entry %s was disabled; using eager", e->def.ops, key_hex);
 }
 
+int kf_chainserve_attached(kf_runtime *rt, const char *key_hex)
+{
+    for (kf_chain_entry *e = atomic_load_explicit(&rt->chain_entries, memory_order_acquire); e; e = e->next)
+        if (e->key_hex[0] && !strcmp(e->key_hex, key_hex) &&
+            atomic_load_explicit(&e->state, memory_order_acquire) != KF_CHAIN_REFUSED)
+            return 1;
+    return 0;
+}
+
 int kf_chainserve_active(const kf_runtime *rt)
 {
     return atomic_load_explicit(&((kf_runtime *)rt)->chain_entries, memory_order_relaxed) != NULL;

@@ -58,6 +58,9 @@ kf_status kf_chainserve_device(const char *chain_json, int *type, int *index);
 /* Its cache entry was disabled (by another process): entries from it are refused here too. */
 void kf_chainserve_disable(kf_runtime *rt, const char *key_hex, const char *reason);
 
+/* Whether an entry from the cache entry key_hex is attached here and not refused (what
+ * cache_entries() calls served_here for a chain). */
+int kf_chainserve_attached(kf_runtime *rt, const char *key_hex);
 /* Any entry published (the hot path's one check). */
 int kf_chainserve_active(const kf_runtime *rt);
 /* The newest entry not refused whose head signature key is head_key, or NULL. */

@@ -21,7 +21,8 @@ kf.set_recording(False)
 key = kf.add_chain_kernel(ch["spec"], {src!r}, {launch!r}, insert=True, **{tol!r})
 kf.reload_cache()
 print(json.dumps({{"key": key, "ops": sorted({{m["op"] for m in ch["spec"]["members"]}}),
-                  "attached": [e["cache_key"] for e in kf.chain_entries()]}}))
+                  "attached": [e["cache_key"] for e in kf.chain_entries()],
+                  "served_here": [e["key"] for e in kf.cache_entries() if e["served_here"]]}}))
 """
 
 
@@ -32,6 +33,7 @@ def test_an_inserted_chain_is_attached_once_and_wants_its_member_ops(tmp_path):
     assert p.returncode == 0, p.stderr[-3000:]
     r = json.loads(p.stdout.strip().splitlines()[-1])
     assert r["key"] and r["attached"] == [r["key"]], r  # not attached again by the reload
+    assert r["served_here"] == [r["key"]], r  # cache_entries() says so too
     p = run_python("import json, kernel_forge as kf; print(json.dumps(kf.intercepted_ops()))",
                    {"KFORGE_CACHE_DIR": cache, "KFORGE_INTERCEPT": "cached"})
     assert p.returncode == 0, p.stderr[-3000:]
