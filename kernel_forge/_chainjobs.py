@@ -259,6 +259,12 @@ def write_chain_job(job_dir: str, chain: dict, calls: list[list], *, recorded: l
                          f"{len(spec['members'])} members")
     n = len(spec["members"])
     members = [_Member(k, m, key, k == n - 1) for k, (m, key) in enumerate(zip(spec["members"], keys))]
+    for k, mb in enumerate(members[1:], 1):
+        for (name, _), ref in zip(mb.tensors, spec["members"][k]["inputs"]):
+            if ref[0] == "member" and _jobs.index_bound(mb.op, name, mb.args) is not None:
+                # OPT's position `add -> embedding`: random inputs would index out of range
+                raise NotTunable(f"{readable(spec)}: member {k} ({mb.op}) takes its {name} from "
+                                 f"member {ref[1]}, which random inputs cannot keep in range")
     if sum(mb.n_out for mb in members) > MAX_MEMBERS:
         raise NotTunable(f"{readable(spec)}: {sum(mb.n_out for mb in members)} outputs; a chain "
                          f"job holds at most {MAX_MEMBERS}")

@@ -175,6 +175,18 @@ def test_chain_of_an_op_the_templates_do_not_fuse_says_which(tmp_path):
     assert "member 1 (aten::_log_softmax): not an op the chain templates fuse" in res["detail"]
 
 
+def test_indices_a_member_computes_are_refused_with_the_reason(tmp_path):
+    """OPT's learned positions, `embedding(weight, positions + 2)`: random inputs would index
+    out of range, so the job is refused naming the member (not eager's IndexError later)."""
+    w, pos = torch.randn(66, 32), torch.arange(64).repeat(2, 1)
+    chain = record_chain(5, lambda p: torch.nn.functional.embedding(p + 2, w), pos)
+    assert [m["op"] for m in chain["spec"]["members"]] == ["aten::add.Tensor", "aten::embedding"]
+    inputs = [pos] + [w] * chain["spec"]["n_ext"]
+    with pytest.raises(NotTunable, match=r"member 1 \(aten::embedding\) takes its indices from "
+                                         r"member 0, which random inputs cannot keep in range"):
+        write(tmp_path, chain, inputs)
+
+
 def test_a_layer_norm_after_ten_members_has_too_many_outputs(tmp_path):
     def long_chain(x, w, b):  # 10 pointwise members, then the norm's 3 outputs: 13 > 12
         y = ((((x * 1.1 + 1.0) * 0.9) - 0.5) * 1.2) + 0.3
