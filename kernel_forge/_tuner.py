@@ -884,7 +884,7 @@ class OnlineTuner(threading.Thread):
         result["pass"] = pass_
         # the worker's busy time as its duty cycle counts it (its NVRTC compiles leave the
         # device alone)
-        busy = max(0.0, result.get("busy_s", result.get("wall_s", 0) - result.get("slept_s", 0)))
+        busy = max(0.0, result.get("busy_s", 0.0))
         self._spent("worker_busy", busy)
         if row.get("device") == "cuda":
             self.used(busy)  # the device's share: the worker's working wall time

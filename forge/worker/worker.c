@@ -399,8 +399,8 @@ double kf_worker_busy_s(const worker *w)
     return kf_now_s() - w->t0 - w->slept_s - w->offdev_s;
 }
 
-/* KFORGE_TUNE_DUTY: the worker is busy (kf_worker_busy_s: on a device backend its evaluations, not its
- * NVRTC compiles, which leave the device alone) at most `duty` of the wall time since it
+/* KFORGE_TUNE_DUTY: the worker is busy (kf_worker_busy_s: on a device backend its evaluations,
+ * not its NVRTC compiles, which leave the device alone) at most `duty` of the wall time since it
  * started, plus --duty-credit seconds (KFORGE_TUNE_BURST: the first search does not wait for
  * duty accrued); the rest it sleeps, between nodes (a node's compile and evaluation run at full
  * speed, so timings are not stretched by the limit). What the last node leaves owed is not slept

@@ -148,7 +148,8 @@ def test_the_status_says_the_pass_again_after_a_duty_wait(monkeypatch, tmp_path)
 
     def run_worker(job_dir, extra_args, **kw):
         seen.update(phase=t.state["phase"], step=t.state["step"], args=list(extra_args))
-        return {"status": "no_faster_kernel", "eager_us": 10.0, "wall_s": 0.01, "slept_s": 0.0}
+        return {"status": "no_faster_kernel", "eager_us": 10.0, "wall_s": 0.01, "slept_s": 0.0,
+                "busy_s": 0.01}
 
     monkeypatch.setattr(t, "_prepare", lambda row, search: str(tmp_path))
     monkeypatch.setattr(t, "spawn_confirm", spawn)
