@@ -458,8 +458,9 @@ def tuner_status() -> dict:
     "waiting"; "off" without KFORGE_TUNE=1), queue (the hot signatures in the order they will be
     searched, each with its pass), current (the signature being searched, its pass, since_s),
     time_spent_s (prepare: writing job folders; worker: the worker's wall time; worker_busy:
-    what its duty cycle counts, that less its sleeps, proposals and (CUDA) compiles; worker_cpu: its CPU time (host signatures), what the
-    duty share is paid in on the host; duty_wait: waited before searches to keep to the share;
+    what its duty cycle counts, that less its sleeps, proposals and (CUDA) compiles;
+    worker_cpu: its CPU time (host signatures), what the duty share is paid in on the host;
+    duty_wait: waited before searches to keep to the share;
     confirm), searches, hot_at (key -> seconds after the tuner
     started when the signature first passed the thresholds), landed (per kernel moved into the
     cache: signature, key, cache_key, pass, eager_us, kernel_us, speedup, confirmed_ratio,

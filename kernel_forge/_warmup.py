@@ -580,7 +580,7 @@ def warmup(script_cmd: list[str], *, iterations: int = 50, time_budget: float = 
     def search_one(i, r, row, j):
         extra = []
         if time_budget:
-            left = deadline - time.time() if deadline else time_budget - (time.monotonic() - t0)
+            left = deadline - time.time()  # write_jobs set it: the plan has the budget
             if i == 0:  # the hottest signature is searched, for a tenth of the budget at least
                 left = max(left, MIN_FIRST_SHARE * time_budget)
             rest = [c["share"] for c in work_list[i:] if not in_chain(c)
