@@ -135,6 +135,41 @@ kf_status kf_chain_sig_bytes_obj(const cJSON *spec, uint8_t **out, uint32_t *out
             }
         }
     }
+    const cJSON *views = cJSON_GetObjectItemCaseSensitive(spec, "views");
+    if (views) {
+        const int nv = cJSON_IsArray(views) ? cJSON_GetArraySize(views) : -1;
+        if (nv < 1 || nv > e) {
+            fail(err, err_cap, "chain spec: views is not an array of 1..n_ext");
+            goto out;
+        }
+        uint8_t *grown = realloc(buf, len + 2 + (size_t)nv * 10);
+        if (!grown) {
+            st = KF_ERR_NOMEM;
+            goto out;
+        }
+        buf = grown;
+        buf[len++] = 'V';
+        buf[len++] = (uint8_t)nv;
+        uint64_t taken = 0;
+        for (int v = 0; v < nv; v++) {
+            const cJSON *w = cJSON_GetArrayItem(views, v);
+            const cJSON *off = cJSON_GetArrayItem(w, 2);
+            int x = 0, hi = 0;
+            if (!cJSON_IsArray(w) || cJSON_GetArraySize(w) != 3 || !int_in(cJSON_GetArrayItem(w, 0), 0, e - 1, &x) ||
+                !int_in(cJSON_GetArrayItem(w, 1), 0, h - 1, &hi) || !cJSON_IsNumber(off) ||
+                !(fabs(off->valuedouble) <= 9007199254740992.0) || floor(off->valuedouble) != off->valuedouble ||
+                (taken >> x & 1)) {
+                fail(err, err_cap, "chain spec: view %d is not [ext e < %d (once), head input i < %d, "
+                     "byte offset]", v, e, h);
+                goto out;
+            }
+            taken |= (uint64_t)1 << x;
+            const int64_t o = (int64_t)off->valuedouble;
+            buf[len++] = (uint8_t)x;
+            buf[len++] = (uint8_t)hi;
+            for (int k = 0; k < 8; k++) buf[len++] = (uint8_t)((uint64_t)o >> (8 * k));
+        }
+    }
     *out = buf;
     *out_len = (uint32_t)len;
     buf = NULL;

@@ -822,6 +822,38 @@ static uint32_t tensor_body_len(const uint8_t *b, uint32_t avail)
     return n <= avail ? n : 0;
 }
 
+static void tensor_head(const uint8_t *b, kf_sig_item *it)
+{
+    it->dtype = b[0], it->device_type = b[1], it->device_index = b[2];
+    it->align_log2 = b[3], it->ndim = b[4];
+    memcpy(it->sizes, b + 5, 8u * (uint32_t)it->ndim);
+    memcpy(it->strides, b + 5 + 8u * (uint32_t)it->ndim, 8u * (uint32_t)it->ndim);
+}
+
+int kf_sig_tensors(const uint8_t *buf, uint32_t len, int k, kf_sig_item *out)
+{
+    int n = 0, r;
+    kf_sig_item it;
+    for (uint32_t pos = kf_sig_items_begin(buf, len); (r = kf_sig_item_next(buf, len, &pos, &it)) == 1;) {
+        if (it.tag == KF_SIG_ITEM_TENSOR) {
+            if (n++ == k && out) *out = it;
+        } else if (it.tag == KF_SIG_ITEM_TLIST) {
+            uint16_t cnt;
+            uint32_t p = it.start + 3;
+            memcpy(&cnt, buf + it.start + 1, 2);
+            for (int i = 0; i < cnt && p < it.end && buf[p] != TAG_TRUNC; i++, n++) {
+                if (n == k && out) {
+                    memset(out, 0, sizeof *out);
+                    out->tag = KF_SIG_ITEM_TENSOR;
+                    tensor_head(buf + p, out);
+                }
+                p += tensor_body_len(buf + p, it.end - p);
+            }
+        }
+    }
+    return r == 0 ? n : -1;
+}
+
 int kf_sig_item_next(const uint8_t *buf, uint32_t len, uint32_t *pos, kf_sig_item *it)
 {
     uint32_t p = *pos;

@@ -109,6 +109,10 @@ typedef struct kf_sig_item {
 uint32_t kf_sig_items_begin(const uint8_t *buf, uint32_t len);
 /* The item at *pos, advancing *pos: 1, 0 at the end, -1 on a malformed encoding. */
 int kf_sig_item_next(const uint8_t *buf, uint32_t len, uint32_t *pos, kf_sig_item *it);
+/* The tensors of an encoding as a kernel takes them (a tensor list's elements in its place):
+ * their count (-1: malformed), and tensor k's head and dims in *out when out is not NULL and
+ * k is in range (k < 0: count only). */
+int kf_sig_tensors(const uint8_t *buf, uint32_t len, int k, kf_sig_item *out);
 
 #ifdef __cplusplus
 }

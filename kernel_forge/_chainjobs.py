@@ -35,7 +35,8 @@ def _kind_code(ref) -> tuple[int, int, int]:
 
 def chain_sig_bytes(spec: dict) -> bytes:
     """The canonical chain bytes (docs/chains.md): "KFCHAIN1", u8 members, then per member its
-    signature's length (u32 LE) and bytes, u8 inputs and 3 bytes per input (kind, a, b)."""
+    signature's length (u32 LE) and bytes, u8 inputs and 3 bytes per input (kind, a, b); with
+    views, "V", u8 views and per view u8 external, u8 head input, i64 LE byte offset."""
     out = bytearray(b"KFCHAIN1")
     out.append(len(spec["members"]))
     for m in spec["members"]:
@@ -44,6 +45,10 @@ def chain_sig_bytes(spec: dict) -> bytes:
         out.append(len(m["inputs"]))
         for ref in m["inputs"]:
             out += bytes(_kind_code(ref))
+    if spec.get("views"):
+        out += b"V" + bytes([len(spec["views"])])
+        for e, h, off in spec["views"]:
+            out += bytes([e, h]) + struct.pack("<q", off)
     return bytes(out)
 
 
@@ -90,6 +95,13 @@ def check_spec(spec) -> None:
     if used_ext != set(range(E)):
         raise NotTunable(f"chain spec: externals {sorted(set(range(E)) - used_ext)} are read by "
                          f"no member")
+    views = spec.get("views", [])
+    if not isinstance(views, list) or not all(
+            isinstance(v, list) and len(v) == 3 and all(_is_int(x) for x in v) and
+            0 <= v[0] < E and 0 <= v[1] < H for v in views) or \
+            len({v[0] for v in views}) != len(views):
+        raise NotTunable("chain spec: \"views\" must list [external, head input, byte offset], "
+                         "each external once")
 
 
 def _same_layout(desc: dict, t: torch.Tensor) -> bool:
@@ -111,8 +123,6 @@ class _Member:
         _jobs.check_tunable(self.info, self.args)
         self.fn = _jobs.resolve(self.op)
         self.tensors = _jobs.tensor_args(self.args)
-        if any(a["kind"] == "tensor_list" for a in self.args["args"]):
-            raise NotTunable(f"chain member {k} ({self.op}): a tensor list argument")
         if len(self.tensors) != len(m["inputs"]):
             raise NotTunable(f"chain member {k} ({self.op}): the spec wires {len(m['inputs'])} "
                              f"tensor inputs, its signature has {len(self.tensors)}")
@@ -173,9 +183,14 @@ def eager_runner(spec: dict, members: list, inputs: list):
     plan, outs = [], []
     for k, mb in enumerate(members):  # each call's arguments once; tensor slots refilled per run
         pos, kw = mb.call(_wire(spec, k, inputs, outs))
-        slots = [i for i, a in enumerate(mb.fn._schema.arguments[:len(pos)])
-                 if isinstance(pos[i], torch.Tensor)]
-        if len(slots) != len(mb.tensors) or any(isinstance(v, torch.Tensor) for v in kw.values()):
+        slots = []  # (argument, list element or None) of each tensor, in order
+        for i, v in enumerate(pos):
+            if isinstance(v, torch.Tensor):
+                slots.append((i, None))
+            elif isinstance(v, list):
+                slots += [(i, j) for j, t in enumerate(v) if isinstance(t, torch.Tensor)]
+        if len(slots) != len(mb.tensors) or any(isinstance(v, (torch.Tensor, list))
+                                                for v in kw.values()):
             raise NotTunable(f"chain member {k} ({mb.op}): a tensor passed by keyword")
         refs = spec["members"][k]["inputs"]
         plan.append((mb.fn, pos, kw, list(zip(slots, refs))))
@@ -186,9 +201,13 @@ def eager_runner(spec: dict, members: list, inputs: list):
     def run():
         res = []
         for fn, pos, kw, slots in plan:
-            for i, r in slots:
-                pos[i] = inputs[r[1]] if r[0] == "head" else res[r[1]] if r[0] == "member" \
+            for (i, j), r in slots:
+                t = inputs[r[1]] if r[0] == "head" else res[r[1]] if r[0] == "member" \
                     else inputs[H + r[1]]
+                if j is None:
+                    pos[i] = t
+                else:
+                    pos[i][j] = t
             o = fn(*pos, **kw)
             res.append(o if isinstance(o, torch.Tensor) else o[0])
     return run

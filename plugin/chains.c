@@ -14,9 +14,11 @@
 
 /* src[0] of an input that is no member's output: one of the head's inputs (src[1] = which), or
  * an external tensor (src[1] = its number: a weight, the residual, anything made before). */
+#define FROM_VIEW 0xfd /* a view of a head input: src[1] = the run's view number */
 #define FROM_HEAD 0xfe
 #define FROM_OUTSIDE 0xff
 #define MAX_EXT (KF_CHAIN_MAX * KF_CHAIN_MAX_IO)
+#define MAX_VIEW 8
 
 /* One chain's identity: for member m, its key, whether it writes in place and, for each input,
  * the member and output it came from, or FROM_HEAD / FROM_OUTSIDE and a number. */
@@ -27,6 +29,9 @@ typedef struct chain_shape {
     uint8_t writes[KF_CHAIN_MAX];
     uint8_t n_out[KF_CHAIN_MAX]; /* not hashed: a member's key fixes its op's outputs */
     uint8_t src[KF_CHAIN_MAX][KF_CHAIN_MAX_IO][2];
+    int n_view; /* FROM_VIEW v: head input view_head[v], view_off[v] bytes from its storage's */
+    uint8_t view_head[MAX_VIEW];
+    int64_t view_off[MAX_VIEW];
 } chain_shape;
 
 struct kf_chain_rec {
@@ -35,9 +40,11 @@ struct kf_chain_rec {
     uintptr_t out[KF_CHAIN_MAX][KF_CHAIN_MAX_IO];
     int n_head, n_ext;
     uintptr_t head_in[KF_CHAIN_MAX_IO];
+    uintptr_t head_storage[KF_CHAIN_MAX_IO];
+    int64_t head_off[KF_CHAIN_MAX_IO];
+    uintptr_t view[MAX_VIEW]; /* the run's views, by identity */
     uintptr_t ext[MAX_EXT];
     uint8_t fresh[KF_CHAIN_MAX]; /* member m read a fresh external in this run */
-    uint8_t unversioned[KF_CHAIN_MAX]; /* ... an external without a version counter */
     uint64_t ext_at[KF_CHAIN_MAX]; /* when the thread first saw member m's newest external */
     int have_ages;                 /* ext_at and now are known (kf_chain_observe_at) */
     uint64_t now;
@@ -48,7 +55,7 @@ typedef struct chain_entry {
     chain_shape shape;
     uint64_t calls;
     uint64_t fresh[KF_CHAIN_MAX]; /* runs in which member m read a fresh external */
-    uint64_t unpredicted[KF_CHAIN_MAX]; /* ... an unversioned one, or one made since the last run */
+    uint64_t unpredicted[KF_CHAIN_MAX]; /* ... one made since the thread's last run of it */
     const kf_chain_rec *last_rec; /* the thread of its last run, and when that run ended */
     uint64_t last_end;
 } chain_entry;
@@ -103,8 +110,13 @@ void kf_chain_rec_free(kf_chain_rec *r) { free(r); }
 
 static uint64_t shape_id(const chain_shape *s)
 {
-    uint8_t buf[KF_CHAIN_MAX * (8 + 2 + 2 * KF_CHAIN_MAX_IO)];
+    uint8_t buf[KF_CHAIN_MAX * (8 + 2 + 2 * KF_CHAIN_MAX_IO) + MAX_VIEW * 9];
     uint32_t len = 0;
+    for (int v = 0; v < s->n_view; v++) {
+        buf[len++] = s->view_head[v];
+        memcpy(buf + len, &s->view_off[v], 8);
+        len += 8;
+    }
     for (int m = 0; m < s->n; m++) {
         memcpy(buf + len, &s->key[m], 8);
         len += 8;
@@ -119,8 +131,8 @@ static uint64_t shape_id(const chain_shape *s)
     return h ? h : 1;
 }
 
-/* The run r holds, counted: its members' fresh externals, and their unpredicted ones (without a
- * version counter, or first seen after the thread's previous run of the same chain ended). */
+/* The run r holds, counted: its members' fresh externals, and their unpredicted ones (first seen
+ * after the thread's previous run of the same chain ended). */
 static void count_run(kf_chains *c, const kf_chain_rec *r)
 {
     const chain_shape *s = &r->run;
@@ -134,7 +146,7 @@ static void count_run(kf_chains *c, const kf_chain_rec *r)
             const int aged = r->have_ages && e->last_rec == r;
             for (int m = 0; m < s->n; m++) {
                 e->fresh[m] += r->fresh[m];
-                e->unpredicted[m] += r->unversioned[m] || (aged && r->ext_at[m] > e->last_end);
+                e->unpredicted[m] += aged && r->ext_at[m] > e->last_end;
             }
             if (r->have_ages) e->last_rec = r, e->last_end = r->now;
             goto done;
@@ -146,7 +158,7 @@ static void count_run(kf_chains *c, const kf_chain_rec *r)
         e->calls = 1;
         for (int m = 0; m < KF_CHAIN_MAX; m++) {
             e->fresh[m] = m < s->n ? r->fresh[m] : 0;
-            e->unpredicted[m] = m < s->n ? r->unversioned[m] : 0;
+            e->unpredicted[m] = 0;
         }
         e->last_rec = r->have_ages ? r : NULL;
         e->last_end = r->now;
@@ -164,13 +176,13 @@ void kf_chain_flush(kf_chains *c, kf_chain_rec *r)
     count_run(c, r);
     memset(&r->run, 0, sizeof r->run);
     memset(r->fresh, 0, sizeof r->fresh);
-    memset(r->unversioned, 0, sizeof r->unversioned);
     memset(r->ext_at, 0, sizeof r->ext_at);
 }
 
-/* Where input `id` comes from in the run: the latest member with that output (1), else one of
- * the head's inputs or an external tensor, numbered on first use (0). */
-static int find_source(kf_chain_rec *r, uintptr_t id, uint8_t src[2])
+/* Where input `id` comes from in the run: the latest member with that output (1), a view of a
+ * head input (its storage `sto`, at byte offset `off`; 1, numbered on first use), else one of the
+ * head's inputs or an external tensor, numbered on first use (0). */
+static int find_source(kf_chain_rec *r, uintptr_t id, uintptr_t sto, int64_t off, uint8_t src[2])
 {
     for (int m = r->run.n - 1; m >= 0; m--)
         for (int o = 0; o < r->n_out[m]; o++)
@@ -185,6 +197,21 @@ static int find_source(kf_chain_rec *r, uintptr_t id, uint8_t src[2])
             src[1] = (uint8_t)i;
             return 0;
         }
+    src[0] = FROM_VIEW;
+    for (int v = 0; v < r->run.n_view; v++)
+        if (r->view[v] == id) {
+            src[1] = (uint8_t)v;
+            return 1;
+        }
+    for (int i = 0; sto && i < r->n_head; i++)
+        if (r->head_storage[i] == sto && r->run.n_view < MAX_VIEW) {
+            int v = r->run.n_view++;
+            r->view[v] = id;
+            r->run.view_head[v] = (uint8_t)i;
+            r->run.view_off[v] = off - r->head_off[i];
+            src[1] = (uint8_t)v;
+            return 1;
+        }
     src[0] = FROM_OUTSIDE;
     int e = 0;
     while (e < r->n_ext && r->ext[e] != id) e++;
@@ -194,12 +221,17 @@ static int find_source(kf_chain_rec *r, uintptr_t id, uint8_t src[2])
 }
 
 /* The call starts a new run as its head: its inputs are the head's. */
-static void start(kf_chain_rec *r, const uintptr_t *in, int n_in, uint8_t src[][2])
+static void start(kf_chain_rec *r, const uintptr_t *in, const uintptr_t *storage, const int64_t *off,
+                  int n_in, uint8_t src[][2])
 {
     memset(&r->run, 0, sizeof r->run);
     r->n_ext = 0;
     r->n_head = n_in;
     memcpy(r->head_in, in, (size_t)n_in * sizeof in[0]);
+    for (int i = 0; i < n_in; i++) {
+        r->head_storage[i] = storage ? storage[i] : 0;
+        r->head_off[i] = off ? off[i] : 0;
+    }
     for (int i = 0; i < n_in; i++) src[i][0] = FROM_HEAD, src[i][1] = (uint8_t)i;
 }
 
@@ -213,6 +245,14 @@ void kf_chain_observe_at(kf_chains *c, kf_chain_rec *r, uint64_t key, unsigned f
                          const uintptr_t *in, const uint64_t *seen_at, int n_in,
                          const uintptr_t *out, int n_out, uint64_t now)
 {
+    kf_chain_observe_views(c, r, key, flags, in, seen_at, NULL, NULL, n_in, out, n_out, now);
+}
+
+void kf_chain_observe_views(kf_chains *c, kf_chain_rec *r, uint64_t key, unsigned flags,
+                            const uintptr_t *in, const uint64_t *seen_at, const uintptr_t *storage,
+                            const int64_t *byte_off, int n_in, const uintptr_t *out, int n_out,
+                            uint64_t now)
+{
     if (!c || !r) return;
     if (n_in > KF_CHAIN_MAX_IO) n_in = KF_CHAIN_MAX_IO;
     if (n_out > KF_CHAIN_MAX_IO) n_out = KF_CHAIN_MAX_IO;
@@ -224,16 +264,15 @@ void kf_chain_observe_at(kf_chains *c, kf_chain_rec *r, uint64_t key, unsigned f
     uint8_t src[KF_CHAIN_MAX_IO][2];
     int linked = 0;
     for (int i = 0; i < n_in && r->run.n > 0 && r->run.n < KF_CHAIN_MAX; i++)
-        if (find_source(r, in[i], src[i])) linked = 1;
+        if (find_source(r, in[i], storage ? storage[i] : 0, byte_off ? byte_off[i] : 0, src[i])) linked = 1;
     if (!linked) {
         kf_chain_flush(c, r);
-        start(r, in, n_in, src);
+        start(r, in, storage, byte_off, n_in, src);
     }
     int m = r->run.n++;
     for (int i = 0; i < n_in; i++) {
         if (src[i][0] != FROM_OUTSIDE) continue;
         if (flags & KF_CHAIN_FRESH(i)) r->fresh[m] = 1;
-        if (flags & KF_CHAIN_UNVERSIONED(i)) r->unversioned[m] = 1;
         /* seen before this call (one new at it is fresh: a linear's output, a first-forward weight) */
         if (seen_at && !(flags & KF_CHAIN_FRESH(i)) && seen_at[i] > r->ext_at[m])
             r->ext_at[m] = seen_at[i];
@@ -266,7 +305,7 @@ static void spec_ref(const chain_shape *s, int s0, const uint8_t src[2], uint8_t
             ref[0] = 0, ref[1] = (uint8_t)i, ref[2] = 0;
             return;
         }
-    if (src[0] < FROM_HEAD && src[0] >= s0) {
+    if (src[0] < KF_CHAIN_MAX && src[0] >= s0) {
         ref[0] = 1, ref[1] = (uint8_t)(src[0] - s0), ref[2] = src[1];
         return;
     }
@@ -326,18 +365,10 @@ static cJSON *make_spec(const chain_shape *s, int from, int limit, kf_chain_look
             snprintf(why, cap, "member %d's signature is no longer in the signature table", m);
             goto fail;
         }
-        /* the recorded inputs must be the signature's tensors, in order: no tensor lists */
-        int tensors = 0, r;
-        kf_sig_item it;
-        for (uint32_t pos = kf_sig_items_begin(mi->sig, mi->sig_len);
-             (r = kf_sig_item_next(mi->sig, mi->sig_len, &pos, &it)) == 1;) {
-            if (it.tag == KF_SIG_ITEM_TLIST) r = -2;
-            if (r != 1) break;
-            tensors += it.tag == KF_SIG_ITEM_TENSOR;
-        }
-        if (r != 0 || tensors != s->n_in[m]) {
-            snprintf(why, cap, "member %d (%s): %s", m, mi->op,
-                     r == -2 ? "takes a tensor list" : "its tensor inputs could not be followed");
+        /* the recorded inputs must be the signature's tensors, in order (a list's in its place) */
+        const int tensors = kf_sig_tensors(mi->sig, mi->sig_len, -1, NULL);
+        if (tensors != s->n_in[m]) {
+            snprintf(why, cap, "member %d (%s): its tensor inputs could not be followed", m, mi->op);
             goto fail;
         }
         cJSON *mem = cJSON_CreateObject();
@@ -370,6 +401,23 @@ static cJSON *make_spec(const chain_shape *s, int from, int limit, kf_chain_look
     }
     cJSON_AddNumberToObject(spec, "n_head_inputs", s->n_in[s0]);
     cJSON_AddNumberToObject(spec, "n_ext", n_ext);
+    cJSON *views = NULL;
+    for (int e = 0; e < n_ext; e++) {
+        if (ext_seen[e][0] != FROM_VIEW) continue;
+        const int v = ext_seen[e][1];
+        if (s0 > 0) { /* a view of the run head's input, which this spec's head does not take */
+            snprintf(why, cap, "a member reads a view of member 0's input, outside a spec that "
+                               "starts at member %d", s0);
+            goto fail;
+        }
+        if (!views && !(views = cJSON_AddArrayToObject(spec, "views"))) goto oom;
+        cJSON *w = cJSON_CreateArray();
+        if (!w) goto oom;
+        cJSON_AddItemToArray(views, w);
+        cJSON_AddItemToArray(w, cJSON_CreateNumber(e));
+        cJSON_AddItemToArray(w, cJSON_CreateNumber(s->view_head[v]));
+        cJSON_AddItemToArray(w, cJSON_CreateNumber((double)s->view_off[v]));
+    }
     uint8_t *bytes = NULL;
     uint32_t len = 0;
     if (kf_chain_sig_bytes_obj(spec, &bytes, &len, why, cap) != KF_OK) goto fail;
@@ -394,10 +442,10 @@ static int unpredicted(const chain_entry *e, int m)
 }
 
 /* The longest spec of e, or NULL with *why. Serving predicts each external at the head from the
- * tensors of an earlier run, which can never hold a new activation or prove an inference tensor
- * unchanged: the fusable part from the start, and when a member after the head reads an
- * unpredicted external, the parts between such members, each starting at one (its inputs are
- * then the spec head's, taken at the call): the mask add of a causal mask made in every forward.
+ * tensors of an earlier run, which can never hold an activation made since: the fusable part
+ * from the start, and when a member after the head reads an unpredicted external, the parts
+ * between such members, each starting at one (its inputs are then the spec head's, taken at the
+ * call): GPT-2's tanh GELU, whose `0.5 * x` is made just before it.
  * A member after the spec's head that read a tensor new to the thread in most runs voids it:
  * that is a linear's output, or a weight still in its first forward, which a cut would keep
  * out of the spec for good. */
@@ -430,8 +478,7 @@ static cJSON *best_spec(const chain_entry *e, kf_chain_lookup_fn lookup, void *u
     }
     if (!best && fm >= 0 && !why[0])
         snprintf(why, cap, "member %d reads a tensor the head cannot predict in %" PRIu64 " of %" PRIu64
-                 " runs (made since the chain's previous run, or an inference tensor, which has no "
-                 "version counter)", fm, e->unpredicted[fm], e->calls);
+                 " runs (made since the chain's previous run)", fm, e->unpredicted[fm], e->calls);
     for (int m = *first + 1; best && m < *first + best_n; m++)
         if (2 * e->fresh[m] > e->calls) {
             snprintf(why, cap, "member %d reads a tensor new to the plugin in %" PRIu64 " of %" PRIu64

@@ -48,28 +48,31 @@ enum {
  * plugin does not see, a linear's output, or a weight in its first forward) */
 #define KF_CHAIN_FRESH(i) (1u << (8 + (i)))
 #define KF_CHAIN_FRESH_MASK(bits) (((unsigned)(bits) & 0xffu) << 8)
-/* input i is an inference tensor: no version counter, nothing proves it unchanged since an
- * earlier run, so a chain's head cannot predict it as an external */
-#define KF_CHAIN_UNVERSIONED(i) (1u << (16 + (i)))
-#define KF_CHAIN_UNVERSIONED_MASK(bits) (((unsigned)(bits) & 0xffu) << 16)
 
 /* One finished call on r's thread: its signature key, KF_CHAIN_* flags, the identities of its
  * tensor inputs (the kernel's tensor arguments: no Python numbers, no None) and outputs, in
  * schema order. Each chain counts, per member, the runs in which it read a fresh external
- * (KF_CHAIN_FRESH) and an unversioned one (KF_CHAIN_UNVERSIONED): serving predicts each external
- * at the head from the tensors of an earlier run, so a member most of whose runs read an
- * unversioned one can only start a spec (the listing takes the longest part that allows), and
- * one most of whose runs read a fresh one voids it; the listing says why. */
+ * (KF_CHAIN_FRESH): serving predicts each external at the head from the tensors of an earlier
+ * run, so one most of whose runs read a fresh one voids the spec; the listing says why. */
 void kf_chain_observe(kf_chains *c, kf_chain_rec *r, uint64_t key, unsigned flags,
                       const uintptr_t *in, int n_in, const uintptr_t *out, int n_out);
 /* The same, with when the thread first saw each input (seen_at[i], in a count of its calls that
  * only grows; `now` the count at this call): a member's external seen before the call but first
- * after the previous run of the same chain on this thread ended counts as an unversioned one
- * does (an activation of this run made by another intercepted call, e.g. GPT-2's 0.5 * x before
- * its tanh GELU). */
+ * after the previous run of the same chain on this thread ended cannot be predicted either (an
+ * activation of this run made by another intercepted call, e.g. GPT-2's 0.5 * x before its tanh
+ * GELU): a member most of whose runs read one can only start a spec (the listing takes the
+ * longest part that allows). */
 void kf_chain_observe_at(kf_chains *c, kf_chain_rec *r, uint64_t key, unsigned flags,
                          const uintptr_t *in, const uint64_t *seen_at, int n_in,
                          const uintptr_t *out, int n_out, uint64_t now);
+/* The same, with each input's storage (an opaque identity, 0: none) and byte offset in it: an
+ * input that is no member's output but a view of one of the head's inputs (its storage, not the
+ * tensor: rotary's halves of q) joins the run, wired as that input at that offset (the spec's
+ * "views"). */
+void kf_chain_observe_views(kf_chains *c, kf_chain_rec *r, uint64_t key, unsigned flags,
+                            const uintptr_t *in, const uint64_t *seen_at, const uintptr_t *storage,
+                            const int64_t *byte_off, int n_in, const uintptr_t *out, int n_out,
+                            uint64_t now);
 /* End r's open run now (counted if it is a chain). */
 void kf_chain_flush(kf_chains *c, kf_chain_rec *r);
 

@@ -43,8 +43,32 @@ static kf_status fail(char *err, size_t cap, const char *msg, const char *detail
     return KF_ERR_INVALID;
 }
 
-/* spec's members and refs into def (validated by kf_chain_sig_bytes_obj already). */
-static void fill_def(const cJSON *spec, kf_chain_def *d)
+/* A view external's geometry: that of the first member input wired to it, in that member's
+ * signature; the head input it views must have its dtype. */
+static int view_geometry(const cJSON *members, kf_chain_def *d, int e)
+{
+    uint8_t buf[KF_SIG_MAX_BYTES];
+    kf_sig_item it, head;
+    const char *h0 = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(members, 0), "sig_hex")->valuestring;
+    kf_hex_decode(h0, strlen(h0), buf);
+    if (kf_sig_tensors(buf, (uint32_t)(strlen(h0) / 2), d->view_head[e], &head) <= d->view_head[e]) return 0;
+    for (int m = 1; m < d->n; m++)
+        for (int i = 0; i < d->n_in[m]; i++) {
+            if (d->ref[m][i][0] != KF_CHAIN_IN_EXT || d->ref[m][i][1] != e) continue;
+            const char *hex = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(members, m), "sig_hex")->valuestring;
+            kf_hex_decode(hex, strlen(hex), buf);
+            if (kf_sig_tensors(buf, (uint32_t)(strlen(hex) / 2), i, &it) <= i || it.dtype != head.dtype) return 0;
+            d->view_ndim[e] = (int8_t)it.ndim;
+            memcpy(d->view_sizes[e], it.sizes, sizeof it.sizes);
+            memcpy(d->view_strides[e], it.strides, sizeof it.strides);
+            return 1;
+        }
+    return 0;
+}
+
+/* spec's members and refs into def (validated by kf_chain_sig_bytes_obj already); 0 when a view
+ * cannot be taken (its geometry unknown, or another dtype than the input it views). */
+static int fill_def(const cJSON *spec, kf_chain_def *d)
 {
     const cJSON *members = cJSON_GetObjectItemCaseSensitive(spec, "members");
     d->n = cJSON_GetArraySize(members);
@@ -74,6 +98,16 @@ static void fill_def(const cJSON *spec, kf_chain_def *d)
             r[2] = r[0] == KF_CHAIN_IN_MEMBER ? (uint8_t)cJSON_GetArrayItem(ref, 2)->valueint : 0;
         }
     }
+    memset(d->view_head, -1, sizeof d->view_head);
+    const cJSON *views = cJSON_GetObjectItemCaseSensitive(spec, "views");
+    for (int v = 0; v < cJSON_GetArraySize(views); v++) {
+        const cJSON *w = cJSON_GetArrayItem(views, v);
+        const int e = cJSON_GetArrayItem(w, 0)->valueint;
+        d->view_head[e] = (int8_t)cJSON_GetArrayItem(w, 1)->valueint;
+        d->view_off[e] = (int64_t)cJSON_GetArrayItem(w, 2)->valuedouble;
+        if (!view_geometry(members, d, e)) return 0;
+    }
+    return 1;
 }
 
 /* outputs: every member's layouts, flat, each with "member" (chainserve.h). */
@@ -153,7 +187,10 @@ kf_status kf_chainserve_add(kf_runtime *rt, const char *spec_json, const char *o
         st = fail(err, err_cap, "chain entry: its sig is not the canonical bytes of its chain", NULL);
         goto fail;
     }
-    fill_def(spec, &e->def);
+    if (!fill_def(spec, &e->def)) {
+        st = fail(err, err_cap, "chain spec: a view whose sizes are unknown or whose dtype is not its head input's", NULL);
+        goto fail;
+    }
     st = fill_outs(outputs_json, &e->def, err, err_cap);
     if (st != KF_OK) goto fail;
     if (!(atol >= 0 && rtol >= 0 && atol < 1 && rtol < 1)) {
@@ -467,7 +504,7 @@ static kf_status insert(kf_runtime *rt, const char *spec_json, const char *outpu
     kf_chain_def d;
     memset(&d, 0, sizeof d);
     cJSON *spec = cJSON_Parse(spec_json);
-    fill_def(spec, &d);
+    (void)fill_def(spec, &d); /* only its ops are used here */
     cJSON_Delete(spec);
     snprintf(name, sizeof name, "chain: %s", d.ops);
     e.format = KF_CACHE_FORMAT;

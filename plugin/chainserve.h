@@ -30,6 +30,13 @@ typedef struct kf_chain_def {
     int n_in[KF_CHAIN_SPEC_MAX_MEMBERS];
     uint8_t ref[KF_CHAIN_SPEC_MAX_MEMBERS][KF_CHAIN_SPEC_MAX_INPUTS][3]; /* kind, a, b */
     kf_out_layout outs[KF_CHAIN_SPEC_MAX_MEMBERS]; /* eager's outputs of each member */
+    /* per external: -1, predicted from an earlier run; else the head's input it is a view of
+     * (taken at the head: rotary's halves of q), at view_off bytes from that input's offset,
+     * with the sizes and strides the member reading it has in its signature */
+    int8_t view_head[KF_CHAIN_SPEC_MAX_EXT];
+    int64_t view_off[KF_CHAIN_SPEC_MAX_EXT];
+    int8_t view_ndim[KF_CHAIN_SPEC_MAX_EXT];
+    int64_t view_sizes[KF_CHAIN_SPEC_MAX_EXT][KF_MAX_DIMS], view_strides[KF_CHAIN_SPEC_MAX_EXT][KF_MAX_DIMS];
     double atol, rtol;                             /* of the first-use check */
     char ops[256];                                 /* "pow -> mean -> add -> ..." */
 } kf_chain_def;

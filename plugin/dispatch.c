@@ -231,15 +231,16 @@ int kf_dispatch_chains_on(const kf_runtime *rt, const kf_call *c)
 }
 
 void kf_dispatch_chain_call(kf_runtime *rt, kf_chain_rec *rec, const kf_call *c, int writes,
-                            unsigned fresh, unsigned unversioned, const uintptr_t *in,
-                            const uint64_t *seen_at, int n_in,
+                            unsigned fresh, const uintptr_t *in,
+                            const uint64_t *seen_at, const uintptr_t *storage,
+                            const int64_t *byte_off, int n_in,
                             const uintptr_t *out, int n_out, uint64_t now)
 {
     if (!c->slot) return;
-    unsigned flags = (writes ? KF_CHAIN_WRITES : 0) | KF_CHAIN_FRESH_MASK(fresh) |
-                     KF_CHAIN_UNVERSIONED_MASK(unversioned);
+    unsigned flags = (writes ? KF_CHAIN_WRITES : 0) | KF_CHAIN_FRESH_MASK(fresh);
     if (!(c->slot->flags & (KF_SIG_TRUNCATED | KF_SIG_UNSERVABLE))) flags |= KF_CHAIN_SERVABLE;
-    kf_chain_observe_at(rt->chains, rec, kf_slot_key(c->slot), flags, in, seen_at, n_in, out, n_out, now);
+    kf_chain_observe_views(rt->chains, rec, kf_slot_key(c->slot), flags, in, seen_at, storage, byte_off, n_in,
+                           out, n_out, now);
 }
 
 void kf_dispatch_done(kf_runtime *rt, kf_call *c)

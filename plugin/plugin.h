@@ -46,12 +46,13 @@ typedef struct kf_call {
 void kf_dispatch_begin(kf_runtime *rt, const kf_sig *sig, kf_call *c);
 /* Chain recording (plugin/chains.h), on while the observer is: 1 when this call should be
  * reported, after it finished, with its tensors' identities (whether it writes one of its
- * arguments, which inputs are new to the thread and which are inference tensors: bit i for
- * input i, and when the thread first saw each: kf_chain_observe_at), to kf_dispatch_chain_call. */
+ * arguments, which inputs are new to the thread: bit i for input i, when the thread first saw each, and each one's storage and byte offset in it:
+ * kf_chain_observe_views), to kf_dispatch_chain_call. */
 int kf_dispatch_chains_on(const kf_runtime *rt, const kf_call *c);
 void kf_dispatch_chain_call(kf_runtime *rt, kf_chain_rec *rec, const kf_call *c, int writes,
-                            unsigned fresh, unsigned unversioned, const uintptr_t *in,
-                            const uint64_t *seen_at, int n_in,
+                            unsigned fresh, const uintptr_t *in,
+                            const uint64_t *seen_at, const uintptr_t *storage,
+                            const int64_t *byte_off, int n_in,
                             const uintptr_t *out, int n_out, uint64_t now);
 void kf_dispatch_start(kf_runtime *rt, kf_call *c, int served, void *stream);
 void kf_dispatch_end(kf_runtime *rt, kf_call *c, int served, void *stream);

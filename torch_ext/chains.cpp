@@ -13,6 +13,7 @@ namespace kforge {
 namespace {
 
 using WeakImpl = c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>;
+using WeakStorage = c10::weak_intrusive_ptr<c10::StorageImpl>;
 
 // A tensor's identity is its TensorImpl's address. The recorder keeps a weak reference to each
 // output of its last calls (at least those of an open run), so that no new tensor can be made at
@@ -43,46 +44,72 @@ thread_local RecHolder t_rec;
 // was first listed: an input not listed is new, made since by something the plugin does not see
 // (a linear's output). Dead ones are dropped when the list has doubled since the last pass.
 struct Seen {
+  template <class W>
   struct Entry {
-    WeakImpl t;
+    W t;
     uint64_t at;
   };
-  std::unordered_map<uintptr_t, Entry> m;
+  std::unordered_map<uintptr_t, Entry<WeakImpl>> m;
+  // the storages of listed tensors: a new view of one (rotary's `sin.unsqueeze(1)`, a slice of
+  // a head input) is not new data, and is first seen when its storage was
+  std::unordered_map<uintptr_t, Entry<WeakStorage>> st;
   size_t prune_at = 4096;
   uint64_t calls = 0;  // this thread's recorded calls so far
-  // whether it was listed before, and when (lists it now if not)
-  bool seen(const at::Tensor& t, uint64_t* at) {
-    const auto id = reinterpret_cast<uintptr_t>(t.unsafeGetTensorImpl());
-    auto it = m.find(id);
-    if (it != m.end() && !it->second.t.expired()) {
+  template <class W>
+  static bool look(std::unordered_map<uintptr_t, Entry<W>>& map, uintptr_t id, const W& weak, uint64_t now,
+                   uint64_t* at) {
+    auto it = map.find(id);
+    if (it != map.end() && !it->second.t.expired()) {
       *at = it->second.at;
       return true;
     }
-    *at = calls;
-    if (it != m.end()) it->second = Entry{WeakImpl(t.getIntrusivePtr()), calls};
-    else m.emplace(id, Entry{WeakImpl(t.getIntrusivePtr()), calls});
-    if (m.size() >= prune_at) {
-      for (auto i = m.begin(); i != m.end();) i = i->second.t.expired() ? m.erase(i) : std::next(i);
-      prune_at = std::max<size_t>(4096, 2 * m.size());
-    }
+    *at = now;
+    if (it != map.end()) it->second = Entry<W>{weak, now};
+    else map.emplace(id, Entry<W>{weak, now});
     return false;
+  }
+  // whether it (or its storage) was listed before, and when (lists it now if not)
+  bool seen(const at::Tensor& t, uint64_t* at) {
+    const auto id = reinterpret_cast<uintptr_t>(t.unsafeGetTensorImpl());
+    bool known = look(m, id, WeakImpl(t.getIntrusivePtr()), calls, at);
+    if (t.has_storage()) {
+      uint64_t sat;
+      if (look(st, reinterpret_cast<uintptr_t>(t.storage().unsafeGetStorageImpl()), t.storage().getWeakStorageImpl(),
+               calls, &sat) &&
+          (!known || sat < *at)) {
+        known = true;
+        *at = sat;
+      }
+    }
+    if (m.size() + st.size() >= prune_at) {
+      for (auto i = m.begin(); i != m.end();) i = i->second.t.expired() ? m.erase(i) : std::next(i);
+      for (auto i = st.begin(); i != st.end();) i = i->second.t.expired() ? st.erase(i) : std::next(i);
+      prune_at = std::max<size_t>(4096, 2 * (m.size() + st.size()));
+    }
+    return known;
   }
 };
 
 thread_local Seen t_seen;
 
+void id_of(const at::Tensor& t, ChainIds* ids) {
+  if (ids->n >= KF_CHAIN_MAX_IO || !t.defined() || t.unsafeGetTensorImpl()->is_wrapped_number()) return;
+  if (!t_seen.seen(t, &ids->seen_at[ids->n])) ids->fresh |= 1u << ids->n;
+  const bool st = t.has_storage();
+  ids->storage[ids->n] = st ? reinterpret_cast<uintptr_t>(t.storage().unsafeGetStorageImpl()) : 0;
+  ids->byte_off[ids->n] = st ? t.storage_offset() * static_cast<int64_t>(t.itemsize()) : 0;
+  ids->id[ids->n++] = reinterpret_cast<uintptr_t>(t.unsafeGetTensorImpl());
+}
+
 // The kernel's tensor arguments, as a served call passes them: no Python number wrapped into a
-// tensor (its value is compiled in), no undefined tensor.
+// tensor (its value is compiled in), no undefined tensor, a tensor list's elements in its place.
 void ids_of(const c10::IValue* v, size_t n, ChainIds* ids) {
   ids->n = 0;
-  ids->fresh = ids->unversioned = 0;
-  for (size_t i = 0; i < n && ids->n < KF_CHAIN_MAX_IO; i++) {
-    if (!v[i].isTensor()) continue;
-    const at::Tensor& t = v[i].toTensor();
-    if (!t.defined() || t.unsafeGetTensorImpl()->is_wrapped_number()) continue;
-    if (!t_seen.seen(t, &ids->seen_at[ids->n])) ids->fresh |= 1u << ids->n;
-    if (t.is_inference()) ids->unversioned |= 1u << ids->n;
-    ids->id[ids->n++] = reinterpret_cast<uintptr_t>(t.unsafeGetTensorImpl());
+  ids->fresh = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (v[i].isTensor()) id_of(v[i].toTensor(), ids);
+    if (v[i].isTensorList())
+      for (const at::Tensor& t : v[i].toTensorList().vec()) id_of(t, ids);
   }
 }
 
@@ -103,7 +130,8 @@ void chain_report(kf_runtime* rt, const kf_call& call, const ChainIds& in, const
     if (rets[r].isTensor() && rets[r].toTensor().defined()) t_rec.keep(rets[r].toTensor());
   bool writes = info.hidden_writes != 0;
   for (size_t i = 0; i < info.n_args && !writes; i++) writes = info.written[i];
-  kf_dispatch_chain_call(rt, t_rec.rec, &call, writes, in.fresh, in.unversioned, in.id, in.seen_at, in.n, out.id, out.n, in.now);
+  kf_dispatch_chain_call(rt, t_rec.rec, &call, writes, in.fresh, in.id, in.seen_at, in.storage,
+                         in.byte_off, in.n, out.id, out.n, in.now);
 }
 
 }  // namespace kforge

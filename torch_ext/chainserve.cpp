@@ -31,10 +31,17 @@ namespace {
 
 enum class Mode { Observe, Check, Serve };
 
-struct Held {  // a tensor a later member must get: the very TensorImpl, at this version
+// How a held tensor is matched: the very TensorImpl; or any tensor over the same storage with
+// the same offset, sizes, strides and dtype (a view made anew at each place: rotary's halves of a
+// head input, kView, at the head input's version; or its `sin.unsqueeze(1)`, kStorage, predicted
+// from an earlier run's storage and held by watching this thread, as it has no version here).
+enum class Kind { kExact, kView, kStorage };
+
+struct Held {  // a tensor a later member must get, at this version
   at::Tensor t;
   uint32_t version = 0;
   bool versioned = true;  // false: an inference tensor, unchanged while this thread is watched
+  Kind kind = Kind::kExact;
 };
 
 struct Pending {
@@ -57,6 +64,7 @@ struct Pending {
 };
 
 using WeakImpl = c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>;
+using WeakStorage = c10::weak_intrusive_ptr<c10::StorageImpl>;
 
 // A remembered run's externals, held weakly: a run long ago must not keep a large tensor made
 // for one forward (a mask) alive; one that is gone is no prediction. While a weak reference
@@ -65,6 +73,9 @@ struct Prediction {
   std::vector<WeakImpl> ext;
   std::vector<uint32_t> version;
   std::vector<kf_tensor> meta;  // what each external was: a resize_ or set_ need not bump its version
+  // its storage: a view made anew at each place (rotary's sin.unsqueeze(1) in every layer) is
+  // gone by the next place, while the storage it views lives on
+  std::vector<WeakStorage> storage;
 };
 
 bool same_meta(const at::Tensor& t, const kf_tensor& m) {
@@ -108,10 +119,13 @@ struct History {
   }
 };
 
-bool same_tensors(const std::vector<WeakImpl>& a, const std::vector<WeakImpl>& b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); i++)
-    if (a[i]._unsafe_get_target() != b[i]._unsafe_get_target()) return false;
+// The same externals: each the same tensor, or a view at the same place of the same storage.
+bool same_tensors(const Prediction& a, const Prediction& b) {
+  if (a.ext.size() != b.ext.size()) return false;
+  for (size_t i = 0; i < a.ext.size(); i++)
+    if (a.ext[i]._unsafe_get_target() != b.ext[i]._unsafe_get_target() &&
+        (a.storage[i]._unsafe_get_target() != b.storage[i]._unsafe_get_target() || a.meta[i].data != b.meta[i].data))
+      return false;
   return true;
 }
 
@@ -141,11 +155,21 @@ bool version_of(const at::Tensor& t, uint32_t* v) {
   }
 }
 
-// The very tensor, unchanged: its version counter, or for an inference tensor no write seen on
-// this thread since it was held (any such write ends the pending chain: the watch).
+bool same_place(const at::Tensor& a, const at::Tensor& b) {
+  return a.defined() && b.defined() && a.has_storage() && b.has_storage() &&
+         a.storage().unsafeGetStorageImpl() == b.storage().unsafeGetStorageImpl() &&
+         a.storage_offset() == b.storage_offset() && a.dtype() == b.dtype() && a.sizes() == b.sizes() &&
+         a.strides() == b.strides();
+}
+
+// The very tensor (or the same view, Kind), unchanged: its version counter, or for an inference
+// tensor no write seen on this thread since it was held (any such write ends the pending chain:
+// the watch).
 bool held_now(const Held& h, const at::Tensor& t) {
   uint32_t v;
-  if (!h.t.defined() || t.unsafeGetTensorImpl() != h.t.unsafeGetTensorImpl()) return false;
+  if (!h.t.defined()) return false;
+  if (h.kind == Kind::kExact ? t.unsafeGetTensorImpl() != h.t.unsafeGetTensorImpl() : !same_place(h.t, t)) return false;
+  if (h.kind == Kind::kStorage) return watching();
   return h.versioned ? version_of(t, &v) && v == h.version : watching();
 }
 
@@ -158,14 +182,18 @@ bool hold(kf_runtime* rt, const at::Tensor& t, Held* h) {
   return h->versioned || (t.defined() && watch_begin(rt, written));
 }
 
-// The call's kernel tensor inputs (as the recorder numbers them: no Python numbers, no None).
+// The call's kernel tensor inputs (as the recorder numbers them: no Python numbers, no None, a
+// tensor list's elements in its place).
 c10::SmallVector<at::Tensor, 8> tensor_inputs(const OpSchemaInfo& info, const torch::jit::Stack& stack) {
   c10::SmallVector<at::Tensor, 8> v;
   const c10::IValue* args = stack.data() + (stack.size() - info.n_args);
-  for (size_t i = 0; i < info.n_args; i++) {
-    if (!args[i].isTensor()) continue;
-    const at::Tensor& t = args[i].toTensor();
+  auto add = [&v](const at::Tensor& t) {
     if (t.defined() && !t.unsafeGetTensorImpl()->is_wrapped_number()) v.push_back(t);
+  };
+  for (size_t i = 0; i < info.n_args; i++) {
+    if (args[i].isTensor()) add(args[i].toTensor());
+    if (args[i].isTensorList())
+      for (const at::Tensor& t : args[i].toTensorList().vec()) add(t);
   }
   return v;
 }
@@ -223,11 +251,14 @@ Match member_inputs_match(Pending& p, const c10::SmallVector<at::Tensor, 8>& ins
     Held* h = expected(p, m, i);
     uint32_t v;
     if (h && !held_now(*h, ins[i])) {
-      if (p.d->ref[m][i][0] != KF_CHAIN_IN_EXT || !version_of(ins[i], &v)) return Match::No;
+      if (p.d->ref[m][i][0] != KF_CHAIN_IN_EXT || h->kind == Kind::kView || !version_of(ins[i], &v)) return Match::No;
       other_ext = true;
     }
-    if (!h && !version_of(ins[i], &p.ext[p.d->ref[m][i][1]].version)) return Match::No;
-    if (!h) p.ext[p.d->ref[m][i][1]].t = ins[i];  // observed: the prediction for the next run
+    if (!h) {  // observed: the prediction for the next run (its version unused: read at the head)
+      Held& x = p.ext[p.d->ref[m][i][1]];
+      x.t = ins[i];
+      x.versioned = version_of(ins[i], &x.version);
+    }
   }
   return other_ext ? Match::OtherExternal : Match::Yes;
 }
@@ -270,18 +301,26 @@ void complete(kf_runtime* rt) {
   if (p.mode != Mode::Observe) kf_chain_entry_count(p.e, rt, KF_CHAIN_COMPLETED);
   if (p.mode == Mode::Check) kf_chain_entry_enable(p.e);
   t_chain.pred[p.e].record(true);
-  Prediction pr{{}, {}, std::vector<kf_tensor>(p.ext.size())};
+  Prediction pr{{}, {}, std::vector<kf_tensor>(p.ext.size()), {}};
   bool ok = true;
   for (size_t i = 0; i < p.ext.size(); i++) {
+    if (p.d->view_head[i] >= 0) {  // taken at the head: nothing to predict
+      pr.ext.emplace_back(c10::intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>());
+      pr.storage.emplace_back(c10::intrusive_ptr<c10::StorageImpl>());
+      pr.version.push_back(0);
+      continue;
+    }
     ok = ok && p.ext[i].t.defined() && to_kf_tensor(p.ext[i].t, &pr.meta[i]);
     if (!ok) break;
     pr.ext.emplace_back(p.ext[i].t.getIntrusivePtr());
+    pr.storage.emplace_back(p.ext[i].t.has_storage() ? p.ext[i].t.storage().getWeakStorageImpl()
+                                                     : WeakStorage(c10::intrusive_ptr<c10::StorageImpl>()));
     pr.version.push_back(p.ext[i].version);
   }
   if (ok) {
     History& h = t_chain.pred[p.e];
     for (size_t per = 1; per <= h.runs.size(); per++)
-      if (same_tensors(h.runs[h.runs.size() - per].ext, pr.ext)) {
+      if (same_tensors(h.runs[h.runs.size() - per], pr)) {
         h.period = per;
         break;
       }
@@ -382,7 +421,9 @@ bool start_head(kf_runtime* rt, kf_chain_entry* e, const OpSchemaInfo& info, kf_
   if (p.cuda && kf_runtime_capturing(rt, p.stream) && state != KF_CHAIN_SERVING) return false;
   p.ext.assign(d->n_ext, Held{});
   p.seen.assign(d->n, {});
-  bool predicted = d->n_ext == 0;
+  int n_views = 0;
+  for (int x = 0; x < d->n_ext; x++) n_views += d->view_head[x] >= 0;
+  bool predicted = d->n_ext == n_views;
   auto it = t_chain.pred.find(e);
   if (!predicted && it != t_chain.pred.end() && !it->second.given_up() &&
       it->second.runs.size() >= it->second.period) {
@@ -390,19 +431,55 @@ bool start_head(kf_runtime* rt, kf_chain_entry* e, const OpSchemaInfo& info, kf_
     predicted = static_cast<int>(pr.ext.size()) == d->n_ext;
     std::vector<Held> ext;
     for (size_t i = 0; predicted && i < pr.ext.size(); i++) {
-      auto strong = pr.ext[i].lock();
-      if (!strong) {
-        predicted = false;
-        break;
+      if (d->view_head[i] >= 0) {
+        ext.emplace_back();
+        continue;
       }
-      Held h{at::Tensor(std::move(strong)), pr.version[i]};
-      predicted = held_now(h, h.t) && same_meta(h.t, pr.meta[i]);
+      Held h;
+      if (auto strong = pr.ext[i].lock(); strong && !strong->is_inference()) {
+        h = Held{at::Tensor(std::move(strong)), pr.version[i]};
+        predicted = held_now(h, h.t) && same_meta(h.t, pr.meta[i]);
+      } else if (strong && watch_possible()) {  // an inference tensor: held by the watch
+        h.t = at::Tensor(std::move(strong));
+        h.kind = Kind::kStorage;
+        h.versioned = false;
+        watch = true;
+        predicted = same_meta(h.t, pr.meta[i]);
+      } else if (auto st = pr.storage[i].lock(); st && watch_possible()) {
+        const kf_tensor& m = pr.meta[i];
+        Bypass bypass;
+        const c10::Storage storage(std::move(st));
+        const int64_t item = c10::elementSize(from_kf_dtype(m.dtype));
+        const int64_t off = (static_cast<const char*>(m.data) - static_cast<const char*>(storage.data())) / item;
+        h.t = at::empty({0}, at::TensorOptions().dtype(from_kf_dtype(m.dtype)).device(storage.device()))
+                  .set_(storage, off, c10::IntArrayRef(m.sizes, m.ndim), c10::IntArrayRef(m.strides, m.ndim));
+        h.kind = Kind::kStorage;
+        h.versioned = false;
+        watch = true;
+        predicted = same_meta(h.t, m);
+      } else {
+        predicted = false;
+      }
       ext.push_back(std::move(h));
     }
     if (predicted) {
       p.ext = std::move(ext);
       it->second.predicted++;
     }
+  }
+  for (int x = 0; x < d->n_ext; x++) {  // views of the head's inputs, taken now
+    const int hi = d->view_head[x];
+    if (hi < 0) continue;
+    const at::Tensor& base = p.head_in[hi].t;
+    const int64_t item = static_cast<int64_t>(base.itemsize());
+    if (!base.has_storage() || d->view_off[x] % item) return false;
+    Held h = p.head_in[hi];
+    h.kind = Kind::kView;
+    Bypass bypass;
+    h.t = base.as_strided(c10::IntArrayRef(d->view_sizes[x], d->view_ndim[x]),
+                          c10::IntArrayRef(d->view_strides[x], d->view_ndim[x]),
+                          base.storage_offset() + d->view_off[x] / item);
+    p.ext[x] = std::move(h);
   }
   p.mode = !predicted ? Mode::Observe : state == KF_CHAIN_SERVING ? Mode::Serve : Mode::Check;
   if (p.mode != Mode::Observe && it != t_chain.pred.end() && it->second.predicts_drop()) {

@@ -150,6 +150,71 @@ static int sm_bind(kf_chain_bind *b, int k, char *why, size_t cap)
     return 1;
 }
 
+/* Kernel input i is read on part p's columns (-1: the full row); one domain per input. */
+static int input_on(kf_chain_bind *b, int i, int p)
+{
+    if (b->in_part[i] != -1 && b->in_part[i] != p) return 0;
+    b->in_part[i] = p;
+    return 1;
+}
+
+/* Member k, an aten::cat of the last dim with the chain's full shape: its parts (each a kernel
+ * input or a segment member read by nothing else), marked before the members are bound. */
+static int cat_bind(kf_chain_bind *b, const kf_job_sig *sig, int k, char *why, size_t cap)
+{
+    const kf_job_chain *ch = b->ch;
+    const kf_job_sig *m = &ch->m[k].sig;
+    const kf_job_tensor *y = &sig->out[k];
+    const kf_job_scalar *ds = kf_job_scalar_find(m, "dim");
+    if (b->cat >= 0) return why_(why, cap, "member %d (aten::cat): a second cat", k);
+    if (!same_sizes(y, b->nd, b->full) || !ds || ds->kind != 'i' || y->ndim < 1 ||
+        (ds->i < 0 ? ds->i + y->ndim : ds->i) != y->ndim - 1)
+        return why_(why, cap, "member %d (aten::cat): not a cat of the last dim with the chain's "
+                              "shape", k);
+    int64_t off = 0;
+    for (int i = 0; i < m->n_in; i++) {
+        const kf_job_tensor *x = &m->in[i];
+        if (x->dtype != y->dtype || x->ndim != y->ndim || x->sizes[x->ndim - 1] <= 0)
+            return why_(why, cap, "member %d (aten::cat): input %d is empty, of another dtype "
+                                  "or rank", k, i);
+        for (int d = 0; d + 1 < x->ndim; d++)
+            if (x->sizes[d] != y->sizes[d])
+                return why_(why, cap, "member %d (aten::cat): input %d's sizes", k, i);
+        const kf_chain_ref *r = &ch->m[k].ref[i];
+        b->part_off[i] = off;
+        b->part_len[i] = x->sizes[x->ndim - 1];
+        b->part_member[i] = r->kind == KF_CHAIN_MEMBER ? r->a : -1;
+        b->part_arg[i] = r->kind == KF_CHAIN_MEMBER ? -1 : kf_job_chain_arg(ch, k, i);
+        off += b->part_len[i];
+        if (r->kind != KF_CHAIN_MEMBER) {
+            if (!input_on(b, b->part_arg[i], i))
+                return why_(why, cap, "member %d (aten::cat): input %d is read on other columns "
+                                      "too", k, i);
+            continue;
+        }
+        const int a = r->a;
+        for (int j = a + 1; j < b->n; j++)
+            for (int q = 0; q < ch->m[j].sig.n_in; q++)
+                if ((j != k || q != i) && ch->m[j].ref[q].kind == KF_CHAIN_MEMBER && ch->m[j].ref[q].a == a)
+                    return why_(why, cap, "member %d (aten::cat): its part %d (member %d) is read "
+                                          "by member %d too", k, i, a, j);
+        if (b->seg_part[a] >= 0 || sig->out[a].dtype != y->dtype)
+            return why_(why, cap, "member %d (aten::cat): part %d (member %d)", k, i, a);
+        b->seg_part[a] = i;
+        for (int q = 0; q < ch->m[a].sig.n_in; q++) {
+            const int arg = kf_job_chain_arg(ch, a, q);
+            if (arg >= 0 && !input_on(b, arg, i))
+                return why_(why, cap, "member %d (%s): its input %d is read on other columns too",
+                            a, ch->m[a].sig.op, q);
+        }
+    }
+    if (off != b->C || m->n_in < 1 || m->n_in > KF_JOB_MAX_TENSORS)
+        return why_(why, cap, "member %d (aten::cat): its parts do not make the row", k);
+    b->cat = k;
+    b->n_parts = m->n_in;
+    return 1;
+}
+
 int kf_chain_bind_sig(const kf_job_sig *sig, kf_chain_bind *b, char *why, size_t cap)
 {
     if (!sig || !b) return why_(why, cap, "no signature");
@@ -158,7 +223,9 @@ int kf_chain_bind_sig(const kf_job_sig *sig, kf_chain_bind *b, char *why, size_t
     if (!ch || strcmp(sig->op, KF_CHAIN_OP)) return why_(why, cap, "not a chain job");
     b->ch = ch;
     b->n = ch->n_members;
-    b->red = b->ln = b->ln_w = b->ln_b = b->sm = b->tail = -1;
+    b->red = b->ln = b->ln_w = b->ln_b = b->sm = b->tail = b->cat = -1;
+    for (int k = 0; k < KF_CHAIN_MAX_MEMBERS; k++) b->seg_part[k] = -1;
+    for (int i = 0; i < KF_JOB_MAX_TENSORS; i++) b->in_part[i] = -1;
     if (b->n < 2 || b->n > KF_CHAIN_MAX_MEMBERS || sig->n_out < b->n ||
         sig->n_out > b->n + KF_CHAIN_LAST_EXTRA_OUTPUTS)
         return why_(why, cap, "malformed chain");
@@ -178,12 +245,19 @@ int kf_chain_bind_sig(const kf_job_sig *sig, kf_chain_bind *b, char *why, size_t
     memcpy(rowsz, b->full, sizeof rowsz);
     rowsz[b->nd - 1] = 1;
 
+    for (int k = 0; k < b->n; k++)
+        if (!strcmp(ch->m[k].sig.op, "aten::cat") && !cat_bind(b, sig, k, why, cap)) return 0;
     int have_ct = 0;
     for (int k = 0; k < b->n; k++) {
         const kf_job_sig *m = &ch->m[k].sig;
         const kf_job_tensor *y = &sig->out[k];
-        if (!kf_job_tensor_contiguous(y))
-            return why_(why, cap, "member %d (%s): its output is not contiguous", k, m->op);
+        if (!kf_job_tensor_contiguous(y)) {
+            if (y->ndim != b->nd || sig->out_alias[k])
+                return why_(why, cap, "member %d (%s): its output is not contiguous", k, m->op);
+            b->ostrided[k] = 1;
+            memcpy(b->ost[k], y->strides, sizeof b->ost[k]);
+        }
+        if (k == b->cat) continue;
         if (!strcmp(m->op, "aten::native_layer_norm")) {
             if (!ln_bind(b, k, why, cap)) return 0;
             continue;
@@ -221,6 +295,13 @@ int kf_chain_bind_sig(const kf_job_sig *sig, kf_chain_bind *b, char *why, size_t
         if (!have_ct) b->ct = pb->ct, b->p_bool = pb->ptype == KF_BOOL, have_ct = 1;
         if (pb->ct != b->ct || (pb->ptype == KF_BOOL) != b->p_bool)
             return why_(why, cap, "member %d (%s): computes in another type than member 0", k, m->op);
+        if (b->seg_part[k] >= 0) { /* on its part's columns, read by the cat alone */
+            for (int i = 0; i < m->n_in; i++)
+                if (ch->m[k].ref[i].kind == KF_CHAIN_MEMBER)
+                    return why_(why, cap, "member %d (%s): a part of the cat (member %d) that "
+                                          "reads another member", k, m->op, b->cat);
+            continue;
+        }
         int full = same_sizes(y, b->nd, b->full) || (F->ndim == 0 && y->ndim == 0);
         int row = b->red >= 0 && b->C > 1 && same_sizes(y, b->nd, rowsz);
         if (row) {
@@ -245,12 +326,27 @@ int kf_chain_bind_sig(const kf_job_sig *sig, kf_chain_bind *b, char *why, size_t
         b->phase[k] = b->red < 0 ? 0 : row ? 1 : 2;
     }
     if (!have_ct) return why_(why, cap, "no pointwise member");
+    for (int k = 0; k < b->n; k++)
+        if (b->ostrided[k] && (b->red >= 0 || b->tail >= 0))
+            return why_(why, cap, "member %d (%s): its output is not contiguous (only a chain "
+                                  "without a reduction or a row tail stores strided outputs)", k,
+                        ch->m[k].sig.op);
+    if (b->cat >= 0 && (b->red >= 0 || b->tail >= 0))
+        return why_(why, cap, "member %d (aten::cat): a cat in a chain with a reduction or a row "
+                              "tail", b->cat);
     if (b->red >= 0) {
         int rdt = sig->out[b->red].dtype;
         if ((rdt == KF_F64) != (b->ct == KF_F64) || b->ct == KF_I64)
             return why_(why, cap, "member %d (%s): accumulates in another type than the chain "
                                   "computes in", b->red, ch->m[b->red].sig.op);
     }
+    for (int k = 0; k < b->n; k++) /* an input a part reads is read on no other columns */
+        for (int i = 0; b->seg_part[k] < 0 && k != b->cat && i < ch->m[k].sig.n_in; i++) {
+            const int arg = kf_job_chain_arg(ch, k, i);
+            if (arg >= 0 && b->in_part[arg] >= 0)
+                return why_(why, cap, "member %d (%s): reads an input a part of the cat reads", k,
+                            ch->m[k].sig.op);
+        }
     /* the kernel inputs on F's dims */
     for (int i = 0; i < sig->n_in; i++) {
         const kf_job_tensor *t = &sig->in[i];
@@ -259,7 +355,8 @@ int kf_chain_bind_sig(const kf_job_sig *sig, kf_chain_bind *b, char *why, size_t
         for (int d = 0; d < b->nd; d++) {
             if (d < off) { b->st[i][d] = 0; continue; }
             int64_t s = t->sizes[d - off];
-            if (s != 1 && s != b->full[d])
+            int64_t want = d == b->nd - 1 && b->in_part[i] >= 0 ? b->part_len[b->in_part[i]] : b->full[d];
+            if (s != 1 && s != want)
                 return why_(why, cap, "input %d does not broadcast to the chain's shape", i);
             b->st[i][d] = s == 1 ? 0 : t->strides[d - off];
         }
@@ -298,7 +395,7 @@ void kf_chain_emit_defs(kf_strbuf *s, const kf_chain_bind *b, int cuda, const ch
     kf_strbuf_printf(s, " */\n");
     kf_pw_emit_math(s, b->ct, b->p_bool, cuda);
     for (int k = 0; k < b->n; k++) {
-        if (k == b->red || k == b->tail) continue;
+        if (k == b->red || k == b->tail || k == b->cat) continue;
         char sfx[8];
         snprintf(sfx, sizeof sfx, "_m%d", k);
         kf_pw_emit_op(s, &b->pb[k], cuda, sfx);
@@ -324,6 +421,14 @@ void kf_chain_emit_defs(kf_strbuf *s, const kf_chain_bind *b, int cuda, const ch
                              (long long)b->full[d], (long long)b->st[i][d], (long long)b->full[d]);
         kf_strbuf_printf(s, "    (void)r;\n    return o;\n}\n");
     }
+    for (int k = 0; k < b->n; k++) { /* a strided output's row base */
+        if (!b->ostrided[k]) continue;
+        kf_strbuf_printf(s, "%s long long kf_ob%d(long long r)\n{\n    long long o = 0;\n", fnq, k);
+        for (int d = b->nd - 2; d >= 0; d--)
+            kf_strbuf_printf(s, "    o += (r %% %lldLL) * %lldLL;\n    r /= %lldLL;\n",
+                             (long long)b->full[d], (long long)b->ost[k][d], (long long)b->full[d]);
+        kf_strbuf_printf(s, "    (void)r;\n    return o;\n}\n");
+    }
 }
 
 void kf_chain_emit_rowbases(kf_strbuf *s, const kf_chain_bind *b, const char *ind)
@@ -331,6 +436,16 @@ void kf_chain_emit_rowbases(kf_strbuf *s, const kf_chain_bind *b, const char *in
     int n_in = b->ch->n_head + b->ch->n_ext;
     for (int i = 0; i < n_in; i++)
         kf_strbuf_printf(s, "%sconst long long rb%d = kf_rb%d(r);\n", ind, i, i);
+    for (int k = 0; k < b->n; k++)
+        if (b->ostrided[k]) kf_strbuf_printf(s, "%sconst long long ob%d = kf_ob%d(r);\n", ind, k, k);
+}
+
+/* Where member k stores the element at column `col` of row r (len: its row's length). */
+static void out_at(char *buf, size_t cap, const kf_chain_bind *b, int k, const char *col, int64_t len)
+{
+    if (b->ostrided[k]) snprintf(buf, cap, "ob%d + %s * %lldLL", k, col, (long long)b->ost[k][b->nd - 1]);
+    else if (len == b->C) snprintf(buf, cap, "r * KF_C + %s", col);
+    else snprintf(buf, cap, "r * %lldLL + %s", (long long)len, col);
 }
 
 /* the pointer a member's output is stored through */
@@ -370,6 +485,56 @@ static int read_back(const kf_chain_bind *b, int m)
     return 0;
 }
 
+/* Segment member k (phase 0, its inputs kernel inputs) at column c - off of its part: v<k>,
+ * stored at r * len + (c - off). */
+static void emit_segment(kf_strbuf *s, const kf_chain_bind *b, int k, int cuda, const char *ind)
+{
+    const kf_pw_bind *pb = &b->pb[k];
+    const int p = b->seg_part[k];
+    const char *src[KF_PW_MAX_OPS] = {0}, *off[KF_PW_MAX_OPS] = {0};
+    char sb[KF_PW_MAX_OPS][16], ob[KF_PW_MAX_OPS][64], cix[48], sfx[8];
+    snprintf(cix, sizeof cix, "(c - %lldLL)", (long long)b->part_off[p]);
+    snprintf(sfx, sizeof sfx, "_m%d", k);
+    for (int q = 0; q < pb->n; q++) {
+        int li = pb->in_idx[q];
+        if (li < 0) continue;
+        ext_src(b, k, li, cix, 0, sb[q], sizeof sb[q], ob[q], sizeof ob[q]);
+        src[q] = sb[q];
+        off[q] = ob[q];
+    }
+    kf_strbuf_printf(s, "%sconst %s v%d = KF_ST%s(", ind, kf_pw_ctype(member_dtype(b, k), cuda), k, sfx);
+    kf_pw_emit_call_as(s, pb, sfx, src, off);
+    char at[96];
+    out_at(at, sizeof at, b, k, cix, b->part_len[p]);
+    kf_strbuf_printf(s, ");\n%sy%d[%s] = v%d;\n", ind, k, at, k);
+}
+
+/* The cat member: per part, the branch of its columns, its value there (the segment member's,
+ * computed there, or the kernel input's element as it is: a cat copies bits). */
+static void emit_cat(kf_strbuf *s, const kf_chain_bind *b, int cuda, const char *ind)
+{
+    const int k = b->cat;
+    kf_strbuf_printf(s, "%s%s v%d;\n", ind, kf_pw_ctype(member_dtype(b, k), cuda), k);
+    char in2[64];
+    snprintf(in2, sizeof in2, "%s    ", ind);
+    for (int p = 0; p < b->n_parts; p++) {
+        const int64_t end = b->part_off[p] + b->part_len[p];
+        if (p + 1 < b->n_parts) kf_strbuf_printf(s, "%s%sif (c < %lldLL) {\n", ind, p ? "} else " : "", (long long)end);
+        else kf_strbuf_printf(s, "%s%s{\n", ind, p ? "} else " : "");
+        if (b->part_member[p] >= 0) {
+            emit_segment(s, b, b->part_member[p], cuda, in2);
+            kf_strbuf_printf(s, "%sv%d = v%d;\n", in2, k, b->part_member[p]);
+        } else {
+            const int i = b->part_arg[p];
+            kf_strbuf_printf(s, "%sv%d = p%d[rb%d + (c - %lldLL) * %lldLL];\n", in2, k, i, i,
+                             (long long)b->part_off[p], (long long)b->st[i][b->nd - 1]);
+        }
+    }
+    char at[96];
+    out_at(at, sizeof at, b, k, "c", b->C);
+    kf_strbuf_printf(s, "%s}\n%sy%d[%s] = v%d;\n", ind, ind, k, at, k);
+}
+
 static void emit_phase_(kf_strbuf *s, const kf_chain_bind *b, int phase, int cuda, const char *ind,
                         const char *store_guard, int vec)
 {
@@ -404,7 +569,11 @@ static void emit_phase_(kf_strbuf *s, const kf_chain_bind *b, int phase, int cud
             kf_strbuf_printf(s, ");\n");
             continue;
         }
-        if (b->phase[k] != phase || k == b->red) continue;
+        if (b->phase[k] != phase || k == b->red || b->seg_part[k] >= 0) continue;
+        if (k == b->cat) {
+            emit_cat(s, b, cuda, ind);
+            continue;
+        }
         const kf_pw_bind *pb = &b->pb[k];
         const char *src[KF_PW_MAX_OPS] = {0}, *off[KF_PW_MAX_OPS] = {0};
         char sb[KF_PW_MAX_OPS][16], ob[KF_PW_MAX_OPS][64];
@@ -427,7 +596,11 @@ static void emit_phase_(kf_strbuf *s, const kf_chain_bind *b, int phase, int cud
         kf_strbuf_printf(s, ");\n");
         if (phase == 1) kf_strbuf_printf(s, "%s%s%s[r] = v%d;\n", ind, store_guard, p, k);
         else if (vec) kf_strbuf_printf(s, "%so%d.v[e] = v%d;\n", ind, k, k);
-        else kf_strbuf_printf(s, "%s%s[r * KF_C + c] = v%d;\n", ind, p, k);
+        else {
+            char at[96];
+            out_at(at, sizeof at, b, k, "c", b->C);
+            kf_strbuf_printf(s, "%s%s[%s] = v%d;\n", ind, p, at, k);
+        }
     }
     if (phase == 0 && b->tail >= 0) { /* the norm's sum or the softmax's max, folded */
         char v[16];
@@ -453,6 +626,9 @@ void kf_chain_emit_phase(kf_strbuf *s, const kf_chain_bind *b, int phase, int cu
 
 int kf_chain_vec_width(const kf_chain_bind *b, const kf_job_sig *sig)
 {
+    if (b->cat >= 0) return 1; /* a pack would straddle the parts */
+    for (int k = 0; k < b->n; k++)
+        if (b->ostrided[k]) return 1;
     int es = 1;
     for (int k = 0; k < sig->n_out; k++)
         if (!sig->out_alias[k] && kf_dtype_size(sig->out[k].dtype) > es) es = kf_dtype_size(sig->out[k].dtype);

@@ -17,7 +17,9 @@
  * then y per element. Or a softmax of the last dim (_softmax, e.g. an attention mask added
  * first): the row's max folded into phase 0, then the sum of exp(x - max) over the stored input,
  * then y per element, and per element the pointwise members after it (phase 4, its epilogue:
- * transformers' softmax(x, dtype=float32).to(bf16) casts back). The binding refuses (with a reason naming the
+ * transformers' softmax(x, dtype=float32).to(bf16) casts back). A chain without a reduction or
+ * a row tail may hold one cat of the last dim (rotary embeddings: q * cos + cat(-x2, x1) * sin).
+ * The binding refuses (with a reason naming the
  * member and its op) what this cannot compute exactly as eager. Private to those files and the builtin
  * proposer (which reports the reason). */
 #ifndef KF_FORGE_TEMPLATES_CHAIN_H
@@ -43,6 +45,20 @@ typedef struct kf_chain_bind {
     double ln_eps;
     int sm;                                  /* the softmax member (-1: none) */
     int tail;                                /* ln or sm: the last member's row tail (-1: none) */
+    /* a cat of the last dim (rotary's cat((-x2, x1), -1)): its parts, each a kernel input read
+     * directly or a pointwise member on the part's columns alone (a segment member, read by
+     * the cat only), computed and stored inside the cat's branch for its columns */
+    int cat, n_parts;                        /* the cat member (-1: none), its parts */
+    int64_t part_off[KF_JOB_MAX_TENSORS], part_len[KF_JOB_MAX_TENSORS];
+    int part_member[KF_JOB_MAX_TENSORS];     /* the segment member, or -1 */
+    int part_arg[KF_JOB_MAX_TENSORS];        /* else the kernel input */
+    int seg_part[KF_CHAIN_MAX_MEMBERS];      /* per member: the part it computes, or -1 */
+    int in_part[KF_JOB_MAX_TENSORS];         /* per kernel input: the part it is read on, or -1 */
+    /* outputs laid out as eager lays them out for strided inputs (rotary's q * cos on a
+     * transposed q): per member, 0 when dense in row-major order, else its strides on F's dims
+     * (a chain without a reduction or a row tail only) */
+    int ostrided[KF_CHAIN_MAX_MEMBERS];
+    int64_t ost[KF_CHAIN_MAX_MEMBERS][KF_MAX_DIMS];
     int ct, p_bool;                          /* the members' compute type (all alike) */
     int nd;                                  /* dims of F (at least 1) */
     int64_t full[KF_MAX_DIMS];               /* F */

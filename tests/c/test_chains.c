@@ -310,28 +310,30 @@ static void test_spec(void)
         kf_chains_reset(c);
     }
 
-    /* the scale, a causal mask made in every forward (an inference tensor), the softmax:
-     * the spec starts at the mask add, both its inputs the head's; a fresh external at the end
-     * keeps the part before it instead (the longer one) */
+    /* the scale, a mask made in this run by another intercepted call, the softmax: the spec
+     * starts at the mask add, both its inputs the head's; such a mask at the end keeps the part
+     * before it instead (the longer one) */
     for (int at_end = 0; at_end < 2; at_end++) {
-        for (int k = 0; k < 4; k++) {
+        uint64_t now = 10;
+        for (int k = 0; k < 4; k++, now += 3) {
+            uint64_t at[2] = {1, 1}, made[2] = {1, 0};
             uintptr_t b = 100 + 10 * (uintptr_t)k;
             if (at_end) { /* a -> b -> c -> mul(fresh) */
                 in[0] = b, out[0] = b + 1;
-                kf_chain_observe(c, r, 0x101, KF_CHAIN_SERVABLE, in, 1, out, 1);
+                kf_chain_observe_at(c, r, 0x101, KF_CHAIN_SERVABLE, in, at, 1, out, 1, now++);
                 in[0] = b + 1, out[0] = b + 2;
-                kf_chain_observe(c, r, 0x102, KF_CHAIN_SERVABLE, in, 1, out, 1);
+                kf_chain_observe_at(c, r, 0x102, KF_CHAIN_SERVABLE, in, at, 1, out, 1, now++);
                 in[0] = b + 2, out[0] = b + 3;
-                kf_chain_observe(c, r, 0x101, KF_CHAIN_SERVABLE, in, 1, out, 1);
-                in[0] = b + 3, in[1] = b + 4, out[0] = b + 5;
-                kf_chain_observe(c, r, 0x203, KF_CHAIN_SERVABLE | KF_CHAIN_UNVERSIONED(1), in, 2, out, 1);
+                kf_chain_observe_at(c, r, 0x101, KF_CHAIN_SERVABLE, in, at, 1, out, 1, now++);
+                in[0] = b + 3, in[1] = b + 4, out[0] = b + 5, made[1] = now - 1;
+                kf_chain_observe_at(c, r, 0x203, KF_CHAIN_SERVABLE, in, made, 2, out, 1, now++);
             } else { /* mul(scores, scale) -> add(that, mask) -> softmax */
                 in[0] = b, in[1] = 99, out[0] = b + 1;
-                kf_chain_observe(c, r, 0x203, KF_CHAIN_SERVABLE | KF_CHAIN_FRESH(0), in, 2, out, 1);
-                in[0] = b + 1, in[1] = b + 2, out[0] = b + 3;
-                kf_chain_observe(c, r, 0x203, KF_CHAIN_SERVABLE | KF_CHAIN_UNVERSIONED(1), in, 2, out, 1);
+                kf_chain_observe_at(c, r, 0x203, KF_CHAIN_SERVABLE | KF_CHAIN_FRESH(0), in, at, 2, out, 1, now++);
+                in[0] = b + 1, in[1] = b + 2, out[0] = b + 3, made[1] = now - 1;
+                kf_chain_observe_at(c, r, 0x203, KF_CHAIN_SERVABLE, in, made, 2, out, 1, now++);
                 in[0] = b + 3, out[0] = b + 4;
-                kf_chain_observe(c, r, 0x102, KF_CHAIN_SERVABLE, in, 1, out, 1);
+                kf_chain_observe_at(c, r, 0x102, KF_CHAIN_SERVABLE, in, at, 1, out, 1, now++);
             }
             kf_chain_flush(c, r);
         }
@@ -375,15 +377,18 @@ static void test_spec(void)
         kf_chains_reset(c);
     }
 
-    /* started after a fresh member, a spec takes no externals (here the run head's input) */
-    for (int k = 0; k < 4; k++) {
+    /* started after a member reading an activation of this run, a spec takes no externals
+     * (here the run head's input) */
+    uint64_t now = 10;
+    for (int k = 0; k < 4; k++, now += 3) {
         uintptr_t b = 200 + 10 * (uintptr_t)k;
+        uint64_t at[2] = {1, 1}, made[2] = {1, now + 1};
         in[0] = b, out[0] = b + 1;
-        kf_chain_observe(c, r, 0x101, KF_CHAIN_SERVABLE, in, 1, out, 1);
+        kf_chain_observe_at(c, r, 0x101, KF_CHAIN_SERVABLE, in, at, 1, out, 1, now++);
         in[0] = b + 1, in[1] = b + 2, out[0] = b + 3;
-        kf_chain_observe(c, r, 0x203, KF_CHAIN_SERVABLE | KF_CHAIN_UNVERSIONED(1), in, 2, out, 1);
+        kf_chain_observe_at(c, r, 0x203, KF_CHAIN_SERVABLE, in, made, 2, out, 1, now++);
         in[0] = b + 3, in[1] = b, out[0] = b + 4;
-        kf_chain_observe(c, r, 0x203, KF_CHAIN_SERVABLE, in, 2, out, 1);
+        kf_chain_observe_at(c, r, 0x203, KF_CHAIN_SERVABLE, in, at, 2, out, 1, now++);
         kf_chain_flush(c, r);
     }
     ch = only_chain(c);
