@@ -511,7 +511,7 @@ static void emit_segment(kf_strbuf *s, const kf_chain_bind *b, int k, int cuda, 
 
 /* The cat member: per part, the branch of its columns, its value there (the segment member's,
  * computed there, or the kernel input's element as it is: a cat copies bits). */
-static void emit_cat(kf_strbuf *s, const kf_chain_bind *b, int cuda, const char *ind)
+static void emit_cat(kf_strbuf *s, const kf_chain_bind *b, int cuda, const char *ind, int only)
 {
     const int k = b->cat;
     kf_strbuf_printf(s, "%s%s v%d;\n", ind, kf_pw_ctype(member_dtype(b, k), cuda), k);
@@ -519,7 +519,9 @@ static void emit_cat(kf_strbuf *s, const kf_chain_bind *b, int cuda, const char 
     snprintf(in2, sizeof in2, "%s    ", ind);
     for (int p = 0; p < b->n_parts; p++) {
         const int64_t end = b->part_off[p] + b->part_len[p];
-        if (p + 1 < b->n_parts) kf_strbuf_printf(s, "%s%sif (c < %lldLL) {\n", ind, p ? "} else " : "", (long long)end);
+        if (only >= 0 && p != only) continue;
+        if (only >= 0) kf_strbuf_printf(s, "%s{\n", ind);
+        else if (p + 1 < b->n_parts) kf_strbuf_printf(s, "%s%sif (c < %lldLL) {\n", ind, p ? "} else " : "", (long long)end);
         else kf_strbuf_printf(s, "%s%s{\n", ind, p ? "} else " : "");
         if (b->part_member[p] >= 0) {
             emit_segment(s, b, b->part_member[p], cuda, in2);
@@ -536,7 +538,7 @@ static void emit_cat(kf_strbuf *s, const kf_chain_bind *b, int cuda, const char 
 }
 
 static void emit_phase_(kf_strbuf *s, const kf_chain_bind *b, int phase, int cuda, const char *ind,
-                        const char *store_guard, int vec)
+                        const char *store_guard, int vec, int part)
 {
     const kf_job_chain *ch = b->ch;
     const char *cix = phase == 1 ? "0" : "c";
@@ -571,7 +573,7 @@ static void emit_phase_(kf_strbuf *s, const kf_chain_bind *b, int phase, int cud
         }
         if (b->phase[k] != phase || k == b->red || b->seg_part[k] >= 0) continue;
         if (k == b->cat) {
-            emit_cat(s, b, cuda, ind);
+            emit_cat(s, b, cuda, ind, part);
             continue;
         }
         const kf_pw_bind *pb = &b->pb[k];
@@ -621,7 +623,12 @@ static void emit_phase_(kf_strbuf *s, const kf_chain_bind *b, int phase, int cud
 void kf_chain_emit_phase(kf_strbuf *s, const kf_chain_bind *b, int phase, int cuda,
                          const char *ind, const char *store_guard)
 {
-    emit_phase_(s, b, phase, cuda, ind, store_guard, 0);
+    emit_phase_(s, b, phase, cuda, ind, store_guard, 0, -1);
+}
+
+void kf_chain_emit_phase_part(kf_strbuf *s, const kf_chain_bind *b, int part, int cuda, const char *ind)
+{
+    emit_phase_(s, b, 0, cuda, ind, "", 0, part);
 }
 
 int kf_chain_vec_width(const kf_chain_bind *b, const kf_job_sig *sig)
@@ -678,7 +685,7 @@ void kf_chain_emit_phase_vec(kf_strbuf *s, const kf_chain_bind *b, int phase, co
     char in2[32];
     snprintf(in2, sizeof in2, "%s    ", ind);
     kf_strbuf_printf(s, "#pragma unroll\n%sfor (int e = 0; e < KF_VW; e++) {\n", ind);
-    emit_phase_(s, b, phase, 1, in2, "", 1);
+    emit_phase_(s, b, phase, 1, in2, "", 1, -1);
     kf_strbuf_printf(s, "%s}\n", ind);
     for (int k = 0; k < b->n; k++) {
         if (b->phase[k] != phase || k == b->red || k == b->tail) continue;
@@ -802,7 +809,7 @@ static void emit_sm(kf_strbuf *s, const kf_chain_bind *b, int cuda, int inline_e
     kf_strbuf_printf(s, ";\n%s    y%d[r * KF_C + c] = v%d;\n", ind, k, k);
     char in2[32];
     snprintf(in2, sizeof in2, "%s    ", ind);
-    emit_phase_(s, b, 4, cuda != 0, in2, "", 0); /* the epilogue, from the stored value */
+    emit_phase_(s, b, 4, cuda != 0, in2, "", 0, -1); /* the epilogue, from the stored value */
     kf_strbuf_printf(s, "%s}\n", ind);
     kf_strbuf_free(&v);
     kf_strbuf_free(&sx);

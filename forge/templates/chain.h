@@ -80,6 +80,9 @@ void kf_chain_emit_defs(kf_strbuf *s, const kf_chain_bind *b, int cuda, const ch
  * row member's store, "if (threadIdx.x == 0)" on CUDA), phase 0 also folding into `acc`. */
 void kf_chain_emit_phase(kf_strbuf *s, const kf_chain_bind *b, int phase, int cuda,
                          const char *ind, const char *store_guard);
+/* Phase 0 of a chain with a cat, for the columns of its part `part` alone (c in scope, within
+ * them): the cat's branch resolved, so that the host's loop over a part has none. */
+void kf_chain_emit_phase_part(kf_strbuf *s, const kf_chain_bind *b, int part, int cuda, const char *ind);
 /* After the fold (acc holds the row's combined value): the reduction member's v<red> and its
  * store (wrapped by store_guard). */
 void kf_chain_emit_red_value(kf_strbuf *s, const kf_chain_bind *b, int cuda, const char *ind,

@@ -69,9 +69,18 @@ static kf_status render(const kf_job_sig *sig, const int *knob_idx, char **sourc
         kf_strbuf_printf(&b, "%s", kf_chain_tail_simd(&cb));
     else
         kf_strbuf_printf(&b, "#pragma GCC unroll %d\n", vals[1]);
-    kf_strbuf_printf(&b, "        for (long long c = 0; c < KF_C; c++) {\n");
-    kf_chain_emit_phase(&b, &cb, 0, 0, "            ", "");
-    kf_strbuf_printf(&b, "        }\n");
+    for (int p = 0; cb.cat >= 0 && p < cb.n_parts; p++) { /* a loop per part of the cat */
+        if (p) kf_strbuf_printf(&b, "#pragma GCC unroll %d\n", vals[1]);
+        kf_strbuf_printf(&b, "        for (long long c = %lldLL; c < %lldLL; c++) {\n",
+                         (long long)cb.part_off[p], (long long)(cb.part_off[p] + cb.part_len[p]));
+        kf_chain_emit_phase_part(&b, &cb, p, 0, "            ");
+        kf_strbuf_printf(&b, "        }\n");
+    }
+    if (cb.cat < 0) {
+        kf_strbuf_printf(&b, "        for (long long c = 0; c < KF_C; c++) {\n");
+        kf_chain_emit_phase(&b, &cb, 0, 0, "            ", "");
+        kf_strbuf_printf(&b, "        }\n");
+    }
     kf_chain_emit_tail(&b, &cb, 0, inline_exp, "        ");
     if (cb.red >= 0) {
         kf_chain_emit_red_value(&b, &cb, 0, "        ", "");

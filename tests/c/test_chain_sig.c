@@ -123,9 +123,45 @@ static void test_refused(void)
     }
 }
 
+/* "views" (external e is a view of head input i at a byte offset): appended after the members
+ * as 'V', their count, then e, i and the offset (i64 little endian); malformed ones refused. */
+static void test_views(void)
+{
+    uint32_t l0, l1;
+    char *text = spec_text("aten::add.Tensor", "[[\"member\",0,0],[\"ext\",0]]", 1, &l0, &l1);
+    cJSON *spec = cJSON_Parse(text);
+    uint8_t *plain = NULL, *b = NULL;
+    uint32_t np = 0, n = 0;
+    char err[256] = "";
+    CHECK_EQ_INT(kf_chain_sig_bytes_obj(spec, &plain, &np, err, sizeof err), KF_OK);
+    cJSON_AddItemToObject(spec, "views", cJSON_Parse("[[0, 1, -128]]"));
+    CHECK_EQ_INT(kf_chain_sig_bytes_obj(spec, &b, &n, err, sizeof err), KF_OK);
+    if (CHECK_EQ_INT(n, np + 12) && b && plain) {
+        CHECK(!memcmp(b, plain, np));
+        const uint8_t want[12] = {'V', 1, 0, 1, 0x80, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
+        CHECK(!memcmp(b + np, want, sizeof want));
+    }
+    free(b);
+    const char *bad[] = {"[]", "[[1, 0, 0]]", "[[0, 2, 0]]", "[[0, 0, 0.5]]", "[[0, 0]]",
+                         "[[0, 0, 0], [0, 1, 0]]", "{}"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        cJSON_ReplaceItemInObject(spec, "views", cJSON_Parse(bad[i]));
+        b = NULL;
+        err[0] = 0;
+        if (!CHECK_EQ_INT(kf_chain_sig_bytes_obj(spec, &b, &n, err, sizeof err), KF_ERR_INVALID) ||
+            !CHECK(b == NULL && strstr(err, "view")))
+            printf("  views %s: %s\n", bad[i], err);
+        free(b);
+    }
+    cJSON_Delete(spec);
+    free(plain);
+    free(text);
+}
+
 int main(void)
 {
     test_bytes();
     test_refused();
+    test_views();
     return check_done("chain_sig");
 }

@@ -1,5 +1,5 @@
 """Issue 17 end to end on the host backend: a tiny transformers Llama (random weights, no_grad)
-gets its chains recorded, `kforge warmup` (default options) tunes its RMSNorm chains, and a fresh
+gets its chains recorded, `kforge warmup` (default options) tunes its RMSNorm and rotary chains, and a fresh
 process that only imports kernel_forge serves them: outputs within tolerance of eager, and fewer
 kernels launched per forward (the count is printed)."""
 
@@ -59,17 +59,23 @@ def test_chains_are_recorded(warm):
     rms = ["pow.Tensor_Scalar", "mean.dim", "add.Tensor", "rsqrt", "mul.Tensor", "mul.Tensor"]
     assert any(o[-6:] == rms for o in ops), ops  # RMSNorm (and residual add + RMSNorm)
     assert any(o[:2] == ["silu", "mul.Tensor"] for o in ops), ops  # SwiGLU
-    # rotary: cat(-x2, x1) * sin + q * cos (neg reads a slice, a view: it starts no chain of
-    # its own with q); recorded, not fusable, since cat takes a tensor list
-    rotary = [c for c, o in zip(chains, ops) if o == ["cat", "mul.Tensor", "add.Tensor"]]
-    assert rotary and all(c["spec"] is None and "tensor list" in c["fusable_reason"]
-                          for c in rotary), ops
+    # rotary, q * cos + cat(-x2, x1) * sin: neg and cat read slices of q (views of the head's
+    # input, taken at the head), sin is a new view (unsqueeze) in every layer, predicted by its
+    # storage; fusable whole
+    rot = ["mul.Tensor", "neg", "cat", "mul.Tensor", "add.Tensor"]
+    rotary = [c for c, o in zip(chains, ops) if o[:5] == rot]
+    assert rotary, ops
+    spec = next(c["spec"] for c in rotary if c["spec"] and len(c["spec"]["members"]) == 5)
+    assert sorted(v[2] for v in spec["views"]) == [0, 128], spec["views"]  # x1, x2 (f32, 32 in)
+    assert [m["inputs"] for m in spec["members"]][1:4] == [[["ext", 0]], [["member", 1, 0], ["ext", 1]],
+                                                             [["member", 2, 0], ["ext", 2]]]
 
 
-def test_warmup_tunes_the_rmsnorm_chains(warm):
+def test_warmup_tunes_the_rmsnorm_and_rotary_chains(warm):
     _, out = warm
-    rows = [l for l in out.splitlines() if l.startswith("chain") and "pow -> mean" in l]
-    assert rows and any(l.rstrip().endswith("inserted") for l in rows), out[-3000:]
+    for ops in ("pow -> mean", "mul -> neg -> cat -> mul -> add"):
+        rows = [l for l in out.splitlines() if l.startswith("chain") and ops in l]
+        assert rows and any(l.rstrip().endswith("inserted") for l in rows), (ops, out[-3000:])
 
 
 def test_a_fresh_process_serves_them(warm):
@@ -85,6 +91,9 @@ def test_a_fresh_process_serves_them(warm):
     print(f"\nchain kernels served {sum(e['completed'] for e in served)} chains in {forwards} "
           f"forwards: {saved / forwards:.1f} fewer kernel launches per forward")
     assert saved / forwards >= 4
+    rotary = [e for e in served if e["ops"].startswith("mul.Tensor -> neg -> cat")]
+    # one layer of two per forward: the first layer's sin is a new forward's storage
+    assert rotary and rotary[0]["completed"] >= forwards // 2, served
 
 
 def test_served_under_inference_mode_too(warm):
@@ -100,3 +109,5 @@ def test_served_under_inference_mode_too(warm):
     saved = sum(e["completed"] * (len(e["ops"].split(" -> ")) - 1) for e in served)
     print(f"\ninference_mode: {saved / forwards:.1f} fewer kernel launches per forward")
     assert saved / forwards >= 4
+    assert any(e["ops"].startswith("mul.Tensor -> neg -> cat") and e["completed"] >= forwards // 2
+               for e in served), served
