@@ -170,6 +170,20 @@ kf_status kf_chain_sig_bytes_obj(const cJSON *spec, uint8_t **out, uint32_t *out
             for (int k = 0; k < 8; k++) buf[len++] = (uint8_t)((uint64_t)o >> (8 * k));
         }
     }
+    const cJSON *deferred = cJSON_GetObjectItemCaseSensitive(spec, "deferred");
+    if (deferred) {
+        if (!cJSON_IsTrue(deferred)) {
+            fail(err, err_cap, "chain spec: deferred, when present, is true");
+            goto out;
+        }
+        uint8_t *grown = realloc(buf, len + 1);
+        if (!grown) {
+            st = KF_ERR_NOMEM;
+            goto out;
+        }
+        buf = grown;
+        buf[len++] = 'D';
+    }
     *out = buf;
     *out_len = (uint32_t)len;
     buf = NULL;

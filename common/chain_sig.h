@@ -4,12 +4,13 @@
  *   {"version": 1, "n_head_inputs": H, "n_ext": E,
  *    "members": [{"op", "signature", "sig_hex", "inputs": [["head", i] | ["member", m, o] |
  *                                                          ["ext", e], ...]}, ...],
- *    "views": [[e, i, byte offset], ...]}   (optional: external e is a view of the head's
+ *    "views": [[e, i, byte offset], ...],   (optional: external e is a view of the head's
  *                                           input i, at that offset in its storage)
+ *    "deferred": true}                      (optional: served in deferred mode)
  *
  * Bytes: "KFCHAIN1", u8 n_members, then per member u32 little-endian sig_len, the member's
  * signature bytes, u8 n_inputs, then per input 3 bytes (kind 0 head / 1 member / 2 ext, a, b);
- * with views, 'V', u8 n_views, per view u8 e, u8 i, i64 little-endian byte offset.
+ * with views, 'V', u8 n_views, per view u8 e, u8 i, i64 little-endian byte offset; deferred, 'D'.
  * Other fields of the spec ("signature", the chain's own "sig_hex") are not part of them. */
 #ifndef KF_COMMON_CHAIN_SIG_H
 #define KF_COMMON_CHAIN_SIG_H

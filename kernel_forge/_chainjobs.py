@@ -36,7 +36,8 @@ def _kind_code(ref) -> tuple[int, int, int]:
 def chain_sig_bytes(spec: dict) -> bytes:
     """The canonical chain bytes (docs/chains.md): "KFCHAIN1", u8 members, then per member its
     signature's length (u32 LE) and bytes, u8 inputs and 3 bytes per input (kind, a, b); with
-    views, "V", u8 views and per view u8 external, u8 head input, i64 LE byte offset."""
+    views, "V", u8 views and per view u8 external, u8 head input, i64 LE byte offset; deferred,
+    "D"."""
     out = bytearray(b"KFCHAIN1")
     out.append(len(spec["members"]))
     for m in spec["members"]:
@@ -49,6 +50,8 @@ def chain_sig_bytes(spec: dict) -> bytes:
         out += b"V" + bytes([len(spec["views"])])
         for e, h, off in spec["views"]:
             out += bytes([e, h]) + struct.pack("<q", off)
+    if spec.get("deferred"):
+        out += b"D"
     return bytes(out)
 
 
@@ -102,6 +105,8 @@ def check_spec(spec) -> None:
             len({v[0] for v in views}) != len(views):
         raise NotTunable("chain spec: \"views\" must list [external, head input, byte offset], "
                          "each external once")
+    if spec.get("deferred", True) is not True:
+        raise NotTunable("chain spec: \"deferred\", when present, must be true")
 
 
 def _same_layout(desc: dict, t: torch.Tensor) -> bool:

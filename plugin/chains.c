@@ -62,6 +62,7 @@ typedef struct chain_entry {
 
 struct kf_chains {
     pthread_mutex_t lock;
+    int deferred; /* KFORGE_CHAIN_DEFERRED: specs whose externals are taken at their members */
     int cap; /* a power of two */
     int used;
     uint64_t dropped;
@@ -92,6 +93,11 @@ void kf_chains_free(kf_chains *c)
     pthread_mutex_destroy(&c->lock);
     free(c->e);
     free(c);
+}
+
+void kf_chains_set_deferred(kf_chains *c, int on)
+{
+    if (c) c->deferred = on;
 }
 
 void kf_chains_reset(kf_chains *c)
@@ -315,6 +321,25 @@ static void spec_ref(const chain_shape *s, int s0, const uint8_t src[2], uint8_t
     ref[0] = 2, ref[1] = (uint8_t)e, ref[2] = 0;
 }
 
+/* spec's "sig_hex": its canonical bytes (set again after a change); 0 with *why on failure. */
+static int spec_bytes(cJSON *spec, char *why, size_t cap)
+{
+    uint8_t *bytes = NULL;
+    uint32_t len = 0;
+    if (kf_chain_sig_bytes_obj(spec, &bytes, &len, why, cap) != KF_OK) return 0;
+    char *hex = malloc(2 * (size_t)len + 1);
+    if (hex) kf_hex_encode(bytes, len, hex);
+    free(bytes);
+    cJSON_DeleteItemFromObjectCaseSensitive(spec, "sig_hex");
+    if (!hex || !cJSON_AddStringToObject(spec, "sig_hex", hex)) {
+        free(hex);
+        snprintf(why, cap, "out of memory");
+        return 0;
+    }
+    free(hex);
+    return 1;
+}
+
 /* The end of the fusable part that starts at member `from` (make_spec's cuts). */
 static int fusable_end(const chain_shape *s, int from)
 {
@@ -418,16 +443,8 @@ static cJSON *make_spec(const chain_shape *s, int from, int limit, kf_chain_look
         cJSON_AddItemToArray(w, cJSON_CreateNumber(s->view_head[v]));
         cJSON_AddItemToArray(w, cJSON_CreateNumber((double)s->view_off[v]));
     }
-    uint8_t *bytes = NULL;
-    uint32_t len = 0;
-    if (kf_chain_sig_bytes_obj(spec, &bytes, &len, why, cap) != KF_OK) goto fail;
-    char *hex = malloc(2 * (size_t)len + 1);
-    if (hex) kf_hex_encode(bytes, len, hex);
-    free(bytes);
-    if (!hex) goto oom;
-    cJSON_AddStringToObject(spec, "sig_hex", hex);
-    free(hex);
-    return spec;
+    if (spec_bytes(spec, why, cap)) return spec;
+    goto fail;
 oom:
     snprintf(why, cap, "out of memory");
 fail:
@@ -450,10 +467,24 @@ static int unpredicted(const chain_entry *e, int m)
  * that is a linear's output, or a weight still in its first forward, which a cut would keep
  * out of the spec for good. */
 static cJSON *best_spec(const chain_entry *e, kf_chain_lookup_fn lookup, void *user,
-                        kf_chain_member_info *mi, int *first, char *why, size_t cap)
+                        kf_chain_member_info *mi, int *first, char *why, size_t cap, int deferred)
 {
     cJSON *best = NULL;
     int best_n = 0, fm = -1;
+    /* deferred mode (opt-in): a chain whose later members read what the head cannot have (a
+     * linear's output: SwiGLU) is one spec, its kernel launched at the last member */
+    for (int m = 1; deferred && m < e->shape.n; m++) {
+        if (2 * e->fresh[m] <= e->calls && !unpredicted(e, m)) continue;
+        char w[256] = "";
+        int f = 0;
+        cJSON *spec = make_spec(&e->shape, 0, e->shape.n, lookup, user, mi, &f, w, sizeof w);
+        if (spec && f == 0) {
+            cJSON_AddTrueToObject(spec, "deferred");
+            if (spec_bytes(spec, why, cap)) return *first = 0, spec;
+        }
+        cJSON_Delete(spec);
+        break;
+    }
     for (int from = 0; from < e->shape.n - 1; from++) {
         if (from > 0 && !unpredicted(e, from)) continue;
         int limit = from + 1;
@@ -525,7 +556,7 @@ char *kf_chains_json_doc(kf_chains *c, uint64_t min_calls, kf_chain_lookup_fn lo
             cJSON_AddBoolToObject(mem, "writes", e->shape.writes[m]);
             for (int i = 0; i < e->shape.n_in[m]; i++) {
                 const uint8_t *s = e->shape.src[m][i];
-                if (s[0] >= FROM_HEAD) {
+                if (s[0] >= FROM_VIEW) {
                     cJSON_AddItemToArray(ins, cJSON_CreateNull());
                 } else {
                     const int pair[2] = {s[0], s[1]};
@@ -535,7 +566,7 @@ char *kf_chains_json_doc(kf_chains *c, uint64_t min_calls, kf_chain_lookup_fn lo
         }
         char why[320] = "";
         int first = 0;
-        cJSON *spec = lookup ? best_spec(e, lookup, user, mi, &first, why, sizeof why) : NULL;
+        cJSON *spec = lookup ? best_spec(e, lookup, user, mi, &first, why, sizeof why, c->deferred) : NULL;
         if (!lookup) snprintf(why, sizeof why, "no signature table");
         if (spec) {
             cJSON_AddItemToObject(ch, "spec", spec);

@@ -36,6 +36,10 @@ typedef struct kf_chain_rec kf_chain_rec; /* one thread's open run */
 kf_status kf_chains_create(kf_chains **out, int capacity);
 void kf_chains_free(kf_chains *c);
 void kf_chains_reset(kf_chains *c);
+/* Deferred mode (KFORGE_CHAIN_DEFERRED=1, docs/chains.md): a chain whose later members read
+ * externals the head cannot predict is listed with a spec marked "deferred" (its kernel runs at
+ * the last member, with every member's inputs). */
+void kf_chains_set_deferred(kf_chains *c, int on);
 
 kf_chain_rec *kf_chain_rec_create(void);
 void kf_chain_rec_free(kf_chain_rec *r);

@@ -83,6 +83,7 @@ static int fill_def(const cJSON *spec, kf_chain_def *d)
         kf_hex_decode(hex, hl, buf);
         d->key[m] = kf_sig_hash(buf, (uint32_t)(hl / 2));
         const char *op = cJSON_GetObjectItemCaseSensitive(mem, "op")->valuestring;
+        snprintf(d->op[m], sizeof d->op[m], "%s", op);
         const char *shortop = strncmp(op, "aten::", 6) ? op : op + 6;
         at += (size_t)snprintf(d->ops + at, at < sizeof d->ops ? sizeof d->ops - at : 0, "%s%s",
                                m ? " -> " : "", shortop);
@@ -98,6 +99,7 @@ static int fill_def(const cJSON *spec, kf_chain_def *d)
             r[2] = r[0] == KF_CHAIN_IN_MEMBER ? (uint8_t)cJSON_GetArrayItem(ref, 2)->valueint : 0;
         }
     }
+    d->deferred = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(spec, "deferred"));
     memset(d->view_head, -1, sizeof d->view_head);
     const cJSON *views = cJSON_GetObjectItemCaseSensitive(spec, "views");
     for (int v = 0; v < cJSON_GetArraySize(views); v++) {
@@ -272,7 +274,8 @@ int kf_chainserve_active(const kf_runtime *rt)
 kf_chain_entry *kf_chainserve_find(kf_runtime *rt, uint64_t head_key)
 {
     for (kf_chain_entry *e = atomic_load_explicit(&rt->chain_entries, memory_order_acquire); e; e = e->next)
-        if (e->def.key[0] == head_key && atomic_load_explicit(&e->state, memory_order_acquire) != KF_CHAIN_REFUSED)
+        if (e->def.key[0] == head_key && atomic_load_explicit(&e->state, memory_order_acquire) != KF_CHAIN_REFUSED &&
+            (!e->def.deferred || rt->cfg.chain_deferred)) /* deferred mode is opt-in */
             return e;
     return NULL;
 }
@@ -420,6 +423,8 @@ char *kf_chain_entries_json(kf_runtime *rt)
         cJSON_AddStringToObject(o, "sig_hex", hex);
         free(hex);
         cJSON_AddStringToObject(o, "ops", e->def.ops);
+        /* deferred: served only with KFORGE_CHAIN_DEFERRED=1 */
+        cJSON_AddBoolToObject(o, "deferred", e->def.deferred);
         cJSON_AddStringToObject(o, "cache_key", e->key_hex);
         const int st = kf_chain_entry_state(e);
         cJSON_AddStringToObject(o, "state", states[st]);

@@ -38,6 +38,8 @@ typedef struct kf_chain_def {
     int8_t view_ndim[KF_CHAIN_SPEC_MAX_EXT];
     int64_t view_sizes[KF_CHAIN_SPEC_MAX_EXT][KF_MAX_DIMS], view_strides[KF_CHAIN_SPEC_MAX_EXT][KF_MAX_DIMS];
     double atol, rtol;                             /* of the first-use check */
+    int deferred;                                  /* its kernel runs at the last member */
+    char op[KF_CHAIN_SPEC_MAX_MEMBERS][64];        /* each member's op, "aten::mul.Tensor" */
     char ops[256];                                 /* "pow -> mean -> add -> ..." */
 } kf_chain_def;
 

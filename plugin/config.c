@@ -82,6 +82,7 @@ void kf_config_from_env(kf_config *cfg)
     cfg->sample_every = (int)env_long("KFORGE_SAMPLE_EVERY", 16, 1, 1 << 20);
     cfg->eager_every = (int)env_long("KFORGE_EAGER_SAMPLE_EVERY", 4, 0, 1 << 20);
     cfg->typed = (int)env_long("KFORGE_TYPED", 1, 0, 1);
+    cfg->chain_deferred = env_flag("KFORGE_CHAIN_DEFERRED");
     cfg->observer_prob = env_double("KFORGE_OBSERVER_SAMPLE", 1.0, 1e-6, 1.0);
     const char *ops = getenv("KFORGE_OPS");
     if (ops && *ops) { /* empty is the same as unset: the default list */

@@ -33,6 +33,8 @@ typedef struct kf_config {
     char cuda_include[1024]; /* KFORGE_CUDA_INCLUDE: CUDA headers for NVRTC ("" = none) */
     int reload_every_ms;   /* KFORGE_RELOAD_MS: how often the cache's generation is looked at */
     int sigtable_log2;     /* KFORGE_SIGNATURES: slots of the signature table, log2 (0: default) */
+    int chain_deferred;    /* KFORGE_CHAIN_DEFERRED=1: chains whose kernel runs at their last
+                            * member (opt-in: docs/chains.md, "Deferred mode") */
 } kf_config;
 
 enum { KF_VALIDATE_OFF = 0, KF_VALIDATE_FIRST = 1, KF_VALIDATE_ALWAYS = 2 };

@@ -44,6 +44,7 @@ kf_status kf_runtime_create(kf_runtime **out, const kf_config *cfg)
     st = kf_gpu_timer_create(&rt->gtimer, gpu_sample_done);
     if (st) goto fail_timer;
     st = kf_chains_create(&rt->chains, 1024);
+    if (st == KF_OK) kf_chains_set_deferred(rt->chains, rt->cfg.chain_deferred);
     if (st) goto fail_chains;
     atomic_store(&rt->enabled, cfg->disable ? 0 : 1);
     *out = rt;

@@ -61,6 +61,14 @@ struct Pending {
   // a model with one weight per layer is until the period is learnt, costs no comparison)
   std::vector<std::vector<at::Tensor>> eager;
   std::vector<std::string> names;
+  // deferred mode (Serve): the kernel runs at the last member; each member handed out before
+  // it keeps its call, to be run eager into its outputs if the chain cannot complete
+  bool deferred = false, timed = false;
+  struct Call {
+    EagerOp eager;
+    std::vector<c10::IValue> args;
+  };
+  std::vector<Call> calls;
 };
 
 using WeakImpl = c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>;
@@ -205,8 +213,30 @@ void* stream_of(const at::Tensor& t) {
 
 void clear(Pending& p) {
   watch_end();  // nothing is held any more
+  watch_reads_end();
   p = Pending{};
   t_chain_pending = false;
+}
+
+// Deferred mode: the members handed out so far, run eager into the outputs they returned (which
+// the kernel was to write at the last member), in order. Not counted as a write to them: their
+// version counters are eager's (autograd may hold them).
+void write_deferred(Pending& p) {
+  if (!p.deferred || p.calls.empty()) return;
+  WatchQuiet quiet;
+  try {
+    Bypass bypass;  // the plugin's own calls
+    for (size_t k = 0; k < p.calls.size(); k++) {
+      torch::jit::Stack st(p.calls[k].args.begin(), p.calls[k].args.end());
+      p.calls[k].eager.kernel->callBoxed(p.calls[k].eager.op, p.calls[k].eager.ks, &st);
+      at::AutoDispatchBelowADInplaceOrView below;
+      for (size_t o = 0; o < p.outs[k].size() && o < st.size(); o++) p.outs[k][o].copy_(st[o].toTensor());
+    }
+  } catch (const std::exception& ex) {
+    KF_ERROR("chain %s: could not write the outputs its members returned (deferred mode): %s", p.d->ops,
+             ex.what());
+  }
+  p.calls.clear();
 }
 
 // A drop or a skipped head, for the drop-rate guard (which may detach the entry).
@@ -223,6 +253,7 @@ void drop(kf_runtime* rt, const char* why) {
   Pending& p = t_chain.p;
   if (!p.e) return;
   KF_DEBUG("chain %s: dropped at member %d (%s)", p.d->ops, p.next, why);
+  write_deferred(p);
   t_chain.pred[p.e].record(false);
   if (p.mode != Mode::Observe) count_drop(rt, p.e, KF_CHAIN_DROPPED);
   clear(p);
@@ -356,14 +387,15 @@ struct KernelTimer {
 
 // The kernel at the head: inputs, externals, then every member's outputs. False: not launched.
 // Timed: from before the outputs are allocated, as a served call is.
-bool launch(kf_runtime* rt, kf_chain_entry* e, Pending& p, bool timed) {
+// `fresh`: into outputs allocated now (else p.outs, deferred mode's handed-out ones).
+bool launch(kf_runtime* rt, kf_chain_entry* e, Pending& p, bool timed, bool fresh = true) {
   const kf_chain_def* d = p.d;
   kf_tensor ts[KF_CHAIN_MAX_ARGS];
   int n = 0;
   KernelTimer timer(e, timed, p.cuda, p.stream);
   try {
     Bypass bypass;
-    allocate(d, p.head_in[0].t.device(), &p.outs);
+    if (fresh) allocate(d, p.head_in[0].t.device(), &p.outs);
     for (const Held& h : p.head_in)
       if (!to_kf_tensor(h.t, &ts[n++])) return false;
     for (const Held& h : p.ext)
@@ -391,8 +423,27 @@ bool launch(kf_runtime* rt, kf_chain_entry* e, Pending& p, bool timed) {
   return false;
 }
 
+// Deferred mode: an output read before the chain could write it is written now.
+void read_early(kf_runtime* rt) { drop(rt, "a call reads an output before the chain's last member"); }
+
+// The call's arguments as they are (deferred mode runs it eager later if it must).
+std::vector<c10::IValue> args_of(const OpSchemaInfo& info, const torch::jit::Stack& stack) {
+  return std::vector<c10::IValue>(stack.end() - static_cast<std::ptrdiff_t>(info.n_args), stack.end());
+}
+
+// Deferred mode at the last member: every input is known; the kernel writes every member's
+// outputs. Inputs held since their call must be unchanged (a later write would differ from what
+// eager read there). False: not launched (the caller drops, which writes the handed-out ones).
+bool launch_deferred(kf_runtime* rt, Pending& p) {
+  for (const Held& h : p.head_in)
+    if (!held_now(h, h.t)) return false;
+  for (const Held& h : p.ext)
+    if (!held_now(h, h.t)) return false;
+  return launch(rt, p.e, p, p.timed, false);
+}
+
 bool start_head(kf_runtime* rt, kf_chain_entry* e, const OpSchemaInfo& info, kf_call& call,
-                torch::jit::Stack* stack, ChainStep* step) {
+                torch::jit::Stack* stack, ChainStep* step, const EagerOp& eager) {
   const kf_chain_def* d = kf_chain_entry_def(e);
   const auto ins = tensor_inputs(info, *stack);
   if (d->n_head < 1 || static_cast<int>(ins.size()) != d->n_head) return false;
@@ -423,7 +474,8 @@ bool start_head(kf_runtime* rt, kf_chain_entry* e, const OpSchemaInfo& info, kf_
   p.seen.assign(d->n, {});
   int n_views = 0;
   for (int x = 0; x < d->n_ext; x++) n_views += d->view_head[x] >= 0;
-  bool predicted = d->n_ext == n_views;
+  bool predicted = d->n_ext == n_views || d->deferred;  // deferred: taken at their members
+  if (d->deferred && p.cuda && kf_runtime_capturing(rt, p.stream)) return false;
   auto it = t_chain.pred.find(e);
   if (!predicted && it != t_chain.pred.end() && !it->second.given_up() &&
       it->second.runs.size() >= it->second.period) {
@@ -489,7 +541,18 @@ bool start_head(kf_runtime* rt, kf_chain_entry* e, const OpSchemaInfo& info, kf_
   // the speed guard: time this head's kernel, or run the members eager (timed) instead
   const int plan = p.mode == Mode::Serve ? kf_chain_entry_plan(e, p.cuda, p.stream) : KF_CHAIN_PLAN_SERVE;
   if (plan == KF_CHAIN_PLAN_EAGER) p.mode = Mode::Observe, p.time_members = true;
-  if (p.mode != Mode::Observe) {
+  if (p.mode != Mode::Observe && d->deferred) {  // outputs now, the kernel at the last member
+    try {
+      Bypass bypass;
+      allocate(d, p.head_in[0].t.device(), &p.outs);
+    } catch (...) {
+      return false;
+    }
+    p.deferred = p.mode == Mode::Serve;
+    p.timed = plan == KF_CHAIN_PLAN_TIMED;
+    watch = watch || p.deferred;
+    kf_chain_entry_count(e, rt, KF_CHAIN_HEADS);
+  } else if (p.mode != Mode::Observe) {
     if (!launch(rt, e, p, plan == KF_CHAIN_PLAN_TIMED)) return false;
     kf_chain_entry_count(e, rt, KF_CHAIN_HEADS);
   }
@@ -501,6 +564,18 @@ bool start_head(kf_runtime* rt, kf_chain_entry* e, const OpSchemaInfo& info, kf_
     return false;
   }
   Pending& q = t_chain.p;
+  if (q.deferred) {
+    const void* st[kMaxWatchedStorages];
+    int n = 0;
+    for (const auto& mo : q.outs)
+      for (const at::Tensor& t : mo)
+        if (n < kMaxWatchedStorages) st[n++] = t.storage().unsafeGetStorageImpl();
+    q.calls.push_back({eager, args_of(info, *stack)});
+    if (!watch_reads(rt, st, n, d->op[1], read_early)) {
+      drop(rt, "this thread's calls cannot be watched");
+      return false;
+    }
+  }
   if (q.mode == Mode::Serve) {
     for (int m = 0; m < d->n; m++)
       for (const at::Tensor& t : q.outs[m]) {
@@ -525,12 +600,19 @@ bool start_head(kf_runtime* rt, kf_chain_entry* e, const OpSchemaInfo& info, kf_
 
 }  // namespace
 
+void chain_switched_off(kf_runtime* rt) {
+  try {
+    drop(rt, "the plugin was switched off");
+  } catch (...) {
+  }
+}
+
 ChainStep::~ChainStep() {
   if (active && t_chain.p.e && t_chain.p.in_member) drop(nullptr, "the call raised");
 }
 
 bool chain_before(kf_runtime* rt, const OpSchemaInfo& info, kf_call& call, torch::jit::Stack* stack,
-                  ChainStep* step) {
+                  ChainStep* step, const EagerOp& eager) {
   Pending& p = t_chain.p;
   const uint64_t key = call.slot ? kf_slot_key(call.slot) : 0;
   try {
@@ -545,7 +627,16 @@ bool chain_before(kf_runtime* rt, const OpSchemaInfo& info, kf_call& call, torch
       } else if (mt == Match::OtherExternal && (observe_from_here(p), member_inputs_match(p, ins) != Match::Yes)) {
         drop(rt, "the next member with other tensors");
       } else if (p.mode == Mode::Serve) {
-        const int m = p.next++;
+        const int m = p.next;
+        if (p.deferred && m + 1 == p.d->n && !launch_deferred(rt, p)) {
+          drop(rt, "an input changed before the last member, or the kernel did not launch");
+          return false;  // this member runs eager, on the outputs the drop wrote
+        }
+        if (p.deferred && m + 1 < p.d->n) {
+          p.calls.push_back({eager, args_of(info, *stack)});
+          watch_reads_next(p.d->op[m + 1]);
+        }
+        p.next++;
         served(rt, call);
         replace_args(info, stack, p.outs[m]);
         if (p.next == p.d->n) complete(rt);
@@ -560,7 +651,7 @@ bool chain_before(kf_runtime* rt, const OpSchemaInfo& info, kf_call& call, torch
     }
     if (!call.slot || !kf_chainserve_active(rt)) return false;
     kf_chain_entry* e = kf_chainserve_find(rt, key);
-    return e ? start_head(rt, e, info, call, stack, step) : false;
+    return e ? start_head(rt, e, info, call, stack, step, eager) : false;
   } catch (...) {
     if (t_chain.p.e) drop(rt, "an error");
     step->active = false;
@@ -634,7 +725,11 @@ void chain_after(kf_runtime* rt, const OpSchemaInfo& info, const torch::jit::Sta
       p.eager[m].push_back(t.clone());  // as it is now: a later in-place member may change t
       p.names[m] = info.name;
     }
-    completed = ++p.next == p.d->n && (p.mode != Mode::Check || check_run(rt));
+    if (++p.next == p.d->n && p.mode == Mode::Check && p.d->deferred && !launch(rt, p.e, p, false)) {
+      clear(p);  // deferred mode's check launches now, every input known; not launched: not checked
+      return;
+    }
+    completed = p.next == p.d->n && (p.mode != Mode::Check || check_run(rt));
   } catch (const std::exception& ex) {
     // a comparison that cannot run: the chain is not served in this process
     kf_chain_entry* e = p.e;

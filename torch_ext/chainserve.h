@@ -28,8 +28,18 @@ struct ChainStep {
 // Before a top-level call runs: true when the call was served from a chain (its outputs are on
 // the stack, nothing else to do); false to run it the normal way (with call.kernel cleared when
 // step->active).
+// `eager` runs this call's op eager (deferred mode writes a member's output with it when the
+// chain cannot complete).
+struct EagerOp {
+  const c10::SafeKernelFunction* kernel;
+  c10::OperatorHandle op;
+  c10::DispatchKeySet ks;
+};
 bool chain_before(kf_runtime* rt, const OpSchemaInfo& info, kf_call& call, torch::jit::Stack* stack,
-                  ChainStep* step);
+                  ChainStep* step, const EagerOp& eager);
+// A call while the plugin is switched off (kernel_forge.disable()) on a thread with a pending
+// chain: the chain ends there (in deferred mode, the outputs it returned are written first).
+void chain_switched_off(kf_runtime* rt);
 // After an active step's call ran eager: its outputs are on the stack.
 void chain_after(kf_runtime* rt, const OpSchemaInfo& info, const torch::jit::Stack& stack, ChainStep* step);
 

@@ -15,6 +15,7 @@
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/record_function.h>
 
+#include <cstdio>
 #include <cstring>
 #include <string>
 #include <unordered_map>
@@ -35,6 +36,18 @@ struct WatchState {
 };
 thread_local WatchState t_watch{};
 
+struct ReadState {  // plain data too (deferred mode's read watch)
+  bool on;
+  kf_runtime* rt;
+  ReadHandler on_read;
+  at::CallbackHandle handle;
+  int n;
+  const void* storages[kMaxWatchedStorages];
+  char next[96];  // "aten::mul.Tensor"
+};
+thread_local ReadState t_read{};
+thread_local bool t_quiet = false;
+
 enum Writes : signed char { kNotAnOp = -1, kReads = 0, kDeclared = 1, kHidden = 2 };
 
 struct Known {
@@ -46,7 +59,7 @@ struct Known {
 // registered again could reuse the address): whether it writes.
 struct OpCache {
   std::unordered_map<const char*, Known> ops;
-  ~OpCache() { t_watch.on = false; }
+  ~OpCache() { t_watch.on = t_read.on = false; }
 };
 thread_local OpCache t_ops;
 
@@ -76,7 +89,7 @@ Writes writes_of(const at::RecordFunction& fn) {
 
 std::unique_ptr<at::ObserverContext> on_call(const at::RecordFunction& fn) {
   WatchState& w = t_watch;
-  if (!w.on || thread_state().depth > 0) return nullptr;
+  if (!w.on || t_quiet || thread_state().depth > 0) return nullptr;
   Writes wr;
   try {
     wr = writes_of(fn);
@@ -88,6 +101,37 @@ std::unique_ptr<at::ObserverContext> on_call(const at::RecordFunction& fn) {
     return nullptr;
   }
   if (wr != kNotAnOp && !w.top) w.top = &fn;
+  return nullptr;
+}
+
+bool is_next(const at::RecordFunction& fn, const char* next) {
+  const char* name = fn.name();
+  const size_t n = strlen(name);
+  if (strncmp(name, next, n) != 0) return false;
+  if (next[n] == 0) return true;
+  const auto op = fn.operator_name();
+  return next[n] == '.' && op && op->overload_name == next + n + 1;
+}
+
+bool over_watched(const at::Tensor& t) {
+  if (!t.defined() || !t.has_storage()) return false;
+  const void* s = t.storage().unsafeGetStorageImpl();
+  for (int i = 0; i < t_read.n; i++)
+    if (t_read.storages[i] == s) return true;
+  return false;
+}
+
+std::unique_ptr<at::ObserverContext> on_read_call(const at::RecordFunction& fn) {
+  ReadState& r = t_read;
+  if (!r.on || t_quiet || thread_state().depth > 0 || is_next(fn, r.next)) return nullptr;
+  bool hit = false;
+  for (const c10::IValue& v : fn.inputs()) {
+    if (v.isTensor()) hit = over_watched(v.toTensor());
+    if (v.isTensorList())
+      for (const at::Tensor& t : v.toTensorList().vec()) hit = hit || over_watched(t);
+    if (hit) break;
+  }
+  if (hit) r.on_read(r.rt);  // writes them, ends the watch
   return nullptr;
 }
 
@@ -121,7 +165,34 @@ void watch_end() {
   at::removeCallback(w.handle);
 }
 
-void watch_forget() { t_watch.on = false; }
+void watch_forget() { t_watch.on = t_read.on = false; }
+
+bool watch_reads(kf_runtime* rt, const void* const* storages, int n, const char* next, ReadHandler on_read) {
+  ReadState& r = t_read;
+  if (r.on || n > kMaxWatchedStorages || !at::isRecordFunctionEnabled()) return false;
+  (void)t_ops.ops.size();  // its destructor clears `on` at thread exit
+  r.n = n;
+  for (int i = 0; i < n; i++) r.storages[i] = storages[i];
+  snprintf(r.next, sizeof r.next, "%s", next);
+  r.rt = rt;
+  r.on_read = on_read;
+  r.handle = at::addThreadLocalCallback(
+      at::RecordFunctionCallback(on_read_call).needsInputs(true).scopes({at::RecordScope::FUNCTION}));
+  r.on = true;
+  return true;
+}
+
+void watch_reads_next(const char* next) { snprintf(t_read.next, sizeof t_read.next, "%s", next); }
+
+void watch_reads_end() {
+  ReadState& r = t_read;
+  if (!r.on) return;
+  r.on = false;
+  at::removeCallback(r.handle);
+}
+
+WatchQuiet::WatchQuiet() : saved(t_quiet) { t_quiet = true; }
+WatchQuiet::~WatchQuiet() { t_quiet = saved; }
 
 bool watching() { return t_watch.on && at::isRecordFunctionEnabled(); }
 

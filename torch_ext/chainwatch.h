@@ -24,4 +24,21 @@ bool watching();
 // Whether watch_begin would succeed now.
 bool watch_possible();
 
+// Deferred mode (docs/chains.md): outputs a pending chain has returned are written only at its
+// last member. From watch_reads on, every call of this thread that is not inside an intercepted
+// call and is not the chain's next member (`next`, "aten::mul.Tensor") and that takes a tensor
+// over one of `storages` calls on_read(rt) first, which must write them and end the watch
+// (watch_reads_end). Needs the inputs of each call: a second callback, only while on.
+using ReadHandler = void (*)(kf_runtime*);
+constexpr int kMaxWatchedStorages = 16;
+bool watch_reads(kf_runtime* rt, const void* const* storages, int n, const char* next, ReadHandler on_read);
+void watch_reads_next(const char* next);
+void watch_reads_end();
+// While one lives, both callbacks ignore this thread's calls (the plugin's own, writing them).
+struct WatchQuiet {
+  bool saved;
+  WatchQuiet();
+  ~WatchQuiet();
+};
+
 }  // namespace kforge

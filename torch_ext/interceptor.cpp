@@ -134,6 +134,7 @@ void Interceptor::operator()(const c10::OperatorHandle& op, c10::DispatchKeySet 
                              torch::jit::Stack* stack) {
   ThreadState& ts = thread_state();
   if (ts.bypass || !kf_enabled(rt_)) {
+    if (t_chain_pending && !ts.bypass) chain_switched_off(rt_);
     orig_.callBoxed(op, ks, stack);
     return;
   }
@@ -207,7 +208,7 @@ void Interceptor::run(kf_call& call, const kf_sig& sig, ThreadState& ts, const c
   if (chains) chain_inputs(*info_, *stack, &chain_in);
   // chain serving (docs/chains.md): a top-level call may be a chain's head or its next member
   ChainStep chain;
-  if (ts.depth == 1 && chain_may_apply(rt_, call) && chain_before(rt_, *info_, call, stack, &chain)) {
+  if (ts.depth == 1 && chain_may_apply(rt_, call) && chain_before(rt_, *info_, call, stack, &chain, EagerOp{&orig_, op, ks})) {
     if (chains) chain_report(rt_, call, chain_in, *info_, *stack);
     keep_capture();
     return;

@@ -162,7 +162,10 @@ struct TypedKernel {
     // an invalidated original kernel: the boxed path raises torch's own error, as before
     if (!s.valid()) return boxed(ks, args...);
     ThreadState& ts = thread_state();
-    if (ts.bypass || !kf_enabled(s.rt)) return s.kernel().template call<Ret, Args...>(s.op, ks, args...);
+    if (ts.bypass || !kf_enabled(s.rt)) {
+      if (t_chain_pending && !ts.bypass) chain_switched_off(s.rt);
+      return s.kernel().template call<Ret, Args...>(s.op, ks, args...);
+    }
     kf_sig sig;
     try {
       kf_sig_begin(&sig, s.name);

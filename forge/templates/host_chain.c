@@ -3,8 +3,9 @@
  * reduction's value and the row members, phase 2 over the row, or the row tail (a layer norm or
  * a softmax). Knobs: omp = rows over OpenMP threads (0 off, 1 static, 2
  * dynamic; off below 32768 elements, where eager stays on one thread); unroll = the row loops'
- * `#pragma GCC unroll`; math = 1: a float softmax tail's exp is host_math.h's vectorizable one
- * (as host_row_softmax's; libm's expf does not vectorize), 0: libm. */
+ * `#pragma GCC unroll`; math = 1: in a float chain, the softmax tail's exp and the members' (silu,
+ * sigmoid, exp) are host_math.h's vectorizable one (as host_row_softmax's; libm's expf does not
+ * vectorize), 0: libm. */
 #include <stdio.h>
 #include <string.h>
 
@@ -50,7 +51,8 @@ static kf_status render(const kf_job_sig *sig, const int *knob_idx, char **sourc
     kf_strbuf b = {0};
     kf_template_host_prologue(&b, t, sig, vals);
     int inline_exp = vals[2] && cb.sm >= 0 && cb.ct == KF_F32;
-    if (inline_exp) kf_strbuf_printf(&b, "%s", kf_body_host_math_h);
+    /* the members' exp too (silu, sigmoid, ...): libm's expf does not vectorize */
+    if (vals[2] && cb.ct == KF_F32) kf_strbuf_printf(&b, "#define KF_FAST_EXPF 1\n%s", kf_body_host_math_h);
     kf_chain_emit_defs(&b, &cb, 0, "static inline");
     char types[KF_JOB_MAX_TENSORS + KF_JOB_MAX_OUTPUTS][40];
     const char *args[KF_JOB_MAX_TENSORS + KF_JOB_MAX_OUTPUTS];

@@ -24,10 +24,10 @@ def env_for(cache, **extra):
     return env
 
 
-def plugin_run(cache, out, forwards=20, mode="no_grad"):
+def plugin_run(cache, out, forwards=20, mode="no_grad", **env):
     code = (f"import sys; sys.argv = [{SCRIPT!r}, {str(out)!r}, '{forwards}', '{mode}']; "
             "import kernel_forge, runpy; runpy.run_path(sys.argv[0], run_name='__main__')")
-    p = subprocess.run([sys.executable, "-c", code], env=env_for(cache), capture_output=True,
+    p = subprocess.run([sys.executable, "-c", code], env=env_for(cache, **env), capture_output=True,
                        text=True, timeout=600, cwd=ROOT)
     assert p.returncode == 0, p.stderr[-3000:]
     line = next(l for l in p.stdout.splitlines() if l.startswith("KF "))
@@ -111,3 +111,27 @@ def test_served_under_inference_mode_too(warm):
     assert saved / forwards >= 4
     assert any(e["ops"].startswith("mul.Tensor -> neg -> cat") and e["completed"] >= forwards // 2
                for e in served), served
+
+
+def test_deferred_mode_serves_swiglu_too(warm):
+    # SwiGLU's mul reads up(x), a linear's output the head cannot have: served only in the
+    # opt-in deferred mode (docs/chains.md), its kernel at the mul
+    d, _ = warm
+    p = subprocess.run([sys.executable, "-m", "kernel_forge", "warmup", "--time-budget", "60",
+                        SCRIPT, str(d / "warm-deferred.pt")],
+                       env=env_for(d / "cache-deferred", KFORGE_CHAIN_DEFERRED="1"),
+                       capture_output=True, text=True, timeout=900, cwd=ROOT)
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    rows = [l for l in p.stdout.splitlines() if l.startswith("chain") and "silu -> mul" in l]
+    assert rows and rows[0].rstrip().endswith("inserted"), p.stdout[-3000:]
+    forwards = 20
+    for mode in ("no_grad", "inference"):
+        res = plugin_run(d / "cache-deferred", d / f"deferred-{mode}.pt", forwards, mode,
+                         KFORGE_CHAIN_DEFERRED="1")
+        swiglu = [e for e in serving(res["entries"]) if e["ops"] == "silu -> mul.Tensor"]
+        assert swiglu and swiglu[0]["completed"] >= 2 * forwards - 2, res["entries"]
+        torch.testing.assert_close(torch.load(d / f"deferred-{mode}.pt"), torch.load(d / "eager.pt"),
+                                   atol=1e-4, rtol=1e-4)
+    # without the opt-in the same cache serves the rest, not SwiGLU
+    res = plugin_run(d / "cache-deferred", d / "deferred-off.pt", forwards)
+    assert not [e for e in serving(res["entries"]) if e["ops"] == "silu -> mul.Tensor"], res["entries"]

@@ -24,7 +24,11 @@
 #define kf_pow(x, y) pow(x, y)
 #define kf_copysign(x, y) copysign(x, y)
 #else
+#ifdef KF_FAST_EXPF /* host_math.h's vectorizable expf (host_chain's math knob) */
+#define kf_exp(x) kf_expf(x)
+#else
 #define kf_exp(x) expf(x)
+#endif
 #define kf_exp2(x) exp2f(x)
 #define kf_expm1(x) expm1f(x)
 #define kf_log(x) logf(x)
