@@ -8,8 +8,9 @@
  * kernel returns empty tensors ([0]) in eval mode; a signature with elements there is refused.
  *
  * As eager's CPU kernel, in float: invstd = 1 / sqrt(var + (float)eps), a = invstd * w,
- * s = b - mean * a per channel, then y = x * a + s. Training mode (batch statistics, running
- * statistics updated in place) is refused: eager runs it.
+ * s = fma(-mean, a, b) per channel, then y = fma(x, a, s): bit-identical to eager (whose
+ * vectorized kernel fuses both). Training mode (batch statistics, running statistics updated in
+ * place) is refused: eager runs it.
  * Knobs:
  *  omp = NCHW planes (one channel of one sample) or channels-last pixels over OpenMP threads:
  *        0 off, 1 static split, 2/3 dynamic chunks of about 8K/32K elements. */

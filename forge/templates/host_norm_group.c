@@ -3,15 +3,20 @@
  * order, y in the same order (as eager allocates it), mean and rstd [N, group] f32; weight and
  * bias [C] f32, each present or None.
  *
- * A group is D = C / group channels of HxW pixels: NCHW, D runs of HxW adjacent elements (one
- * block); channels last, HxW runs of D adjacent elements, C apart. Statistics in double, as
- * host_layer_norm's (eager's float cascade sums approximate the exact value), eps rounded to
- * float first as eager does; y = ((x - mean) * rstd) * w[c] + b[c] in float.
+ * A group is D = C / group channels of HxW pixels: NCHW, one block of D * HxW adjacent
+ * elements; channels last, HxW runs of D adjacent elements, C apart, so a task takes GB
+ * adjacent groups of a sample (at least GN_CL_RUN channels, the whole pixel's when C is
+ * smaller) and walks their pixels with per-channel sums, merged into the groups' with Chan's
+ * formula. Statistics in double, as host_layer_norm's (eager's float cascade sums approximate
+ * the exact value), eps rounded to float first as eager does; y = ((x - mean) * rstd) * w[c] +
+ * b[c] in float.
  * Knobs:
  *  variance 0 = two passes (the second sums x - mean and its square, the first's error
- *           corrected), 1 = one pass of x - x[0] and its square;
- *  unroll   = accumulator lanes (1: one, which `omp simd` splits into vector lanes);
- *  omp      = groups over OpenMP threads: 0 off, 1 static split, 2 dynamic, a group at a time. */
+ *           corrected), 1 = one pass of x - x[0] and its square (channels last: per channel,
+ *           x[0] its first pixel's);
+ *  unroll   = accumulator lanes of an NCHW group (1: one, which `omp simd` splits into vector
+ *           lanes; channels last: the channels are the lanes, the knob changes nothing);
+ *  omp      = tasks (NCHW a group) over OpenMP threads: 0 off, 1 static split, 2 dynamic. */
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
@@ -21,6 +26,8 @@
 #include "forge/templates/host_norm.h"
 
 #define NAME "host_group_norm"
+#define GN_CL_RUN 128  /* channels last: channels per task, at least (a run of 512 bytes) */
+#define GN_MAX_C 8192  /* channels last: a task's per-channel sums live on the stack */
 
 static const kf_knob_def gn_knobs[] = {
     {"variance", 2, {0, 1}},
@@ -83,6 +90,9 @@ static int gn_check(const kf_job_sig *sig, gn_shape *s, char *why, size_t cap)
         return kf_host_norm_why(why, cap, NAME, "input layout not handled (contiguous or "
                                                 "channels-last only)");
     if (s->hw == 1) s->layout = 0; /* both orders are the same */
+    if (s->layout == 1 && s->c > GN_MAX_C)
+        return kf_host_norm_why(why, cap, NAME, "channels last with %lld channels (at most %d)",
+                                (long long)s->c, GN_MAX_C);
     for (int i = 1; i < sig->n_in; i++) { /* weight, bias: [C] */
         const kf_job_tensor *p = &sig->in[i];
         const char *what = i == s->w ? "weight" : "bias";
@@ -141,6 +151,9 @@ static kf_status gn_render(const kf_job_sig *sig, const int *knob_idx, char **so
     gn_shape s;
     gn_check(sig, &s, NULL, 0);
     int64_t d = s.c / s.g;
+    /* channels last: groups per task */
+    int64_t gb = s.layout ? (GN_CL_RUN + d - 1) / d : 1;
+    if (gb > s.g) gb = s.g;
 
     const char *args[6];
     int na = 0;
@@ -156,13 +169,14 @@ static kf_status gn_render(const kf_job_sig *sig, const int *knob_idx, char **so
     kf_strbuf_printf(&b,
                      "#define KF_N %lldLL\n#define KF_C %lldLL\n#define KF_HW %lldLL\n"
                      "#define KF_G %lldLL\n#define KF_D %lldLL\n#define KF_CL %d\n"
+                     "#define KF_GB %lldLL /* channels last: groups per task */\n"
                      "#define KF_EPS %.17g\n#define KF_HAS_W %d\n#define KF_HAS_B %d\n"
                      "/* inputs: input%s%s; outputs: out, mean, rstd */\n"
                      "#define KF_PARAMS const float *restrict x, %s%sfloat *restrict y, "
                      "float *restrict mean, float *restrict rstd\n"
                      "#define KF_W %s\n#define KF_B %s\n\n%s",
                      (long long)s.n, (long long)s.c, (long long)s.hw, (long long)s.g,
-                     (long long)d, s.layout, s.eps, s.w >= 0, s.b >= 0,
+                     (long long)d, s.layout, (long long)gb, s.eps, s.w >= 0, s.b >= 0,
                      s.w >= 0 ? ", weight" : "", s.b >= 0 ? ", bias" : "",
                      s.w >= 0 ? "const float *restrict w, " : "",
                      s.b >= 0 ? "const float *restrict b, " : "",

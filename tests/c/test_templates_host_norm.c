@@ -392,6 +392,12 @@ static void add_group_norm_cases(void)
               sig_group_norm(T32(0, 1, 32, 9, 9), 32, F, F, F, 1e-5), DATA_OFFSET, 5, 3);
     make_case("host_group_norm", "[2,16,37] cl g4 offset",
               sig_group_norm(T32(1, 2, 16, 37), 4, F, F, F, 1e-5), DATA_OFFSET, 5, 4);
+    /* channels last, tasks of 13 groups (the last one of 6) */
+    make_case("host_group_norm", "[2,320,6,5] cl g32",
+              sig_group_norm(T32(1, 2, 320, 6, 5), 32, F, F, F, 1e-5), DATA_PLAIN, 1, 0);
+    /* channels last, groups of 150 channels: a group per task */
+    make_case("host_group_norm", "[1,300,3,3] cl g2 offset",
+              sig_group_norm(T32(1, 1, 300, 3, 3), 2, F, N, F, 1e-5), DATA_OFFSET, 3, 1);
 }
 
 static void add_batch_norm_cases(void)

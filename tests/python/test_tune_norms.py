@@ -24,9 +24,11 @@ def gn_call(x, groups, affine=True):
     return "aten::native_group_norm", (x, w, b, n, c, x[0, 0].numel(), groups, 1e-5)
 
 
-def bn_call(x, training=False):
+def bn_call(x, training=False, tiny_var=False):
     c = x.shape[1]
     w, b, rm, rv = torch.randn(c), torch.randn(c), torch.randn(c), torch.rand(c) + 0.5
+    if tiny_var:  # invstd near 1 / sqrt(eps): mean * a is large, y = x * a + s cancels
+        w, rm, rv = w * 3, rm * 3, torch.rand(c) * 1e-6
     return "aten::native_batch_norm", (x, w, b, rm, rv, training, 0.1, 1e-5)
 
 
@@ -51,6 +53,9 @@ CASES = {
     "batch_norm_eval": ("host_batch_norm_eval", lambda: bn_call(torch.randn(2, 40, 18, 18))),
     "batch_norm_eval_channels_last": ("host_batch_norm_eval",
                                       lambda: bn_call(torch.randn(2, 40, 14, 18).to(memory_format=CL))),
+    "batch_norm_eval_channels_last_tiny_var": (
+        "host_batch_norm_eval",
+        lambda: bn_call(torch.randn(1, 128, 16, 16).to(memory_format=CL), tiny_var=True)),
 }
 
 

@@ -17,6 +17,7 @@
 #define KF_G 4LL
 #define KF_D 2LL
 #define KF_CL 0
+#define KF_GB 1LL /* channels last: groups per task */
 #define KF_EPS 1.0000000000000001e-05
 #define KF_HAS_W 1
 #define KF_HAS_B 1
@@ -38,6 +39,7 @@
 #define KF_G 6LL
 #define KF_D 1LL
 #define KF_CL 1
+#define KF_GB 6LL /* channels last: groups per task */
 #define KF_EPS 0.001
 #define KF_HAS_W 0
 #define KF_HAS_B 1
@@ -59,6 +61,7 @@
 #define KF_G 2LL
 #define KF_D 3LL
 #define KF_CL 0
+#define KF_GB 1LL /* channels last: groups per task */
 #define KF_EPS 1.0000000000000001e-05
 #define KF_HAS_W 0
 #define KF_HAS_B 0
@@ -67,19 +70,20 @@
 #define KF_W (const float *)0
 #define KF_B (const float *)0
 #elif KF_CHECK_VARIANT == 3
-/* Kernel Forge builtin template host_group_norm for aten::native_group_norm; knobs: variance=1 unroll=1 omp=0 */
+/* Kernel Forge builtin template host_group_norm for aten::native_group_norm; knobs: variance=0 unroll=1 omp=2 */
 #include <math.h>
 #include <stdint.h>
 
-#define KF_VARIANCE 1
+#define KF_VARIANCE 0
 #define KF_UNROLL 1
-#define KF_OMP 0
+#define KF_OMP 2
 #define KF_N 2LL
 #define KF_C 8LL
 #define KF_HW 25LL
 #define KF_G 4LL
 #define KF_D 2LL
 #define KF_CL 1
+#define KF_GB 4LL /* channels last: groups per task */
 #define KF_EPS 1.0000000000000001e-05
 #define KF_HAS_W 1
 #define KF_HAS_B 0

@@ -31,21 +31,8 @@ static inline void kf_sums(const float *restrict x, int64_t n, double k, double 
     *q += c;
 }
 
-/* A group's runs: NCHW one block of D * HW elements for the statistics, D runs of HW (one per
- * channel) for y; channels last HW runs of D (a pixel's channels of the group), C apart. */
-#if KF_CL
-#define KF_SRUNS KF_HW
-#define KF_SRUN KF_D
-#define KF_RUNS KF_HW
-#define KF_RUN KF_D
-#define KF_STEP KF_C
-#else
-#define KF_SRUNS 1
-#define KF_SRUN (KF_D * KF_HW)
-#define KF_RUNS KF_D
-#define KF_RUN KF_HW
-#define KF_STEP KF_HW
-#endif
+#if !KF_CL
+/* NCHW: a group is one block of D * HW elements, D runs of HW (a channel each) */
 #define KF_GN ((double)(KF_D * KF_HW))
 
 /* x, y: the group's first element; c0 its first channel */
@@ -56,14 +43,13 @@ static void kf_group(const float *restrict x, const float *restrict w, const flo
     double mean, var, s = 0.0, q = 0.0;
     (void)w, (void)b, (void)c0;
 #if KF_VARIANCE == 0
-    for (int64_t r = 0; r < KF_SRUNS; r++) kf_sums(x + r * KF_STEP, KF_SRUN, 0.0, &s, &q);
+    kf_sums(x, KF_D * KF_HW, 0.0, &s, &q);
     mean = s / KF_GN;
     s = 0.0, q = 0.0;
-    for (int64_t r = 0; r < KF_SRUNS; r++) kf_sums(x + r * KF_STEP, KF_SRUN, mean, &s, &q);
 #else
     mean = (double)x[0];
-    for (int64_t r = 0; r < KF_SRUNS; r++) kf_sums(x + r * KF_STEP, KF_SRUN, mean, &s, &q);
 #endif
+    kf_sums(x, KF_D * KF_HW, mean, &s, &q);
     /* the remaining offset of the mean: 0 up to rounding after two passes */
     double ds = s / KF_GN;
     mean += ds;
@@ -74,22 +60,9 @@ static void kf_group(const float *restrict x, const float *restrict w, const flo
     /* x - mean as (x - mf) - ml: mf's rounding error would be a large share of a small
      * deviation from a large mean */
     float ml = (float)(mean - (double)mf);
-    for (int64_t r = 0; r < KF_RUNS; r++) {
-        const float *restrict xr = x + r * KF_STEP;
-        float *restrict yr = y + r * KF_STEP;
-#if KF_CL
-#pragma omp simd
-        for (int64_t j = 0; j < KF_RUN; j++) {
-            float v = ((xr[j] - mf) - ml) * rf;
-#if KF_HAS_W
-            v *= w[c0 + j];
-#endif
-#if KF_HAS_B
-            v += b[c0 + j];
-#endif
-            yr[j] = v;
-        }
-#else
+    for (int64_t r = 0; r < KF_D; r++) {
+        const float *restrict xr = x + r * KF_HW;
+        float *restrict yr = y + r * KF_HW;
         float wc = 1.0f, bc = 0.0f;
 #if KF_HAS_W
         wc = w[c0 + r];
@@ -98,7 +71,7 @@ static void kf_group(const float *restrict x, const float *restrict w, const flo
         bc = b[c0 + r];
 #endif
 #pragma omp simd
-        for (int64_t j = 0; j < KF_RUN; j++) {
+        for (int64_t j = 0; j < KF_HW; j++) {
             float v = ((xr[j] - mf) - ml) * rf;
 #if KF_HAS_W
             v *= wc;
@@ -109,7 +82,6 @@ static void kf_group(const float *restrict x, const float *restrict w, const flo
             yr[j] = v;
         }
         (void)wc, (void)bc;
-#endif
     }
     *mean_out = mf;
     *rstd_out = rf;
@@ -122,9 +94,100 @@ void kf_kernel(KF_PARAMS)
 #elif KF_OMP == 2
 #pragma omp parallel for schedule(dynamic, 1)
 #endif
-    for (int64_t i = 0; i < KF_N * KF_G; i++) {
-        int64_t n = i / KF_G, g = i % KF_G;
-        int64_t base = KF_CL ? n * KF_HW * KF_C + g * KF_D : i * KF_D * KF_HW;
-        kf_group(x + base, KF_W, KF_B, y + base, g * KF_D, mean + i, rstd + i);
+    for (int64_t i = 0; i < KF_N * KF_G; i++)
+        kf_group(x + i * KF_D * KF_HW, KF_W, KF_B, y + i * KF_D * KF_HW, i % KF_G * KF_D,
+                 mean + i, rstd + i);
+}
+#else
+/* Channels last: a task is KF_GB adjacent groups of one sample, walked pixel by pixel (a
+ * pixel's KF_GB * D channels are adjacent), per-channel sums merged into the groups' (a group
+ * alone would read a few floats of every cache line). */
+#define KF_NB ((KF_G + KF_GB - 1) / KF_GB) /* tasks per sample */
+#define KF_CB (KF_GB * KF_D)               /* channels of a task, at most */
+#define KF_GN ((double)(KF_D * KF_HW))
+
+/* x, y: the sample's first element; g0, ng: its groups; mean_out / rstd_out: group g0's */
+static void kf_groups(const float *restrict x, const float *restrict w, const float *restrict b,
+                      float *restrict y, int64_t g0, int64_t ng, float *restrict mean_out,
+                      float *restrict rstd_out)
+{
+    const int64_t c0 = g0 * KF_D, nc = ng * KF_D;
+    double s[KF_CB], q[KF_CB], k[KF_CB];
+    float mf[KF_CB], ml[KF_CB], rf[KF_CB];
+    (void)w, (void)b;
+    for (int64_t c = 0; c < nc; c++) s[c] = q[c] = 0.0;
+#if KF_VARIANCE == 0
+    /* the groups' means, then sums of x - mean */
+    for (int64_t p = 0; p < KF_HW; p++) {
+        const float *restrict xp = x + p * KF_C + c0;
+#pragma omp simd
+        for (int64_t c = 0; c < nc; c++) s[c] += (double)xp[c];
+    }
+    for (int64_t g = 0; g < ng; g++) {
+        double m = 0.0;
+        for (int64_t c = g * KF_D; c < (g + 1) * KF_D; c++) m += s[c];
+        for (int64_t c = g * KF_D; c < (g + 1) * KF_D; c++) k[c] = m / KF_GN, s[c] = 0.0;
+    }
+#else
+    /* one pass, each channel shifted by its first pixel */
+    for (int64_t c = 0; c < nc; c++) k[c] = (double)x[c0 + c];
+#endif
+    for (int64_t p = 0; p < KF_HW; p++) {
+        const float *restrict xp = x + p * KF_C + c0;
+#pragma omp simd
+        for (int64_t c = 0; c < nc; c++) {
+            double d = (double)xp[c] - k[c];
+            s[c] += d;
+            q[c] += d * d;
+        }
+    }
+    for (int64_t g = 0; g < ng; g++) {
+        /* Chan: channel c has HW elements of mean k + s / HW and M2 q - s^2 / HW */
+        double mean = 0.0, m2 = 0.0;
+        for (int64_t c = g * KF_D; c < (g + 1) * KF_D; c++) mean += k[c] + s[c] / (double)KF_HW;
+        mean /= (double)KF_D;
+        for (int64_t c = g * KF_D; c < (g + 1) * KF_D; c++) {
+            double mc = k[c] + s[c] / (double)KF_HW, dm = mc - mean;
+            m2 += q[c] - s[c] * (s[c] / (double)KF_HW) + (double)KF_HW * dm * dm;
+        }
+        double var = m2 / KF_GN;
+        /* rounding may leave it a hair below 0; NaN (from inf - inf) stays NaN, as in eager */
+        if (var < 0.0) var = 0.0;
+        float gm = (float)mean, gr = (float)(1.0 / sqrt(var + (double)(float)KF_EPS));
+        float gl = (float)(mean - (double)gm); /* x - mean as (x - mf) - ml */
+        for (int64_t c = g * KF_D; c < (g + 1) * KF_D; c++) mf[c] = gm, ml[c] = gl, rf[c] = gr;
+        mean_out[g] = gm;
+        rstd_out[g] = gr;
+    }
+    for (int64_t p = 0; p < KF_HW; p++) {
+        const float *restrict xp = x + p * KF_C + c0;
+        float *restrict yp = y + p * KF_C + c0;
+#pragma omp simd
+        for (int64_t c = 0; c < nc; c++) {
+            float v = ((xp[c] - mf[c]) - ml[c]) * rf[c];
+#if KF_HAS_W
+            v *= w[c0 + c];
+#endif
+#if KF_HAS_B
+            v += b[c0 + c];
+#endif
+            yp[c] = v;
+        }
     }
 }
+
+void kf_kernel(KF_PARAMS)
+{
+#if KF_OMP == 1
+#pragma omp parallel for schedule(static)
+#elif KF_OMP == 2
+#pragma omp parallel for schedule(dynamic, 1)
+#endif
+    for (int64_t i = 0; i < KF_N * KF_NB; i++) {
+        int64_t n = i / KF_NB, g0 = i % KF_NB * KF_GB;
+        int64_t ng = KF_G - g0 < KF_GB ? KF_G - g0 : KF_GB;
+        kf_groups(x + n * KF_HW * KF_C, KF_W, KF_B, y + n * KF_HW * KF_C, g0, ng,
+                  mean + n * KF_G + g0, rstd + n * KF_G + g0);
+    }
+}
+#endif
