@@ -12,6 +12,7 @@ extern const kf_template kf_tmpl_host_row_softmax;
 extern const kf_template kf_tmpl_host_layer_norm;
 extern const kf_template kf_tmpl_host_group_norm;
 extern const kf_template kf_tmpl_host_batch_norm_eval;
+extern const kf_template kf_tmpl_host_batch_norm_train;
 extern const kf_template kf_tmpl_host_eltwise_unary;
 extern const kf_template kf_tmpl_host_eltwise_binary;
 extern const kf_template kf_tmpl_host_cat;
@@ -45,6 +46,7 @@ const kf_template *const kf_builtin_templates[] = {
     &kf_tmpl_host_layer_norm,
     &kf_tmpl_host_group_norm,
     &kf_tmpl_host_batch_norm_eval,
+    &kf_tmpl_host_batch_norm_train,
     &kf_tmpl_host_eltwise_unary,
     &kf_tmpl_host_eltwise_binary,
     &kf_tmpl_host_cat,

@@ -10,7 +10,7 @@
  * As eager's CPU kernel, in float: invstd = 1 / sqrt(var + (float)eps), a = invstd * w,
  * s = fma(-mean, a, b) per channel, then y = fma(x, a, s): bit-identical to eager (whose
  * vectorized kernel fuses both). Training mode (batch statistics, running statistics updated in
- * place) is refused: eager runs it.
+ * place) is host_batch_norm_train's.
  * Knobs:
  *  omp = NCHW planes (one channel of one sample) or channels-last pixels over OpenMP threads:
  *        0 off, 1 static split, 2/3 dynamic chunks of about 8K/32K elements. */
@@ -51,8 +51,9 @@ static int bn_check(const kf_job_sig *sig, bn_shape *s, char *why, size_t cap)
     if (!legit && strcmp(sig->op, "aten::native_batch_norm")) return 0;
     if (!legit) {
         const kf_job_scalar *tr = kf_job_scalar_find(sig, "training");
-        if (!tr || tr->kind != 'b' || tr->i != 0)
-            return kf_host_norm_why(why, cap, NAME, "training mode not handled (eval only)");
+        if (!tr || tr->kind != 'b')
+            return kf_host_norm_why(why, cap, NAME, "training is not a bool");
+        if (tr->i != 0) return 0; /* training: host_batch_norm_train's, which says why not */
     }
     if (sig->n_out != 3 || sig->out_alias[0] || sig->out_alias[1] || sig->out_alias[2])
         return kf_host_norm_why(why, cap, NAME, "expected 3 fresh outputs");

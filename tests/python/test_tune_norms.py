@@ -1,8 +1,9 @@
 """The host norm templates on real calls (forge/templates/host_norm*.c): kernel_forge.tune finds a
 verified kernel for group norm (NCHW, channels last, Wav2Vec2's one group per channel), layer
 norm of a transposed view and eval batch norm (NCHW, channels last), the process serves it and
-the result is within tolerance of eager, in eager's layout; a variant no template takes ends as
-"no_template" with the template's reason."""
+the result is within tolerance of eager, in eager's layout; training batch norm also updates the
+running statistics as eager does; a variant no template takes ends as "no_template" with the
+template's reason."""
 
 import json
 import os
@@ -118,8 +119,10 @@ def test_tune_serves_host_norm_kernels(case, one_thread):
 REFUSED = {
     "group_norm_f64": (lambda: gn_call(torch.randn(2, 8, 5, 5, dtype=torch.float64), 4, affine=False),
                        "host_group_norm: input dtype f64 not handled"),
-    "batch_norm_training": (lambda: bn_call(torch.randn(2, 8, 5, 5).to(memory_format=CL), True),
-                            "host_batch_norm_eval: training mode not handled"),
+    "batch_norm_eval_bf16": (lambda: bn_call(torch.randn(2, 8, 5, 5, dtype=torch.bfloat16)),
+                             "host_batch_norm_eval: input dtype bf16 not handled"),
+    "batch_norm_training_transposed": (lambda: bn_call(torch.randn(5, 8, 2, 3).transpose(2, 3), True),
+                                       "host_batch_norm_train: input layout not handled"),
     "layer_norm_f16": (lambda: ln_call(torch.randn(4, 24), torch.float16),
                        "host_layer_norm: input dtype f16 not handled"),
 }
@@ -133,3 +136,33 @@ def test_unsupported_norms_are_refused_with_the_reason(case):
     assert res["status"] == "no_template" and res["cache_key"] is None, res
     assert "no host template applies to this " + op in res["detail"], res["detail"]
     assert reason in res["detail"], res["detail"]
+
+
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_tune_serves_training_batch_norm(channels_last, one_thread):
+    """Training mode: the batch's statistics, save_mean / save_invstd, and the running statistics
+    updated in place through the served kernel as eager updates them."""
+    torch.manual_seed(1)
+    x = torch.randn(3, 24, 10, 9)
+    if channels_last:
+        x = x.to(memory_format=CL)
+    op, args = bn_call(x, True)
+    x, w, b, rm, rv = args[:5]
+    rm0, rv0 = rm.clone(), rv.clone()
+    run = lambda f, m, v: f(x, w, b, m, v, True, 0.1, 1e-5)  # noqa: E731
+    rm_e, rv_e = rm0.clone(), rv0.clone()
+    expect = eager(op, (x, w, b, rm_e, rv_e, True, 0.1, 1e-5))
+    res = kf.tune(op, args, iterations=3, margin=-100)
+    assert res["status"] == "inserted", res
+    assert torch.equal(rm, rm0) and torch.equal(rv, rv0)  # tune ran on copies
+    rm_s, rv_s = rm0.clone(), rv0.clone()
+    y = F.batch_norm(x, rm_s, rv_s, w, b, training=True, momentum=0.1, eps=1e-5)
+    row = next(r for r in kf.stats() if r["key"] == kf.signature_key(op, *args))
+    assert row["served"] > 0, row
+    assert y.stride() == expect[0].stride()
+    torch.testing.assert_close(y, expect[0], atol=1e-4, rtol=1e-4)
+    torch.testing.assert_close(rm_s, rm_e, atol=1e-4, rtol=1e-4)
+    torch.testing.assert_close(rv_s, rv_e, atol=1e-4, rtol=1e-4)
+    got = run(_jobs.resolve(op), rm0.clone(), rv0.clone())
+    for g, e in zip(got[1:], expect[1:]):  # save_mean, save_invstd
+        torch.testing.assert_close(g, e, atol=1e-4, rtol=1e-4)
