@@ -340,6 +340,21 @@ static void builtin_destroy(void *self)
     free(b);
 }
 
+/* The reasons the templates that serve sig->op give for refusing it, "; "-joined into why. */
+static void refusals(const kf_job_sig *sig, const char *backend, char *why, size_t cap)
+{
+    size_t len = 0;
+    for (int i = 0; kf_builtin_templates[i] && len + 1 < cap; i++) {
+        const kf_template *t = kf_builtin_templates[i];
+        char one[256];
+        if (strcmp(t->backend, backend) || !t->why_not || !t->why_not(sig, one, sizeof one))
+            continue;
+        int n = snprintf(why + len, cap - len, "%s%s", len ? "; " : "", one);
+        if (n < 0) break;
+        len += (size_t)n < cap - len ? (size_t)n : cap - len - 1;
+    }
+}
+
 kf_status kf_proposer_builtin_create(const kf_job_sig *sig, const char *backend, uint64_t seed,
                                      kf_proposer_i *out, char *err, size_t errcap)
 {
@@ -370,10 +385,12 @@ kf_status kf_proposer_builtin_create(const kf_job_sig *sig, const char *backend,
         b->tmpls[b->n_tmpls++] = t;
     }
     if (b->n_tmpls == 0) {
-        char why[256] = "";
+        char why[512] = "";
         if (sig->chain) { /* which member the chain templates cannot fuse */
             kf_chain_bind cb;
             kf_chain_bind_sig(sig, &cb, why, sizeof why);
+        } else {
+            refusals(sig, backend, why, sizeof why);
         }
         snprintf(err, errcap, "builtin proposer: no %s template applies to this %.64s signature%s%s",
                  backend, sig->op, why[0] ? ": " : "", why);

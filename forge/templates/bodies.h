@@ -48,6 +48,9 @@ extern const char kf_body_host_math_h[];
 extern const char kf_body_pointwise_math_h[];
 extern const char kf_body_host_eltwise_c[];
 extern const char kf_body_host_norm_c[];
+extern const char kf_body_host_norm_group_c[];
+extern const char kf_body_host_norm_batch_c[];
+extern const char kf_body_host_norm_batch_train_c[];
 extern const char kf_body_host_softmax_c[];
 /* generic reductions and gathers (reduce_ops.h) */
 extern const char kf_body_host_reduce_c[];

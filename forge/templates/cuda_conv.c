@@ -316,6 +316,7 @@ const kf_template kf_tmpl_cuda_depthwise_conv2d = {
     /* .applies = */ dw_applies,
     /* .render = */ dw_render,
     /* .start = */ dw_start,
+    /* .why_not = */ NULL,
 };
 
 /* the signature's shape, scalars and strides as #defines */

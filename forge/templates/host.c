@@ -1,5 +1,5 @@
 /* The builtin template table and the helpers the templates share (template.h). The host
- * templates themselves live in host_softmax.c, host_norm.c, host_eltwise.c and host_cat.c; the
+ * templates themselves live in host_softmax.c, host_norm*.c, host_eltwise.c and host_cat.c; the
  * inline math their `math` knob selects is kernels/host_math.h (kf_body_host_math_h, bodies.h). */
 #include <stdarg.h>
 #include <stdio.h>
@@ -10,6 +10,9 @@
 
 extern const kf_template kf_tmpl_host_row_softmax;
 extern const kf_template kf_tmpl_host_layer_norm;
+extern const kf_template kf_tmpl_host_group_norm;
+extern const kf_template kf_tmpl_host_batch_norm_eval;
+extern const kf_template kf_tmpl_host_batch_norm_train;
 extern const kf_template kf_tmpl_host_eltwise_unary;
 extern const kf_template kf_tmpl_host_eltwise_binary;
 extern const kf_template kf_tmpl_host_cat;
@@ -41,6 +44,9 @@ extern const kf_template kf_tmpl_cuda_chain;
 const kf_template *const kf_builtin_templates[] = {
     &kf_tmpl_host_row_softmax,
     &kf_tmpl_host_layer_norm,
+    &kf_tmpl_host_group_norm,
+    &kf_tmpl_host_batch_norm_eval,
+    &kf_tmpl_host_batch_norm_train,
     &kf_tmpl_host_eltwise_unary,
     &kf_tmpl_host_eltwise_binary,
     &kf_tmpl_host_cat,

@@ -51,6 +51,10 @@ typedef struct kf_template {
     /* Optional: the knob indices the search starts from for this signature (a guess from its
      * shape, e.g. long rows want wide vectors and several blocks per row); NULL: all zero. */
     void (*start)(const kf_job_sig *sig, int *knob_idx);
+    /* Optional: why applies() refused `sig`, for the proposer's "no template applies" message:
+     * 1 and one short phrase naming the template in `why` ("host_layer_norm: input dtype f64 not
+     * handled") when `sig` is of an op this template serves; 0 when it is not, or applies. */
+    int (*why_not)(const kf_job_sig *sig, char *why, size_t cap);
 } kf_template;
 
 /* The shape family a template's kernels for `sig` serve (docs/architecture.md, "Shape

@@ -447,6 +447,9 @@ static void *worker(void *arg)
 static void test_table(void)
 {
     static const char *const host_names[] = {"host_row_softmax", "host_layer_norm",
+                                              /* tests/c/test_templates_host_norm.c */
+                                              "host_group_norm", "host_batch_norm_eval",
+                                              "host_batch_norm_train",
                                               "host_eltwise_unary", "host_eltwise_binary",
                                               "host_cat",
                                               /* tests/c/test_templates_reduce_generic.c */

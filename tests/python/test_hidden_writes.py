@@ -174,7 +174,7 @@ def test_tuning_job_holds_running_stats_as_written_inputs(tmp_path):
     args = (x, w, b, rm, rv, True, 0.1, 1e-5)
     job_dir = str(tmp_path / "job")
     r = kf.tune(BN, args, iterations=1, insert=False, job_dir=job_dir)
-    assert r["status"] in ("no_template", "no_correct_kernel", "no_faster_kernel"), r
+    assert r["status"] in ("found", "no_correct_kernel", "no_faster_kernel"), r  # host_batch_norm_train
     # the caller's running statistics are as they were: every call ran on copies
     assert torch.equal(rm, rm0) and torch.equal(rv, rv0)
     job = check_job_cases(job_dir, args)  # inputs before the call, outputs after it

@@ -122,6 +122,7 @@ static void kf_row(const float *restrict x, const float *restrict w,
     *rstd_out = rf;
 }
 
+#ifndef KF_STRIDED /* a contiguous input: row r at r * KF_N */
 void kf_kernel(KF_PARAMS)
 {
 #if KF_OMP == 1
@@ -132,3 +133,38 @@ void kf_kernel(KF_PARAMS)
     for (int64_t r = 0; r < KF_ROWS; r++)
         kf_row(x + r * KF_N, KF_W, KF_B, y + r * KF_N, mean + r, rstd + r);
 }
+#elif KF_XDENSE /* a strided input whose rows are blocks of adjacent elements */
+void kf_kernel(KF_PARAMS)
+{
+#if KF_OMP == 1
+#pragma omp parallel for schedule(static)
+#elif KF_OMP >= 2
+#pragma omp parallel for schedule(dynamic, KF_RPC)
+#endif
+    for (int64_t r = 0; r < KF_ROWS; r++)
+        kf_row(x + kf_xrow(r), KF_W, KF_B, y + r * KF_N, mean + r, rstd + r);
+}
+#else /* a strided input gathered KF_TILE rows at a time (y is contiguous) */
+#define KF_TILES ((KF_ROWS + KF_TILE - 1) / KF_TILE)
+void kf_kernel(KF_PARAMS)
+{
+#if KF_OMP == 1
+#pragma omp parallel for schedule(static)
+#elif KF_OMP >= 2
+#pragma omp parallel for schedule(dynamic, KF_RPC)
+#endif
+    for (int64_t t = 0; t < KF_TILES; t++) {
+        float buf[KF_TILE * KF_N];
+        int64_t ro[KF_TILE], r0 = t * KF_TILE;
+        int nr = KF_ROWS - r0 < KF_TILE ? (int)(KF_ROWS - r0) : KF_TILE;
+        for (int i = 0; i < nr; i++) ro[i] = kf_xrow(r0 + i);
+        for (int64_t j = 0; j < KF_N; j++) {
+            const float *xe = x + kf_xel(j);
+            for (int i = 0; i < nr; i++) buf[i * KF_N + j] = xe[ro[i]];
+        }
+        for (int i = 0; i < nr; i++)
+            kf_row(buf + i * KF_N, KF_W, KF_B, y + (r0 + i) * KF_N, mean + r0 + i,
+                   rstd + r0 + i);
+    }
+}
+#endif
