@@ -452,20 +452,24 @@ fail:
     return NULL;
 }
 
-/* Whether member m read an unpredicted external in more than half of the chain's runs. */
+/* Whether member m read, in more than half of the chain's runs, an external new to the thread
+ * (a linear's output) or one made since the thread's previous run of the chain. */
+static int fresh_mostly(const chain_entry *e, int m)
+{
+    return 2 * e->fresh[m] > e->calls;
+}
 static int unpredicted(const chain_entry *e, int m)
 {
-    return 2 * e->unpredicted[m] > e->calls;
+    return 2 * e->unpredicted[m] > e->calls || fresh_mostly(e, m);
 }
 
 /* The longest spec of e, or NULL with *why. Serving predicts each external at the head from the
  * tensors of an earlier run, which can never hold an activation made since: the fusable part
  * from the start, and when a member after the head reads an unpredicted external, the parts
  * between such members, each starting at one (its inputs are then the spec head's, taken at the
- * call): GPT-2's tanh GELU, whose `0.5 * x` is made just before it.
- * A member after the spec's head that read a tensor new to the thread in most runs voids it:
- * that is a linear's output, or a weight still in its first forward, which a cut would keep
- * out of the spec for good. */
+ * call): GPT-2's tanh GELU, whose `0.5 * x` is made just before it. A member that read a tensor
+ * new to the thread in most runs (a linear's output: SwiGLU's mul) cuts the same way; a weight
+ * new only in its first forward does not (most runs are later ones). */
 static cJSON *best_spec(const chain_entry *e, kf_chain_lookup_fn lookup, void *user,
                         kf_chain_member_info *mi, int *first, char *why, size_t cap, int deferred)
 {
@@ -474,7 +478,7 @@ static cJSON *best_spec(const chain_entry *e, kf_chain_lookup_fn lookup, void *u
     /* deferred mode (opt-in): a chain whose later members read what the head cannot have (a
      * linear's output: SwiGLU) is one spec, its kernel launched at the last member */
     for (int m = 1; deferred && m < e->shape.n; m++) {
-        if (2 * e->fresh[m] <= e->calls && !unpredicted(e, m)) continue;
+        if (!unpredicted(e, m)) continue;
         char w[256] = "";
         int f = 0;
         cJSON *spec = make_spec(&e->shape, 0, e->shape.n, lookup, user, mi, &f, w, sizeof w);
@@ -507,17 +511,13 @@ static cJSON *best_spec(const chain_entry *e, kf_chain_lookup_fn lookup, void *u
         int f = 0;
         cJSON_Delete(make_spec(&e->shape, 0, e->shape.n, lookup, user, mi, &f, why, cap));
     }
-    if (!best && fm >= 0 && !why[0])
+    if (!best && fm >= 0 && !why[0] && fresh_mostly(e, fm))
+        snprintf(why, cap, "member %d reads a tensor new to the plugin in %" PRIu64 " of %" PRIu64
+                 " runs (an activation from an op it does not see, e.g. a linear's output): the "
+                 "head cannot predict it", fm, e->fresh[fm], e->calls);
+    else if (!best && fm >= 0 && !why[0])
         snprintf(why, cap, "member %d reads a tensor the head cannot predict in %" PRIu64 " of %" PRIu64
                  " runs (made since the chain's previous run)", fm, e->unpredicted[fm], e->calls);
-    for (int m = *first + 1; best && m < *first + best_n; m++)
-        if (2 * e->fresh[m] > e->calls) {
-            snprintf(why, cap, "member %d reads a tensor new to the plugin in %" PRIu64 " of %" PRIu64
-                     " runs (an activation from an op it does not see, e.g. a linear's output): the "
-                     "head cannot predict it", m, e->fresh[m], e->calls);
-            cJSON_Delete(best);
-            best = NULL;
-        }
     return best;
 }
 

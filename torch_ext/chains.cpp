@@ -13,7 +13,6 @@ namespace kforge {
 namespace {
 
 using WeakImpl = c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>;
-using WeakStorage = c10::weak_intrusive_ptr<c10::StorageImpl>;
 
 // A tensor's identity is its TensorImpl's address. The recorder keeps a weak reference to each
 // output of its last calls (at least those of an open run), so that no new tensor can be made at
@@ -44,49 +43,50 @@ thread_local RecHolder t_rec;
 // was first listed: an input not listed is new, made since by something the plugin does not see
 // (a linear's output). Dead ones are dropped when the list has doubled since the last pass.
 struct Seen {
-  template <class W>
   struct Entry {
-    W t;
+    WeakImpl t;
     uint64_t at;
   };
-  std::unordered_map<uintptr_t, Entry<WeakImpl>> m;
-  // the storages of listed tensors: a new view of one (rotary's `sin.unsqueeze(1)`, a slice of
-  // a head input) is not new data, and is first seen when its storage was
-  std::unordered_map<uintptr_t, Entry<WeakStorage>> st;
+  std::unordered_map<uintptr_t, Entry> m;
+  // a listed tensor per storage (its base): a new view of a storage whose base lives (rotary's
+  // `sin.unsqueeze(1)`, a slice of a head input) is not new data, was first seen when the base
+  // was, and is known by the base's identity, which no other storage can have while the base
+  // lives (a StorageImpl's address can: a freed temporary's is soon another's). Holding each
+  // StorageImpl block weakly instead slowed every recorded call ~30%.
+  std::unordered_map<uintptr_t, uintptr_t> st;
   size_t prune_at = 4096;
   uint64_t calls = 0;  // this thread's recorded calls so far
-  template <class W>
-  static bool look(std::unordered_map<uintptr_t, Entry<W>>& map, uintptr_t id, const W& weak, uint64_t now,
-                   uint64_t* at) {
-    auto it = map.find(id);
-    if (it != map.end() && !it->second.t.expired()) {
+  // the identity of the live listed base of t's storage, or 0
+  uintptr_t base_of(const at::Tensor& t) {
+    const void* s = t.storage().unsafeGetStorageImpl();
+    auto si = st.find(reinterpret_cast<uintptr_t>(s));
+    if (si == st.end()) return 0;
+    auto it = m.find(si->second);
+    if (it == m.end()) return 0;
+    auto other = it->second.t.lock();
+    return other && other->has_storage() && other->storage().unsafeGetStorageImpl() == s ? si->second : 0;
+  }
+  // whether it (or its storage's live base) was listed before, and when (lists it now if not);
+  // *storage: its storage's base identity (0: no storage)
+  bool seen(const at::Tensor& t, uint64_t* at, uintptr_t* storage) {
+    const auto id = reinterpret_cast<uintptr_t>(t.unsafeGetTensorImpl());
+    const uintptr_t base = t.has_storage() ? base_of(t) : 0;
+    if (t.has_storage() && !base) st[reinterpret_cast<uintptr_t>(t.storage().unsafeGetStorageImpl())] = id;
+    *storage = !t.has_storage() ? 0 : base ? base : id;
+    auto it = m.find(id);
+    if (it != m.end() && !it->second.t.expired()) {
       *at = it->second.at;
       return true;
     }
-    *at = now;
-    if (it != map.end()) it->second = Entry<W>{weak, now};
-    else map.emplace(id, Entry<W>{weak, now});
-    return false;
-  }
-  // whether it (or its storage) was listed before, and when (lists it now if not)
-  bool seen(const at::Tensor& t, uint64_t* at) {
-    const auto id = reinterpret_cast<uintptr_t>(t.unsafeGetTensorImpl());
-    bool known = look(m, id, WeakImpl(t.getIntrusivePtr()), calls, at);
-    if (t.has_storage()) {
-      uint64_t sat;
-      if (look(st, reinterpret_cast<uintptr_t>(t.storage().unsafeGetStorageImpl()), t.storage().getWeakStorageImpl(),
-               calls, &sat) &&
-          (!known || sat < *at)) {
-        known = true;
-        *at = sat;
-      }
-    }
-    if (m.size() + st.size() >= prune_at) {
+    *at = base ? m.find(base)->second.at : calls;
+    if (it != m.end()) it->second = Entry{WeakImpl(t.getIntrusivePtr()), *at};
+    else m.emplace(id, Entry{WeakImpl(t.getIntrusivePtr()), *at});
+    if (m.size() >= prune_at) {
       for (auto i = m.begin(); i != m.end();) i = i->second.t.expired() ? m.erase(i) : std::next(i);
-      for (auto i = st.begin(); i != st.end();) i = i->second.t.expired() ? st.erase(i) : std::next(i);
-      prune_at = std::max<size_t>(4096, 2 * (m.size() + st.size()));
+      for (auto i = st.begin(); i != st.end();) i = m.count(i->second) ? std::next(i) : st.erase(i);
+      prune_at = std::max<size_t>(4096, 2 * m.size());
     }
-    return known;
+    return base != 0;
   }
 };
 
@@ -94,10 +94,8 @@ thread_local Seen t_seen;
 
 void id_of(const at::Tensor& t, ChainIds* ids) {
   if (ids->n >= KF_CHAIN_MAX_IO || !t.defined() || t.unsafeGetTensorImpl()->is_wrapped_number()) return;
-  if (!t_seen.seen(t, &ids->seen_at[ids->n])) ids->fresh |= 1u << ids->n;
-  const bool st = t.has_storage();
-  ids->storage[ids->n] = st ? reinterpret_cast<uintptr_t>(t.storage().unsafeGetStorageImpl()) : 0;
-  ids->byte_off[ids->n] = st ? t.storage_offset() * static_cast<int64_t>(t.itemsize()) : 0;
+  if (!t_seen.seen(t, &ids->seen_at[ids->n], &ids->storage[ids->n])) ids->fresh |= 1u << ids->n;
+  ids->byte_off[ids->n] = t.has_storage() ? t.storage_offset() * static_cast<int64_t>(t.itemsize()) : 0;
   ids->id[ids->n++] = reinterpret_cast<uintptr_t>(t.unsafeGetTensorImpl());
 }
 

@@ -129,7 +129,7 @@ struct ChainIds {
   uintptr_t id[KF_CHAIN_MAX_IO];
   unsigned fresh = 0;        // inputs: bit i, one new to this thread (KF_CHAIN_FRESH)
   uint64_t seen_at[KF_CHAIN_MAX_IO];  // when the thread first saw each (kf_chain_observe_at)
-  uintptr_t storage[KF_CHAIN_MAX_IO];  // each one's StorageImpl and byte offset in it: views
+  uintptr_t storage[KF_CHAIN_MAX_IO];  // each one's storage (its live base's identity) and byte offset in it: views
   int64_t byte_off[KF_CHAIN_MAX_IO];
   uint64_t now = 0;
 };
