@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "forge/job/chain.h"
 #include "forge/job/job.h"
 #include "forge/llm/llm.h"
 #include "common/strbuf.h"
@@ -52,6 +53,51 @@ static void tensor_line(kf_strbuf *b, const kf_job *j, const char *role, int i, 
     kf_strbuf_printf(b, "] (elements), C type %s\n", c_type(j, t->dtype));
 }
 
+static void scalar_value(kf_strbuf *b, const kf_job_scalar *c)
+{
+    switch (c->kind) {
+    case 'i': kf_strbuf_printf(b, "%lld", (long long)c->i); break;
+    case 'b': kf_strbuf_printf(b, "%s", c->i ? "True" : "False"); break;
+    case 'd': kf_strbuf_printf(b, "%.17g", c->d); break;
+    case 's': kf_strbuf_printf(b, "\"%s\"", c->s); break;
+    case 'n': kf_strbuf_printf(b, "None"); break;
+    default:
+        kf_strbuf_printf(b, "[");
+        for (int k = 0; k < c->n; k++) kf_strbuf_printf(b, "%s%lld", k ? ", " : "", (long long)c->v[k]);
+        kf_strbuf_printf(b, "]");
+    }
+}
+
+/* A chain job (forge/job/chain.h): its members in order, each as eager computes it, and where
+ * each reads its inputs from; every member's result is an output. */
+static void chain_section(kf_strbuf *b, const kf_job *j)
+{
+    const kf_job_chain *ch = j->sig.chain;
+    if (!ch) return;
+    kf_strbuf_printf(b, "## The chain\nThe kernel computes these %d PyTorch ops in order, each exactly as "
+                        "eager PyTorch computes it on its own (its own promotion and accumulation), "
+                        "and stores each one's result, rounded to that output's dtype, in its own output "
+                        "(the outputs above in member order; the last member's further results "
+                        "follow). "
+                        "A later member reads an earlier one's stored value, not a wider temporary.\n",
+                     ch->n_members);
+    for (int k = 0; k < ch->n_members; k++) {
+        const kf_job_sig *m = &ch->m[k].sig;
+        kf_strbuf_printf(b, "%d. `%s`(", k, m->op);
+        for (int i = 0; i < m->n_in; i++) {
+            const kf_chain_ref *r = &ch->m[k].ref[i];
+            if (r->kind == KF_CHAIN_MEMBER) kf_strbuf_printf(b, "%smember %d's output", i ? ", " : "", r->a);
+            else kf_strbuf_printf(b, "%sinput %d", i ? ", " : "", kf_job_chain_arg(ch, k, i));
+        }
+        for (int i = 0; i < m->n_scalars; i++) {
+            kf_strbuf_printf(b, "%s%s=", m->n_in + i ? ", " : "", m->scalars[i].name);
+            scalar_value(b, &m->scalars[i]);
+        }
+        kf_strbuf_printf(b, ")\n");
+    }
+    kf_strbuf_printf(b, "\n");
+}
+
 static void contract(kf_strbuf *b, const kf_job *j)
 {
     const kf_job_sig *s = &j->sig;
@@ -68,24 +114,15 @@ static void contract(kf_strbuf *b, const kf_job *j)
         }
         tensor_line(b, j, "output", arg++, &s->out[i]);
     }
-    if (s->n_scalars) kf_strbuf_printf(b, "Non-tensor arguments (bake them in as constants):\n");
-    for (int i = 0; i < s->n_scalars; i++) {
-        const kf_job_scalar *c = &s->scalars[i];
-        kf_strbuf_printf(b, "- %s = ", c->name);
-        switch (c->kind) {
-        case 'i': kf_strbuf_printf(b, "%lld\n", (long long)c->i); break;
-        case 'b': kf_strbuf_printf(b, "%s\n", c->i ? "True" : "False"); break;
-        case 'd': kf_strbuf_printf(b, "%.17g\n", c->d); break;
-        case 's': kf_strbuf_printf(b, "\"%s\"\n", c->s); break;
-        case 'n': kf_strbuf_printf(b, "None\n"); break;
-        default:
-            kf_strbuf_printf(b, "[");
-            for (int k = 0; k < c->n; k++) kf_strbuf_printf(b, "%s%lld", k ? ", " : "", (long long)c->v[k]);
-            kf_strbuf_printf(b, "]\n");
-        }
+    if (s->n_scalars && !s->chain) kf_strbuf_printf(b, "Non-tensor arguments (bake them in as constants):\n");
+    for (int i = 0; i < s->n_scalars && !s->chain; i++) { /* a chain's are its members' (below) */
+        kf_strbuf_printf(b, "- %s = ", s->scalars[i].name);
+        scalar_value(b, &s->scalars[i]);
+        kf_strbuf_printf(b, "\n");
     }
     kf_strbuf_printf(b, "Tolerance: atol %g, rtol %g; NaN/Inf must appear where eager has them.\n\n",
                      j->atol, j->rtol);
+    chain_section(b, j);
     kf_strbuf_printf(b, "## Kernel contract\n");
     if (is_host(j))
         kf_strbuf_printf(b,

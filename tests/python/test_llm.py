@@ -241,3 +241,29 @@ def test_warmup_with_the_llm_proposer_prints_the_cost_table(stub, tmp_path):
     assert "stub-model" in p.stdout and "$" in p.stdout
     assert KEY not in p.stdout + p.stderr
     assert_key_nowhere(str(tmp_path / "cache"))
+
+
+def test_a_chain_job_prompt_lists_its_members(stub, tmp_path):
+    # the model gets chain jobs too: the members in order, each as eager computes it, and where
+    # each reads its inputs from (the answer here is a plain relu: a wrong chain kernel)
+    from kernel_forge import _chainjobs
+    from test_chain_jobs import record_chain, rms
+
+    x, w = torch.randn(24, 136), torch.randn(136)
+    chain = record_chain(5, rms, x, w)
+    log = stub([{"text": answer(relu_body(x.numel()))}])
+    with _jobs.bypass():
+        _chainjobs.write_chain_job(str(tmp_path / "job"), chain, [[x, w]], recorded=[False],
+                                   bench_reps=5)
+    _jobs.run_worker(str(tmp_path / "job"), extra_args=["--iterations", "1", "--proposer", "llm",
+                                                        "--cache", str(tmp_path / "cache")])
+    with open(log) as f:
+        body = json.loads(json.loads(f.readline())["body"])
+    prompt = "\n".join(m["content"] if isinstance(m["content"], str) else json.dumps(m["content"])
+                       for m in body["messages"])
+    assert "## The chain" in prompt and "these 6 PyTorch ops in order" in prompt, prompt[:3000]
+    for line in ("0. `aten::pow.Tensor_Scalar`(input 0, exponent=2)",
+                 "1. `aten::mean.dim`(member 0's output, dim=[-1], keepdim=True, dtype=None)",
+                 "5. `aten::mul.Tensor`(member 4's output, input 1)"):
+        assert line in prompt, (line, prompt[:3000])
+    assert_key_nowhere(str(tmp_path / "job"))
