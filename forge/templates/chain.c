@@ -198,7 +198,7 @@ static int cat_bind(kf_chain_bind *b, const kf_job_sig *sig, int k, char *why, s
                 if ((j != k || q != i) && ch->m[j].ref[q].kind == KF_CHAIN_MEMBER && ch->m[j].ref[q].a == a)
                     return why_(why, cap, "member %d (aten::cat): its part %d (member %d) is read "
                                           "by member %d too", k, i, a, j);
-        if (b->seg_part[a] >= 0 || sig->out[a].dtype != y->dtype)
+        if (b->seg_part[a] >= 0 || sig->out[a].dtype != y->dtype || sig->out_alias[a])
             return why_(why, cap, "member %d (aten::cat): part %d (member %d)", k, i, a);
         b->seg_part[a] = i;
         for (int q = 0; q < ch->m[a].sig.n_in; q++) {

@@ -451,6 +451,36 @@ static void pw_ref(int64_t R, int64_t C, double *const *in, double **out)
     }
 }
 
+/* rotary as transformers writes it, f32 q [12, 16]: q * cos + cat(-x2, x1) * sin, x1 and x2 the
+ * halves of q (as a job takes them: externals of their own, strided as the views are) */
+#define V2(r, c) "{\"dtype\": \"f32\", \"sizes\": [" #r ", " #c "], \"strides\": [16, 1], \"align\": 4}"
+static const char rot_json[] =
+    "\"inputs\": [" T2("f32", 12, 16) ", " T1("f32", 16) ", " V2(12, 8) ", " V2(12, 8) ", " T1("f32", 16) "], "
+    "\"outputs\": [" O2("f32", 12, 16, -1) ", " O2("f32", 12, 8, -1) ", " O2("f32", 12, 16, -1) ", "
+    O2("f32", 12, 16, -1) ", " O2("f32", 12, 16, -1) "], "
+    "\"scalars\": [{\"name\": \"m2.dim\", \"kind\": \"i\", \"value\": -1}, "
+    "{\"name\": \"m4.alpha\", \"kind\": \"i\", \"value\": 1}], "
+    "\"chain\": {\"version\": 1, \"n_head_inputs\": 2, \"n_ext\": 3, \"members\": ["
+    "{\"op\": \"aten::mul.Tensor\", \"inputs\": [[\"head\", 0], [\"head\", 1]]}, "
+    "{\"op\": \"aten::neg\", \"inputs\": [[\"ext\", 0]]}, "
+    "{\"op\": \"aten::cat\", \"inputs\": [[\"member\", 1, 0], [\"ext\", 1]]}, "
+    "{\"op\": \"aten::mul.Tensor\", \"inputs\": [[\"member\", 2, 0], [\"ext\", 2]]}, "
+    "{\"op\": \"aten::add.Tensor\", \"inputs\": [[\"member\", 0, 0], [\"member\", 3, 0]]}], "
+    "\"views\": [[0, 0, 32], [1, 0, 0]]}";
+
+static void rot_ref(int64_t R, int64_t C, double *const *in, double **out)
+{
+    for (int64_t r = 0; r < R; r++)
+        for (int64_t c = 0; c < C; c++) {
+            const int64_t e = r * C + c;
+            out[0][e] = (float)(in[0][e] * in[1][c]);
+            if (c < C / 2) out[1][r * (C / 2) + c] = -in[2][r * 16 + c];
+            out[2][e] = c < C / 2 ? -in[2][r * 16 + c] : in[3][r * 16 + c - C / 2];
+            out[3][e] = (float)(out[2][e] * in[4][c]);
+            out[4][e] = (float)(out[0][e] + out[3][e]);
+        }
+}
+
 /* bf16 [8, 40] (rows of at least 32: cuda_chain's block-per-row layout too): x * 2.5 -> sigmoid
  * -> + y, each stored as bf16 */
 static const char bf_json[] =
@@ -653,6 +683,7 @@ static const ccase cases[] = {
     {"rmsnorm bf16 with its casts", rmsc_json, rmsc_ref, 6, 40, KF_BF16, 8e-3, 1},
     {"add->gelu->mul f32", pw_json, pw_ref, 32, 16, KF_F32, 1e-6, 1},
     {"mul->sigmoid->add bf16", bf_json, bf_ref, 8, 40, KF_BF16, 8e-3, 1},
+    {"rotary: mul, neg, cat, mul, add f32", rot_json, rot_ref, 12, 16, KF_F32, 1e-6, 0},
     {"add_->relu in place", inpl_json, inpl_ref, 5, 12, KF_F32, 0, 1},
     {"amax->sub->exp", amax_json, amax_ref, 7, 33, KF_F32, 1e-6, 0},
 };
