@@ -10,6 +10,10 @@
 // and any op with a running_mean / running_var argument: aten::batch_norm passes the user's
 // tensors down to a call that writes them). A composite op's other inner writes go to its own
 // temporaries (torch's rule: an op writes what its schema marks, the batch norm family aside).
+//
+// The read watch (deferred mode, docs/chains.md "Deferred mode"): a second callback, with the
+// calls' inputs, while outputs a pending chain returned are not written yet; a call taking a
+// tensor over their storages, other than the chain's next member, has them written first.
 #include "torch_ext/chainwatch.h"
 
 #include <ATen/core/dispatch/Dispatcher.h>
