@@ -44,15 +44,11 @@ std::vector<at::Tensor> take_captures(int64_t key) {
 // as the Python number it was (_jobs.call_from_args).
 std::vector<at::Tensor> capture_args(const OpSchemaInfo& info, const torch::jit::Stack& stack) {
   std::vector<at::Tensor> out;
-  const c10::IValue* args = stack.data() + (stack.size() - info.n_args);
-  for (size_t i = 0; i < info.n_args; i++) {
-    if (args[i].isTensor() && args[i].toTensor().defined()) {
-      if (args[i].toTensor().unsafeGetTensorImpl()->is_wrapped_number()) continue;
-      out.push_back(copy_exact(args[i].toTensor()));
-    } else if (args[i].isTensorList()) {
-      for (const at::Tensor& t : args[i].toTensorList().vec()) out.push_back(copy_exact(t));
-    }
-  }
+  for_kernel_tensors(stack.data() + (stack.size() - info.n_args), info.n_args,
+                     [&out](const at::Tensor& t, size_t, bool) {
+                       out.push_back(copy_exact(t));
+                       return true;
+                     });
   return out;
 }
 

@@ -93,22 +93,20 @@ struct Seen {
 thread_local Seen t_seen;
 
 void id_of(const at::Tensor& t, ChainIds* ids) {
-  if (ids->n >= KF_CHAIN_MAX_IO || !t.defined() || t.unsafeGetTensorImpl()->is_wrapped_number()) return;
+  if (ids->n >= KF_CHAIN_MAX_IO || !t.defined()) return;
   if (!t_seen.seen(t, &ids->seen_at[ids->n], &ids->storage[ids->n])) ids->fresh |= 1u << ids->n;
   ids->byte_off[ids->n] = t.has_storage() ? t.storage_offset() * static_cast<int64_t>(t.itemsize()) : 0;
   ids->id[ids->n++] = reinterpret_cast<uintptr_t>(t.unsafeGetTensorImpl());
 }
 
-// The kernel's tensor arguments, as a served call passes them: no Python number wrapped into a
-// tensor (its value is compiled in), no undefined tensor, a tensor list's elements in its place.
+// The kernel's tensor arguments, as a served call passes them (for_kernel_tensors).
 void ids_of(const c10::IValue* v, size_t n, ChainIds* ids) {
   ids->n = 0;
   ids->fresh = 0;
-  for (size_t i = 0; i < n; i++) {
-    if (v[i].isTensor()) id_of(v[i].toTensor(), ids);
-    if (v[i].isTensorList())
-      for (const at::Tensor& t : v[i].toTensorList().vec()) id_of(t, ids);
-  }
+  for_kernel_tensors(v, n, [ids](const at::Tensor& t, size_t, bool) {
+    id_of(t, ids);
+    return true;
+  });
 }
 
 }  // namespace

@@ -190,19 +190,14 @@ bool hold(kf_runtime* rt, const at::Tensor& t, Held* h) {
   return h->versioned || (t.defined() && watch_begin(rt, written));
 }
 
-// The call's kernel tensor inputs (as the recorder numbers them: no Python numbers, no None, a
-// tensor list's elements in its place).
+// The call's kernel tensor inputs, numbered as the recorder numbers them (for_kernel_tensors).
 c10::SmallVector<at::Tensor, 8> tensor_inputs(const OpSchemaInfo& info, const torch::jit::Stack& stack) {
   c10::SmallVector<at::Tensor, 8> v;
-  const c10::IValue* args = stack.data() + (stack.size() - info.n_args);
-  auto add = [&v](const at::Tensor& t) {
-    if (t.defined() && !t.unsafeGetTensorImpl()->is_wrapped_number()) v.push_back(t);
-  };
-  for (size_t i = 0; i < info.n_args; i++) {
-    if (args[i].isTensor()) add(args[i].toTensor());
-    if (args[i].isTensorList())
-      for (const at::Tensor& t : args[i].toTensorList().vec()) add(t);
-  }
+  for_kernel_tensors(stack.data() + (stack.size() - info.n_args), info.n_args,
+                     [&v](const at::Tensor& t, size_t, bool) {
+                       if (t.defined()) v.push_back(t);
+                       return true;
+                     });
   return v;
 }
 

@@ -117,6 +117,23 @@ std::optional<torch::CppFunction> make_typed(kf_runtime* rt, std::shared_ptr<con
 void register_ops(kf_runtime* rt, bool all);
 // Defines torch.ops.kforge.take_captures (capture.cpp).
 void register_kforge_ops(kf_runtime* rt);
+// The tensors a kernel takes among n IValues (a call's arguments or returns), in schema order:
+// the defined tensor arguments but wrapped Python numbers (their values are in the signature),
+// and a tensor list's elements in its place (aten::cat). f(tensor, argument index, in_list)
+// returns false to stop; so does this, then.
+template <class F>
+bool for_kernel_tensors(const c10::IValue* v, size_t n, F&& f) {
+  for (size_t i = 0; i < n; i++) {
+    if (v[i].isTensor()) {
+      const at::Tensor& t = v[i].toTensor();
+      if (t.defined() && !t.unsafeGetTensorImpl()->is_wrapped_number() && !f(t, i, false)) return false;
+    } else if (v[i].isTensorList()) {
+      for (const at::Tensor& t : v[i].toTensorList().vec())
+        if (!f(t, i, true)) return false;
+    }
+  }
+  return true;
+}
 // Copies of a call's tensor arguments, taken before the call runs (it may write them).
 std::vector<at::Tensor> capture_args(const OpSchemaInfo& info, const torch::jit::Stack& stack);
 // Keeps them for take_captures, once the call has completed.

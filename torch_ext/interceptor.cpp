@@ -351,20 +351,11 @@ bool Interceptor::serve(kf_call& call, torch::jit::Stack* stack, void* stream) {
       if (!placed && t.device().type() == device.type()) device = t.device(), placed = true;
       return t.device() == device;
     };
-    for (size_t i = 0; i < info_->n_args; i++) {
-      if (args[i].isTensor() && args[i].toTensor().defined()) {
-        if (args[i].toTensor().unsafeGetTensorImpl()->is_wrapped_number()) continue;
-        args_t[i] = args[i].toTensor();
-        if (n_tensors == KF_SIG_MAX_TENSORS || !on_device(args_t[i]) ||
-            !to_kf_tensor(args_t[i], &tensors[n_tensors++]))
-          return refuse();
-      } else if (args[i].isTensorList()) {
-        for (const at::Tensor& t : args[i].toTensorList().vec()) {
-          if (n_tensors == KF_SIG_MAX_TENSORS || !on_device(t) || !to_kf_tensor(t, &tensors[n_tensors++]))
-            return refuse();
-        }
-      }
-    }
+    if (!for_kernel_tensors(args, info_->n_args, [&](const at::Tensor& t, size_t i, bool in_list) {
+          if (!in_list) args_t[i] = t;
+          return n_tensors < KF_SIG_MAX_TENSORS && on_device(t) && to_kf_tensor(t, &tensors[n_tensors++]);
+        }))
+      return refuse();
     // an argument written without being returned (batch norm's running stats) shares memory
     // with no other argument: a kernel reading one while writing the other would race
     for (size_t w = 0; info_->hidden_writes && w < info_->n_args; w++) {
