@@ -437,6 +437,19 @@ bool launch_deferred(kf_runtime* rt, Pending& p) {
   return launch(rt, p.e, p, p.timed, false);
 }
 
+// A tensor over `storage` laid out as `m` was (a view of the earlier run, gone since); undefined
+// when the storage is gone too.
+at::Tensor at_place(const WeakStorage& storage, const kf_tensor& m) {
+  auto st = storage.lock();
+  if (!st) return {};
+  Bypass bypass;
+  const c10::Storage s(std::move(st));
+  const int64_t item = c10::elementSize(from_kf_dtype(m.dtype));
+  const int64_t off = (static_cast<const char*>(m.data) - static_cast<const char*>(s.data())) / item;
+  return at::empty({0}, at::TensorOptions().dtype(from_kf_dtype(m.dtype)).device(s.device()))
+      .set_(s, off, c10::IntArrayRef(m.sizes, m.ndim), c10::IntArrayRef(m.strides, m.ndim));
+}
+
 bool start_head(kf_runtime* rt, kf_chain_entry* e, const OpSchemaInfo& info, kf_call& call,
                 torch::jit::Stack* stack, ChainStep* step, const EagerOp& eager) {
   const kf_chain_def* d = kf_chain_entry_def(e);
@@ -486,24 +499,12 @@ bool start_head(kf_runtime* rt, kf_chain_entry* e, const OpSchemaInfo& info, kf_
       if (auto strong = pr.ext[i].lock(); strong && !strong->is_inference()) {
         h = Held{at::Tensor(std::move(strong)), pr.version[i]};
         predicted = held_now(h, h.t) && same_meta(h.t, pr.meta[i]);
-      } else if (strong && watch_possible()) {  // an inference tensor: held by the watch
-        h.t = at::Tensor(std::move(strong));
-        h.kind = Kind::kStorage;
-        h.versioned = false;
+      } else if (at::Tensor t = strong ? at::Tensor(std::move(strong)) : at_place(pr.storage[i], pr.meta[i]);
+                 t.defined() && watch_possible()) {
+        // an inference tensor, or a view made anew whose storage lives on: held by the watch
+        h = Held{std::move(t), 0, false, Kind::kStorage};
         watch = true;
         predicted = same_meta(h.t, pr.meta[i]);
-      } else if (auto st = pr.storage[i].lock(); st && watch_possible()) {
-        const kf_tensor& m = pr.meta[i];
-        Bypass bypass;
-        const c10::Storage storage(std::move(st));
-        const int64_t item = c10::elementSize(from_kf_dtype(m.dtype));
-        const int64_t off = (static_cast<const char*>(m.data) - static_cast<const char*>(storage.data())) / item;
-        h.t = at::empty({0}, at::TensorOptions().dtype(from_kf_dtype(m.dtype)).device(storage.device()))
-                  .set_(storage, off, c10::IntArrayRef(m.sizes, m.ndim), c10::IntArrayRef(m.strides, m.ndim));
-        h.kind = Kind::kStorage;
-        h.versioned = false;
-        watch = true;
-        predicted = same_meta(h.t, m);
       } else {
         predicted = false;
       }
