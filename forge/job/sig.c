@@ -15,6 +15,14 @@ const kf_job_scalar *kf_job_scalar_find(const kf_job_sig *sig, const char *name)
     return NULL;
 }
 
+int kf_job_scalar_int(const kf_job_sig *sig, const char *name, int64_t *v)
+{
+    const kf_job_scalar *s = kf_job_scalar_find(sig, name);
+    if (!s || s->kind != 'i') return 0;
+    *v = s->i;
+    return 1;
+}
+
 int kf_job_scalar_float(const kf_job_sig *sig, const char *name, float *f)
 {
     const kf_job_scalar *o = kf_job_scalar_find(sig, name);

@@ -76,6 +76,8 @@ typedef struct kf_job_sig {
 
 /* The scalar named `name`, or NULL. */
 const kf_job_scalar *kf_job_scalar_find(const kf_job_sig *sig, const char *name);
+/* The int scalar named `name`: 1 and *v; 0 when absent or of another kind. */
+int kf_job_scalar_int(const kf_job_sig *sig, const char *name, int64_t *v);
 /* A Python number as eager's float32 op math takes it (a wrapped `other`: absent from in[], a
  * scalar under its name): 1 and *f, a double or an int64 rounded to float, a bool 0/1; 0 when
  * the scalar is absent, of another kind, or not finite as a float (eager's inf/nan arithmetic

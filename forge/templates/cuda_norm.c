@@ -165,12 +165,10 @@ int kf_cuda_norm_lead_strides_div(const kf_job_tensor *t, int nlead, int64_t v)
     return 1;
 }
 
-void kf_cuda_norm_emit_row_offset(kf_strbuf *b, const char *name, const kf_job_tensor *t,
-                                  int nlead)
+int kf_cuda_norm_merge_dims(const kf_job_tensor *t, int from, int to, int64_t *size, int64_t *stride)
 {
-    int64_t size[KF_MAX_DIMS], stride[KF_MAX_DIMS];
-    int nd = 0; /* merged dims, innermost first */
-    for (int d = nlead - 1; d >= 0; d--) {
+    int nd = 0;
+    for (int d = to - 1; d >= from; d--) {
         if (t->sizes[d] == 1) continue;
         if (nd > 0 && t->strides[d] == stride[nd - 1] * size[nd - 1]) {
             size[nd - 1] *= t->sizes[d];
@@ -178,6 +176,14 @@ void kf_cuda_norm_emit_row_offset(kf_strbuf *b, const char *name, const kf_job_t
         }
         size[nd] = t->sizes[d], stride[nd] = t->strides[d], nd++;
     }
+    return nd;
+}
+
+void kf_cuda_norm_emit_row_offset(kf_strbuf *b, const char *name, const kf_job_tensor *t,
+                                  int nlead)
+{
+    int64_t size[KF_MAX_DIMS], stride[KF_MAX_DIMS];
+    const int nd = kf_cuda_norm_merge_dims(t, 0, nlead, size, stride);
     kf_strbuf_printf(b,
                      "/* element offset of logical row r (the leading dims, row-major) */\n"
                      "__device__ __forceinline__ long long %s(unsigned r)\n{\n"

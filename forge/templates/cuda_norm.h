@@ -37,6 +37,9 @@ int kf_cuda_norm_no_overlap(const kf_job_tensor *t);
 int kf_cuda_norm_block_dense(const kf_job_tensor *t, int from);
 /* Every dim d < nlead of size > 1 has a stride that is a multiple of v. */
 int kf_cuda_norm_lead_strides_div(const kf_job_tensor *t, int nlead, int64_t v);
+/* Dims [from, to) of t, innermost first, with size-1 dims dropped and dims that merge (outer
+ * stride = inner stride * inner size) merged: their count, sizes and strides. */
+int kf_cuda_norm_merge_dims(const kf_job_tensor *t, int from, int to, int64_t *size, int64_t *stride);
 /* Emits `__device__ long long name(unsigned r)`: the element offset in t of logical row r, the
  * rows being the leading nlead dims in row-major order (r < 2^31); size-1 dims are dropped and
  * dims that merge (outer stride = inner stride * inner size) merged, so the divisions, by

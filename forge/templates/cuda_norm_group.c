@@ -53,14 +53,6 @@ typedef struct gn_shape {
     double eps;
 } gn_shape;
 
-static int gn_int(const kf_job_sig *sig, const char *name, int64_t *v)
-{
-    const kf_job_scalar *s = kf_job_scalar_find(sig, name);
-    if (!s || s->kind != 'i') return 0;
-    *v = s->i;
-    return 1;
-}
-
 static int gn_check(const kf_job_sig *sig, gn_shape *s)
 {
     static const char *const names[] = {"input", "weight", "bias"};
@@ -73,8 +65,8 @@ static int gn_check(const kf_job_sig *sig, gn_shape *s)
     if (kf_template_tensor_args(sig, names, opt, 3, idx) < 0) return 0;
     s->w = idx[1];
     s->b = idx[2];
-    if (!gn_int(sig, "N", &s->n) || !gn_int(sig, "C", &s->c) || !gn_int(sig, "HxW", &s->hw) ||
-        !gn_int(sig, "group", &s->g))
+    if (!kf_job_scalar_int(sig, "N", &s->n) || !kf_job_scalar_int(sig, "C", &s->c) || !kf_job_scalar_int(sig, "HxW", &s->hw) ||
+        !kf_job_scalar_int(sig, "group", &s->g))
         return 0;
     if (s->n < 1 || s->c < 1 || s->hw < 1 || s->g < 1 || s->c % s->g) return 0;
     if (kf_cuda_norm_eps(sig, -1.0, &s->eps) < 0) return 0;

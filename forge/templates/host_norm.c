@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "forge/templates/bodies.h"
+#include "forge/templates/cuda_norm.h"
 #include "forge/templates/host_norm.h"
 
 #define LN_NAME "host_layer_norm"
@@ -86,7 +87,7 @@ static int ln_check(const kf_job_sig *sig, char *why, size_t cap)
                                                        "dims");
         n *= ns->v[k];
     }
-    if (!kf_job_tensor_contiguous(x) && !kf_host_norm_dense_from(x, x->ndim - ns->n) &&
+    if (!kf_job_tensor_contiguous(x) && !kf_cuda_norm_block_dense(x, x->ndim - ns->n) &&
         n > LN_MAX_GATHER)
         return kf_host_norm_why(why, cap, LN_NAME, "strided rows of %lld elements (at most %d)",
                                 (long long)n, LN_MAX_GATHER);
@@ -182,7 +183,7 @@ static kf_status ln_render(const kf_job_sig *sig, const int *knob_idx, char **so
 
     /* a strided input: read in place (its rows' elements adjacent) or gathered in tiles */
     const int strided = !kf_job_tensor_contiguous(x), lead = ln_lead(sig);
-    const int xdense = strided && kf_host_norm_dense_from(x, lead);
+    const int xdense = strided && kf_cuda_norm_block_dense(x, lead);
     int64_t tile = LN_TILE_FLOATS / n;
     tile = tile < 1 ? 1 : tile > LN_TILE_ROWS ? LN_TILE_ROWS : tile > rows ? rows : tile;
     if (strided && !xdense) { /* dynamic chunks count tiles */

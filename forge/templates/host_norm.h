@@ -20,8 +20,4 @@ int kf_host_norm_f32(const kf_job_tensor *t, const char *what, char *why, size_t
  * the layout allows. */
 void kf_host_norm_emit_offset(kf_strbuf *b, const char *name, const kf_job_tensor *t, int from,
                               int to);
-/* Dims [from, ndim) are row-major contiguous among themselves (size-1 dims may have any
- * stride): logical index i over them is at offset i. */
-int kf_host_norm_dense_from(const kf_job_tensor *t, int from);
-
 #endif

@@ -43,14 +43,6 @@ typedef struct gn_shape {
     double eps;
 } gn_shape;
 
-static int gn_int(const kf_job_sig *sig, const char *name, int64_t *v)
-{
-    const kf_job_scalar *s = kf_job_scalar_find(sig, name);
-    if (!s || s->kind != 'i') return 0;
-    *v = s->i;
-    return 1;
-}
-
 /* 1 when the template serves sig; else 0, and why (when not NULL) says why if the op is ours
  * (left empty when it is not). */
 static int gn_check(const kf_job_sig *sig, gn_shape *s, char *why, size_t cap)
@@ -67,8 +59,8 @@ static int gn_check(const kf_job_sig *sig, gn_shape *s, char *why, size_t cap)
         return kf_host_norm_why(why, cap, NAME, "which of weight and bias are given is unclear");
     s->w = idx[1];
     s->b = idx[2];
-    if (!gn_int(sig, "N", &s->n) || !gn_int(sig, "C", &s->c) || !gn_int(sig, "HxW", &s->hw) ||
-        !gn_int(sig, "group", &s->g))
+    if (!kf_job_scalar_int(sig, "N", &s->n) || !kf_job_scalar_int(sig, "C", &s->c) || !kf_job_scalar_int(sig, "HxW", &s->hw) ||
+        !kf_job_scalar_int(sig, "group", &s->g))
         return kf_host_norm_why(why, cap, NAME, "N, C, HxW or group is not an int");
     if (s->n < 1 || s->c < 1 || s->hw < 1 || s->g < 1 || s->c % s->g)
         return kf_host_norm_why(why, cap, NAME, "empty, or C %% group != 0");

@@ -2,6 +2,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 
+#include "forge/templates/cuda_norm.h"
 #include "forge/templates/host_norm.h"
 
 int kf_host_norm_why(char *why, size_t cap, const char *name, const char *fmt, ...)
@@ -33,15 +34,7 @@ void kf_host_norm_emit_offset(kf_strbuf *b, const char *name, const kf_job_tenso
                               int to)
 {
     int64_t size[KF_MAX_DIMS], stride[KF_MAX_DIMS];
-    int nd = 0; /* merged dims, innermost first */
-    for (int d = to - 1; d >= from; d--) {
-        if (t->sizes[d] == 1) continue;
-        if (nd > 0 && t->strides[d] == stride[nd - 1] * size[nd - 1]) {
-            size[nd - 1] *= t->sizes[d];
-            continue;
-        }
-        size[nd] = t->sizes[d], stride[nd] = t->strides[d], nd++;
-    }
+    const int nd = kf_cuda_norm_merge_dims(t, from, to, size, stride);
     kf_strbuf_printf(b, "static inline int64_t %s(int64_t i)\n{\n    int64_t o = 0;\n", name);
     for (int k = 0; k + 1 < nd; k++)
         kf_strbuf_printf(b, "    o += (i %% %lldLL) * %lldLL;\n    i /= %lldLL;\n",
@@ -49,14 +42,4 @@ void kf_host_norm_emit_offset(kf_strbuf *b, const char *name, const kf_job_tenso
     if (nd > 0) kf_strbuf_printf(b, "    o += i * %lldLL;\n", (long long)stride[nd - 1]);
     else kf_strbuf_printf(b, "    (void)i;\n");
     kf_strbuf_printf(b, "    return o;\n}\n");
-}
-
-int kf_host_norm_dense_from(const kf_job_tensor *t, int from)
-{
-    int64_t expect = 1;
-    for (int d = t->ndim - 1; d >= from; d--) {
-        if (t->sizes[d] != 1 && t->strides[d] != expect) return 0;
-        expect *= t->sizes[d];
-    }
-    return 1;
 }
