@@ -204,3 +204,15 @@ kf_status kf_chain_sig_bytes(const char *spec_json, uint8_t **out, uint32_t *out
     cJSON_Delete(spec);
     return st;
 }
+
+char *kf_chain_sig_hex(const char *spec_json, char *err, size_t err_cap)
+{
+    uint8_t *bytes = NULL;
+    uint32_t len = 0;
+    if (kf_chain_sig_bytes(spec_json, &bytes, &len, err, err_cap) != KF_OK) return NULL;
+    char *hex = malloc(2 * (size_t)len + 1);
+    if (hex) kf_hex_encode(bytes, len, hex);
+    else if (err && err_cap) snprintf(err, err_cap, "out of memory");
+    free(bytes);
+    return hex;
+}

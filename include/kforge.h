@@ -75,6 +75,10 @@ KF_API kf_status kf_tolerance(const char *op, int dtype, double *atol, double *r
  * dtypes 0 (no widening); atol 0 (kf_tolerance's stands). */
 KF_API kf_status kf_tolerance_flipped(int dtype, double *atol, double *rtol);
 
+/* A chain spec's canonical bytes as lowercase hex (common/chain_sig.h, docs/chains.md), for
+ * kernel_forge's job writer; NULL with err set when the spec is refused. Free with kf_free. */
+KF_API char *kf_chain_sig_hex(const char *spec_json, char *err, size_t err_cap);
+
 /* The eager-match rule (common/match.c; docs/architecture.md "Verification"): n elements of `dtype` in two
  * dense host buffers, the kernel's `got` against eager's `want`. A float element matches when
  * |k - e| <= atol + rtol * |e|, with NaN exactly where eager has NaN and infinities equal;

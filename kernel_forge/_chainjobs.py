@@ -10,13 +10,13 @@ reason naming the member and its op.
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
-import struct
 
 import torch
 
-from . import _jobs
+from . import _jobs, _native
 from ._jobs import NotTunable
 
 CHAIN_OP = "kforge::chain"
@@ -25,34 +25,17 @@ LAST_EXTRA_OUTPUTS = 2  # KF_CHAIN_LAST_EXTRA_OUTPUTS: the last member's more (l
 _REDUCTIONS = {"aten::sum.dim_IntList", "aten::mean.dim", "aten::amax"}
 
 
-def _kind_code(ref) -> tuple[int, int, int]:
-    if ref[0] == "head":
-        return 0, ref[1], 0
-    if ref[0] == "member":
-        return 1, ref[1], ref[2]
-    return 2, ref[1], 0
-
-
 def chain_sig_bytes(spec: dict) -> bytes:
-    """The canonical chain bytes (docs/chains.md): "KFCHAIN1", u8 members, then per member its
-    signature's length (u32 LE) and bytes, u8 inputs and 3 bytes per input (kind, a, b); with
-    views, "V", u8 views and per view u8 external, u8 head input, i64 LE byte offset; deferred,
-    "D"."""
-    out = bytearray(b"KFCHAIN1")
-    out.append(len(spec["members"]))
-    for m in spec["members"]:
-        sig = bytes.fromhex(m["sig_hex"])
-        out += struct.pack("<I", len(sig)) + sig
-        out.append(len(m["inputs"]))
-        for ref in m["inputs"]:
-            out += bytes(_kind_code(ref))
-    if spec.get("views"):
-        out += b"V" + bytes([len(spec["views"])])
-        for e, h, off in spec["views"]:
-            out += bytes([e, h]) + struct.pack("<q", off)
-    if spec.get("deferred"):
-        out += b"D"
-    return bytes(out)
+    """The canonical chain bytes (docs/chains.md), as the plugin computes them (common/chain_sig.c
+    owns them): refused with C's reason when the spec is malformed."""
+    err = ctypes.create_string_buffer(512)
+    p = _native.lib().kf_chain_sig_hex(json.dumps(spec).encode(), err, len(err))
+    if not p:
+        raise NotTunable(f"chain spec: {err.value.decode('utf-8', 'replace')}")
+    try:
+        return bytes.fromhex(ctypes.string_at(p).decode())
+    finally:
+        _native.lib().kf_free(p)
 
 
 def _is_int(v) -> bool:

@@ -85,6 +85,7 @@ def _bind(lib):
         "kf_stats_json": ([c.c_void_p], c.c_void_p),
         "kf_chains_json": ([c.c_void_p, c.c_uint64], c.c_void_p),
         "kf_chain_entries_json": ([c.c_void_p], c.c_void_p),
+        "kf_chain_sig_hex": ([c.c_char_p, c.c_char_p, c.c_size_t], c.c_void_p),
         "kf_chain_kernel_add": ([c.c_void_p, c.c_char_p, c.c_char_p, c.c_char_p, c.c_char_p,
                                  c.c_char_p, c.c_double, c.c_double, c.c_char_p,
                                  c.POINTER(c.c_void_p)], c.c_int),
