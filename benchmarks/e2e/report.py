@@ -144,6 +144,27 @@ def e2e_row(times: dict[str, list[float]], rounds: dict[str, list[float]] | None
     return row
 
 
+CHAIN_COUNTERS = ("heads", "completed", "dropped", "skipped")
+
+
+def chain_rows(before: list[dict], after: list[dict], forwards: int) -> list[dict]:
+    """The chain kernels attached (kernel_forge.chain_entries()), their counters over the
+    plugin's timed forwards (`after` minus `before`), per forward: each completed chain ran one
+    kernel where eager ran one call per member."""
+    old = {e["sig_hex"]: e for e in before}
+    rows = []
+    for e in after:
+        b = old.get(e["sig_hex"], {})
+        n = {k: e.get(k, 0) - b.get(k, 0) for k in CHAIN_COUNTERS}
+        members = len(e["ops"].split(" -> "))
+        rows.append({"ops": e["ops"], "members": members, "state": e["state"],
+                     "reason": e.get("reason", ""), "stopped": e.get("stopped", ""),
+                     **{k: v / forwards if forwards else None for k, v in n.items()},
+                     "kernel_us": e.get("kernel_us"), "eager_us": e.get("eager_us"),
+                     "launches_saved": n["completed"] * (members - 1) / forwards if forwards else None})
+    return sorted(rows, key=lambda r: -(r["completed"] or 0))
+
+
 def compare(out, ref, tolerance: float) -> dict:
     """max |out - ref|, relative to max |ref| (rounding differences add up along a network, so
     one norm-wise bound for the whole output rather than an element-wise one)."""
@@ -274,6 +295,17 @@ def markdown(res: dict, top: int = 30) -> str:
         out += ["", f"Intercepted ops hold {100 * total:.1f}% of the eager forward; the rest is "
                 "ops the plugin does not intercept (matmuls, convolutions, attention) and gaps.",
                 ""]
+
+    chains = res.get("chains") or []
+    if chains:
+        out += ["## Chains (kernel_forge.chain_entries(), per timed plugin forward)", ""]
+        body = [[f"`{_short(c['ops'], 90)}`", c["state"] + (f" ({c['reason']})" if c["reason"] else ""),
+                 _f(c["heads"], "{:g}"), _f(c["completed"], "{:g}"), _f(c["dropped"], "{:g}"),
+                 _f(c["skipped"], "{:g}"), _f(c["kernel_us"] if (c["kernel_us"] or -1) > 0 else None),
+                 _f(c["eager_us"] if (c["eager_us"] or -1) > 0 else None),
+                 _f(c["launches_saved"], "{:g}")] for c in chains]
+        out += [_table(["chain", "state", "heads", "completed", "dropped", "skipped",
+                        "kernel us (fastest)", "members' eager us", "launches saved"], body), ""]
 
     cs = res.get("cold_start")
     if cs:

@@ -203,6 +203,7 @@ def rounds(run, s, compiled):
         if compiled is not None:
             variants["compile"] = (kf.disable, compiled)
         kf.reset_stats()  # from here the stats count the plugin's timed forwards only
+        chains_before = kf.chain_entries()  # their counters are the process's: a difference
         names = list(variants)
         times = {k: [] for k in names}
         host = {k: [] for k in names}
@@ -217,6 +218,8 @@ def rounds(run, s, compiled):
                 meds[name].append(harness.median(ts))
         kf.enable()
         final = [r for r in kf.stats() if r["intercepted"]]
+        run.res["chains"] = report.chain_rows(chains_before, kf.chain_entries(),
+                                              run.a.rounds * run.a.iters)
         e = run.res["e2e"] = report.e2e_row(times, meds, host)
         run.log(f"eager {e['eager_ms']:.3f} ms, plugin {e['plugin_ms']:.3f} ms "
                 f"({e['plugin_speedup']:.3f}x)" + (
