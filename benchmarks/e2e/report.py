@@ -4,8 +4,8 @@ end-to-end row, and the Markdown page. Pure functions of plain dicts (unit-teste
 Sources, all keyed by the signature key:
 - profile: kernel_forge.stats() after `n` forwards with the plugin on and no kernel yet (every
   call eager): calls per forward and eager time per call, in this process;
-- final: kernel_forge.stats() over the plugin's timed forwards with the warm cache: served
-  calls, time per served call, speed-guard flags;
+- final: kernel_forge.stats() over recorded plugin forwards after the timed rounds, with the warm
+  cache: served calls, time per served call, speed-guard flags;
 - warm: the warm-up's rows (the forge worker's eager/best times, status, iterations);
 - record: the warm-up's recording run (the share its --min-share was applied to);
 - entries: the cache entries (disabled ones carry the first-use check's reason), by signature.
@@ -49,7 +49,7 @@ def outcome(prof: dict, final: dict | None, warm: dict | None, rec: dict | None,
     if warm:
         st = warm.get("status") or ""
         if st == "inserted":
-            return False, ("inserted, not called in the timed forwards" if not final.get("calls")
+            return False, ("inserted, not called after the rounds" if not final.get("calls")
                            else "inserted, not served in this process")
         prefix = f"not tuned: {prof.get('signature')}: "  # the signature is in its own column
         return False, WARM_STATUS.get(st, "not tuned: " + st[len(prefix):] if st.startswith(prefix)
@@ -242,7 +242,7 @@ def markdown(res: dict, top: int = 30) -> str:
     sv = res.get("served") or {}
     if sv:
         notes.append(f"served: {sv.get('calls', 0)} calls of {sv.get('signatures', 0)} signatures "
-                     f"in the plugin's timed forwards")
+                     "in the recorded plugin forwards after the rounds")
     if res.get("amdahl_plugin_ms"):
         notes.append(f"predicted from the per-op times: {res['amdahl_plugin_ms']:.3f} ms")
     hm = e2e.get("host_ms") or {}
