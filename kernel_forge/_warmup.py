@@ -324,7 +324,8 @@ def write_chain_from_captures(c: dict, take, plan: dict) -> str:
 def chain_candidates(chains: list[dict], rows: list[dict], min_share: float,
                      max_chains: int) -> list[dict]:
     """The hottest fusable chains: share = calls x the fused members' eager time, over the
-    tunable time of the rows (steady_rows' basis); at least min_share, at most max_chains. A
+    tunable time of the rows (steady_rows' basis); at least min_share, at most max_chains (0: no
+    limit). A
     chain whose spec head writes in place is left out: the plugin does not serve those yet. Chains
     whose fusable prefixes are the same spec (add -> LN, recorded alone and as the start of add
     -> LN -> add -> LN) are one job, with their calls summed; so are the recorded chains that hold
@@ -485,7 +486,7 @@ def warmup(script_cmd: list[str], *, iterations: int = 50, time_budget: float = 
            max_jobs: int = 0, captures: int = 3, seed: int = 1, margin: float = 0.03,
            stagnation: int | None = None,
            log=print, work_dir=None,
-           chains: bool = True, max_chains: int = 4,
+           chains: bool = True, max_chains: int = 0,
            proposer: str | None = None, llm_budget_usd: float | None = None,
            llm_max_requests: int | None = None) -> dict:
     """The whole warm-up; returns {"rows": [...], "cache_dir": ...} (the final table's rows)."""

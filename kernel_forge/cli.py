@@ -97,6 +97,10 @@ def cmd_warmup(args) -> int:
         print(f"kforge warmup: --margin must be in [-100, 0.99], not {args.margin}",
               file=sys.stderr)
         return 2
+    if args.max_chains < 0:
+        print(f"kforge warmup: --max-chains must be >= 0 (0: no limit), not {args.max_chains}",
+              file=sys.stderr)
+        return 2
     if args.stagnation is not None and args.stagnation < 0:
         print(f"kforge warmup: --stagnation must be >= 0 (0: never), not {args.stagnation}",
               file=sys.stderr)
@@ -104,7 +108,8 @@ def cmd_warmup(args) -> int:
     res = _warmup.warmup(script_cmd, iterations=args.iterations, time_budget=args.time_budget,
                          ops=[o for arg in args.ops for o in arg.split(",") if o],
                          min_share=args.min_share, max_jobs=args.max_jobs,
-                         chains=not args.no_chains, seed=args.seed, margin=args.margin,
+                         chains=not args.no_chains, max_chains=args.max_chains,
+                         seed=args.seed, margin=args.margin,
                          stagnation=args.stagnation,
                          log=lambda m: print(m, file=sys.stderr),
                          proposer=args.proposer, llm_budget_usd=args.llm_budget_usd,
@@ -362,7 +367,10 @@ def main(argv=None) -> int:
     w.add_argument("--max-jobs", type=int, default=0, help="tune at most this many (hottest first)")
     w.add_argument("--no-chains", action="store_true",
                    help="do not tune recorded chains (runs of ops linked by dataflow) as fused "
-                        "kernels; by default the hottest fusable ones are tuned after the ops")
+                        "kernels; by default the fusable ones of at least --min-share are tuned, "
+                        "in one priority order with the ops")
+    w.add_argument("--max-chains", type=int, default=0,
+                   help="tune at most this many chains (hottest first; default: no limit)")
     w.add_argument("--stagnation", type=int, default=None, metavar="N",
                    help="stop a search after N candidates in a row without a 1%% gain or a new "
                         "template (0: never; default: max(10, iterations / 2))")
