@@ -179,3 +179,21 @@ def test_a_chain_holding_a_spec_further_in_adds_its_calls():
               {"id": "3", "calls": 7, "spec": None, "keys": ["pow", "add"], "writes": [False, False]}]
     (c,) = _warmup.chain_candidates(chains, rows, 0.01, 4)
     assert c["calls"] == 59 and c["keys"] == ["pow", "mean"]
+
+
+def test_chain_candidates_are_bounded_by_share_not_count_by_default():
+    # a model's norms of several widths and its rotary chain are more than four hot chains
+    from kernel_forge import _warmup
+
+    rows = [{"key": f"k{i}", "intercepted": True, "time_ms": 1.0, "eager_us": 10.0 * (i + 1)}
+            for i in range(12)]
+    chains = [{"id": str(i), "calls": 10, "writes": [False, False], "keys": [f"k{2 * i}", f"k{2 * i + 1}"],
+               "spec": {"sig_hex": f"s{i}", "members": [{"op": "aten::mul.Tensor"}] * 2}}
+              for i in range(6)]
+    everything = _warmup.chain_candidates(chains, rows, 0.01, 0)
+    assert [c["id"] for c in everything] == ["5", "4", "3", "2", "1", "0"]  # hottest first
+    assert [c["id"] for c in _warmup.chain_candidates(chains, rows, 0.01, 2)] == ["5", "4"]
+    # the share still bounds them: chain 0 holds 10 x 30 us of the rows' 12 ms
+    assert [c["id"] for c in _warmup.chain_candidates(chains, rows, 0.03, 0)] == ["5", "4", "3", "2", "1"]
+    import inspect
+    assert inspect.signature(_warmup.warmup).parameters["max_chains"].default == 0
