@@ -34,8 +34,22 @@ typedef struct chain_shape {
     int64_t view_off[MAX_VIEW];
 } chain_shape;
 
+/* A call held back while a run is open (see observe_views): its arguments, to be appended to
+ * the run or replayed as if it had come alone. */
+#define MAX_SIDE 2
+typedef struct side_call {
+    uint64_t key, now;
+    unsigned flags;
+    int n_in, n_out, has_seen, has_storage;
+    uintptr_t in[KF_CHAIN_MAX_IO], storage[KF_CHAIN_MAX_IO], out[KF_CHAIN_MAX_IO];
+    uint64_t seen_at[KF_CHAIN_MAX_IO];
+    int64_t off[KF_CHAIN_MAX_IO];
+} side_call;
+
 struct kf_chain_rec {
     chain_shape run;
+    side_call side[MAX_SIDE];
+    int n_side, replaying;
     int n_out[KF_CHAIN_MAX];
     uintptr_t out[KF_CHAIN_MAX][KF_CHAIN_MAX_IO];
     int n_head, n_ext;
@@ -176,9 +190,12 @@ done:
     pthread_mutex_unlock(&c->lock);
 }
 
+static void replay_side(kf_chains *c, kf_chain_rec *r);
+
 void kf_chain_flush(kf_chains *c, kf_chain_rec *r)
 {
     if (!c || !r) return;
+    replay_side(c, r);
     count_run(c, r);
     memset(&r->run, 0, sizeof r->run);
     memset(r->fresh, 0, sizeof r->fresh);
@@ -254,6 +271,71 @@ void kf_chain_observe_at(kf_chains *c, kf_chain_rec *r, uint64_t key, unsigned f
     kf_chain_observe_views(c, r, key, flags, in, seen_at, NULL, NULL, n_in, out, n_out, now);
 }
 
+/* Whether id is an output of the held-back calls / of the run's members. */
+static int side_output(const kf_chain_rec *r, uintptr_t id)
+{
+    for (int k = 0; k < r->n_side; k++)
+        for (int o = 0; o < r->side[k].n_out; o++)
+            if (r->side[k].out[o] == id) return 1;
+    return 0;
+}
+static int member_output(const kf_chain_rec *r, uintptr_t id)
+{
+    for (int m = 0; m < r->run.n; m++)
+        for (int o = 0; o < r->n_out[m]; o++)
+            if (r->out[m][o] == id) return 1;
+    return 0;
+}
+
+static void hold_side(kf_chain_rec *r, uint64_t key, unsigned flags, const uintptr_t *in,
+                      const uint64_t *seen_at, const uintptr_t *storage, const int64_t *byte_off,
+                      int n_in, const uintptr_t *out, int n_out, uint64_t now)
+{
+    side_call *sc = &r->side[r->n_side++];
+    memset(sc, 0, sizeof *sc);
+    sc->key = key, sc->flags = flags, sc->now = now, sc->n_in = n_in, sc->n_out = n_out;
+    sc->has_seen = seen_at != NULL, sc->has_storage = storage != NULL;
+    memcpy(sc->in, in, (size_t)n_in * sizeof in[0]);
+    memcpy(sc->out, out, (size_t)n_out * sizeof out[0]);
+    for (int i = 0; i < n_in; i++) {
+        sc->seen_at[i] = seen_at ? seen_at[i] : 0;
+        sc->storage[i] = storage ? storage[i] : 0;
+        sc->off[i] = byte_off ? byte_off[i] : 0;
+    }
+}
+
+static void append(kf_chains *c, kf_chain_rec *r, uint64_t key, unsigned flags, const uintptr_t *in,
+                   const uint64_t *seen_at, const uintptr_t *storage, const int64_t *byte_off,
+                   int n_in, const uintptr_t *out, int n_out, uint64_t now, int side);
+
+/* The held-back calls, observed in order as if they had not been held (a run of their own). */
+static void replay_side(kf_chains *c, kf_chain_rec *r)
+{
+    side_call held[MAX_SIDE];
+    const int n = r->n_side;
+    memcpy(held, r->side, (size_t)n * sizeof held[0]);
+    r->n_side = 0;
+    r->replaying = 1;
+    for (int k = 0; k < n; k++) {
+        const side_call *sc = &held[k];
+        append(c, r, sc->key, sc->flags, sc->in, sc->has_seen ? sc->seen_at : NULL,
+               sc->has_storage ? sc->storage : NULL, sc->has_storage ? sc->off : NULL, sc->n_in,
+               sc->out, sc->n_out, sc->now, 0);
+    }
+    r->replaying = 0;
+}
+
+/* A call that may join the open run without reading its outputs: a pure function of tensors the
+ * thread has seen before (a weight's cast, Gemma's `weight.float()` between its RMSNorm's
+ * multiplies), one output, no write. */
+static int side_candidate(const kf_chain_rec *r, unsigned flags, int n_in, int n_out)
+{
+    if (r->run.n < 1 || r->run.n + r->n_side + 2 > KF_CHAIN_MAX || r->n_side >= MAX_SIDE)
+        return 0;
+    if ((flags & KF_CHAIN_WRITES) || n_out != 1 || n_in < 1) return 0;
+    return !(flags & KF_CHAIN_FRESH_MASK(0xffu >> (8 - (n_in < 8 ? n_in : 8))));
+}
+
 void kf_chain_observe_views(kf_chains *c, kf_chain_rec *r, uint64_t key, unsigned flags,
                             const uintptr_t *in, const uint64_t *seen_at, const uintptr_t *storage,
                             const int64_t *byte_off, int n_in, const uintptr_t *out, int n_out,
@@ -267,10 +349,49 @@ void kf_chain_observe_views(kf_chains *c, kf_chain_rec *r, uint64_t key, unsigne
         r->n_head = r->n_ext = 0;
         return;
     }
+    /* Held-back calls join the run when this call reads both their output and a member's (the
+     * weight's cast and the multiply by it); more such calls are held while they read only
+     * theirs (Qwen 3.5's `1.0 + weight.float()`); anything else replays them as they came. */
+    if (r->n_side) {
+        int reads_side = 0, reads_run = 0, fresh = 0;
+        for (int i = 0; i < n_in; i++) {
+            if (side_output(r, in[i])) reads_side = 1;
+            else if (member_output(r, in[i])) reads_run = 1;
+            else if (flags & KF_CHAIN_FRESH(i)) fresh = 1;
+        }
+        if (reads_side && reads_run && r->run.n + r->n_side < KF_CHAIN_MAX) {
+            const int n = r->n_side;
+            r->n_side = 0;
+            for (int k = 0; k < n; k++) {
+                const side_call *sc = &r->side[k];
+                append(c, r, sc->key, sc->flags, sc->in, sc->has_seen ? sc->seen_at : NULL,
+                       sc->has_storage ? sc->storage : NULL, sc->has_storage ? sc->off : NULL,
+                       sc->n_in, sc->out, sc->n_out, sc->now, 1);
+            }
+        } else if (reads_side && !reads_run && !fresh && side_candidate(r, flags, n_in, n_out)) {
+            hold_side(r, key, flags, in, seen_at, storage, byte_off, n_in, out, n_out, now);
+            return;
+        } else {
+            replay_side(c, r);
+        }
+    }
+    append(c, r, key, flags, in, seen_at, storage, byte_off, n_in, out, n_out, now, 0);
+}
+
+/* The call joins the open run when linked to it (or `side`: held back, joined), else ends the
+ * run and starts the next one; a call that might join without a link is held back instead. */
+static void append(kf_chains *c, kf_chain_rec *r, uint64_t key, unsigned flags, const uintptr_t *in,
+                   const uint64_t *seen_at, const uintptr_t *storage, const int64_t *byte_off,
+                   int n_in, const uintptr_t *out, int n_out, uint64_t now, int side)
+{
     uint8_t src[KF_CHAIN_MAX_IO][2];
-    int linked = 0;
+    int linked = side;
     for (int i = 0; i < n_in && r->run.n > 0 && r->run.n < KF_CHAIN_MAX; i++)
         if (find_source(r, in[i], storage ? storage[i] : 0, byte_off ? byte_off[i] : 0, src[i])) linked = 1;
+    if (!linked && !side && side_candidate(r, flags, n_in, n_out) && r->n_side == 0 && !r->replaying) {
+        hold_side(r, key, flags, in, seen_at, storage, byte_off, n_in, out, n_out, now);
+        return;
+    }
     if (!linked) {
         kf_chain_flush(c, r);
         start(r, in, storage, byte_off, n_in, src);

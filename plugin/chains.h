@@ -7,7 +7,9 @@
  * (the members' signature keys, whether each writes in place and, for every tensor input, which
  * member and output it came from, which of the head's inputs it is, or which external tensor:
  * one from outside the run, numbered in order of first use), and the call starts the next run.
- * Runs of one call are not chains.
+ * Runs of one call are not chains. A call linked to nothing whose inputs are all tensors seen
+ * before (a weight's cast) is held back instead, and joins the run when the next call reads both
+ * its output and a member's; otherwise it is replayed as it came.
  *
  * The listing gives each chain its spec (common/chain_sig.h, docs/chains.md): the fusable prefix
  * (cut before the first later member that writes in place) with every member's signature bytes.

@@ -273,11 +273,13 @@ int kf_chainserve_active(const kf_runtime *rt)
 
 kf_chain_entry *kf_chainserve_find(kf_runtime *rt, uint64_t head_key)
 {
+    kf_chain_entry *best = NULL; /* the longest: a norm with its weight's cast over the norm alone */
     for (kf_chain_entry *e = atomic_load_explicit(&rt->chain_entries, memory_order_acquire); e; e = e->next)
         if (e->def.key[0] == head_key && atomic_load_explicit(&e->state, memory_order_acquire) != KF_CHAIN_REFUSED &&
-            (!e->def.deferred || rt->cfg.chain_deferred)) /* deferred mode is opt-in */
-            return e;
-    return NULL;
+            (!e->def.deferred || rt->cfg.chain_deferred) && /* deferred mode is opt-in */
+            (!best || e->def.n > best->def.n))
+            best = e;
+    return best;
 }
 
 const kf_chain_def *kf_chain_entry_def(const kf_chain_entry *e) { return &e->def; }

@@ -215,6 +215,53 @@ static int cat_bind(kf_chain_bind *b, const kf_job_sig *sig, int k, char *why, s
     return 1;
 }
 
+/* Whether pointwise member k gives one value per column: its output [C] (leading sizes 1) on a
+ * chain of more than one row, each input a kernel input that varies along the row alone or such
+ * a member. */
+static int col_member(kf_chain_bind *b, const kf_job_sig *sig, int k)
+{
+    const kf_job_member *jm = &b->ch->m[k];
+    const kf_job_tensor *y = &sig->out[k];
+    if (b->R < 2 || y->ndim < 1 || y->ndim > b->nd || y->sizes[y->ndim - 1] != b->C) return 0;
+    for (int d = 0; d + 1 < y->ndim; d++)
+        if (y->sizes[d] != 1) return 0;
+    for (int i = 0; i < jm->sig.n_in; i++) {
+        if (jm->ref[i].kind == KF_CHAIN_MEMBER) {
+            if (!b->col[jm->ref[i].a]) return 0;
+            continue;
+        }
+        const kf_job_tensor *t = &jm->sig.in[i];
+        for (int d = 0; d + 1 < t->ndim; d++)
+            if (t->sizes[d] != 1) return 0;
+    }
+    return b->col[k] = 1;
+}
+
+/* Each per-column member's phase: its readers', which must be pointwise members of one phase
+ * (a member nobody reads: phase 0). Last first, so that a per-column reader has its own. */
+static int col_phases(kf_chain_bind *b, char *why, size_t cap)
+{
+    const kf_job_chain *ch = b->ch;
+    for (int k = b->n - 1; k >= 0; k--) {
+        if (!b->col[k]) continue;
+        if (b->tail >= 0 || b->cat >= 0)
+            return why_(why, cap, "member %d (%s): one value per column in a chain with a row "
+                                  "tail or a cat", k, ch->m[k].sig.op);
+        int ph = -1;
+        for (int j = k + 1; j < b->n; j++)
+            for (int i = 0; i < ch->m[j].sig.n_in; i++) {
+                if (ch->m[j].ref[i].kind != KF_CHAIN_MEMBER || ch->m[j].ref[i].a != k) continue;
+                if (j == b->red || (b->phase[j] != 0 && b->phase[j] != 2) || (ph >= 0 && b->phase[j] != ph))
+                    return why_(why, cap, "member %d (%s): its value per column is read by member "
+                                          "%d (%s), which cannot take it there", k, ch->m[k].sig.op,
+                                j, ch->m[j].sig.op);
+                ph = b->phase[j];
+            }
+        b->phase[k] = ph < 0 ? 0 : ph;
+    }
+    return 1;
+}
+
 int kf_chain_bind_sig(const kf_job_sig *sig, kf_chain_bind *b, char *why, size_t cap)
 {
     if (!sig || !b) return why_(why, cap, "no signature");
@@ -309,9 +356,11 @@ int kf_chain_bind_sig(const kf_job_sig *sig, kf_chain_bind *b, char *why, size_t
                 if (ch->m[k].ref[i].kind == KF_CHAIN_MEMBER && b->phase[ch->m[k].ref[i].a] != 1)
                     row = 0;
         }
+        if (!row && !full && col_member(b, sig, k))
+            continue; /* its phase is its readers' (below) */
         if (!row && !full)
-            return why_(why, cap, "member %d (%s): its output's shape is neither the chain's nor "
-                                  "one per row after the reduction", k, m->op);
+            return why_(why, cap, "member %d (%s): its output's shape is neither the chain's, nor "
+                                  "one per row after the reduction, nor one per column", k, m->op);
         if (b->sm >= 0) { /* the softmax's epilogue: per element as the softmax stores it */
             for (int i = 0; i < m->n_in; i++)
                 if (ch->m[k].ref[i].kind == KF_CHAIN_MEMBER && b->phase[ch->m[k].ref[i].a] < 3)
@@ -326,6 +375,7 @@ int kf_chain_bind_sig(const kf_job_sig *sig, kf_chain_bind *b, char *why, size_t
         b->phase[k] = b->red < 0 ? 0 : row ? 1 : 2;
     }
     if (!have_ct) return why_(why, cap, "no pointwise member");
+    if (!col_phases(b, why, cap)) return 0;
     for (int k = 0; k < b->n; k++)
         if (b->ostrided[k] && (b->red >= 0 || b->tail >= 0))
             return why_(why, cap, "member %d (%s): its output is not contiguous (only a chain "
@@ -598,6 +648,7 @@ static void emit_phase_(kf_strbuf *s, const kf_chain_bind *b, int phase, int cud
         kf_strbuf_printf(s, ");\n");
         if (phase == 1) kf_strbuf_printf(s, "%s%s%s[r] = v%d;\n", ind, store_guard, p, k);
         else if (vec) kf_strbuf_printf(s, "%so%d.v[e] = v%d;\n", ind, k, k);
+        else if (b->col[k]) kf_strbuf_printf(s, "%sif (r == 0) %s[c] = v%d;\n", ind, p, k);
         else {
             char at[96];
             out_at(at, sizeof at, b, k, "c", b->C);
@@ -692,8 +743,8 @@ void kf_chain_emit_phase_vec(kf_strbuf *s, const kf_chain_bind *b, int phase, co
         const char *t = kf_pw_ctype(member_dtype(b, k), 1);
         char p[16];
         out_ptr(p, sizeof p, b, k);
-        kf_strbuf_printf(s, "%s*reinterpret_cast<kf_pack<%s, KF_VW> *>(%s + r * KF_C + c0) = o%d;\n",
-                         ind, t, p, k);
+        kf_strbuf_printf(s, "%s%s*reinterpret_cast<kf_pack<%s, KF_VW> *>(%s + %sc0) = o%d;\n", ind,
+                         b->col[k] ? "if (r == 0) " : "", t, p, b->col[k] ? "" : "r * KF_C + ", k);
     }
 }
 

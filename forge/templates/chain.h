@@ -58,6 +58,10 @@ typedef struct kf_chain_bind {
      * transposed q): per member, 0 when dense in row-major order, else its strides on F's dims
      * (a chain without a reduction or a row tail only) */
     int ostrided[KF_CHAIN_MAX_MEMBERS];
+    /* per member: 1 when its output is one value per column ([C], the same for every row: Gemma's
+     * `weight.float()`), computed from inputs that vary along the row alone, in its readers'
+     * phase, and stored by row 0 */
+    int col[KF_CHAIN_MAX_MEMBERS];
     int64_t ost[KF_CHAIN_MAX_MEMBERS][KF_MAX_DIMS];
     int ct, p_bool;                          /* the members' compute type (all alike) */
     int nd;                                  /* dims of F (at least 1) */

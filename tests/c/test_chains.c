@@ -399,11 +399,80 @@ static void test_spec(void)
     kf_chains_free(c);
 }
 
+/* Gemma's RMSNorm: x.float() -> pow -> mean -> add -> pow(-0.5) -> mul, then weight.float()
+ * (a call on a weight alone, held back), then mul(normed, that) -> cast. Qwen 3.5 adds 1.0 to
+ * the weight's cast first (`qwen`). The held calls join the run, their weight an external. */
+static void test_side_calls(void)
+{
+    kf_chains *c;
+    CHECK_EQ_INT(kf_chains_create(&c, 64), KF_OK);
+    kf_chain_rec *r = kf_chain_rec_create();
+    char buf[64];
+    for (int qwen = 0; qwen < 2; qwen++) {
+        for (int k = 0; k < 4; k++) {
+            uintptr_t b = 1000 + 100 * (uintptr_t)k, w = 77, in[2], out[1];
+            const unsigned S = KF_CHAIN_SERVABLE;
+#define OBS(key, fl, a0, a1, o) \
+    (in[0] = (a0), in[1] = (a1), out[0] = (o), kf_chain_observe(c, r, key, S | (fl), in, (a1) ? 2 : 1, out, 1))
+            OBS(0x101, KF_CHAIN_FRESH(0), b, 0, b + 1);
+            OBS(0x102, 0, b + 1, 0, b + 2);
+            OBS(0x103, 0, b + 2, 0, b + 3);
+            OBS(0x104, 0, b + 3, 0, b + 4);
+            OBS(0x102, 0, b + 4, 0, b + 5);
+            OBS(0x205, 0, b + 1, b + 5, b + 6);
+            OBS(0x106, 0, w, 0, b + 7);
+            if (qwen) OBS(0x108, 0, b + 7, 0, b + 8);
+            OBS(0x209, 0, b + 6, qwen ? b + 8 : b + 7, b + 9);
+            OBS(0x10a, 0, b + 9, 0, b + 10);
+#undef OBS
+            uintptr_t lin = b + 10, lo = b + 11;
+            kf_chain_observe(c, r, 0x1ff, 0, &lin, 1, &lo, 1); /* a linear: not servable */
+        }
+        cJSON *ch = only_chain(c), *spec = cJSON_GetObjectItem(ch, "spec");
+        const int n = 9 + qwen;
+        CHECK_EQ_INT(cJSON_GetArraySize(cJSON_GetObjectItem(ch, "members")), n);
+        if (CHECK(cJSON_IsObject(spec))) {
+            CHECK_EQ_INT(cJSON_GetArraySize(cJSON_GetObjectItem(spec, "members")), n);
+            CHECK_EQ_INT(cJSON_GetObjectItem(spec, "n_ext")->valueint, 1);
+            CHECK(!strcmp(ref_text(spec, 6, 0, buf), "[\"ext\",0]")); /* the weight */
+            if (qwen) CHECK(!strcmp(ref_text(spec, 7, 0, buf), "[\"member\",6,0]"));
+            CHECK(!strcmp(ref_text(spec, n - 2, 0, buf), "[\"member\",5,0]"));
+            CHECK(!strcmp(ref_text(spec, n - 2, 1, buf), qwen ? "[\"member\",7,0]" : "[\"member\",6,0]"));
+        }
+        cJSON_Delete(ch);
+        kf_chains_reset(c);
+    }
+    /* a held call that the next one does not join with the run is replayed as it came: a -> b,
+     * then s(w) -> t(s's output, a fresh activation), two chains as without holding */
+    for (int k = 0; k < 4; k++) {
+        uintptr_t b = 5000 + 100 * (uintptr_t)k, w = 77, in[2] = {b, 0}, out[1] = {b + 1};
+        kf_chain_observe(c, r, 0x101, KF_CHAIN_SERVABLE | KF_CHAIN_FRESH(0), in, 1, out, 1);
+        in[0] = b + 1, out[0] = b + 2;
+        kf_chain_observe(c, r, 0x102, KF_CHAIN_SERVABLE, in, 1, out, 1);
+        in[0] = w, out[0] = b + 3;
+        kf_chain_observe(c, r, 0x106, KF_CHAIN_SERVABLE, in, 1, out, 1);
+        in[0] = b + 3, in[1] = b + 50, out[0] = b + 4;
+        kf_chain_observe(c, r, 0x209, KF_CHAIN_SERVABLE | KF_CHAIN_FRESH(1), in, 2, out, 1);
+        kf_chain_flush(c, r);
+    }
+    cJSON *doc = listing(c, 1), *chains = cJSON_GetObjectItem(doc, "chains");
+    CHECK_EQ_INT(cJSON_GetArraySize(chains), 2);
+    for (int i = 0; i < cJSON_GetArraySize(chains); i++) {
+        cJSON *ch = cJSON_GetArrayItem(chains, i);
+        CHECK_EQ_INT(cJSON_GetObjectItem(ch, "calls")->valueint, 4);
+        CHECK_EQ_INT(cJSON_GetArraySize(cJSON_GetObjectItem(ch, "members")), 2);
+    }
+    cJSON_Delete(doc);
+    kf_chain_rec_free(r);
+    kf_chains_free(c);
+}
+
 int main(void)
 {
     test_recurring_chain();
     test_runs_end();
     test_full_table_drops();
     test_spec();
+    test_side_calls();
     return check_done("chains");
 }

@@ -75,7 +75,7 @@ static double store_as(int dt, double v) { return dt == KF_F32 ? (double)(float)
 
 /* ---- a chain case: job.json text, the reference ---- */
 
-#define MAXT 8
+#define MAXT 12
 typedef struct ccase {
     const char *label;
     const char *json; /* inputs, outputs, scalars, chain: the rest is filled in */
@@ -673,7 +673,56 @@ static void smc_ref(int64_t R, int64_t C, double *const *in, double **out)
     for (int64_t e = 0; e < R * C; e++) out[3][e] = store_as(KF_BF16, out[2][e]);
 }
 
+/* Gemma's RMSNorm in bf16: x.float() -> pow 2 -> mean -> add -> pow -0.5 -> mul, then the
+ * weight's cast w.float() (one value per column, stored by row 0) -> mul by it -> cast back */
+#define O1(dt, c) "{\"dtype\": \"" dt "\", \"sizes\": [" #c "], \"strides\": [1], \"alias\": -1}"
+static const char gem_json[] =
+    "\"inputs\": [" T2("bf16", 6, 40) ", " T1("bf16", 40) "], "
+    "\"outputs\": [" O2("f32", 6, 40, -1) ", " O2("f32", 6, 40, -1) ", " O2("f32", 6, 1, -1) ", "
+    O2("f32", 6, 1, -1) ", " O2("f32", 6, 1, -1) ", " O2("f32", 6, 40, -1) ", " O1("f32", 40) ", "
+    O2("f32", 6, 40, -1) ", " O2("bf16", 6, 40, -1) "], "
+    "\"scalars\": [" TO_COPY(0, 6) ", {\"name\": \"m1.exponent\", \"kind\": \"d\", \"value\": 2.0}, "
+    "{\"name\": \"m2.dim\", \"kind\": \"l\", \"value\": [-1]}, "
+    "{\"name\": \"m2.keepdim\", \"kind\": \"b\", \"value\": true}, "
+    "{\"name\": \"m2.dtype\", \"kind\": \"n\"}, "
+    "{\"name\": \"m3.other\", \"kind\": \"d\", \"value\": 1e-6, \"wrapped\": true}, "
+    "{\"name\": \"m3.alpha\", \"kind\": \"i\", \"value\": 1}, "
+    "{\"name\": \"m4.exponent\", \"kind\": \"d\", \"value\": -0.5}, " TO_COPY(6, 6) ", "
+    TO_COPY(8, 15) "], "
+    "\"chain\": {\"version\": 1, \"n_head_inputs\": 1, \"n_ext\": 1, \"members\": ["
+    "{\"op\": \"aten::_to_copy\", \"inputs\": [[\"head\", 0]]}, "
+    "{\"op\": \"aten::pow.Tensor_Scalar\", \"inputs\": [[\"member\", 0, 0]]}, "
+    "{\"op\": \"aten::mean.dim\", \"inputs\": [[\"member\", 1, 0]]}, "
+    "{\"op\": \"aten::add.Tensor\", \"inputs\": [[\"member\", 2, 0]]}, "
+    "{\"op\": \"aten::pow.Tensor_Scalar\", \"inputs\": [[\"member\", 3, 0]]}, "
+    "{\"op\": \"aten::mul.Tensor\", \"inputs\": [[\"member\", 0, 0], [\"member\", 4, 0]]}, "
+    "{\"op\": \"aten::_to_copy\", \"inputs\": [[\"ext\", 0]]}, "
+    "{\"op\": \"aten::mul.Tensor\", \"inputs\": [[\"member\", 5, 0], [\"member\", 6, 0]]}, "
+    "{\"op\": \"aten::_to_copy\", \"inputs\": [[\"member\", 7, 0]]}]}";
+
+static void gem_ref(int64_t R, int64_t C, double *const *in, double **out)
+{
+    for (int64_t c = 0; c < C; c++) out[6][c] = in[1][c]; /* bf16 -> f32: exact */
+    for (int64_t r = 0; r < R; r++) {
+        double s = 0;
+        for (int64_t c = 0; c < C; c++) {
+            double x = out[0][r * C + c] = in[0][r * C + c];
+            out[1][r * C + c] = (float)(x * x);
+            s += out[1][r * C + c];
+        }
+        out[2][r] = (float)(s / (double)C);
+        out[3][r] = (float)(out[2][r] + (double)(float)1e-6);
+        out[4][r] = (float)(1 / sqrt(out[3][r]));
+        for (int64_t c = 0; c < C; c++) {
+            out[5][r * C + c] = (float)(out[0][r * C + c] * out[4][r]);
+            out[7][r * C + c] = (float)(out[5][r * C + c] * out[6][c]);
+            out[8][r * C + c] = store_as(KF_BF16, out[7][r * C + c]);
+        }
+    }
+}
+
 static const ccase cases[] = {
+    {"gemma rmsnorm bf16 with its weight's cast", gem_json, gem_ref, 6, 40, KF_BF16, 8e-3, 1},
     {"add->cast->softmax->cast bf16", smc_json, smc_ref, 6, 40, KF_BF16, 8e-3, 1},
     {"add->softmax f32", sm_json, sm_ref, 6, 40, KF_F32, 1e-5, 1},
     {"mul->softmax bf16", smbf_json, smbf_ref, 8, 24, KF_BF16, 8e-3, 1},
