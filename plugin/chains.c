@@ -34,22 +34,24 @@ typedef struct chain_shape {
     int64_t view_off[MAX_VIEW];
 } chain_shape;
 
-/* A call held back while a run is open (see observe_views): its arguments, to be appended to
- * the run or replayed as if it had come alone. */
+/* One observed call's arguments: a call held back while a run is open (see observe_views), to
+ * be appended to the run or replayed as if it had come alone; a member's, to observe the run
+ * again from another head (resplit). */
 #define MAX_SIDE 2
-typedef struct side_call {
+typedef struct call_args {
     uint64_t key, now;
     unsigned flags;
     int n_in, n_out, has_seen, has_storage;
     uintptr_t in[KF_CHAIN_MAX_IO], storage[KF_CHAIN_MAX_IO], out[KF_CHAIN_MAX_IO];
     uint64_t seen_at[KF_CHAIN_MAX_IO];
     int64_t off[KF_CHAIN_MAX_IO];
-} side_call;
+} call_args;
 
 struct kf_chain_rec {
     chain_shape run;
-    side_call side[MAX_SIDE];
+    call_args side[MAX_SIDE];
     int n_side, replaying;
+    call_args member[KF_CHAIN_MAX]; /* each member's call */
     int n_out[KF_CHAIN_MAX];
     uintptr_t out[KF_CHAIN_MAX][KF_CHAIN_MAX_IO];
     int n_head, n_ext;
@@ -287,20 +289,18 @@ static int member_output(const kf_chain_rec *r, uintptr_t id)
     return 0;
 }
 
-static void hold_side(kf_chain_rec *r, uint64_t key, unsigned flags, const uintptr_t *in,
-                      const uint64_t *seen_at, const uintptr_t *storage, const int64_t *byte_off,
-                      int n_in, const uintptr_t *out, int n_out, uint64_t now)
+static void args_set(call_args *a, uint64_t key, unsigned flags, const uintptr_t *in,
+                     const uint64_t *seen_at, const uintptr_t *storage, const int64_t *byte_off,
+                     int n_in, const uintptr_t *out, int n_out, uint64_t now)
 {
-    side_call *sc = &r->side[r->n_side++];
-    memset(sc, 0, sizeof *sc);
-    sc->key = key, sc->flags = flags, sc->now = now, sc->n_in = n_in, sc->n_out = n_out;
-    sc->has_seen = seen_at != NULL, sc->has_storage = storage != NULL;
-    memcpy(sc->in, in, (size_t)n_in * sizeof in[0]);
-    memcpy(sc->out, out, (size_t)n_out * sizeof out[0]);
+    a->key = key, a->flags = flags, a->now = now, a->n_in = n_in, a->n_out = n_out;
+    a->has_seen = seen_at != NULL, a->has_storage = storage != NULL;
+    memcpy(a->in, in, (size_t)n_in * sizeof in[0]);
+    memcpy(a->out, out, (size_t)n_out * sizeof out[0]);
     for (int i = 0; i < n_in; i++) {
-        sc->seen_at[i] = seen_at ? seen_at[i] : 0;
-        sc->storage[i] = storage ? storage[i] : 0;
-        sc->off[i] = byte_off ? byte_off[i] : 0;
+        a->seen_at[i] = seen_at ? seen_at[i] : 0;
+        a->storage[i] = storage ? storage[i] : 0;
+        a->off[i] = byte_off ? byte_off[i] : 0;
     }
 }
 
@@ -308,21 +308,60 @@ static void append(kf_chains *c, kf_chain_rec *r, uint64_t key, unsigned flags, 
                    const uint64_t *seen_at, const uintptr_t *storage, const int64_t *byte_off,
                    int n_in, const uintptr_t *out, int n_out, uint64_t now, int side);
 
+static void append_args(kf_chains *c, kf_chain_rec *r, const call_args *a, int side)
+{
+    append(c, r, a->key, a->flags, a->in, a->has_seen ? a->seen_at : NULL,
+           a->has_storage ? a->storage : NULL, a->has_storage ? a->off : NULL, a->n_in, a->out,
+           a->n_out, a->now, side);
+}
+
 /* The held-back calls, observed in order as if they had not been held (a run of their own). */
 static void replay_side(kf_chains *c, kf_chain_rec *r)
 {
-    side_call held[MAX_SIDE];
+    call_args held[MAX_SIDE];
     const int n = r->n_side;
     memcpy(held, r->side, (size_t)n * sizeof held[0]);
     r->n_side = 0;
     r->replaying = 1;
-    for (int k = 0; k < n; k++) {
-        const side_call *sc = &held[k];
-        append(c, r, sc->key, sc->flags, sc->in, sc->has_seen ? sc->seen_at : NULL,
-               sc->has_storage ? sc->storage : NULL, sc->has_storage ? sc->off : NULL, sc->n_in,
-               sc->out, sc->n_out, sc->now, 0);
+    for (int k = 0; k < n; k++) append_args(c, r, &held[k], 0);
+    r->replaying = 0;
+}
+
+/* The run observed again as two: members before k (counted), then k on, from k as a head. */
+static void resplit(kf_chains *c, kf_chain_rec *r, int k)
+{
+    call_args calls[KF_CHAIN_MAX];
+    const int n = r->run.n;
+    memcpy(calls, r->member, (size_t)n * sizeof calls[0]);
+    memset(&r->run, 0, sizeof r->run);
+    memset(r->fresh, 0, sizeof r->fresh);
+    memset(r->ext_at, 0, sizeof r->ext_at);
+    r->replaying = 1;
+    for (int j = 0; j < n; j++) {
+        if (j == k) kf_chain_flush(c, r);
+        append_args(c, r, &calls[j], j != 0 && j != k); /* each was linked: it stays */
     }
     r->replaying = 0;
+}
+
+/* A view of member m's output (over its storage, not the tensor: rotary's halves of a q that an
+ * RMSNorm chain made, Gemma's and Qwen 3's q_norm) links to nothing; the run starting at the
+ * first later member that reads that output itself (rotary's q * cos) takes it as a head input,
+ * whose views do link. That member, or 0. */
+static int view_head_at(const kf_chain_rec *r, const uintptr_t *in, const uintptr_t *storage, int n_in)
+{
+    for (int i = 0; storage && i < n_in; i++) {
+        if (!storage[i] || storage[i] == in[i]) continue;
+        for (int m = 0; m < r->run.n; m++)
+            for (int o = 0; o < r->n_out[m]; o++) {
+                if (r->out[m][o] != storage[i]) continue;
+                for (int j = m + 1; j < r->run.n; j++)
+                    for (int q = 0; q < r->member[j].n_in; q++)
+                        if (r->member[j].in[q] == storage[i]) return j;
+                return 0;
+            }
+    }
+    return 0;
 }
 
 /* A call that may join the open run without reading its outputs: a pure function of tensors the
@@ -362,14 +401,9 @@ void kf_chain_observe_views(kf_chains *c, kf_chain_rec *r, uint64_t key, unsigne
         if (reads_side && reads_run && r->run.n + r->n_side < KF_CHAIN_MAX) {
             const int n = r->n_side;
             r->n_side = 0;
-            for (int k = 0; k < n; k++) {
-                const side_call *sc = &r->side[k];
-                append(c, r, sc->key, sc->flags, sc->in, sc->has_seen ? sc->seen_at : NULL,
-                       sc->has_storage ? sc->storage : NULL, sc->has_storage ? sc->off : NULL,
-                       sc->n_in, sc->out, sc->n_out, sc->now, 1);
-            }
+            for (int k = 0; k < n; k++) append_args(c, r, &r->side[k], 1);
         } else if (reads_side && !reads_run && !fresh && side_candidate(r, flags, n_in, n_out)) {
-            hold_side(r, key, flags, in, seen_at, storage, byte_off, n_in, out, n_out, now);
+            args_set(&r->side[r->n_side++], key, flags, in, seen_at, storage, byte_off, n_in, out, n_out, now);
             return;
         } else {
             replay_side(c, r);
@@ -385,11 +419,12 @@ static void append(kf_chains *c, kf_chain_rec *r, uint64_t key, unsigned flags, 
                    int n_in, const uintptr_t *out, int n_out, uint64_t now, int side)
 {
     uint8_t src[KF_CHAIN_MAX_IO][2];
-    int linked = side;
+    int linked = side, k;
+    if (!side && !r->replaying && (k = view_head_at(r, in, storage, n_in)) > 0) resplit(c, r, k);
     for (int i = 0; i < n_in && r->run.n > 0 && r->run.n < KF_CHAIN_MAX; i++)
         if (find_source(r, in[i], storage ? storage[i] : 0, byte_off ? byte_off[i] : 0, src[i])) linked = 1;
     if (!linked && !side && side_candidate(r, flags, n_in, n_out) && r->n_side == 0 && !r->replaying) {
-        hold_side(r, key, flags, in, seen_at, storage, byte_off, n_in, out, n_out, now);
+        args_set(&r->side[r->n_side++], key, flags, in, seen_at, storage, byte_off, n_in, out, n_out, now);
         return;
     }
     if (!linked) {
@@ -397,6 +432,7 @@ static void append(kf_chains *c, kf_chain_rec *r, uint64_t key, unsigned flags, 
         start(r, in, storage, byte_off, n_in, src);
     }
     int m = r->run.n++;
+    args_set(&r->member[m], key, flags, in, seen_at, storage, byte_off, n_in, out, n_out, now);
     for (int i = 0; i < n_in; i++) {
         if (src[i][0] != FROM_OUTSIDE) continue;
         if (flags & KF_CHAIN_FRESH(i)) r->fresh[m] = 1;

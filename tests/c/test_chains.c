@@ -467,6 +467,56 @@ static void test_side_calls(void)
     kf_chains_free(c);
 }
 
+/* Gemma's q_norm, then rotary on its output q: q * cos (linked to the norm's run), then -q2 and
+ * cat(-q2, q1) read views of q, which link to nothing there: the run is observed again as the
+ * norm, and rotary from q * cos, where q is a head input whose views link. */
+static void test_views_of_a_member_output(void)
+{
+    kf_chains *c;
+    CHECK_EQ_INT(kf_chains_create(&c, 64), KF_OK);
+    kf_chain_rec *r = kf_chain_rec_create();
+    for (int k = 0; k < 4; k++) {
+        uintptr_t b = 1000 + 100 * (uintptr_t)k, cos = 70, sin = 71;
+        uintptr_t in[2], st[2], o[1];
+        int64_t off[2];
+#define OBS(key, fl, a0, s0, o0, a1, s1, o1, y)                                                      \
+    (in[0] = (a0), st[0] = (s0), off[0] = (o0), in[1] = (a1), st[1] = (s1), off[1] = (o1), o[0] = (y), \
+     kf_chain_observe_views(c, r, key, KF_CHAIN_SERVABLE | (fl), in, NULL, st, off, (a1) ? 2 : 1, o, 1, 0))
+        OBS(0x101, KF_CHAIN_FRESH(0), b, b, 0, 0, 0, 0, b + 1);          /* the norm */
+        OBS(0x102, 0, b + 1, b + 1, 0, 0, 0, 0, b + 2);                  /* q = b + 2 */
+        OBS(0x203, 0, b + 2, b + 2, 0, cos, cos, 0, b + 3);              /* q * cos */
+        OBS(0x104, KF_CHAIN_FRESH(0), b + 50, b + 2, 64, 0, 0, 0, b + 4); /* -q2 */
+        OBS(0x205, KF_CHAIN_FRESH(1), b + 4, b + 4, 0, b + 51, b + 2, 0, b + 5); /* cat(-q2, q1) */
+        OBS(0x206, 0, b + 5, b + 5, 0, sin, sin, 0, b + 6);
+        OBS(0x207, 0, b + 3, b + 3, 0, b + 6, b + 6, 0, b + 7);
+#undef OBS
+        uintptr_t lin = b + 7, lo = b + 8;
+        kf_chain_observe(c, r, 0x1ff, 0, &lin, 1, &lo, 1); /* a linear: not servable */
+    }
+    char *text = kf_chains_json_doc(c, 1, lookup, NULL);
+    cJSON *doc = text ? cJSON_Parse(text) : NULL, *chains = cJSON_GetObjectItem(doc, "chains");
+    free(text);
+    int sizes[2] = {0, 0}, n = cJSON_GetArraySize(chains);
+    CHECK_EQ_INT(n, 2);
+    for (int i = 0; i < n && i < 2; i++) {
+        cJSON *ch = cJSON_GetArrayItem(chains, i);
+        CHECK_EQ_INT(cJSON_GetObjectItem(ch, "calls")->valueint, 4);
+        sizes[i] = cJSON_GetArraySize(cJSON_GetObjectItem(ch, "members"));
+        if (sizes[i] != 5) continue;
+        cJSON *spec = cJSON_GetObjectItem(ch, "spec"), *views = cJSON_GetObjectItem(spec, "views");
+        char buf[64];
+        if (!CHECK(cJSON_IsObject(spec) && cJSON_GetArraySize(views) == 2)) continue;
+        CHECK(!strcmp(ref_text(spec, 1, 0, buf), "[\"ext\",0]")); /* -q2: a view of head input 0 */
+        cJSON *v = cJSON_GetArrayItem(views, 0);
+        CHECK_EQ_INT(cJSON_GetArrayItem(v, 1)->valueint, 0);
+        CHECK_EQ_INT(cJSON_GetArrayItem(v, 2)->valueint, 64);
+    }
+    CHECK((sizes[0] == 2 && sizes[1] == 5) || (sizes[0] == 5 && sizes[1] == 2));
+    cJSON_Delete(doc);
+    kf_chain_rec_free(r);
+    kf_chains_free(c);
+}
+
 int main(void)
 {
     test_recurring_chain();
@@ -474,5 +524,6 @@ int main(void)
     test_full_table_drops();
     test_spec();
     test_side_calls();
+    test_views_of_a_member_output();
     return check_done("chains");
 }
