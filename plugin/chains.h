@@ -9,7 +9,9 @@
  * one from outside the run, numbered in order of first use), and the call starts the next run.
  * Runs of one call are not chains. A call linked to nothing whose inputs are all tensors seen
  * before (a weight's cast) is held back instead, and joins the run when the next call reads both
- * its output and a member's; otherwise it is replayed as it came.
+ * its output and a member's; otherwise it is replayed as it came. A call reading a view of a
+ * member's output re-splits the run at the first member that read that output itself, which
+ * heads the rest (its views then link as views of a head input).
  *
  * The listing gives each chain its spec (common/chain_sig.h, docs/chains.md): the fusable prefix
  * (cut before the first later member that writes in place) with every member's signature bytes.
