@@ -330,15 +330,24 @@ def chain_candidates(chains: list[dict], rows: list[dict], min_share: float,
     whose fusable prefixes are the same spec (add -> LN, recorded alone and as the start of add
     -> LN -> add -> LN) are one job, with their calls summed; so are the recorded chains that hold
     a spec's members further in (the RMSNorm after a residual add that the next cast keeps out of
-    that chain's spec), since the spec's kernel serves those calls too."""
+    that chain's spec), since the spec's kernel serves those calls too, unless their own spec
+    holds them (then its kernel does)."""
     from ._chainjobs import readable, spec_keys
 
     by_key = {r["key"]: r for r in rows}
     total = sum(r["time_ms"] for r in rows if r["intercepted"] and not r.get("untunable"))
+
+    def eligible(c):
+        return c.get("spec") and not (c.get("writes") or [False] * 2)[c.get("spec_first", 0)]
+
+    def holds(outer, keys):
+        n = len(keys)
+        return any(outer[i:i + n] == keys for i in range(len(outer) - n + 1))
+
     merged = {}
     for c in chains:
         spec = c.get("spec")
-        if not spec or (c.get("writes") or [False] * 2)[c.get("spec_first", 0)]:
+        if not eligible(c):
             continue
         if spec["sig_hex"] in merged:
             merged[spec["sig_hex"]]["calls"] += c["calls"]
@@ -348,7 +357,10 @@ def chain_candidates(chains: list[dict], rows: list[dict], min_share: float,
         keys, n = spec_keys(c), len(c["spec"]["members"])
         for d in chains:
             dk, ds = d.get("keys") or [], (d.get("spec") or {}).get("sig_hex")
-            if ds != c["spec"]["sig_hex"] and any(dk[i:i + n] == keys for i in range(len(dk) - n + 1)):
+            # not when d's own spec holds these members: its kernel serves them (a norm joined
+            # by its weight's cast over the norm recorded alone in the first forward)
+            if (ds != c["spec"]["sig_hex"] and holds(dk, keys)
+                    and not (eligible(d) and holds(spec_keys(d), keys))):
                 c["calls"] += d["calls"]
     out = []
     for c in merged.values():

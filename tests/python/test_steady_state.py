@@ -197,3 +197,22 @@ def test_chain_candidates_are_bounded_by_share_not_count_by_default():
     assert [c["id"] for c in _warmup.chain_candidates(chains, rows, 0.03, 0)] == ["5", "4", "3", "2", "1"]
     import inspect
     assert inspect.signature(_warmup.warmup).parameters["max_chains"].default == 0
+
+
+def test_a_longer_spec_holding_a_chain_keeps_its_calls():
+    # a norm recorded alone in the first forward (its weight new then) and joined by its weight's
+    # cast in every later one: the longer spec's kernel serves those calls, so the shorter one
+    # counts only its own runs
+    from kernel_forge import _warmup
+
+    short = {"sig_hex": "s", "members": [{"op": "aten::pow.Tensor_Scalar"}, {"op": "aten::mean.dim"}]}
+    long_ = {"sig_hex": "l", "members": [{"op": "aten::pow.Tensor_Scalar"}, {"op": "aten::mean.dim"},
+                                         {"op": "aten::_to_copy"}, {"op": "aten::mul.Tensor"}]}
+    rows = [{"key": k, "intercepted": True, "time_ms": 1.0, "eager_us": 10.0}
+            for k in ("pow", "mean", "cast", "mul")]
+    chains = [{"id": "1", "calls": 3, "spec": short, "keys": ["pow", "mean"], "writes": [False] * 2},
+              {"id": "2", "calls": 57, "spec": long_, "keys": ["pow", "mean", "cast", "mul"],
+               "writes": [False] * 4}]
+    by = {c["id"]: c for c in _warmup.chain_candidates(chains, rows, 0.0, 0)}
+    assert by["1"]["calls"] == 3 and by["2"]["calls"] == 57
+    assert [c["id"] for c in _warmup.chain_candidates(chains, rows, 0.0, 0)] == ["2", "1"]
