@@ -414,6 +414,19 @@ void kf_chain_observe_views(kf_chains *c, kf_chain_rec *r, uint64_t key, unsigne
 
 /* The call joins the open run when linked to it (or `side`: held back, joined), else ends the
  * run and starts the next one; a call that might join without a link is held back instead. */
+/* A full run that the call links to is cut before the last member of the head's signature
+ * (Gemma's norm, the residual add, the next norm: 19 calls, where a cut at the limit would end
+ * the run in the middle of the second norm and start the next one there). That member, or 0. */
+static int full_run_repeat(const kf_chain_rec *r, const uintptr_t *in, int n_in)
+{
+    if (r->run.n < KF_CHAIN_MAX) return 0;
+    int reads = 0;
+    for (int i = 0; i < n_in && !reads; i++) reads = member_output(r, in[i]);
+    for (int k = r->run.n - 1; reads && k > 0; k--)
+        if (r->run.key[k] == r->run.key[0]) return k;
+    return 0;
+}
+
 static void append(kf_chains *c, kf_chain_rec *r, uint64_t key, unsigned flags, const uintptr_t *in,
                    const uint64_t *seen_at, const uintptr_t *storage, const int64_t *byte_off,
                    int n_in, const uintptr_t *out, int n_out, uint64_t now, int side)
@@ -421,6 +434,7 @@ static void append(kf_chains *c, kf_chain_rec *r, uint64_t key, unsigned flags, 
     uint8_t src[KF_CHAIN_MAX_IO][2];
     int linked = side, k;
     if (!side && !r->replaying && (k = view_head_at(r, in, storage, n_in)) > 0) resplit(c, r, k);
+    if (!side && !r->replaying && (k = full_run_repeat(r, in, n_in)) > 0) resplit(c, r, k);
     for (int i = 0; i < n_in && r->run.n > 0 && r->run.n < KF_CHAIN_MAX; i++)
         if (find_source(r, in[i], storage ? storage[i] : 0, byte_off ? byte_off[i] : 0, src[i])) linked = 1;
     if (!linked && !side && side_candidate(r, flags, n_in, n_out) && r->n_side == 0 && !r->replaying) {

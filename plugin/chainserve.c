@@ -271,15 +271,30 @@ int kf_chainserve_active(const kf_runtime *rt)
     return atomic_load_explicit(&((kf_runtime *)rt)->chain_entries, memory_order_relaxed) != NULL;
 }
 
+/* The longest entry for head_key shorter than `than` (NULL: any) and, given `than`, its prefix. */
+static kf_chain_entry *find_(kf_runtime *rt, uint64_t head_key, const kf_chain_entry *than)
+{
+    kf_chain_entry *best = NULL;
+    for (kf_chain_entry *e = atomic_load_explicit(&rt->chain_entries, memory_order_acquire); e; e = e->next) {
+        if (e->def.key[0] != head_key || atomic_load_explicit(&e->state, memory_order_acquire) == KF_CHAIN_REFUSED ||
+            (e->def.deferred && !rt->cfg.chain_deferred) || /* deferred mode is opt-in */
+            (best && e->def.n <= best->def.n))
+            continue;
+        int prefix = !than || e->def.n < than->def.n;
+        for (int m = 1; prefix && than && m < e->def.n; m++) prefix = e->def.key[m] == than->def.key[m];
+        if (prefix) best = e;
+    }
+    return best;
+}
+
 kf_chain_entry *kf_chainserve_find(kf_runtime *rt, uint64_t head_key)
 {
-    kf_chain_entry *best = NULL; /* the longest: a norm with its weight's cast over the norm alone */
-    for (kf_chain_entry *e = atomic_load_explicit(&rt->chain_entries, memory_order_acquire); e; e = e->next)
-        if (e->def.key[0] == head_key && atomic_load_explicit(&e->state, memory_order_acquire) != KF_CHAIN_REFUSED &&
-            (!e->def.deferred || rt->cfg.chain_deferred) && /* deferred mode is opt-in */
-            (!best || e->def.n > best->def.n))
-            best = e;
-    return best;
+    return find_(rt, head_key, NULL); /* the longest: a norm with its weight's cast over the norm alone */
+}
+
+kf_chain_entry *kf_chainserve_find_prefix(kf_runtime *rt, const kf_chain_entry *than)
+{
+    return than ? find_(rt, than->def.key[0], than) : NULL;
 }
 
 const kf_chain_def *kf_chain_entry_def(const kf_chain_entry *e) { return &e->def; }

@@ -72,8 +72,11 @@ void kf_chainserve_disable(kf_runtime *rt, const char *key_hex, const char *reas
 int kf_chainserve_attached(kf_runtime *rt, const char *key_hex);
 /* Any entry published (the hot path's one check). */
 int kf_chainserve_active(const kf_runtime *rt);
-/* The newest entry not refused whose head signature key is head_key, or NULL. */
+/* The entry not refused with the most members whose head signature key is head_key, or NULL. */
 kf_chain_entry *kf_chainserve_find(kf_runtime *rt, uint64_t head_key);
+/* The same among the entries with fewer members than `than` whose members are its first ones
+ * (by signature key), or NULL. */
+kf_chain_entry *kf_chainserve_find_prefix(kf_runtime *rt, const kf_chain_entry *than);
 const kf_chain_def *kf_chain_entry_def(const kf_chain_entry *e);
 const kf_kernel *kf_chain_entry_kernel(const kf_chain_entry *e);
 int kf_chain_entry_state(const kf_chain_entry *e);

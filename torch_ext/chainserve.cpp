@@ -137,8 +137,17 @@ bool same_tensors(const Prediction& a, const Prediction& b) {
   return true;
 }
 
+// A longer chain predicted to end early at this place, followed by signature alone while a
+// shorter one whose members are its first ones serves there, so that its outcome here is still
+// learnt (Gemma's norm followed by the residual add at some places, by a linear at others).
+struct Shadow {
+  kf_chain_entry* e = nullptr;
+  int next = 0;  // the member expected next
+};
+
 struct ChainThread {
   Pending p;
+  Shadow shadow;
   std::unordered_map<const kf_chain_entry*, History> pred;
   ~ChainThread() { watch_forget(); }  // thread exit: the write watch must not reach p any more
 };
@@ -210,7 +219,32 @@ void clear(Pending& p) {
   watch_end();  // nothing is held any more
   watch_reads_end();
   p = Pending{};
-  t_chain_pending = false;
+  t_chain_pending = t_chain.shadow.e != nullptr;
+}
+
+// The shadowed chain's next call: its outcome is learnt at the first call that is not its next
+// member, or at its last member.
+void shadow_step(uint64_t key) {
+  Shadow& s = t_chain.shadow;
+  const kf_chain_def* d = kf_chain_entry_def(s.e);
+  const bool next = key == d->key[s.next];
+  if (next && ++s.next < d->n) return;
+  t_chain.pred[s.e].record(next);
+  s = Shadow{};
+  t_chain_pending = t_chain.p.e != nullptr;
+}
+
+// The entry to start at this head: the longest, or, where its outcomes predict that it ends
+// early here, the longest of its prefixes (the longer one shadowed).
+kf_chain_entry* head_entry(kf_runtime* rt, uint64_t key) {
+  kf_chain_entry* e = kf_chainserve_find(rt, key);
+  auto it = e ? t_chain.pred.find(e) : t_chain.pred.end();
+  if (it == t_chain.pred.end() || !it->second.predicts_drop() || t_chain.shadow.e) return e;
+  kf_chain_entry* shorter = kf_chainserve_find_prefix(rt, e);
+  if (!shorter) return e;
+  t_chain.shadow = Shadow{e, 1};
+  t_chain_pending = true;
+  return shorter;
 }
 
 // Deferred mode: the members handed out so far, run eager into the outputs they returned (which
@@ -597,6 +631,7 @@ bool start_head(kf_runtime* rt, kf_chain_entry* e, const OpSchemaInfo& info, kf_
 }  // namespace
 
 void chain_switched_off(kf_runtime* rt) {
+  t_chain.shadow = Shadow{};  // its calls are not seen while off: nothing learnt
   try {
     drop(rt, "the plugin was switched off");
   } catch (...) {
@@ -612,6 +647,7 @@ bool chain_before(kf_runtime* rt, const OpSchemaInfo& info, kf_call& call, torch
   Pending& p = t_chain.p;
   const uint64_t key = call.slot ? kf_slot_key(call.slot) : 0;
   try {
+    if (t_chain.shadow.e) shadow_step(key);
     if (p.e) {
       const auto ins = tensor_inputs(info, *stack);
       bool same_stream = true;
@@ -646,7 +682,7 @@ bool chain_before(kf_runtime* rt, const OpSchemaInfo& info, kf_call& call, torch
       }
     }
     if (!call.slot || !kf_chainserve_active(rt)) return false;
-    kf_chain_entry* e = kf_chainserve_find(rt, key);
+    kf_chain_entry* e = head_entry(rt, key);
     return e ? start_head(rt, e, info, call, stack, step, eager) : false;
   } catch (...) {
     if (t_chain.p.e) drop(rt, "an error");

@@ -1,0 +1,68 @@
+"""Two chain kernels with one head signature, one the other's first members: the norm followed
+by a multiply by a per-channel scale in each block's first half, the same norm followed by a
+linear in its second half. The longer one serves a head; where its outcomes predict that it ends
+early (the second half), the shorter one serves instead while the longer is followed by
+signature, so that both serve at their own places (kernel_forge.chain_entries()); the output is
+eager's within bf16 rounding."""
+
+import json
+
+from conftest import run_python
+from fixtures.chain_warmup import serving, warm_chains
+
+MODEL = """import torch
+class Norm(torch.nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.randn(d) * 0.1)
+    def forward(self, h):
+        x = h.float()
+        x = x * torch.pow(x.pow(2).mean(-1, keepdim=True) + 1e-6, -0.5)
+        return (x * self.weight.float()).type_as(h)
+class Block(torch.nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.lin, self.lin2 = torch.nn.Linear(d, d), torch.nn.Linear(d, d)
+        self.n1, self.n2 = Norm(d), Norm(d)
+        self.scale = torch.nn.Parameter(torch.rand(d))
+    def forward(self, x):
+        h = self.n1(self.lin(x)) * self.scale
+        return self.lin2(self.n2(h))
+torch.manual_seed(0)
+model = torch.nn.Sequential(*[Block(256) for _ in range(3)]).to(torch.bfloat16)
+x = torch.randn(8, 32, 256).to(torch.bfloat16)
+def run(n):
+    with torch.inference_mode():
+        for _ in range(n):
+            y = model(x)
+    return y
+"""
+
+SERVE = MODEL + """
+import json, kernel_forge as kf
+y = run(12)
+kf.disable()
+want = run(1)
+kf.enable()
+err = ((y.double() - want.double()).abs().max() / want.double().abs().max()).item()
+print(json.dumps({"err": err, "entries": kf.chain_entries()}))
+"""
+
+NORM = "chain: _to_copy -> pow -> mean -> add -> pow -> mul -> _to_copy -> mul -> _to_copy"
+
+
+def test_a_shorter_chain_serves_where_the_longer_ends_early(tmp_path):
+    env, rows = warm_chains(tmp_path, MODEL + "run(20)\n")
+    assert rows.get(NORM, {}).get("status") == "inserted", rows
+    assert rows.get(NORM + " -> mul", {}).get("status") == "inserted", rows
+
+    p = run_python(SERVE, env)
+    assert p.returncode == 0, p.stderr[-3000:]
+    r = json.loads(p.stdout.strip().splitlines()[-1])
+    assert r["err"] < 2e-2, r
+    served = {"chain: " + " -> ".join(o.split(".")[0] for o in e["ops"].split(" -> ")): e
+              for e in serving(r["entries"])}
+    # 12 forwards x 3 blocks each, less the first forwards (weights learnt, outcomes learnt)
+    assert served[NORM + " -> mul"]["completed"] >= 24, r["entries"]
+    assert served[NORM]["completed"] >= 24, r["entries"]
+    assert served[NORM + " -> mul"]["dropped"] <= 3, r["entries"]
