@@ -517,6 +517,48 @@ static void test_views_of_a_member_output(void)
     kf_chains_free(c);
 }
 
+/* A run that fills up (norm, residual add, the next norm: 19 calls) is cut before the last member
+ * of its head's signature, not at the limit in the middle of the second norm. */
+static void test_full_run_cut_at_a_repeated_head(void)
+{
+    kf_chains *c;
+    CHECK_EQ_INT(kf_chains_create(&c, 64), KF_OK);
+    kf_chain_rec *r = kf_chain_rec_create();
+    const uint64_t norm[9] = {0x101, 0x102, 0x103, 0x104, 0x105, 0x206, 0x107, 0x208, 0x109};
+    for (int k = 0; k < 4; k++) {
+        uintptr_t id = 10000 + 1000 * (uintptr_t)k, prev = id, in[2], out[1];
+        in[0] = prev, out[0] = ++id;
+        kf_chain_observe(c, r, norm[0], KF_CHAIN_SERVABLE | KF_CHAIN_FRESH(0), in, 1, out, 1);
+        for (int half = 0; half < 2; half++) {
+            for (int m = half ? 0 : 1; m < 9; m++) { /* each member reads the one before */
+                in[0] = id, in[1] = 77, out[0] = id + 1;
+                kf_chain_observe(c, r, norm[m], KF_CHAIN_SERVABLE, in, (int)(norm[m] >> 8), out, 1);
+                id++;
+            }
+            if (!half) { /* the residual add */
+                in[0] = id, in[1] = prev, out[0] = id + 1;
+                kf_chain_observe(c, r, 0x20a, KF_CHAIN_SERVABLE, in, 2, out, 1);
+                id++;
+            }
+        }
+        uintptr_t lin = id, lo = id + 1;
+        kf_chain_observe(c, r, 0x1ff, 0, &lin, 1, &lo, 1);
+    }
+    cJSON *doc = listing(c, 1), *chains = cJSON_GetObjectItem(doc, "chains");
+    int n = cJSON_GetArraySize(chains), sizes = 0;
+    CHECK_EQ_INT(n, 2);
+    for (int i = 0; i < n; i++) {
+        cJSON *ch = cJSON_GetArrayItem(chains, i), *members = cJSON_GetObjectItem(ch, "members");
+        CHECK_EQ_INT(cJSON_GetObjectItem(ch, "calls")->valueint, 4);
+        CHECK(!strcmp(cJSON_GetObjectItem(cJSON_GetArrayItem(members, 0), "key")->valuestring, "0000000000000101"));
+        sizes += cJSON_GetArraySize(members) * (cJSON_GetArraySize(members) == 10 ? 100 : 1);
+    }
+    CHECK_EQ_INT(sizes, 1009); /* the norm and the residual add (10), the next norm (9) */
+    cJSON_Delete(doc);
+    kf_chain_rec_free(r);
+    kf_chains_free(c);
+}
+
 int main(void)
 {
     test_recurring_chain();
@@ -525,5 +567,6 @@ int main(void)
     test_spec();
     test_side_calls();
     test_views_of_a_member_output();
+    test_full_run_cut_at_a_repeated_head();
     return check_done("chains");
 }
