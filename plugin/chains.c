@@ -412,8 +412,6 @@ void kf_chain_observe_views(kf_chains *c, kf_chain_rec *r, uint64_t key, unsigne
     append(c, r, key, flags, in, seen_at, storage, byte_off, n_in, out, n_out, now, 0);
 }
 
-/* The call joins the open run when linked to it (or `side`: held back, joined), else ends the
- * run and starts the next one; a call that might join without a link is held back instead. */
 /* A full run that the call links to is cut before the last member of the head's signature
  * (Gemma's norm, the residual add, the next norm: 19 calls, where a cut at the limit would end
  * the run in the middle of the second norm and start the next one there). That member, or 0. */
@@ -427,6 +425,8 @@ static int full_run_repeat(const kf_chain_rec *r, const uintptr_t *in, int n_in)
     return 0;
 }
 
+/* The call joins the open run when linked to it (or `side`: held back, joined), else ends the
+ * run and starts the next one; a call that might join without a link is held back instead. */
 static void append(kf_chains *c, kf_chain_rec *r, uint64_t key, unsigned flags, const uintptr_t *in,
                    const uint64_t *seen_at, const uintptr_t *storage, const int64_t *byte_off,
                    int n_in, const uintptr_t *out, int n_out, uint64_t now, int side)
