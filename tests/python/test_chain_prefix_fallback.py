@@ -8,17 +8,9 @@ eager's within bf16 rounding."""
 import json
 
 from conftest import run_python
-from fixtures.chain_warmup import serving, warm_chains
+from fixtures.chain_warmup import GEMMA_RMSNORM, SERVE_TAIL, served_by_row, warm_chains
 
-MODEL = """import torch
-class Norm(torch.nn.Module):
-    def __init__(self, d):
-        super().__init__()
-        self.weight = torch.nn.Parameter(torch.randn(d) * 0.1)
-    def forward(self, h):
-        x = h.float()
-        x = x * torch.pow(x.pow(2).mean(-1, keepdim=True) + 1e-6, -0.5)
-        return (x * self.weight.float()).type_as(h)
+MODEL = "import torch\n" + GEMMA_RMSNORM + """
 class Block(torch.nn.Module):
     def __init__(self, d):
         super().__init__()
@@ -38,15 +30,7 @@ def run(n):
     return y
 """
 
-SERVE = MODEL + """
-import json, kernel_forge as kf
-y = run(12)
-kf.disable()
-want = run(1)
-kf.enable()
-err = ((y.double() - want.double()).abs().max() / want.double().abs().max()).item()
-print(json.dumps({"err": err, "entries": kf.chain_entries()}))
-"""
+SERVE = MODEL + SERVE_TAIL
 
 NORM = "chain: _to_copy -> pow -> mean -> add -> pow -> mul -> _to_copy -> mul -> _to_copy"
 
@@ -60,8 +44,7 @@ def test_a_shorter_chain_serves_where_the_longer_ends_early(tmp_path):
     assert p.returncode == 0, p.stderr[-3000:]
     r = json.loads(p.stdout.strip().splitlines()[-1])
     assert r["err"] < 2e-2, r
-    served = {"chain: " + " -> ".join(o.split(".")[0] for o in e["ops"].split(" -> ")): e
-              for e in serving(r["entries"])}
+    served = served_by_row(r["entries"])
     # 12 forwards x 3 blocks each, less the first forwards (weights learnt, outcomes learnt)
     assert served[NORM + " -> mul"]["completed"] >= 24, r["entries"]
     assert served[NORM]["completed"] >= 24, r["entries"]

@@ -10,7 +10,7 @@ drop and runs eager."""
 import json
 
 from conftest import run_python
-from fixtures.chain_warmup import HF_RMSNORM, serving, warm_chains
+from fixtures.chain_warmup import HF_RMSNORM, SERVE_TAIL, served_by_row, warm_chains
 
 MODEL = "import torch\n" + HF_RMSNORM + """
 class Block(torch.nn.Module):
@@ -32,15 +32,7 @@ def run(n):
 
 WARM = MODEL + "run(20)\n"
 
-SERVE = MODEL + """
-import json, kernel_forge as kf
-y = run(12)
-kf.disable()
-want = run(1)
-kf.enable()
-err = ((y.double() - want.double()).abs().max() / want.double().abs().max()).item()
-print(json.dumps({"err": err, "entries": kf.chain_entries()}))
-"""
+SERVE = MODEL + SERVE_TAIL
 
 
 def test_warmup_fuses_the_rmsnorm_with_its_casts_and_a_fresh_process_serves_it(tmp_path):
@@ -57,8 +49,7 @@ def test_warmup_fuses_the_rmsnorm_with_its_casts_and_a_fresh_process_serves_it(t
     r = json.loads(p.stdout.strip().splitlines()[-1])
     # bf16 outputs of a float computation summed in another order: a few bf16 ulps
     assert r["err"] < 2e-2, r
-    served = {"chain: " + " -> ".join(o.split(".")[0] for o in e["ops"].split(" -> ")): e
-              for e in serving(r["entries"])}
+    served = served_by_row(r["entries"])
     # 12 forwards x 3 blocks: block 1 heads the first chain, blocks 2 and 3 the later one (its
     # head also starts the last block's residual add, where no norm follows: skipped there)
     assert served[first]["completed"] >= 10, r["entries"]

@@ -12,21 +12,9 @@ import json
 import pytest
 
 from conftest import run_python
-from fixtures.chain_warmup import serving, warm_chains
+from fixtures.chain_warmup import GEMMA_RMSNORM, SERVE_TAIL, served_by_row, warm_chains
 
-MODEL = """import torch
-class Norm(torch.nn.Module):
-    def __init__(self, d, shift):
-        super().__init__()
-        self.shift = shift
-        self.weight = torch.nn.Parameter(torch.randn(d) * 0.1)
-    def forward(self, h):
-        x = h.float()
-        x = x * torch.pow(x.pow(2).mean(-1, keepdim=True) + 1e-6, -0.5)
-        w = self.weight.float()
-        if self.shift:
-            w = 1.0 + w
-        return (x * w).type_as(h)
+MODEL = "import torch\n" + GEMMA_RMSNORM + """
 class Block(torch.nn.Module):
     def __init__(self, d, shift):
         super().__init__()
@@ -44,15 +32,6 @@ def run(n):
     return y
 """
 
-SERVE = """
-import json, kernel_forge as kf
-y = run(12)
-kf.disable()
-want = run(1)
-kf.enable()
-err = ((y.double() - want.double()).abs().max() / want.double().abs().max()).item()
-print(json.dumps({"err": err, "entries": kf.chain_entries()}))
-"""
 
 
 @pytest.mark.parametrize("dev", ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)])
@@ -64,11 +43,10 @@ def test_a_weight_cast_between_the_norm_and_its_multiply_joins_the_chain(tmp_pat
               + ("add -> " if shift else "") + "mul -> _to_copy")
     assert joined in rows and rows[joined]["status"] == "inserted", rows
 
-    p = run_python(model + SERVE, env)
+    p = run_python(model + SERVE_TAIL, env)
     assert p.returncode == 0, p.stderr[-3000:]
     r = json.loads(p.stdout.strip().splitlines()[-1])
     assert r["err"] < 2e-2, r  # bf16 outputs of a float computation: a few ulps at most
-    served = {"chain: " + " -> ".join(o.split(".")[0] for o in e["ops"].split(" -> ")): e
-              for e in serving(r["entries"])}
+    served = served_by_row(r["entries"])
     # 12 forwards x 3 blocks, less the first forward's (each block's weight learnt) and the check
     assert joined in served and served[joined]["completed"] >= 30, r["entries"]
