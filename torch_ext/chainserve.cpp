@@ -51,6 +51,9 @@ struct Pending {
   int next = 0;            // the member expected next
   bool in_member = false;  // a member runs eager now (chain_after clears it)
   bool time_members = false;  // the speed guard's eager sample: every member's eager call is timed
+  // on the host, a timed head's kernel time and its members' hand-outs so far: one sample of the
+  // chain served, taken when it completes (on tiny tensors the hand-outs are what it costs)
+  uint64_t kernel_ns = 0, handout_ns = 0;
   bool cuda = false;
   void* stream = nullptr;
   std::vector<Held> head_in, ext;
@@ -358,6 +361,7 @@ void replace_args(const OpSchemaInfo& info, torch::jit::Stack* stack, const std:
 // The last member passed: the chain completed.
 void complete(kf_runtime* rt) {
   Pending& p = t_chain.p;
+  if (p.kernel_ns && p.mode == Mode::Serve) kf_chain_entry_add_sample(p.e, p.kernel_ns + p.handout_ns);
   if (p.mode != Mode::Observe) kf_chain_entry_count(p.e, rt, KF_CHAIN_COMPLETED);
   if (p.mode == Mode::Check) kf_chain_entry_enable(p.e);
   t_chain.pred[p.e].record(true);
@@ -421,7 +425,8 @@ bool launch(kf_runtime* rt, kf_chain_entry* e, Pending& p, bool timed, bool fres
   const kf_chain_def* d = p.d;
   kf_tensor ts[KF_CHAIN_MAX_ARGS];
   int n = 0;
-  KernelTimer timer(e, timed, p.cuda, p.stream);
+  KernelTimer timer(e, timed && p.cuda, p.cuda, p.stream);
+  const uint64_t t0 = timed && !p.cuda ? kf_now_ns() : 0;
   try {
     Bypass bypass;
     if (fresh) allocate(d, p.head_in[0].t.device(), &p.outs);
@@ -440,6 +445,7 @@ bool launch(kf_runtime* rt, kf_chain_entry* e, Pending& p, bool timed, bool fres
   const int rc = kf_kernel_launch(kf_chain_entry_kernel(e), ts, n, p.stream);
   if (rc == 0) {
     timer.launched();  // may detach the entry (slower than eager): this head still serves
+    if (t0) p.kernel_ns = std::max<uint64_t>(kf_now_ns() - t0, 1);
     return true;
   }
   if (rc != KF_KERNEL_LATER) {
@@ -646,6 +652,7 @@ bool chain_before(kf_runtime* rt, const OpSchemaInfo& info, kf_call& call, torch
                   ChainStep* step, const EagerOp& eager) {
   Pending& p = t_chain.p;
   const uint64_t key = call.slot ? kf_slot_key(call.slot) : 0;
+  const uint64_t hand_t0 = p.kernel_ns ? kf_now_ns() : 0;  // a timed host head's hand-out
   try {
     if (t_chain.shadow.e) shadow_step(key);
     if (p.e) {
@@ -671,6 +678,7 @@ bool chain_before(kf_runtime* rt, const OpSchemaInfo& info, kf_call& call, torch
         p.next++;
         served(rt, call);
         replace_args(info, stack, p.outs[m]);
+        if (hand_t0) p.handout_ns += kf_now_ns() - hand_t0;
         if (p.next == p.d->n) complete(rt);
         return true;
       } else {
