@@ -237,16 +237,21 @@ void shadow_step(uint64_t key) {
   t_chain_pending = t_chain.p.e != nullptr;
 }
 
-// The entry to start at this head: the longest, or, where its outcomes predict that it ends
-// early here, the longest of its prefixes (the longer one shadowed).
+// The entry to start at this head: the longest, or the longest of its prefixes where the longer
+// one's outcomes predict that it ends early here (the longer one shadowed) or where its
+// externals cannot be predicted on this thread (a residual add's activation).
 kf_chain_entry* head_entry(kf_runtime* rt, uint64_t key) {
   kf_chain_entry* e = kf_chainserve_find(rt, key);
   auto it = e ? t_chain.pred.find(e) : t_chain.pred.end();
-  if (it == t_chain.pred.end() || !it->second.predicts_drop() || t_chain.shadow.e) return e;
+  if (it == t_chain.pred.end() || t_chain.shadow.e) return e;
+  const bool unpredictable = it->second.given_up();
+  if (!unpredictable && !it->second.predicts_drop()) return e;
   kf_chain_entry* shorter = kf_chainserve_find_prefix(rt, e);
   if (!shorter) return e;
-  t_chain.shadow = Shadow{e, 1};
-  t_chain_pending = true;
+  if (!unpredictable) {
+    t_chain.shadow = Shadow{e, 1};
+    t_chain_pending = true;
+  }
   return shorter;
 }
 
