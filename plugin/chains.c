@@ -51,9 +51,7 @@ struct kf_chain_rec {
     chain_shape run;
     call_args side[MAX_SIDE];
     int n_side, replaying;
-    call_args member[KF_CHAIN_MAX]; /* each member's call */
-    int n_out[KF_CHAIN_MAX];
-    uintptr_t out[KF_CHAIN_MAX][KF_CHAIN_MAX_IO];
+    call_args member[KF_CHAIN_MAX]; /* each member's call: its inputs, outputs, flags */
     int n_head, n_ext;
     uintptr_t head_in[KF_CHAIN_MAX_IO];
     uintptr_t head_storage[KF_CHAIN_MAX_IO];
@@ -204,18 +202,29 @@ void kf_chain_flush(kf_chains *c, kf_chain_rec *r)
     memset(r->ext_at, 0, sizeof r->ext_at);
 }
 
+/* The latest member with output `id` (`first`: the earliest; in-place members return their
+ * input) and which output, in *o, or -1. */
+static int member_of(const kf_chain_rec *r, uintptr_t id, int first, int *o)
+{
+    for (int i = 0; i < r->run.n; i++) {
+        const int m = first ? i : r->run.n - 1 - i;
+        for (int k = 0; k < r->member[m].n_out; k++)
+            if (r->member[m].out[k] == id) return *o = k, m;
+    }
+    return -1;
+}
+
 /* Where input `id` comes from in the run: the latest member with that output (1), a view of a
  * head input (its storage `sto`, at byte offset `off`; 1, numbered on first use), else one of the
  * head's inputs or an external tensor, numbered on first use (0). */
 static int find_source(kf_chain_rec *r, uintptr_t id, uintptr_t sto, int64_t off, uint8_t src[2])
 {
-    for (int m = r->run.n - 1; m >= 0; m--)
-        for (int o = 0; o < r->n_out[m]; o++)
-            if (r->out[m][o] == id) {
-                src[0] = (uint8_t)m;
-                src[1] = (uint8_t)o;
-                return 1;
-            }
+    int o, m = member_of(r, id, 0, &o);
+    if (m >= 0) {
+        src[0] = (uint8_t)m;
+        src[1] = (uint8_t)o;
+        return 1;
+    }
     src[0] = FROM_HEAD;
     for (int i = 0; i < r->n_head; i++)
         if (r->head_in[i] == id) {
@@ -283,10 +292,8 @@ static int side_output(const kf_chain_rec *r, uintptr_t id)
 }
 static int member_output(const kf_chain_rec *r, uintptr_t id)
 {
-    for (int m = 0; m < r->run.n; m++)
-        for (int o = 0; o < r->n_out[m]; o++)
-            if (r->out[m][o] == id) return 1;
-    return 0;
+    int o;
+    return member_of(r, id, 0, &o) >= 0;
 }
 
 static void args_set(call_args *a, uint64_t key, unsigned flags, const uintptr_t *in,
@@ -351,15 +358,12 @@ static void resplit(kf_chains *c, kf_chain_rec *r, int k)
 static int view_head_at(const kf_chain_rec *r, const uintptr_t *in, const uintptr_t *storage, int n_in)
 {
     for (int i = 0; storage && i < n_in; i++) {
-        if (!storage[i] || storage[i] == in[i]) continue;
-        for (int m = 0; m < r->run.n; m++)
-            for (int o = 0; o < r->n_out[m]; o++) {
-                if (r->out[m][o] != storage[i]) continue;
-                for (int j = m + 1; j < r->run.n; j++)
-                    for (int q = 0; q < r->member[j].n_in; q++)
-                        if (r->member[j].in[q] == storage[i]) return j;
-                return 0;
-            }
+        int o, m = storage[i] && storage[i] != in[i] ? member_of(r, storage[i], 1, &o) : -1;
+        if (m < 0) continue;
+        for (int j = m + 1; j < r->run.n; j++)
+            for (int q = 0; q < r->member[j].n_in; q++)
+                if (r->member[j].in[q] == storage[i]) return j;
+        return 0;
     }
     return 0;
 }
@@ -461,8 +465,6 @@ static void append(kf_chains *c, kf_chain_rec *r, uint64_t key, unsigned flags, 
     r->run.n_in[m] = (uint8_t)n_in;
     memcpy(r->run.src[m], src, (size_t)n_in * sizeof src[0]);
     r->run.n_out[m] = (uint8_t)n_out;
-    r->n_out[m] = n_out;
-    memcpy(r->out[m], out, (size_t)n_out * sizeof out[0]);
 }
 
 static int by_calls(const void *a, const void *b)

@@ -100,15 +100,13 @@ def profile(run, s):
         kf.enable()
         s.forward()  # first calls: the plugin learns eager's output layouts
         s.sync()
-        kf.reset_stats()
-        kf.set_recording(True)  # stats() counts eager calls only while recording
-        try:
+
+        def forwards():
             for _ in range(run.a.iters):
                 s.forward()
             s.sync()
-        finally:
-            kf.set_recording(False)
-        rows = [r for r in kf.stats() if r["intercepted"]]
+
+        rows = recorded_stats(forwards)
         _tuner.add_bytes_moved(rows)
         with _jobs.bypass():  # copy bandwidth; on the host at the row's own size
             for r in rows:
@@ -222,7 +220,7 @@ def rounds(run, s, compiled):
         run.res["chains"] = report.chain_rows(chains_before, kf.chain_entries(),
                                               run.a.rounds * run.a.iters)
         kf.enable()
-        final = served_stats(run, s)
+        final = recorded_stats(lambda: s.time_ms(run.a.iters))  # served calls after the rounds
         e = run.res["e2e"] = report.e2e_row(times, meds, host)
         run.log(f"eager {e['eager_ms']:.3f} ms, plugin {e['plugin_ms']:.3f} ms "
                 f"({e['plugin_speedup']:.3f}x)" + (
@@ -231,15 +229,15 @@ def rounds(run, s, compiled):
     return final
 
 
-def served_stats(run, s):
-    """stats() over --iters plugin forwards after the rounds: it counts calls and times the
-    served ones only while recording, which the timed forwards do not pay for."""
+def recorded_stats(forwards):
+    """stats()' intercepted rows over `forwards()` alone, recorded: stats() counts calls and
+    times them only while recording, which the timed forwards do not pay for."""
     import kernel_forge as kf
 
     kf.reset_stats()
     kf.set_recording(True)
     try:
-        s.time_ms(run.a.iters)
+        forwards()
     finally:
         kf.set_recording(False)
     return [r for r in kf.stats() if r["intercepted"]]
