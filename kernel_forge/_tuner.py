@@ -265,30 +265,32 @@ def snapshot(rows: list[dict]) -> dict:
 
 
 def add_bytes_moved(rows: list[dict], cache: dict | None = None) -> None:
-    """Fill row["bytes_moved"] for the intercepted, servable rows (others are never tuned);
-    `cache` (key -> bytes, None: unknown) spares the online tuner's looks the same question."""
+    """Fill row["bytes_moved"] and row["footprint_bytes"] (_jobs) for the intercepted, servable
+    rows (others are never tuned); `cache` (key -> both, None: unknown) spares the online tuner's
+    looks the same question."""
     for r in rows:
         if r["intercepted"] and r["servable"]:
             if cache is not None and r["key"] in cache:
                 if cache[r["key"]] is not None:
-                    r["bytes_moved"] = cache[r["key"]]
+                    r["bytes_moved"], r["footprint_bytes"] = cache[r["key"]]
                 continue
             try:
-                r["bytes_moved"] = bytes_moved(r["key"])
+                d = _jobs.describe(r["key"])
+                r["bytes_moved"], r["footprint_bytes"] = _jobs.bytes_moved(*d), _jobs.footprint_bytes(*d)
             except KernelForgeError:
                 pass
             if cache is not None:
-                cache[r["key"]] = r.get("bytes_moved")
+                cache[r["key"]] = (r["bytes_moved"], r["footprint_bytes"]) if "bytes_moved" in r else None
 
 
 def memory_shortfall(row: dict, captures: int) -> str | None:
     """Why a CUDA signature is too big to tune beside the model (None: it is not): its captures,
     the copies write_job makes of a call, the random inputs and the outputs live in this process,
-    about (captures + 3) x the bytes a call moves; they may take at most a quarter of the free
+    about (captures + 3) x the bytes of a call's tensors (footprint_bytes); they may take at most a quarter of the free
     memory (the timing buffers take at most _jobs.MEASURE_FREE_FRACTION besides)."""
     if row.get("device") != "cuda":
         return None
-    need = (captures + 3) * (row.get("bytes_moved") or 0)
+    need = (captures + 3) * (row.get("footprint_bytes") or row.get("bytes_moved") or 0)
     try:
         free, _ = _jobs.cuda_memory(torch.device("cuda"))
     except Exception as e:  # no answer from the device: do not risk it

@@ -248,6 +248,16 @@ def test_roofline_bytes_are_what_the_op_must_move():
     assert moved("aten::copy_", x, b16) == 2 * n + 4 * n  # x is written only
     assert moved("aten::add.Tensor", x[:, :24], y[:, :24]) == 3 * 4 * n // 2  # not the span
     assert moved("aten::add.Tensor", x, y[:1].expand(64, 48)) == 4 * (n + 48 + n)
+    # a gather reads one source element per output element: the roofline of a decode step's
+    # embedding is its rows, not the table (which its captures hold: the footprint)
+    table, ids = torch.randn(5000, 64, dtype=torch.bfloat16), torch.randint(0, 5000, (4, 1))
+    d = _jobs.describe(kf.signature_key("aten::embedding", table, ids))
+    assert _jobs.bytes_moved(*d) == 4 * 8 + 2 * (4 * 64 * 2)
+    assert _jobs.footprint_bytes(*d) == 4 * 8 + 5000 * 64 * 2 + 4 * 64 * 2
+    idx = torch.tensor([1, 5, 7])
+    assert moved("aten::index_select", x, 0, idx) == 3 * 8 + 2 * (3 * 48 * 4)
+    g = torch.randint(0, 48, (64, 2))
+    assert moved("aten::gather", x, 1, g) == 128 * 8 + 2 * (128 * 4)
 
 
 def test_tune_without_template_says_so():

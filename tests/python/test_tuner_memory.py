@@ -180,6 +180,8 @@ def test_a_signature_too_big_to_measure_beside_the_model_is_skipped(monkeypatch)
     why = _tuner.memory_shortfall(row(bytes_moved=200 * MiB), 3)  # 1200 MiB > 512 MiB
     assert why and "1200 MiB" in why and "2048 MiB free" in why
     assert _tuner.memory_shortfall(row(device="cpu", bytes_moved=100 * GiB), 3) is None
+    # an embedding moves a few rows but its captures hold the table: the footprint counts
+    assert _tuner.memory_shortfall(row(bytes_moved=1 * MiB, footprint_bytes=200 * MiB), 3)
 
     def broken(device):
         raise RuntimeError("CUDA error: unknown")
