@@ -109,6 +109,7 @@ def _itemsize(dtype: str) -> int:
 # embedding of 4 tokens reads 4 rows of a 262144-row table, not the table (counted whole, the
 # roofline was 290 us for a 6 us op, and every correct kernel was flagged as too fast to trust).
 _GATHER_SOURCE = {"embedding": "weight", "index_select": "self", "gather": "self"}
+GATHER_SOURCE_REUSE_BYTES = 64 << 20  # write_job: a source this large is not drawn again per case
 
 
 def _tensor_bytes(info: dict, args: dict, gathers: bool) -> int:
@@ -681,11 +682,18 @@ def write_job(job_dir: str, key: str, calls: list[tuple[list, dict]], *, recorde
     cases = []
     case_bytes = 0
 
+    written = {}  # id of a tensor reused by later cases -> its file
+
     def write_files(c: int, what: str, tensors: list) -> list[str]:
         nonlocal case_bytes
         files = []
         for j, t in enumerate(tensors):
+            if id(t) in written:
+                files.append(written[id(t)])
+                continue
             files.append(f"c{c}_{what}{j}.bin")
+            if any(t is r for r in reused):
+                written[id(t)] = files[-1]
             with open(os.path.join(job_dir, "cases", files[-1]), "wb") as f:
                 case_bytes += write_span(f, t)
         return files
@@ -706,16 +714,22 @@ def write_job(job_dir: str, key: str, calls: list[tuple[list, dict]], *, recorde
         cases.append({"kind": kind, "inputs": write_files(c, "in", ins),
                       "outputs": write_files(c, "out", outs)})
 
+    first_pos, first_kw = calls[0]
+    # a large gather source (a vocabulary's embedding table) stays the first call's in the random
+    # cases, whose indices vary: one file instead of one per case, read once by the evaluator
+    source = _GATHER_SOURCE.get(op.split("::")[-1].split(".")[0])
+    first = tensors_of(list(first_pos) + list(first_kw.values()))
+    reused = [t for t, n in zip(first, names)
+              if n == source and t.untyped_storage().nbytes() >= GATHER_SOURCE_REUSE_BYTES]
     for (pos, kw), rec in zip(calls, recorded):
         add_case("recorded" if rec else "example", pos, kw)
-    first_pos, first_kw = calls[0]
     dim = next((a.get("value") for a in args["args"] if a.get("name") == "dim"), None)
     row_dim = shift_invariant_dim(op, dim)
     for v in range(random_inputs):
-        ts = tensors_of(list(first_pos) + list(first_kw.values()))
-        rnd = [random_like(t, v, op, n, gen, row_dim if n == "self" else None,
+        rnd = [t if any(t is r for r in reused) else
+               random_like(t, v, op, n, gen, row_dim if n == "self" else None,
                            index_bound(op, n, args))
-               for t, n in zip(ts, names)]
+               for t, n in zip(first, names)]
         pos, kw = call_from_args(fn, args, rnd)
         add_case("random", pos, kw)
 

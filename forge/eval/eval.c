@@ -58,7 +58,8 @@ void kf_eval_free(kf_eval *ev)
         ev->be->close(ev);
     }
     for (int c = 0; c < job->n_cases; c++) {
-        for (int i = 0; i < KF_JOB_MAX_TENSORS; i++) free(ev->case_in[c][i]);
+        for (int i = 0; i < KF_JOB_MAX_TENSORS; i++)
+            if (!ev->case_in_shared[c][i]) free(ev->case_in[c][i]);
         for (int j = 0; j < KF_JOB_MAX_OUTPUTS; j++) free(ev->case_out[c][j]);
     }
     free(ev);
@@ -95,6 +96,14 @@ static kf_status load_case(const char *path, const kf_job_tensor *t, unsigned ch
     return kf_job_read_case_file(path, *out, span, err, errcap);
 }
 
+/* An earlier case whose input i is the same file as case c's, or -1. */
+static int earlier_case(const kf_job *job, int c, int i)
+{
+    for (int k = 0; k < c; k++)
+        if (!strcmp(job->cases[k].in_path[i], job->cases[c].in_path[i])) return k;
+    return -1;
+}
+
 kf_status kf_eval_create(const kf_job *job, kf_eval **out, char *err, size_t errcap)
 {
     char dummy[1];
@@ -125,10 +134,16 @@ kf_status kf_eval_create(const kf_job *job, kf_eval **out, char *err, size_t err
     kf_status st;
     /* the case files first: a broken job should not cost a CUDA initialization */
     for (int c = 0; c < job->n_cases; c++) {
-        for (int i = 0; i < job->sig.n_in; i++)
-            if ((st = load_case(job->cases[c].in_path[i], &job->sig.in[i], &ev->case_in[c][i],
-                                err, errcap)))
+        for (int i = 0; i < job->sig.n_in; i++) {
+            const int same = earlier_case(job, c, i);
+            if (same >= 0) {
+                ev->case_in[c][i] = ev->case_in[same][i];
+                ev->case_in_shared[c][i] = 1;
+            } else if ((st = load_case(job->cases[c].in_path[i], &job->sig.in[i], &ev->case_in[c][i],
+                                       err, errcap))) {
                 goto free_ev;
+            }
+        }
         for (int j = 0; j < job->sig.n_out; j++)
             if ((st = load_case(job->cases[c].out_path[j], &job->sig.out[j],
                                 &ev->case_out[c][j], err, errcap)))

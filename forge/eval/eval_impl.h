@@ -87,6 +87,9 @@ struct kf_eval {
     ev_buf in[KF_JOB_MAX_TENSORS];
     ev_buf out[KF_JOB_MAX_OUTPUTS]; /* fresh outputs only; an aliased one lives in in[] */
     unsigned char *case_in[KF_JOB_MAX_CASES][KF_JOB_MAX_TENSORS];
+    /* 1: case_in[c][i] is an earlier case's buffer (the same file: write_job keeps a large gather
+     * source once), not freed with this case */
+    unsigned char case_in_shared[KF_JOB_MAX_CASES][KF_JOB_MAX_TENSORS];
     unsigned char *case_out[KF_JOB_MAX_CASES][KF_JOB_MAX_OUTPUTS];
     /* device buffers allocated to exactly their span, no canary bytes (KFORGE_EVAL_EXACT=1, set
      * for the child that runs under compute-sanitizer, which sees only allocation bounds) */

@@ -48,7 +48,9 @@
  *              "outputs": ["c0_out0.bin"]}],   recorded: copied from a model's call; example:
  *                              kernel_forge.tune's arguments
  *                              file names under cases/; outputs: every output, eager's values
- *                              (for an in-place output: the argument's contents after eager)
+ *                              (for an in-place output: the argument's contents after eager);
+ *                              cases may name one input file (a large gather source kept
+ *                              once), which the evaluator then reads and holds once
  *   "eager_us": 123.4,         median eager time, measured like kf_bench (common/bench.h)
  *   "bytes_moved": 524288,     bytes the op must read + write (for the roofline)
  *   "bandwidth_gbs": 4112,     measured copy bandwidth of the device (0: unknown)

@@ -945,6 +945,37 @@ destroy:
     nv.destroy(nv.self);
 }
 
+/* Two cases naming one input file (write_job keeps a large gather source once): one buffer,
+ * freed once (the ASan build would catch a second free), and both cases checked. */
+static void test_shared_case_file(void)
+{
+    char dir[4200], err[512], path[4300], text[4096];
+    make_relu_job(base, "relu_shared", "host", ROWS, COLS, 16, 0, dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/job.json", dir);
+    FILE *f = fopen(path, "r");
+    size_t n = f ? fread(text, 1, sizeof text - 1, f) : 0;
+    if (f) fclose(f);
+    text[n] = 0;
+    char *at = strstr(text, "\"c1_in0.bin\""), *out = strstr(text, "\"c1_out0.bin\"");
+    if (!CHECK(at && out)) return;
+    at[2] = '0', out[2] = '0'; /* case 1 names case 0's files */
+    f = fopen(path, "w");
+    CHECK(f && fwrite(text, 1, n, f) == n);
+    if (f) fclose(f);
+    kf_job *job = NULL;
+    kf_eval *ev = NULL;
+    if (!CHECK_EQ_INT(kf_job_load(dir, &job, err, sizeof err), KF_OK)) return;
+    if (CHECK_EQ_INT(kf_eval_create(job, &ev, err, sizeof err), KF_OK)) {
+        CHECK(ev->case_in[1][0] == ev->case_in[0][0] && ev->case_in_shared[1][0] && !ev->case_in_shared[0][0]);
+        kf_eval_result r = run_relu(ev, NULL, NULL, NULL);
+        CHECK_EQ_INT(r.status, KF_NODE_VERIFIED);
+        r = run_relu(ev, "if (i == 1043) y[i] = y[i] + 1.0f;", NULL, NULL);
+        CHECK_EQ_INT(r.status, KF_NODE_WRONG);
+        kf_eval_free(ev);
+    }
+    kf_job_free(job);
+}
+
 int main(void)
 {
     snprintf(base, sizeof base, "/tmp/kfeval-test-XXXXXX");
@@ -961,6 +992,7 @@ int main(void)
     test_source_check();
     test_job_load();
     test_relu_host();
+    test_shared_case_file();
     test_inplace();
     test_strided_softmax();
     test_cuda();

@@ -71,6 +71,25 @@ def test_tune_sum_serves_a_kernel():
     torch.testing.assert_close(y.sum(-1), expect_y, atol=1e-4, rtol=1e-4)
 
 
+def test_a_large_embedding_table_is_written_once(monkeypatch):
+    # a vocabulary's table (1.2 GB in Gemma 4) drawn again per random case made 4 files, all read
+    # by every candidate's evaluation: the random cases keep the recorded table, their ids vary
+    monkeypatch.setattr(_jobs, "GATHER_SOURCE_REUSE_BYTES", 1)
+    w, ids = torch.randn(509, 33), torch.randint(0, 509, (3, 5))
+    res = kf.tune("aten::embedding", (w, ids), iterations=2, insert=False)
+    with open(os.path.join(res["job_dir"], "job.json")) as f:
+        cases = json.load(f)["cases"]
+    assert [c["kind"] for c in cases] == ["example", "random", "random", "random"], cases
+    assert {c["inputs"][0] for c in cases} == {"c0_in0.bin"}, cases
+    assert len({c["inputs"][1] for c in cases}) == 4, cases  # each case its own ids
+    files = os.listdir(os.path.join(res["job_dir"], "cases"))
+    assert "c1_in0.bin" not in files and "c1_in1.bin" in files, files
+    # the evaluator shares the one buffer: candidates verify on every case
+    assert res["status"] in ("found", "no_faster_kernel"), res
+    with open(os.path.join(res["job_dir"], "tree.json")) as f:
+        assert any(n["status"] in ("verified", "slower") for n in json.load(f)["nodes"])
+
+
 def test_tune_embedding_serves_a_kernel_and_bad_ids_still_raise():
     torch.manual_seed(1)
     w = torch.randn(1021, 257)
