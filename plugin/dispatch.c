@@ -94,8 +94,8 @@ void kf_dispatch_start(kf_runtime *rt, kf_call *c, int served, void *stream)
     if (c->slot->device_type == KF_DEV_CUDA)
         c->gpu_token =
             kf_gpu_timer_start(rt->gtimer, stream, c->slot, kf_slot_gen(c->slot), served);
-    else
-        c->t0_ns = kf_now_ns();
+    else if (!served || !c->t0_ns)
+        c->t0_ns = kf_now_ns(); /* a served host call may start earlier: kf_call.t0_ns */
 }
 
 void kf_dispatch_end(kf_runtime *rt, kf_call *c, int served, void *stream)

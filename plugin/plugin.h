@@ -40,6 +40,8 @@ typedef struct kf_call {
                                 * serve (torch_ext drops the kernel for this call, or the flag) */
     int capture;               /* copy this call's arguments and results for a tuning job */
     int gpu_token;
+    /* a host sample's start; set before kf_dispatch_start, a served call's sample starts there
+     * (torch_ext's typed path boxes the arguments to serve: eager's typed call does not) */
     uint64_t t0_ns;
 } kf_call;
 

@@ -180,6 +180,8 @@ struct TypedKernel {
     // chain recording and serving need the call's tensors (top-level calls): boxed too
     if (call.kernel || call.learn || call.capture ||
         (ts.depth == 0 && (kf_dispatch_chains_on(s.rt, &call) || chain_may_apply(s.rt, call)))) {
+      // a served host call's time sample covers the boxing too: eager's sample is its typed call
+      if (call.kernel && call.time_it && sig.device_type == KF_DEV_CPU) call.t0_ns = kf_now_ns();
       torch::jit::Stack stack = c10::impl::boxArgs<Args...>(args...);
       s.ic.run(call, sig, ts, s.op, ks, &stack);
       return result(stack, args...);
