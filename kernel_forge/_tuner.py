@@ -134,11 +134,6 @@ def n_tensor_args(key: str) -> int:
     return len(_jobs.tensor_args(args))
 
 
-def bytes_moved(key: str) -> int:
-    """Bytes a call of this signature must read and write (_jobs.bytes_moved)."""
-    return _jobs.bytes_moved(*_jobs.describe(key))
-
-
 # No kernel, however small its work, runs in less than this (launch and the smallest grid, as
 # the worker times it): a 4 us op on a GPU has little to gain whatever its roofline says.
 LAUNCH_FLOOR_US = {"cuda": 2.5, "cpu": 0.2}
@@ -276,18 +271,21 @@ def add_bytes_moved(rows: list[dict], cache: dict | None = None) -> None:
                 continue
             try:
                 d = _jobs.describe(r["key"])
-                r["bytes_moved"], r["footprint_bytes"] = _jobs.bytes_moved(*d), _jobs.footprint_bytes(*d)
+                r["bytes_moved"] = _jobs.bytes_moved(*d)
+                r["footprint_bytes"] = _jobs.footprint_bytes(*d)
             except KernelForgeError:
                 pass
             if cache is not None:
-                cache[r["key"]] = (r["bytes_moved"], r["footprint_bytes"]) if "bytes_moved" in r else None
+                cache[r["key"]] = ((r["bytes_moved"], r["footprint_bytes"]) if "bytes_moved" in r
+                                   else None)
 
 
 def memory_shortfall(row: dict, captures: int) -> str | None:
     """Why a CUDA signature is too big to tune beside the model (None: it is not): its captures,
     the copies write_job makes of a call, the random inputs and the outputs live in this process,
-    about (captures + 3) x the bytes of a call's tensors (footprint_bytes); they may take at most a quarter of the free
-    memory (the timing buffers take at most _jobs.MEASURE_FREE_FRACTION besides)."""
+    about (captures + 3) x the bytes of a call's tensors (footprint_bytes); they may take at
+    most a quarter of the free memory (the timing buffers take at most
+    _jobs.MEASURE_FREE_FRACTION besides)."""
     if row.get("device") != "cuda":
         return None
     need = (captures + 3) * (row.get("footprint_bytes") or row.get("bytes_moved") or 0)
