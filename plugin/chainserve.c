@@ -297,6 +297,16 @@ kf_chain_entry *kf_chainserve_find_prefix(kf_runtime *rt, const kf_chain_entry *
     return than ? find_(rt, than->def.key[0], than) : NULL;
 }
 
+kf_chain_entry *kf_chainserve_next_head(kf_runtime *rt, uint64_t head_key, const kf_chain_entry *after)
+{
+    kf_chain_entry *e = after ? after->next : atomic_load_explicit(&rt->chain_entries, memory_order_acquire);
+    for (; e; e = e->next)
+        if (e->def.key[0] == head_key && atomic_load_explicit(&e->state, memory_order_acquire) != KF_CHAIN_REFUSED &&
+            (!e->def.deferred || rt->cfg.chain_deferred))
+            return e;
+    return NULL;
+}
+
 const kf_chain_def *kf_chain_entry_def(const kf_chain_entry *e) { return &e->def; }
 const kf_kernel *kf_chain_entry_kernel(const kf_chain_entry *e) { return e->kernel; }
 int kf_chain_entry_state(const kf_chain_entry *e)

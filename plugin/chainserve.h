@@ -77,6 +77,9 @@ kf_chain_entry *kf_chainserve_find(kf_runtime *rt, uint64_t head_key);
 /* The same among the entries with fewer members than `than` whose members are its first ones
  * (by signature key), or NULL. */
 kf_chain_entry *kf_chainserve_find_prefix(kf_runtime *rt, const kf_chain_entry *than);
+/* The entries for head_key that may serve (not refused; deferred ones only in deferred mode), in
+ * turn: the first after `after` (NULL: the first). */
+kf_chain_entry *kf_chainserve_next_head(kf_runtime *rt, uint64_t head_key, const kf_chain_entry *after);
 const kf_chain_def *kf_chain_entry_def(const kf_chain_entry *e);
 const kf_kernel *kf_chain_entry_kernel(const kf_chain_entry *e);
 int kf_chain_entry_state(const kf_chain_entry *e);

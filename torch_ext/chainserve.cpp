@@ -237,9 +237,23 @@ void shadow_step(uint64_t key) {
   t_chain_pending = t_chain.p.e != nullptr;
 }
 
-// The entry to start at this head: the longest, or the longest of its prefixes where the longer
-// one's outcomes predict that it ends early here (the longer one shadowed) or where its
-// externals cannot be predicted on this thread (a residual add's activation).
+// Without a prefix of `than`: the longest other entry for its head whose outcomes on this thread
+// do not predict a drop, or nullptr. One head signature may start different chains at different
+// places (Qwen 3.5 casts to float32 before each norm and before a silu).
+kf_chain_entry* sibling(kf_runtime* rt, const kf_chain_entry* than) {
+  const uint64_t head = kf_chain_entry_def(than)->key[0];
+  kf_chain_entry* best = nullptr;
+  for (kf_chain_entry* o = kf_chainserve_next_head(rt, head, nullptr); o; o = kf_chainserve_next_head(rt, head, o)) {
+    if (o == than || (best && kf_chain_entry_def(o)->n <= kf_chain_entry_def(best)->n)) continue;
+    auto it = t_chain.pred.find(o);
+    if (it == t_chain.pred.end() || (!it->second.predicts_drop() && !it->second.given_up())) best = o;
+  }
+  return best;
+}
+
+// The entry to start at this head: the longest, or where the longer one's outcomes predict that
+// it ends early here (the longer one shadowed) or where its externals cannot be predicted on this
+// thread (a residual add's activation), the longest of its prefixes, else a sibling.
 kf_chain_entry* head_entry(kf_runtime* rt, uint64_t key) {
   kf_chain_entry* e = kf_chainserve_find(rt, key);
   auto it = e ? t_chain.pred.find(e) : t_chain.pred.end();
@@ -247,6 +261,7 @@ kf_chain_entry* head_entry(kf_runtime* rt, uint64_t key) {
   const bool unpredictable = it->second.given_up();
   if (!unpredictable && !it->second.predicts_drop()) return e;
   kf_chain_entry* shorter = kf_chainserve_find_prefix(rt, e);
+  if (!shorter) shorter = sibling(rt, e);
   if (!shorter) return e;
   if (!unpredictable) {
     t_chain.shadow = Shadow{e, 1};

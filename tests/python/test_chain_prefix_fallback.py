@@ -3,7 +3,8 @@ by a multiply by a per-channel scale in each block's first half, the same norm f
 linear in its second half. The longer one serves a head; where its outcomes predict that it ends
 early (the second half), the shorter one serves instead while the longer is followed by
 signature, so that both serve at their own places (kernel_forge.chain_entries()); the output is
-eager's within bf16 rounding."""
+eager's within bf16 rounding. The same with two chains that part after the head (a cast to
+float32 before a norm, and before a silu: Qwen 3.5's)."""
 
 import json
 
@@ -49,3 +50,41 @@ def test_a_shorter_chain_serves_where_the_longer_ends_early(tmp_path):
     assert served[NORM + " -> mul"]["completed"] >= 24, r["entries"]
     assert served[NORM]["completed"] >= 24, r["entries"]
     assert served[NORM + " -> mul"]["dropped"] <= 3, r["entries"]
+
+
+SIBLINGS = "import torch\nimport torch.nn.functional as F\n" + GEMMA_RMSNORM + """
+class Block(torch.nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.lin, self.lin2, self.lin3 = (torch.nn.Linear(d, d) for _ in range(3))
+        self.n1 = Norm(d)
+    def forward(self, x):
+        h = self.lin3(self.n1(self.lin(x)))
+        return h + F.silu(self.lin2(x).float()).type_as(x)
+torch.manual_seed(0)
+model = torch.nn.Sequential(*[Block(256) for _ in range(3)]).to(torch.bfloat16)
+x = torch.randn(8, 32, 256).to(torch.bfloat16)
+def run(n):
+    with torch.inference_mode():
+        for _ in range(n):
+            y = model(x)
+    return y
+"""
+
+SILU = "chain: _to_copy -> silu -> _to_copy"
+
+
+def test_a_chain_parting_from_the_longest_after_its_head_serves_at_its_places(tmp_path):
+    env, rows = warm_chains(tmp_path, SIBLINGS + "run(20)\n")
+    assert rows.get(NORM, {}).get("status") == "inserted", rows
+    assert rows.get(SILU, {}).get("status") == "inserted", rows
+
+    p = run_python(SIBLINGS + SERVE_TAIL, env)
+    assert p.returncode == 0, p.stderr[-3000:]
+    r = json.loads(p.stdout.strip().splitlines()[-1])
+    assert r["err"] < 2e-2, r
+    served = served_by_row(r["entries"])
+    # before: the norm's kernel, the longest for the head, was tried (and skipped) at the silu's
+    # places too, and the silu's never ran
+    assert served[SILU]["completed"] >= 24 and served[SILU]["dropped"] == 0, r["entries"]
+    assert served[NORM]["completed"] >= 24 and served[NORM]["skipped"] <= 3, r["entries"]
