@@ -58,15 +58,17 @@ NESTED = "import json, time, torch\nimport kernel_forge as kf\n" + HF_RMSNORM + 
 torch.manual_seed(0)
 norm1, norm2 = RMSNorm(256).to(torch.bfloat16), RMSNorm(256).to(torch.bfloat16)
 x = torch.randn(2, 16, 256).to(torch.bfloat16)  # smaller still: the first chain must win here
-r = torch.randn(2, 16, 256).to(torch.bfloat16)
+r, x2 = torch.randn(2, 16, 256).to(torch.bfloat16), torch.randn(2, 16, 256).to(torch.bfloat16)
 lin = torch.nn.Linear(256, 256, bias=False).to(torch.bfloat16)  # ends the first chain
 end = time.time() + 200
 with torch.inference_mode():
     while time.time() < end:
         for _ in range(10):
-            # RMSNorm, a matmul, then a residual add and RMSNorm: the RMSNorm chain (twice per
-            # forward, so it ranks first) is also the end of the add -> RMSNorm chain
+            # RMSNorm, a matmul, then a residual add and RMSNorm: the RMSNorm chain is also the
+            # end of the add -> RMSNorm chain, whose calls rank for the longer one only; one
+            # more RMSNorm on its own makes it rank first, twice per forward against once
             y = norm2(lin(norm1(x)) + r)
+            norm1(x2)
         time.sleep(0.005)
         if len([e for e in kf.tuner_status()["landed"] if e.get("chain")]) >= 2:
             break
