@@ -275,11 +275,8 @@ int kf_chainserve_active(const kf_runtime *rt)
 static kf_chain_entry *find_(kf_runtime *rt, uint64_t head_key, const kf_chain_entry *than)
 {
     kf_chain_entry *best = NULL;
-    for (kf_chain_entry *e = atomic_load_explicit(&rt->chain_entries, memory_order_acquire); e; e = e->next) {
-        if (e->def.key[0] != head_key || atomic_load_explicit(&e->state, memory_order_acquire) == KF_CHAIN_REFUSED ||
-            (e->def.deferred && !rt->cfg.chain_deferred) || /* deferred mode is opt-in */
-            (best && e->def.n <= best->def.n))
-            continue;
+    for (kf_chain_entry *e = kf_chainserve_next_head(rt, head_key, NULL); e; e = kf_chainserve_next_head(rt, head_key, e)) {
+        if (best && e->def.n <= best->def.n) continue;
         int prefix = !than || e->def.n < than->def.n;
         for (int m = 1; prefix && than && m < e->def.n; m++) prefix = e->def.key[m] == than->def.key[m];
         if (prefix) best = e;
@@ -302,7 +299,7 @@ kf_chain_entry *kf_chainserve_next_head(kf_runtime *rt, uint64_t head_key, const
     kf_chain_entry *e = after ? after->next : atomic_load_explicit(&rt->chain_entries, memory_order_acquire);
     for (; e; e = e->next)
         if (e->def.key[0] == head_key && atomic_load_explicit(&e->state, memory_order_acquire) != KF_CHAIN_REFUSED &&
-            (!e->def.deferred || rt->cfg.chain_deferred))
+            (!e->def.deferred || rt->cfg.chain_deferred)) /* deferred mode is opt-in */
             return e;
     return NULL;
 }

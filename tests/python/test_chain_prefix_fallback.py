@@ -11,6 +11,18 @@ import json
 from conftest import run_python
 from fixtures.chain_warmup import GEMMA_RMSNORM, SERVE_TAIL, served_by_row, warm_chains
 
+# three blocks of the Block class before it, in bf16, and run(n): n forwards
+BLOCKS = """
+torch.manual_seed(0)
+model = torch.nn.Sequential(*[Block(256) for _ in range(3)]).to(torch.bfloat16)
+x = torch.randn(8, 32, 256).to(torch.bfloat16)
+def run(n):
+    with torch.inference_mode():
+        for _ in range(n):
+            y = model(x)
+    return y
+"""
+
 MODEL = "import torch\n" + GEMMA_RMSNORM + """
 class Block(torch.nn.Module):
     def __init__(self, d):
@@ -21,15 +33,7 @@ class Block(torch.nn.Module):
     def forward(self, x):
         h = self.n1(self.lin(x)) * self.scale
         return self.lin2(self.n2(h))
-torch.manual_seed(0)
-model = torch.nn.Sequential(*[Block(256) for _ in range(3)]).to(torch.bfloat16)
-x = torch.randn(8, 32, 256).to(torch.bfloat16)
-def run(n):
-    with torch.inference_mode():
-        for _ in range(n):
-            y = model(x)
-    return y
-"""
+""" + BLOCKS
 
 SERVE = MODEL + SERVE_TAIL
 
@@ -61,15 +65,7 @@ class Block(torch.nn.Module):
     def forward(self, x):
         h = self.lin3(self.n1(self.lin(x)))
         return h + F.silu(self.lin2(x).float()).type_as(x)
-torch.manual_seed(0)
-model = torch.nn.Sequential(*[Block(256) for _ in range(3)]).to(torch.bfloat16)
-x = torch.randn(8, 32, 256).to(torch.bfloat16)
-def run(n):
-    with torch.inference_mode():
-        for _ in range(n):
-            y = model(x)
-    return y
-"""
+""" + BLOCKS
 
 SILU = "chain: _to_copy -> silu -> _to_copy"
 
