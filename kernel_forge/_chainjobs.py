@@ -342,6 +342,7 @@ def write_chain_job(job_dir: str, chain: dict, calls: list[list], *, recorded: l
     work = [_jobs.clone_exact(t) for t in first]
     with _jobs.bypass():
         eager_us = _jobs.bench_us(eager_runner(spec, members, work), device, reps=bench_reps)
+        floor_us = min(_jobs.call_floor_us(device, bench_reps), eager_us)
     moved = 0
     for t in first:
         moved += min(_jobs.span_numel(t), t.numel()) * t.element_size()
@@ -361,7 +362,7 @@ def write_chain_job(job_dir: str, chain: dict, calls: list[list], *, recorded: l
         "backend": "nvrtc" if device.type == "cuda" else "host",
         "device_index": head.info["device_index"], "inputs": inputs, "outputs": outputs,
         "scalars": scalars, "chain": spec, "cases": cases, "eager_us": eager_us,
-        "bytes_moved": moved, "bandwidth_gbs": bw,
+        "call_floor_us": floor_us, "bytes_moved": moved, "bandwidth_gbs": bw,
         "atol": max(a for a, _ in tol), "rtol": max(r for _, r in tol), "output_tol": tol,
         "search": search, "keys": keys,
     }

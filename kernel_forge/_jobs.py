@@ -578,6 +578,17 @@ def bench_us(fn, device: torch.device, reps: int = 20, flush_l2: bool = True) ->
     return statistics.median(times)
 
 
+def call_floor_us(device: torch.device, reps: int = 20) -> float:
+    """What an eager call that does no work costs on the host, timed like eager (an op overload's
+    Python call and the dispatcher: aten::alias of an empty tensor). The worker times a host
+    candidate as a bare function call, so its "too fast to trust" check adds this back. 0 on
+    CUDA, where eager and candidates are both timed by events around the launch."""
+    if device.type == "cuda":
+        return 0.0
+    t, alias = torch.empty(0), torch.ops.aten.alias.default
+    return bench_us(lambda: alias(t), device, reps=reps)
+
+
 def _bench_cuda_us(fn, device: torch.device, reps: int, flush_l2: bool) -> float:
     """On a stream of our own (PyTorch's pool streams do not synchronize with the legacy default
     stream): the model's kernels, on its streams, neither land between our events nor queue
@@ -736,6 +747,7 @@ def write_job(job_dir: str, key: str, calls: list[tuple[list, dict]], *, recorde
     work, kwork = clone_written(fn, first_pos, first_kw)
     with bypass():
         eager_us = bench_us(lambda: fn(*work, **kwork), device, reps=bench_reps)
+        floor_us = min(call_floor_us(device, bench_reps), eager_us)
         out_dtype = tensors_of(fn(*work, **kwork))[0].dtype
         moved = bytes_moved(info, args)
         bw = copy_bandwidth_gbs(device, moved)
@@ -749,7 +761,8 @@ def write_job(job_dir: str, key: str, calls: list[tuple[list, dict]], *, recorde
         "torch_version": info["torch_version"], "outputs_layout": info["outputs"],
         "backend": "nvrtc" if device.type == "cuda" else "host",
         "device_index": info["device_index"], "inputs": inputs, "outputs": outputs,
-        "scalars": scalars, "cases": cases, "eager_us": eager_us, "bytes_moved": moved,
+        "scalars": scalars, "cases": cases, "eager_us": eager_us,
+        "call_floor_us": floor_us, "bytes_moved": moved,
         "bandwidth_gbs": bw, "atol": atol, "rtol": rtol, "search": search,
         "key": key,
     }

@@ -681,6 +681,9 @@ static kf_status parse_job(loader *L, const cJSON *root, kf_job *job)
     if ((s = parse_cases(L, root, job))) return s;
 
     if ((s = req_num(L, root, "eager_us", 0, 1e12, &job->eager_us))) return s;
+    const cJSON *floor = field(root, "call_floor_us");
+    if (floor && !get_num(floor, 0, 1e6, &job->call_floor_us))
+        return bad(L, "\"call_floor_us\" must be a number in [0, 1e6]");
     if ((s = req_num(L, root, "bytes_moved", 0, 1e18, &job->bytes_moved))) return s;
     if ((s = req_num(L, root, "bandwidth_gbs", 0, 1e9, &job->bandwidth_gbs))) return s;
     if ((s = req_num(L, root, "atol", 0, 1e30, &job->atol))) return s;

@@ -52,6 +52,8 @@
  *                              cases may name one input file (a large gather source kept
  *                              once), which the evaluator then reads and holds once
  *   "eager_us": 123.4,         median eager time, measured like kf_bench (common/bench.h)
+ *   "call_floor_us": 1.2,      optional (host): what a call that does no work costs, timed the
+ *                              way eager was; a candidate's time excludes it (0 if absent)
  *   "bytes_moved": 524288,     bytes the op must read + write (for the roofline)
  *   "bandwidth_gbs": 4112,     measured copy bandwidth of the device (0: unknown)
  *   "atol": 1e-4, "rtol": 1e-4,
@@ -113,7 +115,7 @@ typedef struct kf_job {
     kf_job_sig sig;            /* op, inputs (with align), outputs (with out_alias), scalars */
     int n_cases;
     kf_job_case cases[KF_JOB_MAX_CASES];
-    double eager_us, bytes_moved, bandwidth_gbs;
+    double eager_us, call_floor_us, bytes_moved, bandwidth_gbs;
     double roofline_us;        /* bytes_moved / bandwidth (0 when unknown) */
     double atol, rtol;
     double out_atol[KF_JOB_MAX_OUTPUTS], out_rtol[KF_JOB_MAX_OUTPUTS]; /* per output (compare) */

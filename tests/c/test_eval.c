@@ -152,6 +152,7 @@ static void test_job_load(void)
     /* a host job's candidates and copy probe run from warm caches: only 2x faster is untrusted */
     CHECK(!strcmp(job->backend, "host") && kf_job_trust_floor_us(job) == 0.5 * job->roofline_us);
     CHECK(job->atol == 1e-5 && job->rtol == 1e-5);
+    CHECK(job->call_floor_us == 0); /* absent: none */
     /* search defaults, except bench_reps */
     CHECK_EQ_INT(job->search.iterations, 50);
     CHECK_EQ_U64(job->search.seed, 1);
@@ -182,7 +183,7 @@ static void test_job_load(void)
                        "\"search\":{\"iterations\":7,\"seed\":42,\"margin\":0.1,"
                        "\"time_budget_s\":30,\"candidate_timeout_s\":2.5,\"bench_reps\":9,"
                        "\"flush_l2\":false,\"proposer\":\"llm\",\"cache_dir\":\"/tmp/kfc\"}");
-    char *s5 = replace(s3, "\"bandwidth_gbs\":100", "\"bandwidth_gbs\":0");
+    char *s5 = replace(s3, "\"bandwidth_gbs\":100", "\"bandwidth_gbs\":0,\"call_floor_us\":1.25");
     char *s4 = replace(s5, "\"kind\":\"random\"", "\"kind\":\"example\"");
     CHECK(write_bytes(jp, s4, strlen(s4)) == 0);
     if (CHECK_EQ_INT(kf_job_load(dir, &job, err, sizeof err), KF_OK)) {
@@ -206,6 +207,7 @@ static void test_job_load(void)
         CHECK_STR(job->search.proposer, "llm");
         CHECK_STR(job->search.cache_dir, "/tmp/kfc");
         CHECK(job->roofline_us == 0); /* bandwidth unknown */
+        CHECK(job->call_floor_us == 1.25);
         CHECK(kf_job_trust_floor_us(job) == 0);
         CHECK(job->cases[1].recorded); /* an example is real data too */
         kf_job_free(job);
@@ -268,6 +270,8 @@ static void test_job_load(void)
          "cases[0].inputs has 2 file names, the signature has 1"},
         {"\"kind\":\"recorded\"", "\"kind\":\"real\"", "cases[0].kind"},
         {"\"eager_us\":10", "\"eager_us\":-1", "\"eager_us\" must be a number"},
+        {"\"eager_us\":10", "\"eager_us\":10,\"call_floor_us\":-1",
+         "\"call_floor_us\" must be a number in [0, 1e6]"},
         {"\"atol\":1e-5,", "", "\"atol\" is missing"},
         {"\"bench_reps\":5", "\"bench_reps\":0", "search.bench_reps"},
         {"\"bench_reps\":5", "\"bench_reps\":5,\"cache_dir\":\"rel/dir\"", "search.cache_dir"},

@@ -218,6 +218,24 @@ def test_same_seed_same_job_files(tmp_path):
     assert all((a[f] == c[f]) == f.startswith("c0_") for f in a)
 
 
+def test_a_tiny_host_op_is_judged_with_the_eager_call_floor():
+    # the worker times a host kernel as a bare call (a tenth of a us here), eager pays an op
+    # overload's call and the dispatcher (a few us): the bare ratio looks too fast to trust, the
+    # ratio with the call floor added back does not, and the plugin serves it
+    x = torch.randn(1061).bfloat16()
+    res = kf.tune("aten::gt.Scalar", (x, 0.25), iterations=2, random_inputs=1)
+    with open(os.path.join(res["job_dir"], "job.json")) as f:
+        job = json.load(f)
+    assert 0 < job["call_floor_us"] <= job["eager_us"], job
+    nodes = tree_of(res["job_dir"])["nodes"]
+    best = min(n["latency_us"] for n in nodes if n["status"] == "verified")
+    assert best * 10 < job["eager_us"] < (best + job["call_floor_us"]) * 10, (best, job)
+    assert res["status"] == "inserted" and res["served"], res
+    with _jobs.bypass():
+        expect = torch.gt(x, 0.25)
+    assert torch.equal(torch.gt(x, 0.25), expect)
+
+
 def test_tune_leaves_an_in_place_example_as_it_was():
     x, y = torch.randn(24, 40), torch.randn(40)
     before = x.clone()
