@@ -352,6 +352,14 @@ static void note_entry_ops(kf_runtime *rt, const kf_cache_entry *e)
     cJSON_Delete(chain);
 }
 
+/* Under cache_lock: entry_ops for the dispatch path, which reads them without the lock. */
+static void publish_entry_ops(kf_runtime *rt)
+{
+    for (int i = 0; i < rt->cfg.n_ops && i < KF_MAX_OPS; i++)
+        if (rt->entry_ops_unlisted || rt->entry_ops[i])
+            atomic_store_explicit(&rt->op_cached[i], 1, memory_order_relaxed);
+}
+
 /* Under cache_lock: attach what can be, keep nvrtc entries pending until a CUDA call. */
 static void load_from(kf_runtime *rt, kf_cache *c)
 {
@@ -361,6 +369,7 @@ static void load_from(kf_runtime *rt, kf_cache *c)
     const int bit = c == rt->bundle ? 2 : 1;
     if (st == KF_OK) rt->entry_ops_unlisted &= ~bit;
     else rt->entry_ops_unlisted |= bit;
+    if (st != KF_OK) publish_entry_ops(rt);
     if (st == KF_ERR_BUSY) {
         KF_DEBUG("kernel cache: %s", kf_cache_errmsg(c));
         rt->reload_retry = 1;
@@ -382,6 +391,7 @@ static void load_from(kf_runtime *rt, kf_cache *c)
             }
         }
     }
+    publish_entry_ops(rt);
     kf_cache_entries_free(entries, n);
 }
 

@@ -117,6 +117,9 @@ int kf_runtime_capturing(kf_runtime *rt, void *stream);
 void kf_runtime_open_cache(kf_runtime *rt, const char *torch_version);
 /* Which ops of the intercept list the cache's entries are for (wanted[i] for cfg.ops[i]). */
 void kf_runtime_cached_ops(kf_runtime *rt, unsigned char *wanted);
+/* Whether the cache has held an entry for cfg.ops[op] (or could not be listed): without one, a
+ * call made inside another intercepted op's kernel is passed through undescribed. Lock-free. */
+int kf_runtime_op_cached(const kf_runtime *rt, int op);
 /* Registration bookkeeping. add_op returns the op's index or -1. */
 int kf_runtime_add_op(kf_runtime *rt, const char *name, const char *const *argnames, int n);
 void kf_runtime_op_key(kf_runtime *rt, int op, const char *key, const char *skip_reason);

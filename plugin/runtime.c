@@ -181,6 +181,12 @@ void kf_runtime_open_cache(kf_runtime *rt, const char *torch_version)
 
 void kf_runtime_cached_ops(kf_runtime *rt, unsigned char *wanted) { kf_cachelink_entry_ops(rt, wanted); }
 
+int kf_runtime_op_cached(const kf_runtime *rt, int op)
+{
+    return op >= 0 && op < KF_MAX_OPS &&
+           atomic_load_explicit(&((kf_runtime *)rt)->op_cached[op], memory_order_relaxed);
+}
+
 int kf_runtime_capturing(kf_runtime *rt, void *stream)
 {
     return kf_gpu_timer_capturing(rt->gtimer, stream);

@@ -68,6 +68,7 @@ struct kf_runtime {
      * bit 1 folder, 2 bundle: its last listing failed, so every op is wanted */
     unsigned char entry_ops[KF_MAX_OPS];
     int entry_ops_unlisted;
+    _Atomic unsigned char op_cached[KF_MAX_OPS]; /* entry_ops or unlisted, read without the lock */
     kf_compiler_i compilers[2]; /* [0] host, [1] nvrtc */
     int compiler_state[2];      /* 0 not tried, 1 ready, -1 unavailable */
     char toolchain[2][512];

@@ -23,7 +23,15 @@ struct OpSchemaInfo {
   std::vector<int> return_alias;  // per return: index of the argument it aliases, or -1
   uint32_t hidden_writes = 0;  // arguments written although the schema says read-only
   int hidden_when = -1;        // ... only when this bool argument is True (-1: always)
+  int cfg_op = -1;             // its index in the intercept list (kf_runtime_op_cached)
 };
+
+// A call made inside another intercepted op's eager kernel (CPU relu -> clamp_min, _to_copy ->
+// copy_) is not timed, so never tuned: unless the cache holds kernels for its op, it goes
+// straight to eager, undescribed and uncounted.
+inline bool nested_pass(kf_runtime* rt, const OpSchemaInfo& info, int depth) {
+  return depth > 0 && !kf_runtime_op_cached(rt, info.cfg_op);
+}
 
 // Whether the call whose arguments start at `args` writes argument i: the schema says so, or
 // kf_op_hidden_writes does (batch norm's running stats when training=True).

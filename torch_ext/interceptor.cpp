@@ -138,6 +138,10 @@ void Interceptor::operator()(const c10::OperatorHandle& op, c10::DispatchKeySet 
     orig_.callBoxed(op, ks, stack);
     return;
   }
+  if (nested_pass(rt_, *info_, ts.depth)) {
+    orig_.callBoxed(op, ks, stack);
+    return;
+  }
   kf_sig sig;
   bool described = false;
   try {

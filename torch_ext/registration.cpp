@@ -99,7 +99,7 @@ bool register_typed(kf_runtime* rt, ExtState& st, const std::shared_ptr<OpSchema
   return true;
 }
 
-void register_one(kf_runtime* rt, ExtState& st, const std::string& name) {
+void register_one(kf_runtime* rt, ExtState& st, const std::string& name, int cfg_op) {
   const size_t ns_end = name.find("::");
   const size_t dot = name.find('.', ns_end == std::string::npos ? 0 : ns_end);
   const std::string base = name.substr(0, dot);
@@ -113,6 +113,7 @@ void register_one(kf_runtime* rt, ExtState& st, const std::string& name) {
   }
   const auto& schema = op->schema();
   auto info = schema_info(name, schema);
+  info->cfg_op = cfg_op;
   std::vector<const char*> argnames;
   for (const auto& a : schema.arguments()) argnames.push_back(a.name().c_str());
   const int idx = kf_runtime_add_op(rt, name.c_str(), argnames.data(), static_cast<int>(argnames.size()));
@@ -152,7 +153,7 @@ void register_ops(kf_runtime* rt, bool all) {
     if (!wanted[static_cast<size_t>(i)] || !st.registered.insert(cfg->ops[i]).second) continue;
     added++;
     try {
-      register_one(rt, st, cfg->ops[i]);
+      register_one(rt, st, cfg->ops[i], i);
     } catch (const std::exception& e) {
       KF_WARN("could not intercept %s: %s", cfg->ops[i], e.what());
     }

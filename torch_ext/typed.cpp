@@ -44,12 +44,13 @@ struct TypedState {
   TypedState(kf_runtime* rt, std::shared_ptr<const OpSchemaInfo> info, int device,
              c10::SafeKernelFunction boxed_orig, c10::SafeKernelFunction orig, c10::OperatorHandle op)
       : ic(rt, info, device, std::move(boxed_orig)), safe(std::move(orig)), op(std::move(op)),
-        rt(rt), name(info->name.c_str()), device(device) {}
+        rt(rt), info(info.get()), name(info->name.c_str()), device(device) {}
   Interceptor ic;               // every call that is more than a pass-through, boxed
   c10::SafeKernelFunction safe;  // owns the original kernel and its token
   c10::OperatorHandle op;
   kf_runtime* rt;
-  const char* name;  // info's, which ic keeps alive
+  const OpSchemaInfo* info;  // ic keeps it alive
+  const char* name;          // info's
   int device;
   const c10::KernelFunction& kernel() const { return safe.*member(SafeKernel{}); }
   bool valid() const {
@@ -166,6 +167,7 @@ struct TypedKernel {
       if (t_chain_pending && !ts.bypass) chain_switched_off(s.rt);
       return s.kernel().template call<Ret, Args...>(s.op, ks, args...);
     }
+    if (nested_pass(s.rt, *s.info, ts.depth)) return s.kernel().template call<Ret, Args...>(s.op, ks, args...);
     kf_sig sig;
     try {
       kf_sig_begin(&sig, s.name);

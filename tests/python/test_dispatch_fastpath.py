@@ -210,3 +210,39 @@ def test_in_place_and_out_served_through_the_typed_path(tmp_path):
         for row in r["rows"]:
             assert row["has_kernel"] and row["served"] > 0 and row["calls"] == 30, (mode, row)
     assert res["typed"]["rows"] == res["boxed"]["rows"]
+
+
+NESTED = r"""
+import json, torch, kernel_forge as kf
+x = torch.randn(8)
+for _ in range(5):
+    torch.relu(x)  # on the CPU, relu's kernel calls clamp_min(x, 0)
+ops0 = sorted({r["op"] for r in kf.stats()})
+launch = {"entry": "k", "grid": [1, 1, 1], "block": [1, 1, 1], "smem": 0,
+          "args": ["const float*", "float*"]}
+kf.add_kernel("aten::clamp_min", (x, 0),
+              "void k(const float *x, float *o) { for (int i = 0; i < 8; i++) o[i] = x[i] < 0.f ? 0.f : x[i]; }",
+              launch, allow_slower=True)
+kf.reset_stats()
+with torch.inference_mode():
+    same = all(torch.equal(torch.relu(x), x.clamp_min(0)) for _ in range(30))
+rows = [{k: r[k] for k in ("op", "calls", "served")} for r in kf.stats()]
+print(json.dumps({"ops0": ops0, "rows": sorted(rows, key=lambda r: r["op"]), "same": same}))
+"""
+
+
+@pytest.mark.parametrize("mode", ["typed", "boxed"])
+def test_a_nested_call_is_looked_at_only_when_its_op_has_kernels(tmp_path, mode):
+    """relu -> clamp_min: the nested call is not timed, so never tuned; without a kernel for
+    clamp_min it goes straight to eager, uncounted. Once the cache holds one, nested calls are
+    described again, and one with its signature is served."""
+    extra = {"KFORGE_TYPED": "0"} if mode == "boxed" else {}
+    p = subprocess.run([sys.executable, "-c", NESTED], env=_env(KFORGE_CACHE_DIR=str(tmp_path), KFORGE_INTERCEPT="all", **extra),
+                       cwd=ROOT, capture_output=True, text=True, timeout=TIMEOUT_S)
+    assert p.returncode == 0, p.stdout + p.stderr
+    r = json.loads(p.stdout.strip().splitlines()[-1])
+    assert r["ops0"] == ["aten::relu"], r
+    assert r["same"], r
+    cmin = [row for row in r["rows"] if row["op"] == "aten::clamp_min"]
+    # 30 nested in relu, 30 direct
+    assert sum(c["calls"] for c in cmin) == 60 and sum(c["served"] for c in cmin) > 30, r
