@@ -595,6 +595,14 @@ void kf_cachelink_entry_ops(kf_runtime *rt, unsigned char *wanted)
     pthread_mutex_unlock(&rt->cache_lock);
 }
 
+void kf_cachelink_note_op(kf_runtime *rt, const char *op)
+{
+    pthread_mutex_lock(&rt->cache_lock);
+    want_op(&rt->cfg, op, rt->entry_ops);
+    publish_entry_ops(rt);
+    pthread_mutex_unlock(&rt->cache_lock);
+}
+
 void kf_cachelink_free(kf_runtime *rt)
 {
     for (int i = 0; i < rt->n_pending; i++) kf_cache_entry_free(rt->pending[i]);

@@ -41,6 +41,8 @@ void kf_cachelink_set_kernel(kf_runtime *rt, kf_slot *slot, kf_kernel *k);
  * removed or disabled since); a cache whose last listing failed (another process held its
  * lock) wants every op. */
 void kf_cachelink_entry_ops(kf_runtime *rt, unsigned char *wanted);
+/* A kernel for `op` came from elsewhere than the cache (kf_register_kernel): noted as an entry's. */
+void kf_cachelink_note_op(kf_runtime *rt, const char *op);
 
 /* Output layout <-> JSON (the manifest's "outputs"). */
 char *kf_layout_to_json(const kf_out_layout *l);

@@ -40,7 +40,9 @@ void kf_dispatch_begin(kf_runtime *rt, const kf_sig *sig, kf_call *c)
     c->slot = s;
     uint64_t n = atomic_fetch_add_explicit(&s->calls, 1, memory_order_relaxed) + 1;
     if ((n & 255) == 1) kf_cachelink_poll(rt); /* new entries from other processes */
-    c->time_it = n <= 3 || n % (uint64_t)rt->cfg.sample_every == 0;
+    /* a power of two (the default 16) without a division: this runs on every call */
+    const uint64_t every = (uint64_t)rt->cfg.sample_every;
+    c->time_it = n <= 3 || ((every & (every - 1)) ? n % every : n & (every - 1)) == 0;
     const int servable = !(s->flags & (KF_SIG_TRUNCATED | KF_SIG_UNSERVABLE));
     const kf_out_layout *o = atomic_load_explicit(&s->outs, memory_order_acquire);
     c->outs = o;
@@ -332,6 +334,11 @@ static kf_status register_pinned(kf_runtime *rt, kf_slot *s, uint64_t key, kf_ke
         atomic_store(&k->checked, 1); /* registered directly: trusted as is, no first-use check */
     }
     kf_cachelink_set_kernel(rt, s, k);
+    if (k) { /* its op's calls made inside other ops are looked at from now on */
+        char op[KF_OP_NAME_MAX];
+        kf_sig_op_name(s->key, s->len, op, sizeof op);
+        kf_cachelink_note_op(rt, op);
+    }
     KF_INFO("kernel %s for signature %016llx", fn ? "registered" : "removed",
             (unsigned long long)key);
     return KF_OK;

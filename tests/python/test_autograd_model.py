@@ -134,7 +134,8 @@ for e in (2, 0.5, -1, 3):
 MEAN = "aten::mean.dim"
 grad_case("mean_dim_list_keepdim", MEAN, lambda: ([(x := leaf(3, 4, 5)).mean([0, 2], keepdim=True)], [x]))
 grad_case("mean_last", MEAN, lambda: ([(x := leaf(3, 4, 5)).mean(-1)], [x]))
-grad_case("mean_all", MEAN, lambda: ([(x := leaf(3, 4, 5)).mean()], [x]))
+grad_case("mean_all", "aten::mean",  # mean.dim inside mean: nested
+          lambda: ([(x := leaf(3, 4, 5)).mean()], [x]))
 grad_case("mean_dtype_f64", MEAN, lambda: ([(x := leaf(3, 4, 5)).mean(1, dtype=torch.float64)], [x]))
 
 CAT = "aten::cat"
@@ -150,7 +151,7 @@ grad_case("max_pool2d_channels_last", MP,
           lambda: ([F.max_pool2d(x := leaf(2, 3, 8, 8, memory_format=torch.channels_last), 2)], [x]))
 
 COPY = "aten::copy_"
-grad_case("copy_to_f64", COPY, lambda: ([(x := leaf(4, 7)).to(torch.float64)], [x]))
+grad_case("copy_to_f64", "aten::_to_copy", lambda: ([(x := leaf(4, 7)).to(torch.float64)], [x]))
 grad_case("copy_contiguous_transposed", COPY, lambda: ([(x := leaf(7, 4)).t().contiguous()], [x]))
 
 # generic reductions and gathers (forge/templates/reduce_ops.c, gather_ops.c)
@@ -494,6 +495,7 @@ def test_threads_exact_counts():
             assert r["device"] == "cpu" and r["intercepted"] and r["served"] == 0, r
             assert r["fallback"] == r["calls"], r
             got[r["op"]] = got.get(r["op"], 0) + r["calls"]
-        # relu on CPU is implemented with clamp_min: the nested call has its own row
-        assert got == {"aten::relu": ITERS, "aten::clamp_min": ITERS, "aten::add.Tensor": ITERS,
+        # relu on CPU is implemented with clamp_min: with no kernel for clamp_min the nested
+        # call is passed through without a row
+        assert got == {"aten::relu": ITERS, "aten::add.Tensor": ITERS,
                        "aten::_softmax": ITERS}, (a, b, got)
