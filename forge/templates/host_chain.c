@@ -1,11 +1,11 @@
 /* host_chain (backend "host"): a chain job's one C kernel (chain.h): per row of the chain's full
  * shape, phase 0 over the row (folding the reduction or the row tail's sum or max), the
  * reduction's value and the row members, phase 2 over the row, or the row tail (a layer norm or
- * a softmax). Knobs: omp = rows over OpenMP threads (0 off, 1 static, 2
- * dynamic; off below 32768 elements, where eager stays on one thread); unroll = the row loops'
- * `#pragma GCC unroll`; math = 1: in a float chain, the softmax tail's exp and the members' (silu,
- * sigmoid, exp) are host_math.h's vectorizable one (as host_row_softmax's; libm's expf does not
- * vectorize), 0: libm. */
+ * a softmax). Knobs: omp = rows over OpenMP threads (0 off, 1 static, 2 dynamic; off below 32768
+ * elements, where eager stays on one thread); unroll = the row loops' `#pragma GCC unroll` (a
+ * phase 0 that folds a sum is an `omp simd` loop instead); math = 1: in a float chain, the
+ * softmax tail's exp and the members' (silu, sigmoid, exp) are host_math.h's vectorizable one
+ * (as host_row_softmax's; libm's expf does not vectorize), 0: libm. */
 #include <stdio.h>
 #include <string.h>
 
@@ -67,12 +67,18 @@ static kf_status render(const kf_job_sig *sig, const int *knob_idx, char **sourc
     kf_chain_emit_rowbases(&b, &cb, "        ");
     if (cb.red >= 0) kf_strbuf_printf(&b, "        kf_ct acc = KF_RINIT;\n");
     kf_chain_emit_tail_begin(&b, &cb, 0, "        ");
+    /* a sum folded in phase 0 (RMSNorm's mean) as a vector fold too: a float sum in order is
+     * one dependent add per element, which GCC does not reorder on its own */
+    char unroll[40];
+    snprintf(unroll, sizeof unroll, "#pragma GCC unroll %d\n", vals[1]);
+    const char *fold = cb.red >= 0 && cb.red_kind != KF_CHAIN_RED_AMAX
+                           ? "#pragma omp simd reduction(+ : acc)\n" : unroll;
     if (cb.tail >= 0) /* a vector fold (GCC takes one pragma before a loop: unroll is not used) */
         kf_strbuf_printf(&b, "%s", kf_chain_tail_simd(&cb));
     else
-        kf_strbuf_printf(&b, "#pragma GCC unroll %d\n", vals[1]);
+        kf_strbuf_printf(&b, "%s", fold);
     for (int p = 0; cb.cat >= 0 && p < cb.n_parts; p++) { /* a loop per part of the cat */
-        if (p) kf_strbuf_printf(&b, "#pragma GCC unroll %d\n", vals[1]);
+        if (p) kf_strbuf_printf(&b, "%s", fold);
         kf_strbuf_printf(&b, "        for (long long c = %lldLL; c < %lldLL; c++) {\n",
                          (long long)cb.part_off[p], (long long)(cb.part_off[p] + cb.part_len[p]));
         kf_chain_emit_phase_part(&b, &cb, p, 0, "            ");

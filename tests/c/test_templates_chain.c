@@ -249,6 +249,9 @@ static void run_case(const ccase *c)
         }
         if (!CHECK(kf_source_check_backend(src, "host", err, sizeof err))) printf("     %s: %s\n", c->label, err);
         if (combo == 0 && getenv("KF_TEST_CHAIN_SHOW")) printf("--- %s ---\n%s\n", c->label, src);
+        kf_chain_bind hb; /* a folded sum is a vector fold, not one dependent add per element */
+        if (kf_chain_bind_sig(s, &hb, NULL, 0) && hb.red >= 0 && hb.red_kind != KF_CHAIN_RED_AMAX)
+            CHECK(strstr(src, "#pragma omp simd reduction(+ : acc)") != NULL);
         if (!CHECK_EQ_INT(kf_launch_parse(lj, &l, err, sizeof err), KF_OK)) goto next;
         kf_status st = cc.compile(cc.self, src, &l, NULL, &blob, &len, &log);
         if (!CHECK_EQ_INT(st, KF_OK) || (log && !CHECK(!strstr(log, "warning")))) {
