@@ -5,12 +5,14 @@
  * one unit of work, its base offsets computed once through the outer dims, the inner loop a
  * stride per operand (compile-time constants, so that a stride-1 loop vectorizes).
  * Knobs: omp = units over OpenMP threads (0 off, 1 static, 2 dynamic; off below 32768 elements
- * or with one unit); unroll = the inner loop's
- * `#pragma GCC unroll`; chunk = elements per unit. */
+ * or with one unit); unroll = the inner loop's `#pragma GCC unroll`; chunk = elements per unit;
+ * math = 1: in float compute, exp (silu, sigmoid, elu, softplus, ...) is host_math.h's
+ * vectorizable one, as host_chain's (libm's expf is a call per element), 0: libm. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "forge/templates/bodies.h"
 #include "forge/templates/pointwise_ops.h"
 #include "forge/templates/template.h"
 
@@ -18,6 +20,7 @@ static const kf_knob_def knobs[] = {
     {"omp", 3, {1, 0, 2}},
     {"unroll", 3, {1, 4, 8}},
     {"chunk", 2, {16384, 2048}},
+    {"math", 2, {1, 0}},
 };
 #define NKNOBS ((int)(sizeof knobs / sizeof knobs[0]))
 
@@ -55,6 +58,7 @@ static kf_status render(const kf_job_sig *sig, const int *knob_idx, char **sourc
 
     kf_strbuf b = {0};
     kf_template_host_prologue(&b, t, sig, vals);
+    if (vals[3] && pb.ct == KF_F32) kf_strbuf_printf(&b, "#define KF_FAST_EXPF 1\n%s", kf_body_host_math_h);
     kf_pw_emit_element(&b, &pb, 0);
     kf_strbuf_printf(&b, "\n#define KF_N %lldLL\n#define KF_D0 %lldLL\n#define KF_ROWS %lldLL\n"
                          "#define KF_CH %lldLL\n#define KF_NCH %lldLL\n",
