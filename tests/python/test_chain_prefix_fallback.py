@@ -9,19 +9,7 @@ float32 before a norm, and before a silu: Qwen 3.5's)."""
 import json
 
 from conftest import run_python
-from fixtures.chain_warmup import GEMMA_RMSNORM, SERVE_TAIL, served_by_row, warm_chains
-
-# three blocks of the Block class before it, in bf16, and run(n): n forwards
-BLOCKS = """
-torch.manual_seed(0)
-model = torch.nn.Sequential(*[Block(256) for _ in range(3)]).to(torch.bfloat16)
-x = torch.randn(8, 32, 256).to(torch.bfloat16)
-def run(n):
-    with torch.inference_mode():
-        for _ in range(n):
-            y = model(x)
-    return y
-"""
+from fixtures.chain_warmup import GEMMA_RMSNORM, SERVE_TAIL, THREE_BLOCKS, served_by_row, warm_chains
 
 MODEL = "import torch\n" + GEMMA_RMSNORM + """
 class Block(torch.nn.Module):
@@ -33,7 +21,7 @@ class Block(torch.nn.Module):
     def forward(self, x):
         h = self.n1(self.lin(x)) * self.scale
         return self.lin2(self.n2(h))
-""" + BLOCKS
+""" + THREE_BLOCKS
 
 SERVE = MODEL + SERVE_TAIL
 
@@ -65,7 +53,7 @@ class Block(torch.nn.Module):
     def forward(self, x):
         h = self.lin3(self.n1(self.lin(x)))
         return h + F.silu(self.lin2(x).float()).type_as(x)
-""" + BLOCKS
+""" + THREE_BLOCKS
 
 SILU = "chain: _to_copy -> silu -> _to_copy"
 

@@ -10,7 +10,7 @@ drop and runs eager."""
 import json
 
 from conftest import run_python
-from fixtures.chain_warmup import HF_RMSNORM, SERVE_TAIL, served_by_row, warm_chains
+from fixtures.chain_warmup import HF_RMSNORM, SERVE_TAIL, THREE_BLOCKS, served_by_row, warm_chains
 
 MODEL = "import torch\n" + HF_RMSNORM + """
 class Block(torch.nn.Module):
@@ -20,15 +20,7 @@ class Block(torch.nn.Module):
         self.lin = torch.nn.Linear(d, d)
     def forward(self, x):
         return x + self.lin(self.norm(x))
-torch.manual_seed(0)
-model = torch.nn.Sequential(*[Block(256) for _ in range(3)]).eval().to(torch.bfloat16)
-x = torch.randn(8, 32, 256).to(torch.bfloat16)
-def run(n):
-    with torch.inference_mode():
-        for _ in range(n):
-            y = model(x)
-    return y
-"""
+""" + THREE_BLOCKS
 
 WARM = MODEL + "run(20)\n"
 
