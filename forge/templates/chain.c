@@ -262,6 +262,60 @@ static int col_phases(kf_chain_bind *b, char *why, size_t cap)
     return 1;
 }
 
+/* Whether strides st walk full[] in row-major order (size-1 dims aside). */
+static int row_major(const int64_t *st, const int64_t *full, int nd)
+{
+    int64_t want = 1;
+    for (int d = nd - 1; d >= 0; d--) {
+        if (full[d] != 1 && st[d] != want) return 0;
+        want *= full[d];
+    }
+    return 1;
+}
+
+static void permute(int64_t *v, const int *perm, int nd)
+{
+    int64_t t[KF_MAX_DIMS];
+    for (int d = 0; d < nd; d++) t[d] = v[perm[d]];
+    memcpy(v, t, (size_t)nd * sizeof *v);
+}
+
+/* A chain of pointwise members walks F's dims in the memory order of F's tensor (a channels_last
+ * [N, C, H, W] as N, H, W, C): rows of the logical last dim would stride across memory, every
+ * thread of a warp touching another cache line. Outputs row-major in that order are stored as
+ * r * KF_C + c; the others through their strides. */
+static void memory_order(kf_chain_bind *b, const kf_job_tensor *F)
+{
+    const int nd = b->nd;
+    if (nd < 2 || F->ndim != nd || b->red >= 0 || b->tail >= 0 || b->cat >= 0) return;
+    for (int k = 0; k < b->n; k++)
+        if (b->col[k]) return;
+    int perm[KF_MAX_DIMS], moved = 0;
+    for (int d = 0; d < nd; d++) perm[d] = d;
+    /* stable: by stride, largest first; a size-1 dim (any stride) outermost */
+    for (int i = 1; i < nd; i++)
+        for (int j = i; j > 0; j--) {
+            const int a = perm[j - 1], c = perm[j];
+            const int64_t ka = F->sizes[a] == 1 ? INT64_MAX : F->strides[a];
+            const int64_t kc = F->sizes[c] == 1 ? INT64_MAX : F->strides[c];
+            if (kc <= ka) break;
+            perm[j - 1] = c, perm[j] = a, moved = 1;
+        }
+    if (!moved) return;
+    int64_t logical[KF_MAX_DIMS], want = 1; /* a dense output's strides on F's dims */
+    for (int d = nd - 1; d >= 0; d--) logical[d] = want, want *= b->full[d];
+    for (int k = 0; k < b->n; k++) {
+        if (!b->ostrided[k]) memcpy(b->ost[k], logical, sizeof logical);
+        permute(b->ost[k], perm, nd);
+    }
+    for (int i = 0; i < KF_JOB_MAX_TENSORS; i++) permute(b->st[i], perm, nd);
+    permute(b->full, perm, nd);
+    for (int k = 0; k < b->n; k++) b->ostrided[k] = !row_major(b->ost[k], b->full, nd);
+    b->C = b->full[nd - 1];
+    b->R = 1;
+    for (int d = 0; d + 1 < nd; d++) b->R *= b->full[d];
+}
+
 int kf_chain_bind_sig(const kf_job_sig *sig, kf_chain_bind *b, char *why, size_t cap)
 {
     if (!sig || !b) return why_(why, cap, "no signature");
@@ -298,8 +352,8 @@ int kf_chain_bind_sig(const kf_job_sig *sig, kf_chain_bind *b, char *why, size_t
     for (int k = 0; k < b->n; k++) {
         const kf_job_sig *m = &ch->m[k].sig;
         const kf_job_tensor *y = &sig->out[k];
-        if (!kf_job_tensor_contiguous(y)) {
-            if (y->ndim != b->nd || sig->out_alias[k])
+        if (!kf_job_tensor_contiguous(y)) { /* written in place: dense in memory_order's walk */
+            if (y->ndim != b->nd)
                 return why_(why, cap, "member %d (%s): its output is not contiguous", k, m->op);
             b->ostrided[k] = 1;
             memcpy(b->ost[k], y->strides, sizeof b->ost[k]);
@@ -411,6 +465,10 @@ int kf_chain_bind_sig(const kf_job_sig *sig, kf_chain_bind *b, char *why, size_t
             b->st[i][d] = s == 1 ? 0 : t->strides[d - off];
         }
     }
+    memory_order(b, &sig->out[widest]);
+    for (int k = 0; k < b->n; k++)
+        if (b->ostrided[k] && sig->out_alias[k])
+            return why_(why, cap, "member %d (%s): its output is not contiguous", k, ch->m[k].sig.op);
     return 1;
 }
 

@@ -724,6 +724,36 @@ static void gem_ref(int64_t R, int64_t C, double *const *in, double **out)
     }
 }
 
+/* ConvNeXt's layer scale on channels_last bf16 [2, 16, 3, 4]: x * gamma[1, 16, 1, 1] -> + shortcut.
+ * The kernel walks memory order (rows of the 16 channels), so buffers and the reference are in
+ * that order: element e's channel is e % 16. */
+#define CL(dt) "{\"dtype\": \"" dt "\", \"sizes\": [2, 16, 3, 4], \"strides\": [192, 1, 64, 16]"
+static const char cl_json[] =
+    "\"inputs\": [" CL("bf16") ", \"align\": 16}, {\"dtype\": \"bf16\", \"sizes\": [1, 16, 1, 1], "
+    "\"strides\": [16, 1, 1, 1], \"align\": 16}, " CL("bf16") ", \"align\": 16}], "
+    "\"outputs\": [" CL("bf16") ", \"alias\": -1}, " CL("bf16") ", \"alias\": -1}], "
+    "\"scalars\": [{\"name\": \"m1.alpha\", \"kind\": \"i\", \"value\": 1}], "
+    "\"chain\": {\"version\": 1, \"n_head_inputs\": 2, \"n_ext\": 1, \"members\": ["
+    "{\"op\": \"aten::mul.Tensor\", \"inputs\": [[\"head\", 0], [\"head\", 1]]}, "
+    "{\"op\": \"aten::add.Tensor\", \"inputs\": [[\"member\", 0, 0], [\"ext\", 0]]}]}";
+
+/* the in-place head on channels_last f32: x.add_(y) -> relu (the head's output is x) */
+static const char clinpl_json[] =
+    "\"inputs\": [" CL("f32") ", \"align\": 16}, " CL("f32") ", \"align\": 16}], "
+    "\"outputs\": [" CL("f32") ", \"alias\": 0}, " CL("f32") ", \"alias\": -1}], "
+    "\"scalars\": [{\"name\": \"m0.alpha\", \"kind\": \"i\", \"value\": 1}], "
+    "\"chain\": {\"version\": 1, \"n_head_inputs\": 2, \"n_ext\": 0, \"members\": ["
+    "{\"op\": \"aten::add_.Tensor\", \"inputs\": [[\"head\", 0], [\"head\", 1]]}, "
+    "{\"op\": \"aten::relu\", \"inputs\": [[\"member\", 0, 0]]}]}";
+
+static void cl_ref(int64_t R, int64_t C, double *const *in, double **out)
+{
+    for (int64_t e = 0; e < R * C; e++) {
+        out[0][e] = store_as(KF_BF16, (float)(in[0][e] * in[1][e % C]));
+        out[1][e] = store_as(KF_BF16, (float)(out[0][e] + in[2][e]));
+    }
+}
+
 static const ccase cases[] = {
     {"gemma rmsnorm bf16 with its weight's cast", gem_json, gem_ref, 6, 40, KF_BF16, 8e-3, 1},
     {"add->cast->softmax->cast bf16", smc_json, smc_ref, 6, 40, KF_BF16, 8e-3, 1},
@@ -738,6 +768,8 @@ static const ccase cases[] = {
     {"rotary: mul, neg, cat, mul, add f32", rot_json, rot_ref, 12, 16, KF_F32, 1e-6, 0},
     {"add_->relu in place", inpl_json, inpl_ref, 5, 12, KF_F32, 0, 1},
     {"amax->sub->exp", amax_json, amax_ref, 7, 33, KF_F32, 1e-6, 0},
+    {"channels_last mul->add bf16", cl_json, cl_ref, 24, 16, KF_BF16, 8e-3, 1},
+    {"channels_last add_->relu in place", clinpl_json, inpl_ref, 24, 16, KF_F32, 0, 1},
 };
 
 /* ---- refusals ---- */
@@ -862,6 +894,41 @@ static void test_pack_refusals(void)
     }
 }
 
+/* a chain of pointwise members walks memory order: channels_last [2, 16, 3, 4] as rows of its 16
+ * channels (not rows of W = 4, 16 elements apart); an output dense in logical order is then
+ * stored through its strides */
+static void test_memory_order(void)
+{
+    char *text = job_text(cl_json, 3, 2), err[512] = "", *src = NULL, *lj = NULL;
+    kf_job *job = load(text, err, sizeof err);
+    kf_chain_bind cb;
+    int idx[8] = {0};
+    if (!CHECK(job != NULL) || !CHECK(kf_chain_bind_sig(&job->sig, &cb, err, sizeof err))) {
+        printf("     memory order: %s\n", err);
+        goto out;
+    }
+    CHECK_EQ_INT(cb.C, 16);
+    CHECK_EQ_INT(cb.R, 24);
+    CHECK(!cb.ostrided[0] && !cb.ostrided[1]);
+    if (CHECK_EQ_INT(cuda_t->render(&job->sig, idx, &src, &lj, err, sizeof err), KF_OK))
+        CHECK(strstr(src, "#define KF_C 16LL") && strstr(src, "KF_VW"));
+    kf_job_free(job);
+    free(text);
+    char *fields = swap(cl_json, "-1}, " CL("bf16") ", \"alias\": -1}]",
+                        "-1}, {\"dtype\": \"bf16\", \"sizes\": [2, 16, 3, 4], \"strides\": [192, 12, 4, 1], "
+                        "\"alias\": -1}]");
+    text = job_text(fields, 3, 2);
+    free(fields);
+    job = load(text, err, sizeof err);
+    if (CHECK(job != NULL) && CHECK(kf_chain_bind_sig(&job->sig, &cb, err, sizeof err))) {
+        CHECK(!cb.ostrided[0] && cb.ostrided[1]);
+        CHECK_EQ_INT(cb.ost[1][3], 12); /* the channel dim, innermost now */
+    }
+out:
+    kf_job_free(job);
+    free(text), free(src), free(lj);
+}
+
 int main(void)
 {
     for (int i = 0; kf_builtin_templates[i]; i++) {
@@ -884,6 +951,7 @@ int main(void)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_case(&cases[i]);
     test_refusals();
     test_pack_refusals();
+    test_memory_order();
     if (nvcc_tu) nvcc_ptx_compile(nvcc_tu, tu, nvcc_n);
     if (have_nv) nv.destroy(nv.self);
     cc.destroy(cc.self);
