@@ -151,6 +151,19 @@ def bytes_moved(info: dict, args: dict) -> int:
     return _tensor_bytes(info, args, True)
 
 
+def first_output_bytes(info: dict, args: dict) -> int:
+    """The bytes of a call's first output (an in-place op's: its destination), what a later
+    call reading it reads."""
+    outs = info["outputs"] or []
+    if not outs:
+        return 0
+    o = outs[0]
+    if o["alias_arg"] >= 0:
+        a = args["args"][o["alias_arg"]]
+        return _prod(a["sizes"]) * _itemsize(a["dtype"])
+    return _prod(o["sizes"]) * _itemsize(_native.dtype_name(o["dtype"]))
+
+
 def footprint_bytes(info: dict, args: dict) -> int:
     """bytes_moved with a gather's source whole: what a copy of a call's tensors takes (a captured
     embedding call holds its table)."""

@@ -153,6 +153,37 @@ def priority(row: dict, bandwidth_gbs: float | None) -> float:
     return row["time_ms"] * max(0.0, 1.0 - best_us / eager_us)
 
 
+def workload_device(rows: list[dict]) -> str | None:
+    """The device of the hottest tunable row: one device per workload in practice. A GPU model's
+    script also runs CPU ops (building the model, its random weights), and the host's copy
+    bandwidth (the caches' on a big host) would rank the GPU's rows against the wrong roofline."""
+    hot = max((r for r in rows if r["intercepted"] and r.get("bytes_moved")
+               and not r.get("untunable")), key=lambda r: r["time_ms"], default=None)
+    return hot["device"] if hot else None
+
+
+def chain_priority(chain: dict, rows_by_key: dict, bandwidth_gbs: float | None) -> float:
+    """priority() for a chain (chain_candidates' row): its members' time x the headroom of one
+    kernel that moves the members' bytes less their reads of earlier members' outputs (it holds
+    those in registers; it still writes every member's output). A chain of ops that each run at
+    copy speed has little: a layer scale then a residual add saves one read of five. Without
+    every member's bytes: its time, as before bytes were known."""
+    keys, eager_us = chain["keys"], chain.get("eager_us") or 0.0
+    members = [rows_by_key.get(k) for k in keys]
+    if (not bandwidth_gbs or eager_us <= 0 or len(members) != len(chain["spec"]["members"])
+            or any(m is None or not m.get("bytes_moved") or m.get("out0_bytes") is None
+                   for m in members)):
+        return chain["time_ms"]
+    nbytes = sum(m["bytes_moved"] for m in members)
+    for spec_m in chain["spec"]["members"]:
+        for ref in spec_m["inputs"]:
+            if ref[0] == "member":
+                nbytes -= members[ref[1]]["out0_bytes"]
+    best_us = max(LAUNCH_FLOOR_US.get(members[0].get("device", "").split(":")[0], 0.0),
+                  max(nbytes, 0) / (bandwidth_gbs * 1e3))
+    return chain["time_ms"] * max(0.0, 1.0 - best_us / eager_us)
+
+
 # A shape served by a family kernel gets a job of its own only when the family kernel's time
 # there is more than this many times the roofline time of the bytes it moves (README, "Shape
 # families"): near the roofline a kernel of its own could not win much.
@@ -259,25 +290,28 @@ def snapshot(rows: list[dict]) -> dict:
     return {r["key"]: (r["calls"], r.get("served", 0)) for r in rows if r["intercepted"]}
 
 
+_BYTES = ("bytes_moved", "footprint_bytes", "out0_bytes")
+
+
 def add_bytes_moved(rows: list[dict], cache: dict | None = None) -> None:
-    """Fill row["bytes_moved"] and row["footprint_bytes"] (_jobs) for the intercepted, servable
-    rows (others are never tuned); `cache` (key -> both, None: unknown) spares the online tuner's
-    looks the same question."""
+    """Fill row["bytes_moved"], row["footprint_bytes"] and row["out0_bytes"] (_jobs) for the
+    intercepted, servable rows (others are never tuned); `cache` (key -> the three, None:
+    unknown) spares the online tuner's looks the same question."""
     for r in rows:
         if r["intercepted"] and r["servable"]:
             if cache is not None and r["key"] in cache:
                 if cache[r["key"]] is not None:
-                    r["bytes_moved"], r["footprint_bytes"] = cache[r["key"]]
+                    r.update(zip(_BYTES, cache[r["key"]]))
                 continue
             try:
                 d = _jobs.describe(r["key"])
                 r["bytes_moved"] = _jobs.bytes_moved(*d)
                 r["footprint_bytes"] = _jobs.footprint_bytes(*d)
+                r["out0_bytes"] = _jobs.first_output_bytes(*d)
             except KernelForgeError:
                 pass
             if cache is not None:
-                cache[r["key"]] = ((r["bytes_moved"], r["footprint_bytes"]) if "bytes_moved" in r
-                                   else None)
+                cache[r["key"]] = (tuple(r[k] for k in _BYTES) if "bytes_moved" in r else None)
 
 
 def memory_shortfall(row: dict, captures: int) -> str | None:
@@ -506,15 +540,15 @@ class OnlineTuner(threading.Thread):
                     self._looked(t_look)
                     continue  # nothing hot: no measurement on the device at all
                 add_bytes_moved(rows, nbytes)
-                device = next((r["device"] for r in rows if r["intercepted"]), "cpu")
+                device = workload_device(rows) or "cpu"  # "cuda:0"
                 with _jobs.bypass():
-                    bw = _jobs.copy_bandwidth_gbs(
-                        torch.device("cuda") if device == "cuda" else torch.device("cpu"), 1 << 26)
+                    bw = _jobs.copy_bandwidth_gbs(torch.device(device), 1 << 26)
                 cands = hot_candidates(rows, self.cfg["min_calls"], self.cfg["min_share"],
                                        skip, bw)
-                if chains:  # one priority order: a chain ranks by its members' time
+                if chains:  # one priority order
                     prio = {id(r): priority(r, bw) for r in cands}
-                    prio.update({id(c): c["time_ms"] for c in chains})
+                    by_key = {r["key"]: r for r in rows}
+                    prio.update({id(c): chain_priority(c, by_key, bw) for c in chains})
                     cands = sorted(cands + chains, key=lambda r: -prio[id(r)])
                 with self.lock:
                     for r in cands:

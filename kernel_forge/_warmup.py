@@ -441,8 +441,7 @@ def make_plan(rec: dict, opts: dict) -> dict:
     from . import _tuner
 
     rows, setup = _tuner.steady_rows(rec["rows"], rec.get("window"))
-    # one device per workload in practice: the bandwidth of the hottest rows' device
-    bw = next(iter(rec["bandwidth_gbs"].values()), None)
+    bw = rec["bandwidth_gbs"].get(_tuner.workload_device(rows))
     wanted = {o if "::" in o else f"aten::{o}" for o in opts["ops"]}
     min_share = opts["min_share"]
     cands = _tuner.hot_candidates(rows, opts["min_calls"], min_share, set(), bw)
@@ -469,7 +468,8 @@ def make_plan(rec: dict, opts: dict) -> dict:
     # signatures and chains in one priority order, for writing jobs and for searching: a hot
     # chain must not wait behind every op row for the budget
     prio = {id(r): _tuner.priority(r, bw) for r in cands}
-    prio.update({id(c): c["time_ms"] for c in chain_cands})
+    by_key = {r["key"]: r for r in rows}
+    prio.update({id(c): _tuner.chain_priority(c, by_key, bw) for c in chain_cands})
     out["prio"] = prio
     out["plan"] = {"captures": opts["captures"], "search": search,
                    "jobs": [{"key": r["key"], "signature": r["signature"], "prio": prio[id(r)]}

@@ -4,7 +4,7 @@ import json
 import pytest
 
 from conftest import run_python
-from kernel_forge import _tuner
+from kernel_forge import _tuner, _warmup
 
 # A model built and prepared the way users do it: heavy one-time work outside any forward
 # (casting every weight there and back, a large tensor add repeated while "loading"), then
@@ -127,6 +127,51 @@ def test_launch_bound_ops_rank_below_ops_with_room_to_gain():
     assert _tuner.priority(tiny, bw) == pytest.approx(10.0 * (1 - 2.5 / 3.8))
     # on the host the floor is small: the same row keeps nearly all of its time
     assert _tuner.priority(dict(tiny, device="cpu"), bw) > 9.0
+
+
+def test_a_gpu_workload_ranks_against_the_gpu_bandwidth_not_the_hosts():
+    # a GPU model's script runs CPU ops too (building it): the recording measures both devices'
+    # copy bandwidth, and the ranking takes its hottest rows' device's, whichever came first
+    def row(key, device, time_ms, eager_us, nbytes):
+        return {"key": key, "op": f"aten::{key}", "signature": key, "device": device,
+                "intercepted": True, "servable": True, "has_kernel": False, "untunable": None,
+                "calls": 10, "time_ms": time_ms, "eager_us": eager_us, "bytes_moved": nbytes}
+    rows = [row("normal_", "cpu", 0.5, 100.0, 1_000_000),
+            row("native_layer_norm", "cuda:0", 6.2, 71.8, 38_500_000),
+            row("add", "cuda:0", 2.0, 19.2, 19_300_000)]
+    for order in (("cpu", "cuda:0"), ("cuda:0", "cpu")):
+        bws = {"cpu": 450.0, "cuda:0": 4000.0}
+        rec = {"rows": [dict(r) for r in rows], "bandwidth_gbs": {d: bws[d] for d in order},
+               "window": None, "chains": []}
+        opts = {"iterations": 5, "seed": 1, "margin": 0.03, "proposer": "builtin",
+                "cache_dir": "/nonexistent", "ops": [], "min_share": 0.01, "min_calls": 1,
+                "max_jobs": 0, "chains": True, "max_chains": 0, "captures": 1}
+        p = _warmup.make_plan(rec, opts)
+        assert p["bw"] == 4000.0
+        ranked = sorted(p["cands"], key=lambda r: -p["prio"][id(r)])
+        assert [r["key"] for r in ranked] == ["native_layer_norm", "add", "normal_"], order
+    assert _tuner.workload_device(rows) == "cuda:0"
+
+
+def test_a_chain_ranks_by_the_headroom_of_its_fused_bytes():
+    # ConvNeXt's layer scale then residual add, each at copy speed: one kernel saves one read of
+    # the five (the scaled tensor); an RMSNorm's eight members at 5% of copy speed save most
+    mb = 64 << 20
+    rows = {"mul": {"device": "cuda:0", "bytes_moved": 2 * mb + 1024, "out0_bytes": mb},
+            "add": {"device": "cuda:0", "bytes_moved": 3 * mb, "out0_bytes": mb}}
+    spec = {"members": [{"op": "aten::mul.Tensor", "inputs": [["head", 0], ["head", 1]]},
+                        {"op": "aten::add.Tensor", "inputs": [["member", 0, 0], ["ext", 0]]}]}
+    bw = 4000.0
+    copy_us = mb / (bw * 1e3)
+    scale = {"keys": ["mul", "add"], "spec": spec, "time_ms": 10.0, "eager_us": 5.1 * copy_us}
+    fused_us = (4 * mb + 1024) / (bw * 1e3)
+    assert _tuner.chain_priority(scale, rows, bw) == pytest.approx(10.0 * (1 - fused_us / (5.1 * copy_us)))
+    assert _tuner.chain_priority(scale, rows, bw) < 2.5
+    slow = dict(scale, eager_us=100 * copy_us)
+    assert _tuner.chain_priority(slow, rows, bw) > 9.0
+    # a member's bytes unknown: its time, as before
+    assert _tuner.chain_priority(scale, {"mul": rows["mul"]}, bw) == 10.0
+    assert _tuner.chain_priority(scale, rows, None) == 10.0
 
 
 def test_calls_a_chain_kernel_served_are_not_ranked_again():

@@ -276,6 +276,12 @@ def test_roofline_bytes_are_what_the_op_must_move():
     assert moved("aten::index_select", x, 0, idx) == 3 * 8 + 2 * (3 * 48 * 4)
     g = torch.randint(0, 48, (64, 2))
     assert moved("aten::gather", x, 1, g) == 128 * 8 + 2 * (128 * 4)
+    # what a later call reading the first output reads (a chain's member): an in-place op's
+    # is its destination
+    first = lambda op, *a: _jobs.first_output_bytes(*_jobs.describe(kf.signature_key(op, *a)))  # noqa: E731
+    assert first("aten::add.Tensor", x, b16) == 4 * n
+    assert first("aten::add_.Tensor", b16, x) == 2 * n
+    assert first("aten::native_layer_norm", x, [48], None, None, 1e-5) == 4 * n
 
 
 def test_tune_without_template_says_so():
