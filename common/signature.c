@@ -69,6 +69,34 @@ void kf_sig_begin(kf_sig *s, const char *op)
     raw(s, op, n);
 }
 
+void kf_sig_head_make(kf_sig_head *h, const char *op)
+{
+    memset(h, 0, sizeof *h);
+    h->op = op;
+    size_t n = strlen(op);
+    if (n + 1 > KF_SIG_HEAD_MAX) return;
+    h->bytes[0] = (uint8_t)n;
+    memcpy(h->bytes + 1, op, n);
+    h->len = (uint32_t)(n + 1);
+}
+
+void kf_sig_begin_head(kf_sig *s, const kf_sig_head *h)
+{
+    if (!h->len) {
+        kf_sig_begin(s, h->op);
+        return;
+    }
+    s->flags = 0;
+    s->n_tensors = 0;
+    s->device_type = KF_DEV_CPU;
+    s->device_index = 0;
+    s->device_known = 0;
+    s->type_fixed = 0;
+    _Static_assert(KF_SIG_HEAD_MAX <= KF_SIG_MAX_BYTES, "a head fits any signature");
+    memcpy(s->buf, h->bytes, KF_SIG_HEAD_MAX);
+    s->len = h->len;
+}
+
 static uint8_t align_log2(const void *p)
 {
     uintptr_t a = (uintptr_t)p;

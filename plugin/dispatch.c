@@ -29,7 +29,11 @@ void kf_dispatch_begin(kf_runtime *rt, const kf_sig *sig, kf_call *c)
     c->gpu_token = -1;
     if (sig->device_type == KF_DEV_CUDA && atomic_load_explicit(&rt->cuda_pending, memory_order_relaxed))
         kf_cachelink_attach_cuda(rt);
-    atomic_fetch_add_explicit(&rt->total_calls, 1, memory_order_relaxed);
+    /* not a locked add (a third of this function's time): the online tuner reads only whether
+     * the count moved, and a lost increment between threads leaves it moved all the same */
+    atomic_store_explicit(&rt->total_calls,
+                          atomic_load_explicit(&rt->total_calls, memory_order_relaxed) + 1,
+                          memory_order_relaxed);
     uint64_t h = kf_sig_hash(sig->buf, sig->len);
     kf_slot *s = kf_sigtable_get(rt->sigs, h, sig->buf, sig->len, sig->flags, sig->device_type,
                                  sig->device_index);
@@ -104,7 +108,7 @@ void kf_dispatch_end(kf_runtime *rt, kf_call *c, int served, void *stream)
 {
     kf_slot *s = c->slot;
     if (!s) return;
-    atomic_fetch_add_explicit(served ? &s->served : &s->fallback, 1, memory_order_relaxed);
+    if (served) atomic_fetch_add_explicit(&s->served, 1, memory_order_relaxed);
     if (!c->time_it) return;
     if (s->device_type == KF_DEV_CUDA) {
         kf_gpu_timer_stop(rt->gtimer, c->gpu_token, stream);
@@ -173,7 +177,6 @@ void kf_dispatch_recount_eager(kf_call *c)
 {
     if (!c->slot) return;
     atomic_fetch_sub_explicit(&c->slot->served, 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&c->slot->fallback, 1, memory_order_relaxed);
 }
 
 void kf_dispatch_reject(kf_runtime *rt, kf_call *c, const char *reason)
@@ -264,7 +267,6 @@ void kf_dispatch_observed(kf_runtime *rt, const char *name, uint64_t ns, uint64_
         return;
     }
     atomic_fetch_add_explicit(&s->calls, weight, memory_order_relaxed);
-    atomic_fetch_add_explicit(&s->fallback, weight, memory_order_relaxed);
     if (atomic_fetch_add_explicit(&s->fb_timed, 1, memory_order_relaxed) == 0)
         atomic_store_explicit(&s->fb_first_ns, ns, memory_order_relaxed);
     atomic_fetch_add_explicit(&s->fb_time_ns, ns, memory_order_relaxed);

@@ -41,7 +41,7 @@ struct kf_runtime {
     kf_op_info ops[KF_MAX_OPS];
     kf_kernel *retired;
     _Atomic uint64_t dropped;  /* calls not recorded: no slot of their set could be recycled */
-    _Atomic uint64_t total_calls; /* every intercepted call (kf_total_calls) */
+    _Atomic uint64_t total_calls; /* moves on every intercepted call (kf_total_calls; racy) */
     _Atomic int observer_on;   /* set by torch_ext when its op observer is installed */
     _Atomic int probes;        /* signature probes under way (any thread): calls look at t_probe */
     void *ext;                 /* torch_ext's registrations (C++), owned by torch_ext */

@@ -156,7 +156,7 @@ double kf_slot_per_call_ns(_Atomic uint64_t *sum, _Atomic uint64_t *n, _Atomic u
 
 double kf_slot_estimated_ns(kf_slot *s)
 {
-    uint64_t fb = atomic_load(&s->fallback), sv = atomic_load(&s->served);
+    uint64_t fb = kf_slot_fallback(s), sv = atomic_load(&s->served);
     double fbn = kf_slot_per_call_ns(&s->fb_time_ns, &s->fb_timed, &s->fb_first_ns);
     double svn = kf_slot_per_call_ns(&s->sv_time_ns, &s->sv_timed, &s->sv_first_ns);
     return (fbn > 0 ? fbn * (double)fb : 0) + (svn > 0 ? svn * (double)sv : 0);
@@ -172,12 +172,12 @@ static void recycle(kf_sigtable *t, kf_slot *s)
         atomic_fetch_add(&t->ev[d].rows, 1);
         atomic_fetch_add(&t->ev[d].calls, calls);
         atomic_fetch_add(&t->ev[d].served, atomic_load(&s->served));
-        atomic_fetch_add(&t->ev[d].fallback, atomic_load(&s->fallback));
+        atomic_fetch_add(&t->ev[d].fallback, kf_slot_fallback(s));
         atomic_fetch_add(&t->ev[d].time_ns, (uint64_t)kf_slot_estimated_ns(s));
     }
     free(atomic_load(&s->outs));
     atomic_store(&s->outs, NULL);
-    _Atomic uint64_t *zero[] = {&s->calls, &s->served, &s->fallback, &s->fb_timed, &s->fb_time_ns,
+    _Atomic uint64_t *zero[] = {&s->calls, &s->served, &s->fb_timed, &s->fb_time_ns,
                                 &s->sv_timed, &s->sv_time_ns, &s->fb_first_ns, &s->sv_first_ns,
                                 &s->fb_min_ns, &s->sv_min_ns, &s->clock_calls, &s->guard_n};
     for (size_t i = 0; i < sizeof zero / sizeof zero[0]; i++) atomic_store(zero[i], 0);

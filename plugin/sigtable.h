@@ -49,7 +49,8 @@ typedef struct kf_slot {
     uint32_t len, flags;   /* flags: KF_SIG_* | KF_SLOT_* */
     int device_type, device_index;
     uint8_t *key;
-    _Atomic uint64_t calls, served, fallback;
+    /* fallback (ran eager) is calls - served (kf_slot_fallback): one atomic add less per call */
+    _Atomic uint64_t calls, served;
     _Atomic uint64_t fb_timed, fb_time_ns; /* sampled eager time */
     _Atomic uint64_t sv_timed, sv_time_ns; /* sampled served time */
     /* The first sample of each, also in the sums: left out of the per-call estimate once there
@@ -110,6 +111,14 @@ void kf_sigtable_reset_evicted(kf_sigtable *t);
 /* Mean sampled ns per call, without the first sample once there are others (see above); -1
  * without samples. And a slot's estimated total time: sampled means times the call counts. */
 double kf_slot_per_call_ns(_Atomic uint64_t *sum, _Atomic uint64_t *n, _Atomic uint64_t *first);
+/* Calls that ran eager (or are running, or raised): those not served. */
+static inline uint64_t kf_slot_fallback(kf_slot *s)
+{
+    uint64_t c = atomic_load_explicit(&s->calls, memory_order_relaxed);
+    uint64_t v = atomic_load_explicit(&s->served, memory_order_relaxed);
+    return c > v ? c - v : 0;
+}
+
 double kf_slot_estimated_ns(kf_slot *s);
 
 /* Publish the output layout once; later calls leave the first one in place. */

@@ -64,7 +64,7 @@ static void add_row(kf_slot *s, void *user)
     cJSON_AddStringToObject(r, "key", key);
     cJSON_AddNumberToObject(r, "calls", (double)atomic_load(&s->calls));
     cJSON_AddNumberToObject(r, "served", (double)atomic_load(&s->served));
-    cJSON_AddNumberToObject(r, "fallback", (double)atomic_load(&s->fallback));
+    cJSON_AddNumberToObject(r, "fallback", (double)kf_slot_fallback(s));
     cJSON_AddNumberToObject(r, "time_ms", estimated_ms(s));
     cJSON_AddNumberToObject(r, "eager_us", per_call_us(&s->fb_time_ns, &s->fb_timed, &s->fb_first_ns));
     cJSON_AddNumberToObject(r, "served_us", per_call_us(&s->sv_time_ns, &s->sv_timed, &s->sv_first_ns));
@@ -144,7 +144,6 @@ static void zero_slot(kf_slot *s, void *user)
     (void)user;
     atomic_store(&s->calls, 0);
     atomic_store(&s->served, 0);
-    atomic_store(&s->fallback, 0);
     atomic_store(&s->fb_timed, 0);
     atomic_store(&s->fb_time_ns, 0);
     atomic_store(&s->sv_timed, 0);

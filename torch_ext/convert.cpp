@@ -179,7 +179,7 @@ void sig_tensor_arg(kf_sig* sig, const at::Tensor& t) {
 bool build_signature(const OpSchemaInfo& info, int call_device, const torch::jit::Stack& stack,
                      kf_sig* sig) {
   if (stack.size() < info.n_args) return false;
-  kf_sig_begin(sig, info.name.c_str());
+  kf_sig_begin_head(sig, &info.head);
   kf_sig_call_device(sig, call_device);
   const c10::IValue* args = stack.data() + (stack.size() - info.n_args);
   // a call on Python numbers alone (TensorIterator converting a wrapped scalar with _to_copy)

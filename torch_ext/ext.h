@@ -24,6 +24,7 @@ struct OpSchemaInfo {
   uint32_t hidden_writes = 0;  // arguments written although the schema says read-only
   int hidden_when = -1;        // ... only when this bool argument is True (-1: always)
   int cfg_op = -1;             // its index in the intercept list (kf_runtime_op_cached)
+  kf_sig_head head{};          // the signature's first bytes (over `name`, which stays put)
 };
 
 // A call made inside another intercepted op's eager kernel (CPU relu -> clamp_min, _to_copy ->

@@ -28,6 +28,7 @@ class OverrideWarningFilter final : public c10::WarningHandler {
 std::shared_ptr<OpSchemaInfo> schema_info(const std::string& name, const c10::FunctionSchema& s) {
   auto info = std::make_shared<OpSchemaInfo>();
   info->name = name;
+  kf_sig_head_make(&info->head, info->name.c_str());
   info->n_args = s.arguments().size();
   info->n_returns = s.returns().size();
   for (const auto& a : s.arguments()) info->written.push_back(a.alias_info() && a.alias_info()->isWrite());

@@ -44,13 +44,12 @@ struct TypedState {
   TypedState(kf_runtime* rt, std::shared_ptr<const OpSchemaInfo> info, int device,
              c10::SafeKernelFunction boxed_orig, c10::SafeKernelFunction orig, c10::OperatorHandle op)
       : ic(rt, info, device, std::move(boxed_orig)), safe(std::move(orig)), op(std::move(op)),
-        rt(rt), info(info.get()), name(info->name.c_str()), device(device) {}
+        rt(rt), info(info.get()), device(device) {}
   Interceptor ic;               // every call that is more than a pass-through, boxed
   c10::SafeKernelFunction safe;  // owns the original kernel and its token
   c10::OperatorHandle op;
   kf_runtime* rt;
   const OpSchemaInfo* info;  // ic keeps it alive
-  const char* name;          // info's
   int device;
   const c10::KernelFunction& kernel() const { return safe.*member(SafeKernel{}); }
   bool valid() const {
@@ -170,7 +169,7 @@ struct TypedKernel {
     if (nested_pass(s.rt, *s.info, ts.depth)) return s.kernel().template call<Ret, Args...>(s.op, ks, args...);
     kf_sig sig;
     try {
-      kf_sig_begin(&sig, s.name);
+      kf_sig_begin_head(&sig, &s.info->head);
       kf_sig_call_device(&sig, s.device);
       (describe(&sig, args), ...);
     } catch (...) {  // as build_signature's caller: not ours to describe, run eager

@@ -801,8 +801,40 @@ static void test_tensor_parts(void)
     }
 }
 
+/* kf_sig_begin_head gives kf_sig_begin's bytes and state, whatever the name's length (one that
+ * does not fit a head goes the long way), and a signature built after it is the same. */
+static void test_head(void)
+{
+    char longname[300];
+    memset(longname, 'a', sizeof longname - 1);
+    longname[sizeof longname - 1] = 0;
+    /* 62 and 63 characters: the last name that fits a head, and the first that does not */
+    const char *ops[] = {"aten::relu", "", "aten::_native_batch_norm_legit_no_training", "x",
+                         longname, longname + 299 - 62, longname + 299 - 63};
+    static kf_sig a, b;
+    int64_t sz[2] = {4, 8}, st[2] = {8, 1};
+    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
+        const char *op = ops[i];
+        kf_sig_head h;
+        kf_sig_head_make(&h, op);
+        CHECK_EQ_INT(h.len != 0, strlen(op) + 1 <= KF_SIG_HEAD_MAX);
+        memset(&a, 0x5a, sizeof a);
+        memset(&b, 0xa5, sizeof b);
+        kf_sig_begin(&a, op);
+        kf_sig_begin_head(&b, &h);
+        kf_sig_tensor_parts(&a, KF_F32, KF_DEV_CPU, 0, (void *)64, 2, sz, st);
+        kf_sig_tensor_parts(&b, KF_F32, KF_DEV_CPU, 0, (void *)64, 2, sz, st);
+        CHECK_EQ_INT(a.len, b.len);
+        CHECK(a.flags == b.flags && a.n_tensors == b.n_tensors && a.device_type == b.device_type &&
+              a.device_index == b.device_index && a.device_known == b.device_known &&
+              a.type_fixed == b.type_fixed);
+        CHECK(!memcmp(a.buf, b.buf, a.len));
+    }
+}
+
 int main(void)
 {
+    test_head();
     test_tensor_parts();
     test_canonical();
     test_device_fields();

@@ -205,7 +205,6 @@ static void test_generation(void)
     CHECK_EQ_INT(kf_slot_pin_gen(s, gen), 1);
     kf_slot_unpin(s);
     atomic_fetch_add(&s->calls, 3);
-    atomic_fetch_add(&s->fallback, 3);
     kf_slot_unpin(s);
     for (int i = 0; i < 200 && holds(s, &x); i++) {
         key k;
@@ -239,7 +238,6 @@ static void test_evicted_by_device(void)
         kf_slot *s = kf_sigtable_get(t, k.hash, k.bytes, k.len, 0, dev, 0);
         if (!CHECK(s != NULL)) continue;
         atomic_fetch_add(&s->calls, (uint64_t)i + 1);
-        atomic_fetch_add(&s->fallback, (uint64_t)i + 1);
         atomic_fetch_add(&s->fb_timed, 1);
         atomic_fetch_add(&s->fb_time_ns, 1000);
         calls[cuda] += (uint64_t)i + 1;
