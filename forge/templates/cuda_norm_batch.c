@@ -15,7 +15,8 @@
  *   vec      elements per vector access (clamped to alignment and size)
  *   per      vectors per thread (all loads issued before the math)
  *   table    where the per-channel parameters come from: 2 registers, loaded once (channels
- *            last when every vector of a thread starts at the same channel, else 1), 1 a
+ *            last when every vector of a thread starts at the same channel: the block is then
+ *            made of whole channel rows and warps, 288 threads for 144 channels, else 1), 1 a
  *            shared-memory table built by each block (C up to 3072 / 6144, else 0), 0 global
  *            memory for every element (L1 hits)
  *   form     0 torch's order with {mean, invstd, w, b}; 1 folded: y = x * s + t */
@@ -124,8 +125,23 @@ static kf_status bn_render(const kf_job_sig *sig, const int *knob_idx, char **so
         if (vec == 1 || (s.total % vec == 0 && kf_cuda_norm_vec_fits(x, 0, vec) &&
                          kf_cuda_norm_vec_fits(&sig->out[0], 1, vec)))
             break;
+    /* channels last with C a whole number of vectors: a block of whole channel rows keeps each
+     * thread on the same channels, its parameters in registers (table 2). Otherwise (EfficientNet's
+     * 24, 40, 144, ... channels and 256 threads) the shared table's reads of 8 consecutive
+     * channels by a warp's threads, 8 channels apart, conflict 8 ways. */
+    int block = threads;
+    const char *block_why = NULL;
+    const int64_t row_threads = s.c % vec ? 0 : s.c / vec;
+    if (table == 2 && s.layout == 1 && row_threads && ((int64_t)threads * vec) % s.c) {
+        int64_t unit = row_threads; /* whole rows and whole warps: lcm(rows' threads, 32) */
+        while (unit % 32) unit += row_threads;
+        if (unit <= 1024) {
+            block = (int)(unit <= threads ? threads / unit * unit : unit);
+            block_why = "whole channel rows and warps per block: parameters in registers";
+        }
+    }
     const char *table_why = NULL;
-    if (table == 2 && !(s.layout == 1 && s.c % vec == 0 && ((int64_t)threads * vec) % s.c == 0)) {
+    if (table == 2 && !(s.layout == 1 && s.c % vec == 0 && ((int64_t)block * vec) % s.c == 0)) {
         table = 1;
         table_why = "vectors of a thread start at different channels: table";
     }
@@ -133,7 +149,7 @@ static kf_status bn_render(const kf_job_sig *sig, const int *knob_idx, char **so
         table = 0;
         table_why = "too many channels for a shared-memory table: global";
     }
-    int64_t nvec = s.total / vec, chunk = (int64_t)threads * per;
+    int64_t nvec = s.total / vec, chunk = (int64_t)block * per;
     int64_t blocks = (nvec + chunk - 1) / chunk;
 
     const char *args[KF_JOB_MAX_TENSORS + KF_JOB_MAX_OUTPUTS];
@@ -144,8 +160,9 @@ static kf_status bn_render(const kf_job_sig *sig, const int *knob_idx, char **so
     kf_strbuf_printf(&b, "/* effective knob values */\n");
     kf_cuda_norm_set(&b, "KF_VEC", vec, NULL);
     kf_cuda_norm_set(&b, "KF_TABLE", table, table_why);
+    kf_cuda_norm_set(&b, "KF_BLOCK", block, block_why);
     kf_strbuf_printf(&b,
-                     "#define KF_BLOCK KF_THREADS\n#define KF_TEAM 32\n#define KF_REDUCE 0\n"
+                     "#define KF_TEAM 32\n#define KF_REDUCE 0\n"
                      "/* the signature */\n#define KF_TOTAL %lldLL\n#define KF_C %lld\n"
                      "#define KF_HW %lldLL\n#define KF_CL %d\n#define KF_EPS %.17g\n"
                      "#define KF_HAS_W %d\n#define KF_HAS_B %d\n"
@@ -173,7 +190,7 @@ static kf_status bn_render(const kf_job_sig *sig, const int *knob_idx, char **so
                      s.b >= 0 ? "const kf_b_t *__restrict__ b, " : "", kf_body_cuda_norm_common_cuh,
                      kf_body_cuda_norm_batch_cu);
     unsigned grid[3] = {(unsigned)blocks, 1, 1};
-    unsigned blk[3] = {(unsigned)threads, 1, 1};
+    unsigned blk[3] = {(unsigned)block, 1, 1};
     return kf_template_cuda_finish(t, &b, args, na, grid, blk, 0, source, launch_json, err,
                                    errcap);
 }

@@ -183,6 +183,9 @@ static void make_cases(void)
              "channels last, save [C]");
     add_case("cuda_batch_norm_eval", sig_batch_norm(0, sig_tensor(KF_F32, SZ(5, 3), 0, 16), NONE, NONE,
                                             KF_F32, KF_F32, 3, 1e-5), "2-D, no w b");
+    add_case("cuda_batch_norm_eval", sig_batch_norm(0, sig_tensor(KF_F16, SZ(4, 24, 5, 5), 1, 16), KF_F16,
+                                            KF_F16, KF_F16, KF_F32, 0, 1e-5),
+             "channels last, 24 channels (blocks of whole channel rows)");
 }
 
 /* ---- applies(): what must be refused ---- */
@@ -960,6 +963,30 @@ static int gpu_run(gpu *G, kernel_job *j, gcase *g)
 
 KF_DEFINE_TEST_GPU(1)
 
+/* Eval batch norm, channels last: a block of whole channel rows, so that each thread keeps its
+ * channels' parameters in registers, and whole warps (EfficientNet's 144 channels, vectors of 8,
+ * and 256 threads: 288). */
+static void test_batch_rows(void)
+{
+    const kf_template *t = find_template("cuda_batch_norm_eval");
+    if (!CHECK(t != NULL)) return;
+    const int64_t chans[] = {144, 24, 64, 2048, 3072};
+    const char *want[] = {"#define KF_BLOCK 288", "#define KF_BLOCK 192", "#define KF_BLOCK 256",
+                          "#define KF_BLOCK 256", "#define KF_BLOCK 384"};
+    for (int i = 0; i < 5; i++) {
+        kf_job_sig s = sig_batch_norm(0, sig_tensor(KF_F16, SZ(8, chans[i], 7, 7), 1, 16), KF_F16, KF_F16,
+                                      KF_F16, KF_F32, 0, 1e-5);
+        int idx[MAX_KNOBS] = {0}; /* threads 256, vec 8, per 4, table 2, form 0 */
+        char *src = NULL, *lj = NULL, err[256];
+        if (CHECK_EQ_INT(t->render(&s, idx, &src, &lj, err, sizeof err), KF_OK)) {
+            if (!CHECK(strstr(src, want[i]) && strstr(src, "#define KF_TABLE 2")))
+                printf("     %lld channels: want \"%s\" and table 2\n", (long long)chans[i], want[i]);
+        }
+        free(src);
+        free(lj);
+    }
+}
+
 int main(void)
 {
     struct timespec t0;
@@ -971,6 +998,7 @@ int main(void)
     test_row_offsets();
     test_cols_start();
     test_row_start();
+    test_batch_rows();
     make_cases();
     test_render_all();
     nvrtc_levels(&nv, make_jobs, jobs, &n_jobs, test_gpu);
