@@ -623,7 +623,8 @@ def warmup(script_cmd: list[str], *, iterations: int = 50, time_budget: float = 
             row = {"op": r["op"], "signature": r["signature"], "key": r["row_key"],
                    "share": r["share"], "calls": r["calls"], "eager_us": r.get("eager_us"),
                    "best_us": None, "speedup": None, "roofline_pct": None, "iterations": 0,
-                   "status": "", "job_dir": None, "wall_s": 0.0, "chain": True}
+                   "status": "", "job_dir": None, "wall_s": 0.0, "chain": True,
+                   "prio": prio[id(r)]}
             j = jobs.get(r["row_key"], {"error": "no job written"})
             if "error" in j:
                 row["status"] = "not tuned: " + j["error"]
@@ -638,7 +639,7 @@ def warmup(script_cmd: list[str], *, iterations: int = 50, time_budget: float = 
         row = {"op": r["op"], "signature": r["signature"], "key": r["key"], "share": r["share"],
                "calls": r["calls"], "eager_us": r.get("eager_us"), "best_us": None,
                "speedup": None, "roofline_pct": None, "iterations": 0, "status": "",
-               "job_dir": None, "wall_s": 0.0}
+               "job_dir": None, "wall_s": 0.0, "prio": prio[id(r)]}
         j = jobs.get(r["key"], {"error": "no job written"})
         chain = in_chain(r)
         if chain is not None:

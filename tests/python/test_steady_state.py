@@ -68,6 +68,9 @@ def test_warmup_with_default_options_tunes_the_forward(tmp_path):
     assert {"aten::native_layer_norm", "aten::_softmax"} <= tuned, tuned
     assert not any("1536" in r["signature"] for r in res["rows"])
     assert any("1536" in r["signature"] for r in res["setup"])
+    # the rows in the order they were searched, each with the priority that placed it there
+    prios = [r["prio"] for r in res["rows"]]
+    assert prios == sorted(prios, reverse=True), prios
 
 
 def test_untunable_rows_take_no_slot_and_do_not_dilute_the_share():
