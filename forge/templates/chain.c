@@ -262,17 +262,6 @@ static int col_phases(kf_chain_bind *b, char *why, size_t cap)
     return 1;
 }
 
-/* Whether strides st walk full[] in row-major order (size-1 dims aside). */
-static int row_major(const int64_t *st, const int64_t *full, int nd)
-{
-    int64_t want = 1;
-    for (int d = nd - 1; d >= 0; d--) {
-        if (full[d] != 1 && st[d] != want) return 0;
-        want *= full[d];
-    }
-    return 1;
-}
-
 static void permute(int64_t *v, const int *perm, int nd)
 {
     int64_t t[KF_MAX_DIMS];
@@ -310,7 +299,12 @@ static void memory_order(kf_chain_bind *b, const kf_job_tensor *F)
     }
     for (int i = 0; i < KF_JOB_MAX_TENSORS; i++) permute(b->st[i], perm, nd);
     permute(b->full, perm, nd);
-    for (int k = 0; k < b->n; k++) b->ostrided[k] = !row_major(b->ost[k], b->full, nd);
+    kf_job_tensor y = {.ndim = nd}; /* each output on the walk's dims: row-major or strided */
+    memcpy(y.sizes, b->full, sizeof y.sizes);
+    for (int k = 0; k < b->n; k++) {
+        memcpy(y.strides, b->ost[k], sizeof y.strides);
+        b->ostrided[k] = !kf_job_tensor_contiguous(&y);
+    }
     b->C = b->full[nd - 1];
     b->R = 1;
     for (int d = 0; d + 1 < nd; d++) b->R *= b->full[d];
