@@ -103,6 +103,7 @@ constexpr int kMaxOutcomePeriod = 16;
 
 struct History {
   std::deque<Prediction> runs;  // oldest first
+  Prediction spare;             // the one that fell off: its vectors filled again by the next run
   size_t period = 1;
   // predicted heads and those whose externals were others: a chain whose places cannot be
   // told apart this way stops predicting (each miss is a launch in vain)
@@ -218,10 +219,27 @@ void* stream_of(const at::Tensor& t) {
   return current_cuda_stream(t.device().index());
 }
 
+// As a fresh Pending, with the capacity of its vectors kept: a chain runs at every block of a
+// forward, and allocating them anew each time was most of a served chain's host time.
+void reset(Pending& p) {
+  Pending fresh;
+  fresh.head_in = std::move(p.head_in);
+  fresh.ext = std::move(p.ext);
+  fresh.seen = std::move(p.seen);
+  fresh.outs = std::move(p.outs);
+  fresh.calls = std::move(p.calls);
+  fresh.head_in.clear();
+  fresh.ext.clear();
+  fresh.calls.clear();
+  for (auto& s : fresh.seen) s.clear();
+  for (auto& o : fresh.outs) o.clear();
+  p = std::move(fresh);
+}
+
 void clear(Pending& p) {
   watch_end();  // nothing is held any more
   watch_reads_end();
-  p = Pending{};
+  reset(p);
   t_chain_pending = t_chain.shadow.e != nullptr;
 }
 
@@ -384,8 +402,13 @@ void complete(kf_runtime* rt) {
   if (p.kernel_ns && p.mode == Mode::Serve) kf_chain_entry_add_sample(p.e, p.kernel_ns + p.handout_ns);
   if (p.mode != Mode::Observe) kf_chain_entry_count(p.e, rt, KF_CHAIN_COMPLETED);
   if (p.mode == Mode::Check) kf_chain_entry_enable(p.e);
-  t_chain.pred[p.e].record(true);
-  Prediction pr{{}, {}, std::vector<kf_tensor>(p.ext.size()), {}};
+  History& h = t_chain.pred[p.e];
+  h.record(true);
+  Prediction& pr = h.spare;
+  pr.ext.clear();
+  pr.version.clear();
+  pr.meta.assign(p.ext.size(), kf_tensor{});
+  pr.storage.clear();
   bool ok = true;
   for (size_t i = 0; i < p.ext.size(); i++) {
     if (p.d->view_head[i] >= 0) {  // taken at the head: nothing to predict
@@ -402,27 +425,31 @@ void complete(kf_runtime* rt) {
     pr.version.push_back(p.ext[i].version);
   }
   if (ok) {
-    History& h = t_chain.pred[p.e];
     for (size_t per = 1; per <= h.runs.size(); per++)
       if (same_tensors(h.runs[h.runs.size() - per], pr)) {
         h.period = per;
         break;
       }
     h.runs.push_back(std::move(pr));
-    if (h.runs.size() > kHistory) h.runs.pop_front();
+    if (h.runs.size() > kHistory) {
+      h.spare = std::move(h.runs.front());
+      h.runs.pop_front();
+    }
   }
   clear(p);
 }
 
 // Every member's outputs, allocated as eager lays them out, on `device`.
 bool allocate(const kf_chain_def* d, const c10::Device& device, std::vector<std::vector<at::Tensor>>* outs) {
-  outs->assign(d->n, {});
-  for (int m = 0; m < d->n; m++)
+  outs->resize(d->n);
+  for (int m = 0; m < d->n; m++) {
+    (*outs)[m].clear();
     for (int o = 0; o < d->outs[m].n; o++) {
       const auto& l = d->outs[m].o[o];
-      (*outs)[m].push_back(at::empty_strided(c10::IntArrayRef(l.sizes, l.ndim), c10::IntArrayRef(l.strides, l.ndim),
-                                             at::TensorOptions().dtype(from_kf_dtype(l.dtype)).device(device)));
+      (*outs)[m].push_back(
+          empty_output(c10::IntArrayRef(l.sizes, l.ndim), c10::IntArrayRef(l.strides, l.ndim), l.dtype, device));
     }
+  }
   return true;
 }
 
@@ -515,7 +542,14 @@ bool start_head(kf_runtime* rt, kf_chain_entry* e, const OpSchemaInfo& info, kf_
   const kf_chain_def* d = kf_chain_entry_def(e);
   const auto ins = tensor_inputs(info, *stack);
   if (d->n_head < 1 || static_cast<int>(ins.size()) != d->n_head) return false;
-  Pending p;
+  Pending& p = t_chain.p;  // none is pending: built in place, on the vectors of earlier runs
+  struct Undo {            // and emptied again unless it starts
+    Pending& p;
+    bool keep = false;
+    ~Undo() {
+      if (!keep) reset(p);
+    }
+  } undo{p};
   p.e = e;
   p.d = d;
   p.cuda = ins[0].is_cuda();
@@ -538,8 +572,8 @@ bool start_head(kf_runtime* rt, kf_chain_entry* e, const OpSchemaInfo& info, kf_
   const int state = kf_chain_entry_state(e);
   // the check compares on the host: never while a CUDA graph is captured
   if (p.cuda && kf_runtime_capturing(rt, p.stream) && state != KF_CHAIN_SERVING) return false;
-  p.ext.assign(d->n_ext, Held{});
-  p.seen.assign(d->n, {});
+  p.ext.resize(d->n_ext);
+  p.seen.resize(d->n);
   int n_views = 0;
   for (int x = 0; x < d->n_ext; x++) n_views += d->view_head[x] >= 0;
   bool predicted = d->n_ext == n_views || d->deferred;  // deferred: taken at their members
@@ -549,13 +583,9 @@ bool start_head(kf_runtime* rt, kf_chain_entry* e, const OpSchemaInfo& info, kf_
       it->second.runs.size() >= it->second.period) {
     const Prediction& pr = it->second.runs[it->second.runs.size() - it->second.period];
     predicted = static_cast<int>(pr.ext.size()) == d->n_ext;
-    std::vector<Held> ext;
     for (size_t i = 0; predicted && i < pr.ext.size(); i++) {
-      if (d->view_head[i] >= 0) {
-        ext.emplace_back();
-        continue;
-      }
-      Held h;
+      if (d->view_head[i] >= 0) continue;
+      Held& h = p.ext[i];
       if (auto strong = pr.ext[i].lock(); strong && !strong->is_inference()) {
         h = Held{at::Tensor(std::move(strong)), pr.version[i]};
         predicted = held_now(h, h.t) && same_meta(h.t, pr.meta[i]);
@@ -568,12 +598,11 @@ bool start_head(kf_runtime* rt, kf_chain_entry* e, const OpSchemaInfo& info, kf_
       } else {
         predicted = false;
       }
-      ext.push_back(std::move(h));
     }
-    if (predicted) {
-      p.ext = std::move(ext);
+    if (predicted)
       it->second.predicted++;
-    }
+    else
+      std::fill(p.ext.begin(), p.ext.end(), Held{});
   }
   for (int x = 0; x < d->n_ext; x++) {  // views of the head's inputs, taken now
     const int hi = d->view_head[x];
@@ -613,7 +642,7 @@ bool start_head(kf_runtime* rt, kf_chain_entry* e, const OpSchemaInfo& info, kf_
     kf_chain_entry_count(e, rt, KF_CHAIN_HEADS);
   }
   p.next = 1;
-  t_chain.p = std::move(p);
+  undo.keep = true;
   t_chain_pending = true;
   if (watch && !watch_begin(rt, written)) {
     drop(rt, "this thread's calls cannot be watched");

@@ -1,4 +1,8 @@
 // IValue / Tensor -> plain C descriptors for plugin/.
+#include <ATen/Context.h>
+#include <ATen/EmptyTensor.h>
+#include <ATen/Functions.h>
+
 #include "torch_ext/ext.h"
 
 namespace kforge {
@@ -49,6 +53,16 @@ static int to_kf_device(c10::DeviceType t) {
     case c10::DeviceType::CUDA: return KF_DEV_CUDA;
     default: return KF_DEV_OTHER;
   }
+}
+
+// As eager's structured kernels make one on the CPU (at::detail, no trip through
+// the dispatcher), unless deterministic mode wants uninitialized memory filled: then, and on
+// other devices, at::empty_strided.
+at::Tensor empty_output(c10::IntArrayRef sizes, c10::IntArrayRef strides, int dtype, const c10::Device& device) {
+  if (device.is_cpu() && !(at::globalContext().deterministicAlgorithms() &&
+                           at::globalContext().deterministicFillUninitializedMemory()))
+    return at::detail::empty_strided_cpu(sizes, strides, from_kf_dtype(dtype));
+  return at::empty_strided(sizes, strides, at::TensorOptions().dtype(from_kf_dtype(dtype)).device(device));
 }
 
 bool to_kf_tensor(const at::Tensor& t, kf_tensor* out) {

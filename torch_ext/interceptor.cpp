@@ -1,7 +1,5 @@
 // The boxed kernel that replaces an op's kernel on one dispatch key: describe the call, serve a
 // registered kernel when the guard passes, otherwise call the original kernel untouched.
-#include <ATen/Context.h>
-#include <ATen/EmptyTensor.h>
 #include <ATen/Functions.h>
 #include <ATen/MemoryOverlap.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
@@ -314,17 +312,6 @@ static bool may_write_over(const at::Tensor& w, const at::Tensor& t) {
   if (!w.storage().is_alias_of(t.storage())) return true;
   const at::MemOverlapStatus st = at::get_overlap_status(w, t);
   return st == at::MemOverlapStatus::Full || st == at::MemOverlapStatus::No;
-}
-
-// A fresh output as eager's structured kernels make one on the CPU (at::detail, no trip through
-// the dispatcher), unless deterministic mode wants uninitialized memory filled: then, and on
-// other devices, at::empty_strided.
-static at::Tensor empty_output(c10::IntArrayRef sizes, c10::IntArrayRef strides, int dtype,
-                               const c10::Device& device) {
-  if (device.is_cpu() && !(at::globalContext().deterministicAlgorithms() &&
-                           at::globalContext().deterministicFillUninitializedMemory()))
-    return at::detail::empty_strided_cpu(sizes, strides, from_kf_dtype(dtype));
-  return at::empty_strided(sizes, strides, at::TensorOptions().dtype(from_kf_dtype(dtype)).device(device));
 }
 
 // Launch the registered kernel; false (with nothing written) sends the call to eager.
