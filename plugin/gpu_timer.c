@@ -28,6 +28,7 @@ struct kf_gpu_timer {
     kf_cuda_driver cu; /* common/cuda_driver.h */
     char status[160];
     kf_gpu_timer_done_fn done;
+    int cursor; /* where the next bounded collect starts */
     pair pairs[KF_GPU_TIMER_PAIRS];
 };
 
@@ -89,12 +90,16 @@ static void relaxed_end(kf_gpu_timer *t, int *saved)
     t->cu.thread_exchange_capture_mode(saved);
 }
 
-/* Under t->lock and relaxed capture mode: hand finished pairs to the callback. */
-static void collect(kf_gpu_timer *t)
+/* Under t->lock and relaxed capture mode: hand finished pairs to the callback, querying at most
+ * `limit` pending ones (a driver call each), round robin from where the last collect stopped. */
+static void collect(kf_gpu_timer *t, int limit)
 {
-    for (int i = 0; i < KF_GPU_TIMER_PAIRS; i++) {
+    for (int k = 0; k < KF_GPU_TIMER_PAIRS && limit > 0; k++) {
+        const int i = (t->cursor + k) % KF_GPU_TIMER_PAIRS;
         pair *p = &t->pairs[i];
         if (p->state != PAIR_PENDING) continue;
+        limit--;
+        t->cursor = (i + 1) % KF_GPU_TIMER_PAIRS;
         kf_cu_result r = t->cu.event_query(p->end);
         if (r == KF_CU_ERROR_NOT_READY) continue;
         float ms = 0;
@@ -113,7 +118,9 @@ int kf_gpu_timer_start(kf_gpu_timer *t, void *stream, void *user, uint64_t tag, 
     /* never time a call that is being captured into a CUDA graph: it does not run now */
     int capturing = 0;
     if (t->cu.stream_is_capturing(stream, &capturing) != KF_CU_SUCCESS || capturing) goto out;
-    collect(t);
+    /* a few per sample: with the GPU far behind, querying all of them cost every timed call
+     * microseconds of the host time a model needs to issue its work */
+    collect(t, 4);
     kf_cu_context ctx = NULL;
     if (t->cu.ctx_get_current(&ctx) != KF_CU_SUCCESS || !ctx) goto out;
     int fresh = -1;
@@ -193,7 +200,7 @@ void kf_gpu_timer_poll(kf_gpu_timer *t, int wait)
      * makes this wait for later work. */
     for (int i = 0; i < n; i++) t->cu.event_synchronize(ends[i]);
     pthread_mutex_lock(&t->lock);
-    collect(t);
+    collect(t, KF_GPU_TIMER_PAIRS);
     pthread_mutex_unlock(&t->lock);
     relaxed_end(t, &saved);
 }
