@@ -139,10 +139,22 @@ def n_tensor_args(key: str) -> int:
 LAUNCH_FLOOR_US = {"cuda": 2.5, "cpu": 0.2}
 
 
-def priority(row: dict, bandwidth_gbs: float | None) -> float:
+def bandwidth_of(row: dict, bandwidth_gbs) -> float | None:
+    """The copy bandwidth of the row's own device: `bandwidth_gbs` maps devices to GB/s (the
+    recording measures each device a script ran ops on: a GPU model's script runs CPU ops too, and
+    a GPU row ranked against the host's bandwidth looks already at its roofline); a number is
+    every row's."""
+    if isinstance(bandwidth_gbs, dict):
+        return bandwidth_gbs.get(row.get("device"))
+    return bandwidth_gbs
+
+
+def priority(row: dict, bandwidth_gbs) -> float:
     """docs/architecture.md: time share x headroom to the roofline (Amdahl): the recorded time of the
     signature times the fraction of its eager time a perfect kernel would save, that kernel taking
-    the roofline time of its bytes or the device's launch floor, whichever is longer."""
+    the roofline time of its bytes or the device's launch floor, whichever is longer.
+    `bandwidth_gbs`: see bandwidth_of."""
+    bandwidth_gbs = bandwidth_of(row, bandwidth_gbs)
     nbytes = row.get("bytes_moved") or 0
     eager_us = row.get("eager_us", -1) or -1
     if eager_us <= 0:
@@ -153,16 +165,18 @@ def priority(row: dict, bandwidth_gbs: float | None) -> float:
     return row["time_ms"] * max(0.0, 1.0 - best_us / eager_us)
 
 
-def workload_device(rows: list[dict]) -> str | None:
-    """The device of the hottest tunable row: one device per workload in practice. A GPU model's
-    script also runs CPU ops (building the model, its random weights), and the host's copy
-    bandwidth (the caches' on a big host) would rank the GPU's rows against the wrong roofline."""
-    hot = max((r for r in rows if r["intercepted"] and r.get("bytes_moved")
-               and not r.get("untunable")), key=lambda r: r["time_ms"], default=None)
-    return hot["device"] if hot else None
+def workload_devices(rows: list[dict]) -> list[str]:
+    """The devices of the tunable rows, the hottest row's first: the ones whose copy bandwidth
+    the ranking needs."""
+    out = []
+    for r in sorted((r for r in rows if r["intercepted"] and r.get("bytes_moved")
+                     and not r.get("untunable")), key=lambda r: -r["time_ms"]):
+        if r["device"] not in out:
+            out.append(r["device"])
+    return out
 
 
-def chain_priority(chain: dict, rows_by_key: dict, bandwidth_gbs: float | None) -> float:
+def chain_priority(chain: dict, rows_by_key: dict, bandwidth_gbs) -> float:
     """priority() for a chain (chain_candidates' row): its members' time x the headroom of one
     kernel that moves the members' bytes less their reads of earlier members' outputs (it holds
     those in registers; it still writes every member's output). A chain of ops that each run at
@@ -170,6 +184,7 @@ def chain_priority(chain: dict, rows_by_key: dict, bandwidth_gbs: float | None) 
     every member's bytes: its time, as before bytes were known."""
     keys, eager_us = chain["keys"], chain.get("eager_us") or 0.0
     members = [rows_by_key.get(k) for k in keys]
+    bandwidth_gbs = bandwidth_of(members[0] or {}, bandwidth_gbs) if members else None
     if (not bandwidth_gbs or eager_us <= 0 or len(members) != len(chain["spec"]["members"])
             or any(m is None or not m.get("bytes_moved") or m.get("out0_bytes") is None
                    for m in members)):
@@ -190,19 +205,20 @@ def chain_priority(chain: dict, rows_by_key: dict, bandwidth_gbs: float | None) 
 FAMILY_FAR_FROM_ROOFLINE = 2.0
 
 
-def family_far_from_roofline(row: dict, bandwidth_gbs: float | None) -> bool:
+def family_far_from_roofline(row: dict, bandwidth_gbs) -> bool:
     """Whether a row served by a shape family deserves its own job: its served time per call
     is over FAMILY_FAR_FROM_ROOFLINE x the roofline (bytes_moved at bandwidth_gbs). Without a
     bandwidth, bytes or a served sample nothing can be said, and the family keeps the row."""
     nbytes = row.get("bytes_moved") or 0
     served_us = row.get("served_us", -1)
+    bandwidth_gbs = bandwidth_of(row, bandwidth_gbs)
     if not row.get("family") or not bandwidth_gbs or not nbytes or served_us <= 0:
         return False
     return served_us > FAMILY_FAR_FROM_ROOFLINE * nbytes / (bandwidth_gbs * 1e3)
 
 
 def hot_candidates(rows: list[dict], min_calls: int, min_share: float, skip: set,
-                   bandwidth_gbs: float | None = None) -> list[dict]:
+                   bandwidth_gbs=None) -> list[dict]:
     """Intercepted, servable signatures without a kernel (or served by a shape family far from
     its roofline there: family_far_from_roofline), hot enough, in priority order (rows with
     "bytes_moved" and a bandwidth: time x headroom to the roofline; else time). Rows marked
@@ -540,9 +556,9 @@ class OnlineTuner(threading.Thread):
                     self._looked(t_look)
                     continue  # nothing hot: no measurement on the device at all
                 add_bytes_moved(rows, nbytes)
-                device = workload_device(rows) or "cpu"  # "cuda:0"
-                with _jobs.bypass():
-                    bw = _jobs.copy_bandwidth_gbs(torch.device(device), 1 << 26)
+                with _jobs.bypass():  # each row against its own device's roofline
+                    bw = {d: _jobs.copy_bandwidth_gbs(torch.device(d), 1 << 26)
+                          for d in workload_devices(rows)}
                 cands = hot_candidates(rows, self.cfg["min_calls"], self.cfg["min_share"],
                                        skip, bw)
                 if chains:  # one priority order

@@ -441,7 +441,7 @@ def make_plan(rec: dict, opts: dict) -> dict:
     from . import _tuner
 
     rows, setup = _tuner.steady_rows(rec["rows"], rec.get("window"))
-    bw = rec["bandwidth_gbs"].get(_tuner.workload_device(rows))
+    bw = rec["bandwidth_gbs"]  # each row ranked against its own device's
     wanted = {o if "::" in o else f"aten::{o}" for o in opts["ops"]}
     min_share = opts["min_share"]
     cands = _tuner.hot_candidates(rows, opts["min_calls"], min_share, set(), bw)
@@ -539,6 +539,9 @@ def warmup(script_cmd: list[str], *, iterations: int = 50, time_budget: float = 
         log("kforge warmup: no nn.Module forward ran: ranking the whole recording")
     log(f"kforge warmup: {len(cands)} hot signatures to tune (share of the tunable time >= "
         f"{100 * min_share:g}%); {len(untunable)} that can never be tuned set apart")
+    if p["bw"]:
+        log("kforge warmup: priority is time x headroom to the copy bandwidth of each row's device ("
+            + ", ".join(f"{d} {v:.0f} GB/s" for d, v in sorted(p["bw"].items())) + ")")
     for r in sorted(untunable, key=lambda r: -r["time_ms"])[:5]:
         log(f"  not tunable: {_text.shorten(r['signature'], 70)}: {r['untunable']}")
     if chain_cands:
@@ -694,7 +697,7 @@ def warmup(script_cmd: list[str], *, iterations: int = 50, time_budget: float = 
         if deferred:
             time.sleep(min(1.0, remote.cfg["poll_s"]))
     return {"rows": out_rows, "cache_dir": kf.cache_dir(), "skipped": skipped, "setup": setup,
-            "wall_s": time.monotonic() - t0}
+            "bandwidth_gbs": p["bw"], "wall_s": time.monotonic() - t0}
 
 
 def cost_table(rows: list[dict]) -> str:
