@@ -570,8 +570,9 @@ bool start_head(kf_runtime* rt, kf_chain_entry* e, const OpSchemaInfo& info, kf_
   }
   if (watch && !watch_possible()) return false;
   const int state = kf_chain_entry_state(e);
-  // the check compares on the host: never while a CUDA graph is captured
-  if (p.cuda && kf_runtime_capturing(rt, p.stream) && state != KF_CHAIN_SERVING) return false;
+  // the check compares on the host: never while a CUDA graph is captured (asked of the driver
+  // only then: a serving entry's heads need no such call)
+  if (state != KF_CHAIN_SERVING && p.cuda && kf_runtime_capturing(rt, p.stream)) return false;
   p.ext.resize(d->n_ext);
   p.seen.resize(d->n);
   int n_views = 0;
