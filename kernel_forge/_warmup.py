@@ -540,8 +540,14 @@ def warmup(script_cmd: list[str], *, iterations: int = 50, time_budget: float = 
     log(f"kforge warmup: {len(cands)} hot signatures to tune (share of the tunable time >= "
         f"{100 * min_share:g}%); {len(untunable)} that can never be tuned set apart")
     if p["bw"]:
-        log("kforge warmup: priority is time x headroom to the copy bandwidth of each row's device ("
-            + ", ".join(f"{d} {v:.0f} GB/s" for d, v in sorted(p["bw"].items())) + ")")
+        ranked = {}  # device -> the rows ranked there, hottest first
+        for r in sorted(p["rows"], key=lambda r: -r["time_ms"]):
+            if r["intercepted"] and r.get("bytes_moved") and not r.get("untunable"):
+                ranked.setdefault(r["device"], []).append(r)
+        log("kforge warmup: priority is time x headroom to the copy bandwidth of each row's device: "
+            + "; ".join(f"{d} {v:.0f} GB/s ({len(ranked.get(d, []))} rows"
+                        + (f", hottest {_text.shorten(ranked[d][0]['signature'], 40)})" if d in ranked else ")")
+                        for d, v in sorted(p["bw"].items())))
     for r in sorted(untunable, key=lambda r: -r["time_ms"])[:5]:
         log(f"  not tunable: {_text.shorten(r['signature'], 70)}: {r['untunable']}")
     if chain_cands:

@@ -63,6 +63,7 @@ def test_warmup_with_default_options_tunes_the_forward(tmp_path):
     # 40 forwards: ranked after the first 5, captured from the next ones in the same run
     assert "ranking what ran inside 5 module forwards" in p.stderr
     assert "captured in the recording run" in p.stderr
+    assert "priority is time x headroom to the copy bandwidth of each row's device: cpu " in p.stderr
     res = json.loads((tmp_path / "w.json").read_text())
     tuned = {r["op"] for r in res["rows"]}
     assert {"aten::native_layer_norm", "aten::_softmax"} <= tuned, tuned
