@@ -205,9 +205,20 @@ static void sm_make_plan(const kf_job_sig *sig, const int *v, sm_plan *p)
 static kf_status softmax_render(const kf_job_sig *sig, const int *knob_idx, char **source,
                                 char **launch_json, char *err, size_t errcap);
 
+static int knob_index(int k, int value)
+{
+    for (int i = 0; i < softmax_knobs[k].n_values; i++)
+        if (softmax_knobs[k].values[i] == value) return i;
+    return 0;
+}
+
 /* Where the search starts (the H200 runs' best region): 256 threads, 16-byte vectors, staged
  * with two blocks an SM; rows up to 8 KB get 64 threads each, longer ones a block, and when
- * long rows are too few for two waves of 132 SMs, clusters split them. */
+ * long rows are too few for two waves of 132 SMs, clusters split them. A row of at most 64
+ * vectors (Swin's 49-wide windows) would leave 64 threads one vector each and a reduction
+ * through shared memory: it gets the smallest team, at most a warp, whose threads hold two
+ * vectors each and reduce by shuffles alone, as eager's warp softmax does (a job may get only a
+ * few candidates: on Swin the 64-thread start stayed at 0.33x of eager). */
 static void softmax_start(const kf_job_sig *sig, int *idx)
 {
     sm_shape sh;
@@ -219,6 +230,17 @@ static void softmax_start(const kf_job_sig *sig, int *idx)
     int64_t bytes = sh.d * sm_esize(sig->in[0].dtype);
     idx[K_ROWS] = bytes <= 8192 ? 2 : 0;
     for (int s = 0; bytes > 8192 && s < 3 && (sh.outer << s) < 2 * 132; s++) idx[K_SPLIT] = s + 1;
+    int v[K_COUNT];
+    for (int k = 0; k < K_COUNT; k++) v[k] = softmax_knobs[k].values[idx[k]];
+    sm_plan p;
+    sm_make_plan(sig, v, &p);
+    if (p.nv > 64) return;
+    int tpr = 1;
+    while (tpr < 32 && 2 * tpr < p.nv) tpr *= 2;
+    int threads = 256, rows = 256 / tpr;
+    if (rows > 32) rows = 32, threads = 32 * tpr;
+    idx[K_THREADS] = knob_index(K_THREADS, threads);
+    idx[K_ROWS] = knob_index(K_ROWS, rows);
 }
 
 const kf_template kf_tmpl_cuda_row_softmax = {

@@ -30,6 +30,7 @@
 #include "tests/c/check.h"
 #include "tests/c/cuda_template_test.h"
 #include "tests/c/job_sig_build.h"
+#include "tests/c/nvcc_ptx.h"
 #include "common/cuda_driver.h"
 #include "compile/compiler.h"
 #include "forge/templates/template.h"
@@ -359,6 +360,45 @@ static void check_tile_src(const char *tname, const kf_job_sig *sig, int ti, con
                want ? "missing" : "present");
     free(src);
     free(lj);
+}
+
+/* The softmax starts rows of at most 64 vectors (Swin's 49-wide windows) on the smallest team
+ * in which each thread holds two, at most a warp; longer rows on 64 threads a row. Each start
+ * renders, and compiles with nvcc --ptx where nvcc is. */
+static void test_softmax_start(void)
+{
+    const kf_template *t = find_template("cuda_row_softmax");
+    if (!CHECK(t && t->start)) return;
+    static const struct {
+        int dtype, nd;
+        int64_t sizes[4];
+        int threads, rows;
+    } cases[] = {
+        {KF_BF16, 4, {64, 12, 49, 49}, 256, 8},  /* 49 vectors of 1: a warp each */
+        {KF_BF16, 2, {4096, 128}, 256, 32},      /* 16 vectors of 8: 8 threads each */
+        {KF_F32, 2, {4096, 4}, 32, 32},          /* one vector: a thread a row */
+        {KF_BF16, 4, {16, 8, 1024, 1024}, 256, 4}, /* 128 vectors: 64 threads a row */
+    };
+    char path[] = "/tmp/kf_softmax_startXXXXXX";
+    FILE *tu = nvcc_ptx_open(path);
+    int n = 0;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int idx[8] = {0};
+        kf_job_sig s = sig_softmax("aten::_softmax",
+                                   sig_tensor(cases[i].dtype, cases[i].nd, cases[i].sizes, 0, 16), -1, 0);
+        t->start(&s, idx);
+        CHECK_EQ_INT(t->knobs[0].values[idx[0]], cases[i].threads);
+        CHECK_EQ_INT(t->knobs[1].values[idx[1]], cases[i].rows);
+        char *src = NULL, *launch = NULL, err[256] = "";
+        if (!CHECK(t->render(&s, idx, &src, &launch, err, sizeof err) == KF_OK)) {
+            printf("  render: %s\n", err);
+            continue;
+        }
+        if (tu) nvcc_ptx_append(tu, "softmax start", n++, src);
+        free(src);
+        free(launch);
+    }
+    if (tu) CHECK(nvcc_ptx_compile(tu, path, n));
 }
 
 static void test_tiles(void)
@@ -1341,6 +1381,7 @@ int main(void)
     test_table();
     test_refusals();
     test_tiles();
+    test_softmax_start();
     test_target_renders();
     make_cases();
 
