@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# One device call of the model zoo: build the snapshot (scripts/device-build.sh), then
+# benchmarks/zoo/run.py on MODELS with the warm-up's default options (--budget 60), fresh
+# processes and in-process on/off blocks, within the call's 600 s. Logs and tables under $OUT.
+#   bash scripts/device-snapshot.sh
+#   run(carry=[".snap"], command="cd .snap && bash scripts/device-zoo.sh swin_tiny,vit_base")
+set -uo pipefail
+cd "$(dirname "$0")/.."
+MODELS=${1:?usage: scripts/device-zoo.sh MODEL[,MODEL...]}
+export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD
+T0=$(date +%s)
+t() { echo "== $(($(date +%s) - T0)) s: $*"; }
+bash scripts/device-build.sh > "$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
+t built
+LEFT=$((585 - ($(date +%s) - T0)))
+python3 benchmarks/zoo/run.py --models "$MODELS" --budget 60 --no-compile --eager-runs 1 \
+  --plugin-runs 2 --ab 4 --time-limit $((LEFT - 5)) --work /tmp/zw --out "$OUT/zoo" > "$OUT/zoo.log" 2>&1
+t zoo
+sed -n '/^| model/,/^$/p' "$OUT/zoo/zoo.md"
+grep -E "^- " "$OUT/zoo/zoo.md" | cut -c1-1800
+grep -h "priority is time x headroom" /tmp/zw/logs/*-warmup.log 2>/dev/null | cut -c1-400
