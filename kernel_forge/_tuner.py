@@ -165,15 +165,19 @@ def priority(row: dict, bandwidth_gbs) -> float:
     return row["time_ms"] * max(0.0, 1.0 - best_us / eager_us)
 
 
-def workload_devices(rows: list[dict]) -> list[str]:
-    """The devices of the tunable rows, the hottest row's first: the ones whose copy bandwidth
-    the ranking needs."""
-    out = []
+def rows_by_device(rows: list[dict]) -> dict[str, list[dict]]:
+    """The tunable rows with bytes (those ranked against a copy bandwidth) per device, hottest
+    first; the device of the hottest row first."""
+    out: dict[str, list[dict]] = {}
     for r in sorted((r for r in rows if r["intercepted"] and r.get("bytes_moved")
                      and not r.get("untunable")), key=lambda r: -r["time_ms"]):
-        if r["device"] not in out:
-            out.append(r["device"])
+        out.setdefault(r["device"], []).append(r)
     return out
+
+
+def workload_devices(rows: list[dict]) -> list[str]:
+    """The devices whose copy bandwidth the ranking needs, the hottest row's first."""
+    return list(rows_by_device(rows))
 
 
 def chain_priority(chain: dict, rows_by_key: dict, bandwidth_gbs) -> float:

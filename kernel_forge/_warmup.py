@@ -504,7 +504,7 @@ def warmup(script_cmd: list[str], *, iterations: int = 50, time_budget: float = 
     import tempfile
 
     import kernel_forge as kf
-    from . import _jobs, _text
+    from . import _jobs, _text, _tuner
 
     work = work_dir or tempfile.mkdtemp(prefix="kforge-warmup-")
     t0 = time.monotonic()
@@ -540,14 +540,15 @@ def warmup(script_cmd: list[str], *, iterations: int = 50, time_budget: float = 
     log(f"kforge warmup: {len(cands)} hot signatures to tune (share of the tunable time >= "
         f"{100 * min_share:g}%); {len(untunable)} that can never be tuned set apart")
     if p["bw"]:
-        ranked = {}  # device -> the rows ranked there, hottest first
-        for r in sorted(p["rows"], key=lambda r: -r["time_ms"]):
-            if r["intercepted"] and r.get("bytes_moved") and not r.get("untunable"):
-                ranked.setdefault(r["device"], []).append(r)
+        ranked = _tuner.rows_by_device(p["rows"])
+
+        def device_line(d, gbs):
+            on = ranked.get(d, [])
+            hottest = f", hottest {_text.shorten(on[0]['signature'], 40)}" if on else ""
+            return f"{d} {gbs:.0f} GB/s ({len(on)} rows{hottest})"
+
         log("kforge warmup: priority is time x headroom to the copy bandwidth of each row's device: "
-            + "; ".join(f"{d} {v:.0f} GB/s ({len(ranked.get(d, []))} rows"
-                        + (f", hottest {_text.shorten(ranked[d][0]['signature'], 40)})" if d in ranked else ")")
-                        for d, v in sorted(p["bw"].items())))
+            + "; ".join(device_line(d, v) for d, v in sorted(p["bw"].items())))
     for r in sorted(untunable, key=lambda r: -r["time_ms"])[:5]:
         log(f"  not tunable: {_text.shorten(r['signature'], 70)}: {r['untunable']}")
     if chain_cands:
