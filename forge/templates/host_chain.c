@@ -4,8 +4,8 @@
  * a softmax). Knobs: omp = rows over OpenMP threads (0 off, 1 static, 2 dynamic; off below 32768
  * elements, where eager stays on one thread); unroll = the row loops' `#pragma GCC unroll` (a
  * phase 0 that folds a sum is an `omp simd` loop instead); math = 1: in a float chain, the
- * softmax tail's exp and the members' (silu, sigmoid, exp) are host_math.h's vectorizable one
- * (as host_row_softmax's; libm's expf does not vectorize), 0: libm. */
+ * softmax tail's exp and the members' exp, tanh and erf (silu, sigmoid, GPT-2's tanh GELU) are
+ * host_math.h's vectorizable ones (as host_row_softmax's; libm's do not vectorize), 0: libm. */
 #include <stdio.h>
 #include <string.h>
 
@@ -52,7 +52,7 @@ static kf_status render(const kf_job_sig *sig, const int *knob_idx, char **sourc
     kf_template_host_prologue(&b, t, sig, vals);
     int inline_exp = vals[2] && cb.sm >= 0 && cb.ct == KF_F32;
     /* the members' exp too (silu, sigmoid, ...): libm's expf does not vectorize */
-    if (vals[2] && cb.ct == KF_F32) kf_strbuf_printf(&b, "#define KF_FAST_EXPF 1\n%s", kf_body_host_math_h);
+    if (vals[2] && cb.ct == KF_F32) kf_strbuf_printf(&b, "#define KF_FAST_MATH 1\n%s", kf_body_host_math_h);
     kf_chain_emit_defs(&b, &cb, 0, "static inline");
     char types[KF_JOB_MAX_TENSORS + KF_JOB_MAX_OUTPUTS][40];
     const char *args[KF_JOB_MAX_TENSORS + KF_JOB_MAX_OUTPUTS];

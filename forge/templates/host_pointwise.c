@@ -6,8 +6,9 @@
  * stride per operand (compile-time constants, so that a stride-1 loop vectorizes).
  * Knobs: omp = units over OpenMP threads (0 off, 1 static, 2 dynamic; off below 32768 elements
  * or with one unit); unroll = the inner loop's `#pragma GCC unroll`; chunk = elements per unit;
- * math = 1: in float compute, exp (silu, sigmoid, elu, softplus, ...) is host_math.h's
- * vectorizable one, as host_chain's (libm's expf is a call per element), 0: libm. */
+ * math = 1: in float compute, exp (silu, sigmoid, elu, softplus, ...), tanh (tanh, tanh-gelu,
+ * mish) and erf (gelu) are host_math.h's vectorizable ones, as host_chain's (libm's are a call
+ * per element), 0: libm. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,7 +59,7 @@ static kf_status render(const kf_job_sig *sig, const int *knob_idx, char **sourc
 
     kf_strbuf b = {0};
     kf_template_host_prologue(&b, t, sig, vals);
-    if (vals[3] && pb.ct == KF_F32) kf_strbuf_printf(&b, "#define KF_FAST_EXPF 1\n%s", kf_body_host_math_h);
+    if (vals[3] && pb.ct == KF_F32) kf_strbuf_printf(&b, "#define KF_FAST_MATH 1\n%s", kf_body_host_math_h);
     kf_pw_emit_element(&b, &pb, 0);
     kf_strbuf_printf(&b, "\n#define KF_N %lldLL\n#define KF_D0 %lldLL\n#define KF_ROWS %lldLL\n"
                          "#define KF_CH %lldLL\n#define KF_NCH %lldLL\n",

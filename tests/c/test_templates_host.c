@@ -925,6 +925,17 @@ static int erf_ok(float x, float got)
     return e <= 4e-7 && (fabsf(x) < 1e-37f || e <= 4e-7 * fabs(r));
 }
 
+/* tanh: within 2e-7 relative (the measured worst is 1.4e-7, next to the switch at 0.625), a
+ * denormal result within one denormal step, +-1 exactly from 9.1 on */
+static int tanh_ok(float x, float got)
+{
+    if (isnan(x)) return isnan(got);
+    if (fabsf(x) >= 9.1f) return got == (x > 0 ? 1.0f : -1.0f);
+    double r = tanh((double)x);
+    if (fabs(r) < FLT_MIN) return fabs((double)got - r) <= 0x1p-149;
+    return fabs((double)got - r) <= 2e-7 * fabs(r);
+}
+
 static void test_math(void)
 {
     /* every 4099th bit pattern (all exponents, varied mantissas), a dense sweep over the
@@ -936,12 +947,13 @@ static void test_math(void)
         -103.972084f, -103.97208f,   -104.0f,      -104.5f,      -150.0f,      3.925f,
         -3.925f,      3.92f,         -3.92f,       3.9250002f,   4.0f,         -4.0f,
         0.5f,         -0.5f,         1.0f,         -1.0f,        0.34657359f,  -0.34657359f,
+        0.625f,       -0.625f,       0.62499994f,  9.0f,         9.1f,         -9.1f,
     };
     const int64_t n_bits = (int64_t)(0x100000000ull / 4099) + 1, n_sweep = 400000;
     const int64_t n_special = (int64_t)(sizeof special / sizeof special[0]);
     const int64_t n = n_bits + n_sweep + n_special;
-    float *x = malloc((size_t)n * sizeof(float)), *out[4];
-    for (int i = 0; i < 4; i++) out[i] = malloc((size_t)n * sizeof(float));
+    float *x = malloc((size_t)n * sizeof(float)), *out[5];
+    for (int i = 0; i < 5; i++) out[i] = malloc((size_t)n * sizeof(float));
     int64_t k = 0;
     for (int64_t i = 0; i < n_bits; i++) x[k++] = f_of_bits((uint32_t)(i * 4099));
     for (int64_t i = 0; i < n_sweep; i++) x[k++] = (float)(-110.0 + 200.0 * (double)i / n_sweep);
@@ -952,18 +964,19 @@ static void test_math(void)
                      (long long)n, kf_body_host_math_h);
     kf_strbuf_printf(&b, "void kf_kernel(const float *restrict x, float *restrict e,\n"
                          "               float *restrict en, float *restrict er,\n"
-                         "               float *restrict sg)\n"
+                         "               float *restrict sg, float *restrict th)\n"
                          "{\n"
                          "    for (int64_t i = 0; i < KF_N; i++) {\n"
                          "        e[i] = kf_expf(x[i]);\n"
                          "        en[i] = kf_expf_neg(-fabsf(x[i]));\n"
                          "        er[i] = kf_erff(x[i]);\n"
                          "        sg[i] = kf_sigmoidf(x[i]);\n"
+                         "        th[i] = kf_tanhf(x[i]);\n"
                          "    }\n"
                          "}\n");
     char *src = kf_strbuf_take(&b), err[512];
-    static const char *const types[] = {"const float*", "float*", "float*", "float*", "float*"};
-    char *lj = kf_template_host_launch_json(types, 5);
+    static const char *const types[] = {"const float*", "float*", "float*", "float*", "float*", "float*"};
+    char *lj = kf_template_host_launch_json(types, 6);
     kf_launch l;
     void *blob = NULL;
     size_t len = 0;
@@ -976,16 +989,16 @@ static void test_math(void)
         goto out;
     }
     if (!CHECK_EQ_INT(cc.load(cc.self, blob, len, &l, 0, &kc, err, sizeof err), KF_OK)) goto out;
-    void *ptrs[5] = {x, out[0], out[1], out[2], out[3]};
-    if (!CHECK_EQ_INT(cc.launch(cc.self, kc, ptrs, 5, NULL), 0)) goto out;
-    long bad[4] = {0, 0, 0, 0};
+    void *ptrs[6] = {x, out[0], out[1], out[2], out[3], out[4]};
+    if (!CHECK_EQ_INT(cc.launch(cc.self, kc, ptrs, 6, NULL), 0)) goto out;
+    long bad[5] = {0, 0, 0, 0, 0};
     for (int64_t i = 0; i < n; i++) {
         float v = x[i], nv = -fabsf(v);
-        int ok[4] = {exp_ok(v, out[0][i]), exp_ok(nv, out[1][i]), erf_ok(v, out[2][i]),
-                     sigmoid_ok(v, out[3][i])};
-        static const char *const fn[4] = {"kf_expf", "kf_expf_neg", "kf_erff", "kf_sigmoidf"};
-        const float arg[4] = {v, nv, v, v};
-        for (int f = 0; f < 4; f++)
+        int ok[5] = {exp_ok(v, out[0][i]), exp_ok(nv, out[1][i]), erf_ok(v, out[2][i]),
+                     sigmoid_ok(v, out[3][i]), tanh_ok(v, out[4][i])};
+        static const char *const fn[5] = {"kf_expf", "kf_expf_neg", "kf_erff", "kf_sigmoidf", "kf_tanhf"};
+        const float arg[5] = {v, nv, v, v, v};
+        for (int f = 0; f < 5; f++)
             if (!ok[f] && bad[f]++ < 3)
                 printf("     %s(%a = %.9g) = %.9g (%a)\n", fn[f], (double)arg[f], (double)arg[f],
                        (double)out[f][i], (double)out[f][i]);
@@ -994,15 +1007,18 @@ static void test_math(void)
     CHECK_EQ_INT(bad[1], 0);
     CHECK_EQ_INT(bad[2], 0);
     CHECK_EQ_INT(bad[3], 0);
+    CHECK_EQ_INT(bad[4], 0);
     /* exact where softmax and gelu rely on it: the row's max gives 1, -inf gives 0, erf(0) = 0 */
     for (int64_t i = n - n_special; i < n; i++) {
-        if (x[i] == 0.0f) CHECK(out[0][i] == 1.0f && out[1][i] == 1.0f && out[2][i] == 0.0f);
+        if (x[i] == 0.0f)
+            CHECK(out[0][i] == 1.0f && out[1][i] == 1.0f && out[2][i] == 0.0f && out[4][i] == 0.0f &&
+                  signbit(out[4][i]) == signbit(x[i]));
         if (x[i] == -INFINITY)
             CHECK(out[0][i] == 0.0f && out[1][i] == 0.0f && out[2][i] == -1.0f &&
-                  out[3][i] == 0.0f);
+                  out[3][i] == 0.0f && out[4][i] == -1.0f);
         if (x[i] == INFINITY)
             CHECK(isinf(out[0][i]) && out[0][i] > 0 && out[1][i] == 0.0f && out[2][i] == 1.0f &&
-                  out[3][i] == 1.0f);
+                  out[3][i] == 1.0f && out[4][i] == 1.0f);
     }
 out:
     if (kc) cc.unload(cc.self, kc);
@@ -1011,7 +1027,7 @@ out:
     free(src);
     free(lj);
     free(x);
-    for (int i = 0; i < 4; i++) free(out[i]);
+    for (int i = 0; i < 5; i++) free(out[i]);
 }
 
 int main(void)

@@ -77,4 +77,18 @@ static inline float kf_erff(float x)
     float y = a * p / q;
     return copysignf(a > 3.925f ? 1.0f : y, x);
 }
-
+/* tanh(x) = x + x^3 Q(x^2) for |x| < 0.625 (a relative fit, 4e-9), else 1 - 2 / (exp(2|x|) + 1),
+ * which rounds to 1 from |x| = 9.01 on; the sign put back (-0 stays -0, NaN stays NaN). Worst
+ * measured: 1.4e-7 relative, next to the switch. */
+static inline float kf_tanhf(float x)
+{
+    float a = fabsf(x), z = a * a;
+    float q = -5.704985000e-03f;
+    q = fmaf(q, z, 2.063908614e-02f);
+    q = fmaf(q, z, -5.373971537e-02f);
+    q = fmaf(q, z, 1.333144158e-01f);
+    q = fmaf(q, z, -3.333328068e-01f);
+    float small = fmaf(a * z, q, a);
+    float big = 1.0f - 2.0f / (kf_expf(2.0f * a) + 1.0f);
+    return copysignf(a < 0.625f ? small : big, x);
+}

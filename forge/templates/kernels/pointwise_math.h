@@ -3,7 +3,8 @@
  * KF_PW_FN (static inline | __device__ __forceinline__), kf_pw_fbits / kf_pw_bitsf (float <->
  * bits), KF_PW_INF / KF_PW_NAN, kf_ct (the compute type), KF_CT_F64 (1: double math, else
  * float), KF_CT_INT (1: integer compute in long long) and KF_P_BOOL (the promoted dtype is
- * bool). Math is the precise libm / CUDA one, as eager computes it: no approximations. */
+ * bool). Math is the precise libm / CUDA one, as eager computes it, except under KF_FAST_MATH (a
+ * host template's math knob): host_math.h's exp, tanh and erf, each within the bound it states. */
 
 #if KF_CT_F64
 #define kf_exp(x) exp(x)
@@ -24,10 +25,14 @@
 #define kf_pow(x, y) pow(x, y)
 #define kf_copysign(x, y) copysign(x, y)
 #else
-#ifdef KF_FAST_EXPF /* host_math.h's vectorizable expf (host_chain's math knob) */
+#ifdef KF_FAST_MATH /* host_math.h's vectorizable forms (the host templates' math knob) */
 #define kf_exp(x) kf_expf(x)
+#define kf_tanh(x) kf_tanhf(x)
+#define kf_erf(x) kf_erff(x)
 #else
 #define kf_exp(x) expf(x)
+#define kf_tanh(x) tanhf(x)
+#define kf_erf(x) erff(x)
 #endif
 #define kf_exp2(x) exp2f(x)
 #define kf_expm1(x) expm1f(x)
@@ -37,8 +42,6 @@
 #define kf_sqrt(x) sqrtf(x)
 #define kf_sin(x) sinf(x)
 #define kf_cos(x) cosf(x)
-#define kf_tanh(x) tanhf(x)
-#define kf_erf(x) erff(x)
 #define kf_fabs(x) fabsf(x)
 #define kf_trunc(x) truncf(x)
 #define kf_floor(x) floorf(x)
