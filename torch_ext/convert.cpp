@@ -139,6 +139,33 @@ bool writes_arg(const OpSchemaInfo& info, const c10::IValue* args, size_t i) {
   return info.written[i] || writes_hidden(info, args, i);
 }
 
+// A tensor list's elements, get(j) for j < n: exact when every one is a plain strided tensor,
+// else an opaque marker with the first element's device.
+template <class Get>
+static void sig_tensor_elems(kf_sig* sig, size_t n, const Get& get) {
+  kf_tensor local[4] = {};  // no heap for the common short list
+  std::vector<kf_tensor> heap(n > 4 ? n : 0);
+  kf_tensor* ts = n > 4 ? heap.data() : local;
+  bool exact = true;
+  for (size_t j = 0; j < n && exact; j++) {
+    const at::Tensor& t = get(j);
+    exact = t.defined() && !t.unsafeGetTensorImpl()->is_wrapped_number() && !t.is_conj() && !t.is_neg() &&
+            to_kf_tensor(t, &ts[j]) && ts[j].dtype != KF_DTYPE_UNKNOWN;
+  }
+  if (exact) {
+    kf_sig_tensor_list(sig, ts, static_cast<int>(n));
+  } else {
+    if (n > 0 && get(0).defined()) kf_sig_device_hint_of(sig, get(0));
+    kf_sig_opaque(sig, "tensor-list");
+  }
+}
+
+void sig_tensor_list(kf_sig* sig, const at::ITensorListRef& l) {
+  c10::SmallVector<const at::Tensor*, 8> p;  // random access without a copy of each element
+  for (const at::Tensor& t : l) p.push_back(&t);
+  sig_tensor_elems(sig, p.size(), [&](size_t j) -> const at::Tensor& { return *p[j]; });
+}
+
 // One argument of any type, as build_signature describes it.
 void sig_value(kf_sig* sig, const c10::IValue& v) {
   if (v.isTensor()) {
@@ -162,19 +189,7 @@ void sig_value(kf_sig* sig, const c10::IValue& v) {
     kf_sig_int_list(sig, l.data(), static_cast<int>(l.size()));
   } else if (v.isTensorList()) {
     const auto l = v.toTensorList();
-    std::vector<kf_tensor> ts(l.size());
-    bool exact = true;
-    for (size_t j = 0; j < l.size(); j++) {
-      const at::Tensor t = l.get(j);
-      exact = exact && t.defined() && !t.unsafeGetTensorImpl()->is_wrapped_number() && !t.is_conj() && !t.is_neg() &&
-              to_kf_tensor(t, &ts[j]) && ts[j].dtype != KF_DTYPE_UNKNOWN;
-    }
-    if (exact) {
-      kf_sig_tensor_list(sig, ts.data(), static_cast<int>(ts.size()));
-    } else {
-      if (l.size() > 0 && l.get(0).defined()) kf_sig_device_hint_of(sig, l.get(0));
-      kf_sig_opaque(sig, "tensor-list");
-    }
+    sig_tensor_elems(sig, l.size(), [&](size_t j) { return l.get(j); });
   } else if (v.isDevice()) {
     const c10::Device d = v.toDevice();
     kf_sig_device(sig, to_kf_device(d.type()), d.has_index() ? d.index() : -1);

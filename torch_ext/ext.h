@@ -51,6 +51,7 @@ bool build_signature(const OpSchemaInfo& info, int call_device, const torch::jit
 // same signature bytes whichever way it arrives.
 void sig_value(kf_sig* sig, const c10::IValue& v);
 void sig_tensor_arg(kf_sig* sig, const at::Tensor& t);
+void sig_tensor_list(kf_sig* sig, const at::ITensorListRef& l);  // as sig_value a Tensor[]
 
 int to_kf_dtype(c10::ScalarType t);
 c10::ScalarType from_kf_dtype(int d);

@@ -121,9 +121,50 @@ inline void describe(kf_sig* sig, std::optional<c10::ScalarType> v) {
   else
     kf_sig_none(sig);
 }
+// IValue(Layout), IValue(MemoryFormat) are their enum values as ints; IValue(Device) a device
+inline void describe(kf_sig* sig, std::optional<c10::Layout> v) {
+  if (v.has_value())
+    kf_sig_int(sig, static_cast<int64_t>(*v));
+  else
+    kf_sig_none(sig);
+}
+inline void describe(kf_sig* sig, std::optional<c10::MemoryFormat> v) {
+  if (v.has_value())
+    kf_sig_int(sig, static_cast<int64_t>(*v));
+  else
+    kf_sig_none(sig);
+}
+inline void describe(kf_sig* sig, std::optional<c10::Device> v) {
+  if (v.has_value())
+    sig_value(sig, c10::IValue(*v));
+  else
+    kf_sig_none(sig);
+}
+inline void describe(kf_sig* sig, std::optional<bool> v) {
+  if (v.has_value())
+    kf_sig_bool(sig, *v);
+  else
+    kf_sig_none(sig);
+}
+inline void describe(kf_sig* sig, const at::ITensorListRef& v) { sig_tensor_list(sig, v); }
 inline void describe(kf_sig* sig, int64_t v) { kf_sig_int(sig, v); }
 inline void describe(kf_sig* sig, bool v) { kf_sig_bool(sig, v); }
 inline void describe(kf_sig* sig, double v) { kf_sig_double(sig, v); }
+
+// build_signature's test for a call on Python numbers alone (a wrapped scalar's _to_copy, which
+// takes no signature slot): 1 a wrapped number, 2 anything real (a tensor, a list), 0 neither.
+inline int arg_kind(const at::Tensor& t) {
+  return !t.defined() ? 0 : t.unsafeGetTensorImpl()->is_wrapped_number() ? 1 : 2;
+}
+inline int arg_kind(const std::optional<at::Tensor>& t) { return t.has_value() ? arg_kind(*t) : 0; }
+inline int arg_kind(c10::IntArrayRef) { return 2; }
+inline int arg_kind(c10::SymIntArrayRef) { return 2; }
+inline int arg_kind(at::OptionalIntArrayRef v) { return v.has_value() ? 2 : 0; }
+inline int arg_kind(const at::ITensorListRef&) { return 2; }
+template <class T>
+inline int arg_kind(const T&) {
+  return 0;
+}
 
 template <class First, class... Rest>
 constexpr bool first_mutable() {
@@ -167,6 +208,8 @@ struct TypedKernel {
       return s.kernel().template call<Ret, Args...>(s.op, ks, args...);
     }
     if (nested_pass(s.rt, *s.info, ts.depth)) return s.kernel().template call<Ret, Args...>(s.op, ks, args...);
+    // only a Python number among its tensors: undescribed, as build_signature leaves it
+    if ((0 | ... | arg_kind(args)) == 1) return s.kernel().template call<Ret, Args...>(s.op, ks, args...);
     kf_sig sig;
     try {
       kf_sig_begin_head(&sig, &s.info->head);
@@ -240,6 +283,14 @@ const Variant kVariants[] = {
     {"Tensor,int,bool->Tensor", make<Tensor, const Tensor&, int64_t, bool>},  // _softmax
     {"Tensor,str->Tensor", make<Tensor, const Tensor&, c10::string_view>},  // gelu
     {"Tensor,Tensor,Tensor->Tensor", make<Tensor, const Tensor&, const Tensor&, const Tensor&>},  // where
+    {"Tensor,ScalarType?,Layout?,Device?,bool?,bool,MemoryFormat?->Tensor",  // _to_copy (.to(dtype))
+     make<Tensor, const Tensor&, std::optional<c10::ScalarType>, std::optional<c10::Layout>,
+          std::optional<c10::Device>, std::optional<bool>, bool, std::optional<c10::MemoryFormat>>},
+    {"Tensor[],int->Tensor", make<Tensor, const at::ITensorListRef&, int64_t>},  // cat
+    {"Tensor,Tensor,SymInt,bool,bool->Tensor",  // embedding
+     make<Tensor, const Tensor&, const Tensor&, c10::SymInt, bool, bool>},
+    {"Tensor,int,Tensor->Tensor", make<Tensor, const Tensor&, int64_t, const Tensor&>},  // index_select
+    {"Tensor,int,Tensor,bool->Tensor", make<Tensor, const Tensor&, int64_t, const Tensor&, bool>},  // gather
     {"Tensor,Tensor,Tensor,Scalar->Tensor",  // addcmul, addcdiv
      make<Tensor, const Tensor&, const Tensor&, const Tensor&, const Scalar&>},
     {"Tensor,Scalar?,Scalar?->Tensor",  // clamp

@@ -38,7 +38,9 @@ TYPED_OPS = ["aten::add.Tensor", "aten::mul.Tensor", "aten::relu", "aten::clamp_
              # norms, reductions and the rest of the common schemas
              "aten::native_group_norm", "aten::native_batch_norm",
              "aten::_native_batch_norm_legit_no_training", "aten::sum", "aten::sum.dim_IntList",
-             "aten::amax", "aten::max.dim", "aten::clamp", "aten::where.self", "aten::addcmul"]
+             "aten::amax", "aten::max.dim", "aten::clamp", "aten::where.self", "aten::addcmul",
+             # casts, a tensor list and the gathers
+             "aten::_to_copy", "aten::cat", "aten::embedding", "aten::index_select", "aten::gather"]
 
 
 def _env(**extra) -> dict:
@@ -66,7 +68,7 @@ def runs(tmp_path_factory):
 
 def test_typed_path_is_registered_for_the_common_schemas():
     # a few ops per load, so that every registration message fits the log held during load
-    ops = TYPED_OPS + ["aten::cat"]
+    ops = TYPED_OPS + ["aten::div.Tensor_mode"]
     logs = {"typed": "", "boxed": ""}
     for i in range(0, len(ops), 8):
         for mode, extra in (("typed", {}), ("boxed", {"KFORGE_TYPED": "0"})):
@@ -78,8 +80,8 @@ def test_typed_path_is_registered_for_the_common_schemas():
     for op in TYPED_OPS:
         assert f"{op} on CPU: typed fast path" in logs["typed"], (op, logs["typed"])
     assert "typed fast path\n" not in logs["boxed"]  # KFORGE_TYPED=0: boxed interceptors only
-    # a schema without a typed variant (a tensor list) stays boxed
-    assert "aten::cat: no typed fast path for (Tensor[],int->Tensor)" in logs["typed"]
+    # a schema without a typed variant (an optional string) stays boxed
+    assert "aten::div.Tensor_mode: no typed fast path for (Tensor,Tensor,str?->Tensor)" in logs["typed"]
 
 
 @pytest.mark.parametrize("mode", ["typed", "boxed"])
