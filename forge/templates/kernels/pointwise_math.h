@@ -99,37 +99,40 @@ KF_PW_FN kf_ct kf_pw_lerp(kf_ct a, kf_ct b, kf_ct w)
 }
 
 /* ---- storage conversions (host: f16/bf16 are raw 16-bit patterns; rounding to nearest even,
- * as torch's Half / BFloat16 do; NaN becomes the canonical quiet NaN) ---- */
+ * as torch's Half / BFloat16 do; NaN becomes the canonical quiet NaN). Branch-free, each case
+ * computed and picked by a mask: a loop that converts then vectorizes (with a branch, gcc kept
+ * a bf16 chain's row loop scalar, 2.8x slower). ---- */
 KF_PW_FN float kf_pw_h2f(unsigned h)
 {
     unsigned s = (h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
-    if (e == 0x1fu) return kf_pw_bitsf(s | 0x7f800000u | (m << 13));
-    if (e == 0) {
-        float v = (float)m * 5.9604644775390625e-8f; /* m 2^-24, exact */
-        return s ? -v : v;
-    }
-    return kf_pw_bitsf(s | ((e + 112u) << 23) | (m << 13));
+    unsigned normal = s | ((e + 112u) << 23) | (m << 13);
+    unsigned infnan = s | 0x7f800000u | (m << 13);
+    unsigned sub = s | kf_pw_fbits((float)m * 5.9604644775390625e-8f); /* m 2^-24, exact */
+    unsigned mi = 0u - (unsigned)(e == 0x1fu), mz = 0u - (unsigned)(e == 0u);
+    return kf_pw_bitsf((normal & ~(mi | mz)) | (infnan & mi) | (sub & mz));
 }
 KF_PW_FN unsigned short kf_pw_f2h(float f)
 {
     unsigned x = kf_pw_fbits(f), s = (x >> 16) & 0x8000u, a = x & 0x7fffffffu;
-    if (a > 0x7f800000u) return (unsigned short)(s | 0x7e00u);
-    if (a >= 0x477ff000u) return (unsigned short)(s | 0x7c00u); /* 65520 and up: inf */
-    if (a < 0x38800000u) { /* a half subnormal: round(|f| 2^24), ties to even */
-        float v = kf_pw_bitsf(a) * 16777216.0f;
-        v = (v + 12582912.0f) - 12582912.0f;
-        return (unsigned short)(s | (unsigned)v);
-    }
     unsigned h = (((a >> 23) - 112u) << 10) | ((a & 0x7fffffu) >> 13), rem = a & 0x1fffu;
-    if (rem > 0x1000u || (rem == 0x1000u && (h & 1u))) h++;
-    return (unsigned short)(s | h);
+    h += (unsigned)(rem > 0x1000u) | ((unsigned)(rem == 0x1000u) & h & 1u);
+    /* a half subnormal: round(|f| 2^24), ties to even (0 in the other lanes: no conversion of
+     * an out-of-range float) */
+    unsigned ms = 0u - (unsigned)(a < 0x38800000u);
+    float v = kf_pw_bitsf(a & ms) * 16777216.0f;
+    v = (v + 12582912.0f) - 12582912.0f;
+    unsigned mi = 0u - (unsigned)(a >= 0x477ff000u); /* 65520 and up: inf */
+    unsigned mn = 0u - (unsigned)(a > 0x7f800000u);
+    unsigned r = (h & ~(ms | mi)) | ((unsigned)v & ms) | (0x7c00u & mi);
+    return (unsigned short)(s | (r & ~mn) | (0x7e00u & mn));
 }
 KF_PW_FN float kf_pw_bf2f(unsigned h) { return kf_pw_bitsf(h << 16); }
 KF_PW_FN unsigned short kf_pw_f2bf(float f)
 {
     unsigned x = kf_pw_fbits(f);
-    if ((x & 0x7fffffffu) > 0x7f800000u) return (unsigned short)0x7fc0u;
-    return (unsigned short)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
+    unsigned r = (x + 0x7fffu + ((x >> 16) & 1u)) >> 16;
+    unsigned mn = 0u - (unsigned)((x & 0x7fffffffu) > 0x7f800000u);
+    return (unsigned short)((r & ~mn) | (0x7fc0u & mn));
 }
 /* a float rounded to f16 / bf16 and back (an operand promoted to a narrower type) */
 KF_PW_FN float kf_pw_rnd_f16(float f) { return kf_pw_h2f(kf_pw_f2h(f)); }
