@@ -69,9 +69,9 @@ typedef struct chain_entry {
     chain_shape shape;
     uint64_t calls;
     uint64_t fresh[KF_CHAIN_MAX]; /* runs in which member m read a fresh external */
-    uint64_t unpredicted[KF_CHAIN_MAX]; /* ... one made since the thread's last run of it */
-    const kf_chain_rec *last_rec; /* the thread of its last run, and when that run ended */
-    uint64_t last_end;
+    uint64_t unpredicted[KF_CHAIN_MAX]; /* ... one made since the thread's last run of it began */
+    const kf_chain_rec *last_rec; /* the thread of its last run, and when that run began */
+    uint64_t last_start;
 } chain_entry;
 
 struct kf_chains {
@@ -152,7 +152,8 @@ static uint64_t shape_id(const chain_shape *s)
 }
 
 /* The run r holds, counted: its members' fresh externals, and their unpredicted ones (first seen
- * after the thread's previous run of the same chain ended). */
+ * after the thread's previous run of the same chain began: one made during that run, such as its
+ * own output read back as the next place's residual, is another tensor at every place). */
 static void count_run(kf_chains *c, const kf_chain_rec *r)
 {
     const chain_shape *s = &r->run;
@@ -166,9 +167,9 @@ static void count_run(kf_chains *c, const kf_chain_rec *r)
             const int aged = r->have_ages && e->last_rec == r;
             for (int m = 0; m < s->n; m++) {
                 e->fresh[m] += r->fresh[m];
-                e->unpredicted[m] += aged && r->ext_at[m] > e->last_end;
+                e->unpredicted[m] += aged && r->ext_at[m] >= e->last_start;
             }
-            if (r->have_ages) e->last_rec = r, e->last_end = r->now;
+            if (r->have_ages) e->last_rec = r, e->last_start = r->member[0].now;
             goto done;
         }
         if (e->id) continue;
@@ -181,7 +182,7 @@ static void count_run(kf_chains *c, const kf_chain_rec *r)
             e->unpredicted[m] = 0;
         }
         e->last_rec = r->have_ages ? r : NULL;
-        e->last_end = r->now;
+        e->last_start = r->member[0].now;
         c->used++;
         goto done;
     }
@@ -528,8 +529,10 @@ static int fusable_end(const chain_shape *s, int from)
  * writes in place is left out when what follows it still makes a chain: a bf16 RMSNorm's cast
  * (`copy_` into a fresh tensor) then pow -> mean -> add -> rsqrt -> mul, where the head's
  * written tensor becomes the spec head's input. With from > 0 (after a member that reads what
- * the head cannot predict) the spec takes no externals: every input is its head's or a member's
- * (an external there is most often another activation of the same run: rotary's q * cos). */
+ * the head cannot predict) the spec head takes that member's inputs; a later member may read from
+ * outside only a tensor from outside the run that the head could predict in most runs (best_spec
+ * ends the part before any other), not the run's own (its head's input, an earlier member's
+ * output), which is another tensor at every run. */
 static cJSON *make_spec(const chain_shape *s, int from, int limit, kf_chain_lookup_fn lookup,
                         void *user, kf_chain_member_info *mi, int *first, char *why, size_t cap)
 {
@@ -584,9 +587,9 @@ static cJSON *make_spec(const chain_shape *s, int from, int limit, kf_chain_look
         for (int i = 0; i < s->n_in[m]; i++) {
             uint8_t r[3] = {0, (uint8_t)i, 0}; /* the head's own inputs, in order */
             if (m > s0) spec_ref(s, s0, s->src[m][i], ext_seen, &n_ext, r);
-            if (from > 0 && r[0] == 2) {
-                snprintf(why, cap, "member %d reads a tensor from outside a spec that starts at member %d",
-                         m, s0);
+            if (from > 0 && r[0] == 2 && s->src[m][i][0] != FROM_OUTSIDE) {
+                snprintf(why, cap, "member %d reads an activation of the run from outside a spec that "
+                         "starts at member %d", m, s0);
                 goto fail;
             }
             cJSON *ref = cJSON_CreateArray();

@@ -377,8 +377,8 @@ static void test_spec(void)
         kf_chains_reset(c);
     }
 
-    /* started after a member reading an activation of this run, a spec takes no externals
-     * (here the run head's input) */
+    /* started after a member reading an activation of this run, a spec takes none of the run's
+     * own tensors as externals (here the run head's input) */
     uint64_t now = 10;
     for (int k = 0; k < 4; k++, now += 3) {
         uintptr_t b = 200 + 10 * (uintptr_t)k;

@@ -82,3 +82,43 @@ def test_gpt2_tanh_gelu_is_one_spec():
     gelu = [c for c in chains if "tanh" in c["ops"]]
     assert gelu and gelu[0]["ops"] == ["copy_", "mul", "pow", "mul", "add", "mul", "tanh", "add", "mul"], chains
     assert gelu[0]["spec"] == gelu[0]["ops"][1:], chains
+
+
+# A layer scale before the residual add, then the next norm (DINOv2, CaiT, ConvNeXt:
+# `x = x + gamma * f(x)`, then `norm(x)`): two places per block run the same chain, and each reads
+# as its residual the sum the other place's run made. That tensor is new at every place, so the
+# spec starts at the add (whose two inputs the head then takes), not at the mul, whose served head
+# would find another residual at every place and drop.
+LAYER_SCALE = """
+import json, torch, kernel_forge as kf
+kf.set_recording(True)
+class Block(torch.nn.Module):
+    def __init__(s, d):
+        super().__init__()
+        s.f1, s.f2 = torch.nn.Linear(d, d), torch.nn.Linear(d, d)
+        s.g1, s.g2 = torch.nn.Parameter(torch.rand(d)), torch.nn.Parameter(torch.rand(d))
+        s.n1, s.n2 = torch.nn.LayerNorm(d), torch.nn.LayerNorm(d)
+    def forward(s, x):
+        x = s.f1(s.n1(x)) * s.g1 + x
+        return s.f2(s.n2(x)) * s.g2 + x
+m = torch.nn.Sequential(*[Block(32) for _ in range(3)]).eval()
+x = torch.randn(4, 8, 32)
+with torch.inference_mode():
+    for _ in range(6):
+        m(x)
+print(json.dumps([{"ops": [o.split("::")[1].split(".")[0] for o in c["ops"]],
+                   "spec": [s["op"].split("::")[1].split(".")[0] for s in c["spec"]["members"]]
+                   if c["spec"] else None, "first": c["spec_first"], "why": c.get("fusable_reason")}
+                  for c in kf.chains()]))
+"""
+
+
+def test_a_layer_scaled_residual_spec_starts_at_the_add():
+    import json
+
+    p = run_python(LAYER_SCALE, {})
+    assert p.returncode == 0, p.stderr[-3000:]
+    chains = json.loads(p.stdout.strip().splitlines()[-1])
+    scaled = [c for c in chains if c["ops"] == ["mul", "add", "native_layer_norm"]]
+    assert scaled, chains
+    assert all(c["spec"] == ["add", "native_layer_norm"] and c["first"] == 1 for c in scaled), chains
