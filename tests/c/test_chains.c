@@ -377,6 +377,36 @@ static void test_spec(void)
         kf_chains_reset(c);
     }
 
+    /* a layer scale, the residual add, a norm-like op reading a weight: the residual is the
+     * previous run's add output (first seen during that run, after it began), so the spec starts
+     * at the add and keeps the weight, seen long before, as its external */
+    {
+        uint64_t now = 10, prev_sum_at = 1;
+        uintptr_t prev_sum = 50;
+        for (int k = 0; k < 4; k++, now += 3) {
+            uintptr_t b = 500 + 10 * (uintptr_t)k;
+            uint64_t at[2] = {1, 1}, res[2] = {1, prev_sum_at};
+            in[0] = b, in[1] = 77, out[0] = b + 1; /* mul(f(x), gamma) */
+            kf_chain_observe_at(c, r, 0x203, KF_CHAIN_SERVABLE | KF_CHAIN_FRESH(0), in, at, 2, out, 1, now++);
+            in[0] = b + 1, in[1] = prev_sum, out[0] = b + 2; /* add(that, residual) */
+            kf_chain_observe_at(c, r, 0x203, KF_CHAIN_SERVABLE, in, res, 2, out, 1, now++);
+            prev_sum = b + 2, prev_sum_at = now - 1;
+            in[0] = b + 2, in[1] = 88, out[0] = b + 3; /* norm(sum, weight) */
+            kf_chain_observe_at(c, r, 0x204, KF_CHAIN_SERVABLE, in, at, 2, out, 1, now++);
+            kf_chain_flush(c, r);
+        }
+        ch = only_chain(c);
+        cJSON *spec = cJSON_GetObjectItem(ch, "spec");
+        if (CHECK(cJSON_IsObject(spec))) {
+            CHECK_EQ_INT(cJSON_GetObjectItem(ch, "spec_first")->valueint, 1);
+            CHECK_EQ_INT(cJSON_GetArraySize(cJSON_GetObjectItem(spec, "members")), 2);
+            CHECK_EQ_INT(cJSON_GetObjectItem(spec, "n_head_inputs")->valueint, 2);
+            CHECK_EQ_INT(cJSON_GetObjectItem(spec, "n_ext")->valueint, 1);
+        }
+        cJSON_Delete(ch);
+        kf_chains_reset(c);
+    }
+
     /* started after a member reading an activation of this run, a spec takes none of the run's
      * own tensors as externals (here the run head's input) */
     uint64_t now = 10;
