@@ -101,7 +101,7 @@ KF_PW_FN kf_ct kf_pw_lerp(kf_ct a, kf_ct b, kf_ct w)
 /* ---- storage conversions (host: f16/bf16 are raw 16-bit patterns; rounding to nearest even,
  * as torch's Half / BFloat16 do; NaN becomes the canonical quiet NaN). Branch-free, each case
  * computed and picked by a mask: a loop that converts then vectorizes (with a branch, gcc kept
- * a bf16 chain's row loop scalar, 2.8x slower). ---- */
+ * a bf16 chain's row loop scalar, about 2x slower). ---- */
 KF_PW_FN float kf_pw_h2f(unsigned h)
 {
     unsigned s = (h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
