@@ -108,27 +108,16 @@ inline void describe(kf_sig* sig, at::OptionalIntArrayRef v) {
   else
     kf_sig_none(sig);
 }
-// IValue(SymInt) is an int when concrete; IValue(ScalarType) is its enum value as an int
+// IValue(SymInt) is an int when concrete; IValue(ScalarType), IValue(Layout) and
+// IValue(MemoryFormat) are their enum values as ints; IValue(Device) a device
 inline void describe(kf_sig* sig, const c10::SymInt& v) {
   if (const auto i = v.maybe_as_int())
     kf_sig_int(sig, *i);
   else
     sig_value(sig, c10::IValue(v));
 }
-inline void describe(kf_sig* sig, std::optional<c10::ScalarType> v) {
-  if (v.has_value())
-    kf_sig_int(sig, static_cast<int64_t>(*v));
-  else
-    kf_sig_none(sig);
-}
-// IValue(Layout), IValue(MemoryFormat) are their enum values as ints; IValue(Device) a device
-inline void describe(kf_sig* sig, std::optional<c10::Layout> v) {
-  if (v.has_value())
-    kf_sig_int(sig, static_cast<int64_t>(*v));
-  else
-    kf_sig_none(sig);
-}
-inline void describe(kf_sig* sig, std::optional<c10::MemoryFormat> v) {
+template <class E, std::enable_if_t<std::is_enum_v<E>, int> = 0>
+inline void describe(kf_sig* sig, std::optional<E> v) {
   if (v.has_value())
     kf_sig_int(sig, static_cast<int64_t>(*v));
   else
