@@ -122,17 +122,18 @@ print(json.dumps(done))
 """
 
 
-# The host compiler the served kernels are built with: cc without AVX-512, which valgrind cannot
-# run (written by main)
-CC_WRAPPER = "cc"
+def cc_wrapper(tmp):
+    """The host compiler the served kernels are built with, in tmp (main writes it): cc without
+    AVX-512, which valgrind cannot run."""
+    return os.path.join(tmp, "cc-no-avx512")
 
 
-def clean_env(pythonpath=None, **extra):
+def clean_env(tmp, pythonpath=None, **extra):
     env = {k: v for k, v in os.environ.items() if not k.startswith("KFORGE_")}
     # every op of the list intercepted, as with a kernel for another signature of it: by default
     # (KFORGE_INTERCEPT=cached) an op with no kernel at all is not intercepted and costs nothing
     env["KFORGE_INTERCEPT"] = "all"
-    env["CC"] = CC_WRAPPER
+    env["CC"] = cc_wrapper(tmp)
     if pythonpath:
         env["PYTHONPATH"] = pythonpath + os.pathsep + env.get("PYTHONPATH", "")
     env.update(extra)
@@ -152,7 +153,7 @@ def totals(path):
 
 def run_mode(mode, calls, mark, tmp, cache, pythonpath):
     # only the served mode sees the kernels
-    env = clean_env(pythonpath, KFORGE_CACHE_DIR=cache if mode == "served" else os.path.join(tmp, "empty"))
+    env = clean_env(tmp, pythonpath, KFORGE_CACHE_DIR=cache if mode == "served" else os.path.join(tmp, "empty"))
     if mode == "none":
         env["KFORGE_DISABLE"] = "1"
     if mode == "served":
@@ -183,11 +184,9 @@ def main():
     args = p.parse_args()
     modes = args.modes.split(",")
     tmp = tempfile.mkdtemp(prefix="kforge-cg-")
-    global CC_WRAPPER
-    CC_WRAPPER = os.path.join(tmp, "cc-no-avx512")
-    with open(CC_WRAPPER, "w") as f:
+    with open(cc_wrapper(tmp), "w") as f:
         f.write('#!/bin/sh\nexec cc "$@" -mno-avx512f\n')
-    os.chmod(CC_WRAPPER, 0o755)
+    os.chmod(cc_wrapper(tmp), 0o755)
     mark = os.path.join(tmp, "cgmark.so")
     src = os.path.join(tmp, "cgmark.c")
     with open(src, "w") as f:
@@ -201,7 +200,7 @@ def main():
         cache = os.path.join(tmp, f"cache-{v}")
         if "served" in modes:
             # `python -c` puts the working folder first on sys.path: a baseline runs elsewhere
-            r = subprocess.run([sys.executable, "-c", SETUP, json.dumps(KERNELS)], env=clean_env(pp, KFORGE_CACHE_DIR=cache),
+            r = subprocess.run([sys.executable, "-c", SETUP, json.dumps(KERNELS)], env=clean_env(tmp, pp, KFORGE_CACHE_DIR=cache),
                                capture_output=True, text=True, cwd=tmp if pp else None)
             if r.returncode != 0:
                 sys.exit(f"kernel setup ({v}): {r.stderr[-3000:]}")
