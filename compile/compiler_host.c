@@ -37,10 +37,13 @@
 /* Fixed flags, recorded verbatim in the toolchain id. A call to an undeclared or undefined
  * function (a misspelt entry) fails the compile rather than the later dlopen. -lm: kernels may
  * call expf & co. -fno-math-errno: no kernel reads errno, and with it GCC cannot vectorize sqrt
- * (every sqrtf becomes a branch to libm for errno's sake); the values are the same. */
+ * (every sqrtf becomes a branch to libm for errno's sake). -fno-trapping-math: no kernel reads
+ * the FP exception flags either, and with them GCC will not compute both sides of a select
+ * (softplus's `x > t ? x : log1p(exp(x))`), so such a loop stays scalar. The values are the
+ * same under both: IEEE arithmetic, rounding and NaNs unchanged. */
 static const char *const host_flags[] = {"-O3", "-march=native", "-fopenmp", "-shared", "-fPIC",
                                          "-std=c11", "-Werror=implicit-function-declaration",
-                                         "-Wl,-z,defs", "-fno-math-errno"};
+                                         "-Wl,-z,defs", "-fno-math-errno", "-fno-trapping-math"};
 #define HOST_LIBS "-lm"
 
 #define HOST_LOG_MAX (64 * 1024)

