@@ -4,7 +4,8 @@
  * bits), KF_PW_INF / KF_PW_NAN, kf_ct (the compute type), KF_CT_F64 (1: double math, else
  * float), KF_CT_INT (1: integer compute in long long) and KF_P_BOOL (the promoted dtype is
  * bool). Math is the precise libm / CUDA one, as eager computes it, except under KF_FAST_MATH (a
- * host template's math knob): host_math.h's exp, tanh, erf, log and log1p, each within the bound it states. */
+ * host template's math knob): host_math.h's exp, expm1, tanh, erf, log and log1p,
+ * each within the bound it states. */
 
 #if KF_CT_F64
 #define kf_exp(x) exp(x)
@@ -31,15 +32,16 @@
 #define kf_erf(x) kf_erff(x)
 #define kf_log(x) kf_logf(x)
 #define kf_log1p(x) kf_log1pf(x)
+#define kf_expm1(x) kf_expm1f(x)
 #else
 #define kf_exp(x) expf(x)
 #define kf_tanh(x) tanhf(x)
 #define kf_erf(x) erff(x)
 #define kf_log(x) logf(x)
 #define kf_log1p(x) log1pf(x)
+#define kf_expm1(x) expm1f(x)
 #endif
 #define kf_exp2(x) exp2f(x)
-#define kf_expm1(x) expm1f(x)
 #define kf_log2(x) log2f(x)
 #define kf_sqrt(x) sqrtf(x)
 #define kf_sin(x) sinf(x)
