@@ -350,9 +350,10 @@ Match member_inputs_match(Pending& p, const c10::SmallVector<at::Tensor, 8>& ins
   bool other_ext = false;
   for (int i = 0; i < p.d->n_in[m]; i++) {
     Held* h = expected(p, m, i);
-    uint32_t v;
     if (h && !held_now(*h, ins[i])) {
-      if (p.d->ref[m][i][0] != KF_CHAIN_IN_EXT || h->kind == Kind::kView || !version_of(ins[i], &v)) return Match::No;
+      // another external, versioned or an inference tensor (LeViT's attention bias, made once
+      // per block under inference_mode): observed from here, so the place is learnt
+      if (p.d->ref[m][i][0] != KF_CHAIN_IN_EXT || h->kind == Kind::kView) return Match::No;
       other_ext = true;
     }
     if (!h) {  // observed: the prediction for the next run (its version unused: read at the head)

@@ -62,6 +62,28 @@ def test_served_in_steady_state_under_inference_mode():
     assert served == 6 * 10 and fallback == 0, (served, fallback)  # one kernel instead of 6 ops
 
 
+def test_inference_weights_at_two_places_are_learnt():
+    """A weight made under inference mode, another at each place (LeViT's attention bias, cached
+    per block in the first forward): a wrong prediction is observed and learnt, as a normal
+    weight's is, not dropped at every head from then on."""
+    spec, _, _ = attach(49, 64)
+    x = inference_randn(49, 64)
+    w1, w2 = inference_randn(64), inference_randn(64)
+    with torch.inference_mode():
+        for _ in range(3):  # learn both places
+            for w in (w1, w2):
+                torch.testing.assert_close(rms(x, w), eager(rms, x, w), **TOL)
+        e0 = entry(spec)
+        assert e0["state"] == "served", e0
+        for _ in range(10):
+            for w in (w1, w2):
+                torch.testing.assert_close(rms(x, w), eager(rms, x, w), **TOL)
+    e1 = entry(spec)
+    assert e1["state"] == "served", e1
+    # a head or two may still run observed while the outcome period settles
+    assert e1["completed"] - e0["completed"] >= 18 and e1["dropped"] == e0["dropped"], (e0, e1)
+
+
 def test_the_watch_lasts_the_chain_window_only():
     spec, _, w = attach(42, 64)
     x = inference_randn(42, 64)
