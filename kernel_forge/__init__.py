@@ -253,7 +253,9 @@ def cache_entries() -> list[dict]:
     """Entries of the cache folder (and of a KFORGE_CACHE bundle): key, op, signature, backend,
     arch, eager_us, kernel_us, speedup, max_abs_err, atol, rtol, proposer, disabled,
     disabled_reason, origin, served_here (whether this process serves it: an op's kernel
-    attached to its signature, a chain's to its chain and not refused)."""
+    attached to its signature, a chain's to its chain and not refused), elsewhere (built for
+    another environment: another CPU or GPU arch, compiler or compile flags, torch or plugin
+    version; never used here, `kforge warmup` tunes it again), family, family_record."""
     return _native.take_json(_native.lib().kf_cache_entries_json(_native.runtime()))
 
 

@@ -190,8 +190,12 @@ def cmd_doctor(_args) -> int:
           f"timing 1 call in {info['sample_every']}; first-use check: {info['validate']}")
     try:
         entries = kf.cache_entries()
+        other = sum(e["elsewhere"] for e in entries)
         print(f"cache entries   {len(entries)} ({sum(e['served_here'] for e in entries)} served "
               f"in this process){'; bundle ' + info['cache_bundle'] if info['cache_bundle'] else ''}")
+        if other:
+            print(f"                {other} built for another environment (arch, compiler or its "
+                  f"flags, torch or plugin version): not used here; `kforge warmup` tunes them again")
     except Exception as e:
         print(f"cache entries   could not be read: {e}")
     if info["bad_ops"]:

@@ -179,6 +179,7 @@ static void mark_attached(kf_runtime *rt, const char *key, const char *blob_hash
     snprintf(a->key, sizeof a->key, "%s", key);
     snprintf(a->blob, sizeof a->blob, "%s", blob_hash);
     a->bundle = bundle;
+    a->elsewhere = 0;
 }
 
 void kf_cachelink_mark_attached(kf_runtime *rt, const char *key, const char *blob_hash)
@@ -252,6 +253,8 @@ static int attach_entry(kf_runtime *rt, kf_cache *from, const kf_cache_entry *e,
     if (key.hi != e->key.hi || key.lo != e->key.lo) {
         KF_DEBUG("cache entry %s (%s) was built for another environment (arch, compiler, torch or "
                  "plugin version); not used", e->key_hex, e->signature);
+        int i = find_attached(rt, e->key_hex);
+        if (i >= 0) rt->attached[i].elsewhere = 1;
         return ATTACH_DONE;
     }
     kf_launch launch;
@@ -379,9 +382,14 @@ static void load_from(kf_runtime *rt, kf_cache *c)
         KF_WARN("kernel cache: %s", kf_cache_errmsg(c));
         return;
     }
+    int elsewhere = 0;
     for (int i = 0; i < n; i++) {
         note_entry_ops(rt, entries[i]);
-        if (attach_entry(rt, c, entries[i], 0) == ATTACH_LATER && !is_pending(rt, entries[i])) {
+        const int was = is_attached(rt, entries[i]->key_hex, entries[i]->blob_hash, c == rt->bundle);
+        const int r = attach_entry(rt, c, entries[i], 0);
+        int k = was ? -1 : find_attached(rt, entries[i]->key_hex);
+        elsewhere += k >= 0 && rt->attached[k].elsewhere;
+        if (r == ATTACH_LATER && !is_pending(rt, entries[i])) {
             void *p = realloc(rt->pending, (size_t)(rt->n_pending + 1) * sizeof *rt->pending);
             if (p) {
                 rt->pending = p;
@@ -392,7 +400,19 @@ static void load_from(kf_runtime *rt, kf_cache *c)
         }
     }
     publish_entry_ops(rt);
+    /* after a plugin upgrade (or a new compiler) every entry is keyed for the old one: say so */
+    if (elsewhere)
+        KF_INFO("kernel cache: %d of %d entries in %s were built for another environment (arch, "
+                "compiler or its flags, torch or plugin version) and are not used here; "
+                "`kforge warmup` tunes them again",
+                elsewhere, n, c == rt->bundle ? rt->cfg.bundle : rt->cfg.cache_dir);
     kf_cache_entries_free(entries, n);
+}
+
+int kf_cachelink_elsewhere(kf_runtime *rt, const char *key_hex)
+{
+    int i = find_attached(rt, key_hex);
+    return i >= 0 && rt->attached[i].elsewhere;
 }
 
 /* Under cache_lock: attach up to `max` pending nvrtc entries. Stops at a held folder lock and

@@ -44,6 +44,10 @@ void kf_cachelink_entry_ops(kf_runtime *rt, unsigned char *wanted);
 /* A kernel for `op` came from elsewhere than the cache (kf_register_kernel): noted as an entry's. */
 void kf_cachelink_note_op(kf_runtime *rt, const char *op);
 
+/* Under cache_lock: 1 when the entry was looked at and found built for another environment
+ * (its key differs from the one computed here), so it is not used. */
+int kf_cachelink_elsewhere(kf_runtime *rt, const char *key_hex);
+
 /* Output layout <-> JSON (the manifest's "outputs"). */
 char *kf_layout_to_json(const kf_out_layout *l);
 kf_status kf_layout_from_json(const char *json, kf_out_layout *l);

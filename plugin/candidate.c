@@ -318,6 +318,7 @@ static void add_entries(cJSON *arr, kf_runtime *rt, kf_cache *c, const char *ori
         /* a chain's kernel is attached to its chain, not to a signature's slot */
         cJSON_AddBoolToObject(o, "served_here", e->chain ? kf_chainserve_attached(rt, e->key_hex)
                                                               : k && !strcmp(k->cache_key, e->key_hex));
+        cJSON_AddBoolToObject(o, "elsewhere", kf_cachelink_elsewhere(rt, e->key_hex));
         /* its shape family as this process accepted it ("" when it has none or it was refused) */
         const kf_family *f = atomic_load(&rt->families);
         while (f && strcmp(f->key_hex, e->key_hex)) f = f->next;

@@ -62,7 +62,9 @@ struct kf_runtime {
     int n_pending;
     /* keys attached (or refused) in this process, with the blob they had: an entry replaced in
      * the folder (a deeper search's winner, same key) is attached again */
-    struct kf_attached { char key[KF_KEY_HEX], blob[KF_KEY_HEX]; int bundle; } *attached;
+    /* elsewhere: built for another environment (arch, compiler or its flags, torch or plugin
+     * version), so not used here */
+    struct kf_attached { char key[KF_KEY_HEX], blob[KF_KEY_HEX]; int bundle, elsewhere; } *attached;
     int n_attached, cap_attached;
     /* cfg.ops the listed entries are for (kf_cachelink_entry_ops), noted as they are listed;
      * bit 1 folder, 2 bundle: its last listing failed, so every op is wanted */

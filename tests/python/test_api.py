@@ -195,3 +195,26 @@ def test_kforge_doctor():
     for text in ["torch", "nvrtc", "cache folder", "C compiler", "intercept list",
                  "aten::_softmax", "CompositeImplicitAutograd"]:
         assert text in p.stdout
+
+
+def test_entries_built_for_another_environment_are_reported(tmp_path):
+    """After a plugin upgrade or a new compiler every entry is keyed for the old one and cannot
+    be served; the process says so (INFO), cache_entries() marks them, doctor counts them."""
+    env = {"KFORGE_CACHE_DIR": str(tmp_path / "cache")}
+    p = run_python("import torch, kernel_forge as kf\n"
+                   "r = kf.tune('aten::relu', (torch.randn(64, 1000),), iterations=4, margin=-100)\n"
+                   "assert r['status'] == 'inserted', r\n", env)
+    assert p.returncode == 0, p.stderr
+    other_cc = tmp_path / "cc"  # another first line of `cc --version`: another toolchain id
+    other_cc.write_text('#!/bin/sh\n[ "$1" = --version ] && { echo "other-cc 9.9"; exit 0; }\nexec cc "$@"\n')
+    other_cc.chmod(0o755)
+    show = "import json, torch, kernel_forge as kf\nprint(json.dumps(kf.cache_entries()))\n"
+    for cc, elsewhere in ((None, False), (str(other_cc), True)):
+        extra = {**env, "KFORGE_LOG": "info", **({"CC": cc} if cc else {})}
+        p = run_python(show, extra)
+        assert p.returncode == 0, p.stderr
+        (e,) = json.loads(p.stdout.strip().splitlines()[-1])
+        assert e["elsewhere"] is elsewhere and e["served_here"] is not elsewhere, e
+        assert ("1 of 1 entries" in p.stderr) is elsewhere, p.stderr
+        d = run_python(["-m", "kernel_forge.cli", "doctor"], extra)
+        assert ("1 built for another environment" in d.stdout) is elsewhere, d.stdout
