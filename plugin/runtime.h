@@ -61,9 +61,8 @@ struct kf_runtime {
     kf_cache_entry **pending;  /* entries not attached yet (nvrtc before any CUDA call) */
     int n_pending;
     /* keys attached (or refused) in this process, with the blob they had: an entry replaced in
-     * the folder (a deeper search's winner, same key) is attached again */
-    /* elsewhere: built for another environment (arch, compiler or its flags, torch or plugin
-     * version), so not used here */
+     * the folder (a deeper search's winner, same key) is attached again; elsewhere: refused as
+     * built for another environment (arch, compiler or its flags, torch or plugin version) */
     struct kf_attached { char key[KF_KEY_HEX], blob[KF_KEY_HEX]; int bundle, elsewhere; } *attached;
     int n_attached, cap_attached;
     /* cfg.ops the listed entries are for (kf_cachelink_entry_ops), noted as they are listed;

@@ -4,8 +4,9 @@
  * a softmax). Knobs: omp = rows over OpenMP threads (0 off, 1 static, 2 dynamic; off below 32768
  * elements, where eager stays on one thread); unroll = the row loops' `#pragma GCC unroll` (a
  * phase 0 that folds a sum is an `omp simd` loop instead); math = 1: in a float chain, the
- * softmax tail's exp and the members' exp, expm1, tanh, erf, log and log1p (silu, sigmoid, GPT-2's tanh
- * GELU, softplus) are host_math.h's vectorizable ones (as host_row_softmax's; libm's do not vectorize), 0: libm. */
+ * softmax tail's exp and the members' exp, expm1, tanh, erf, log and log1p (silu, sigmoid,
+ * GPT-2's tanh GELU, softplus) are host_math.h's vectorizable ones (as host_row_softmax's; libm's
+ * do not vectorize), 0: libm. */
 #include <stdio.h>
 #include <string.h>
 

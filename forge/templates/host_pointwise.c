@@ -7,8 +7,8 @@
  * Knobs: omp = units over OpenMP threads (0 off, 1 static, 2 dynamic; off below 32768 elements
  * or with one unit); unroll = the inner loop's `#pragma GCC unroll`; chunk = elements per unit;
  * math = 1: in float compute, exp (silu, sigmoid, softplus, ...), expm1 (elu), tanh (tanh,
- * tanh-gelu, mish), erf (gelu), log and log1p (softplus, mish, log) are host_math.h's vectorizable ones, as
- * host_chain's (libm's are a call per element), 0: libm. */
+ * tanh-gelu, mish), erf (gelu), log and log1p (softplus, mish, log) are host_math.h's
+ * vectorizable ones, as host_chain's (libm's are a call per element), 0: libm. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -56,7 +56,7 @@ static inline float kf_expf(float x)
 }
 /* expm1(x) = 2^n (expm1(r) + 1) - 1 = s expm1(r) + (s - 1), s - 1 exact; x clamped to [-30, 88]
  * (expm1 rounds to -1 below -17, s stays normal), exp itself above 88; +-0 and NaN stay. Worst
- * measured over every float: 1.3e-7 relative. */
+ * measured over every float: 1.2e-7 relative. */
 static inline float kf_expm1f(float x)
 {
     float xc = x < -30.0f ? -30.0f : x;
