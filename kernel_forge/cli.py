@@ -277,14 +277,17 @@ def cmd_cache(args) -> int:
         if args.json:
             print(json.dumps(entries, indent=1))
             return 0
+        # this process's own folder: which entries it found built for another environment
+        elsewhere = ({e["key"] for e in kf.cache_entries() if e["elsewhere"]}
+                     if os.path.realpath(d.decode()) == os.path.realpath(kf.cache_dir()) else set())
         rows = []
         for e in sorted(entries, key=lambda e: (e["op"], e["signature"])):
             speed = e["eager_us"] / e["kernel_us"] if e.get("kernel_us") else 0
             # a shape family: the shapes the entry also serves (README, "Shape families")
             family = e.get("family_text") or ("refused" if e.get("family_refused") else "")
+            state = "disabled" if e["disabled"] else "elsewhere" if e["key"] in elsewhere else "ok"
             rows.append([e["key"], e["op"], shorten(e["signature"], 70), f"{e['backend']}/{e['arch']}",
-                         f"{speed:.2f}x", "disabled" if e["disabled"] else "ok",
-                         shorten(family, 60)])
+                         f"{speed:.2f}x", state, shorten(family, 60)])
         print(fmt_table(rows, ["key", "op", "signature", "backend/arch", "speedup", "state",
                                "family"], ["<"] * 4 + [">", "<", "<"]))
         print(f"{len(entries)} entries in {d.decode()}")

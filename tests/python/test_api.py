@@ -218,3 +218,5 @@ def test_entries_built_for_another_environment_are_reported(tmp_path):
         assert ("1 of 1 entries" in p.stderr) is elsewhere, p.stderr
         d = run_python(["-m", "kernel_forge.cli", "doctor"], extra)
         assert ("1 built for another environment" in d.stdout) is elsewhere, d.stdout
+        ls = run_python(["-m", "kernel_forge.cli", "cache", "ls"], extra)
+        assert ls.returncode == 0 and ("elsewhere" in ls.stdout) is elsewhere, ls.stdout
