@@ -56,6 +56,7 @@ extern const char kf_body_host_softmax_c[];
 extern const char kf_body_host_reduce_c[];
 extern const char kf_body_cuda_reduce_generic_cu[];
 extern const char kf_body_host_gather_c[];
+extern const char kf_body_host_pool_c[];
 extern const char kf_body_cuda_gather_cu[];
 
 #endif

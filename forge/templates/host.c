@@ -1,6 +1,7 @@
 /* The builtin template table and the helpers the templates share (template.h). The host
- * templates themselves live in host_softmax.c, host_norm*.c, host_eltwise.c and host_cat.c; the
- * inline math their `math` knob selects is kernels/host_math.h (kf_body_host_math_h, bodies.h). */
+ * templates themselves live in host_softmax.c, host_norm*.c, host_eltwise.c, host_cat.c,
+ * host_pool.c and others; the inline math their `math` knob selects is kernels/host_math.h
+ * (kf_body_host_math_h, bodies.h). */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,7 @@ extern const kf_template kf_tmpl_host_batch_norm_train;
 extern const kf_template kf_tmpl_host_eltwise_unary;
 extern const kf_template kf_tmpl_host_eltwise_binary;
 extern const kf_template kf_tmpl_host_cat;
+extern const kf_template kf_tmpl_host_max_pool2d;
 extern const kf_template kf_tmpl_cuda_layer_norm;
 extern const kf_template kf_tmpl_cuda_rms_norm;
 extern const kf_template kf_tmpl_cuda_layer_norm_cols;
@@ -50,6 +52,7 @@ const kf_template *const kf_builtin_templates[] = {
     &kf_tmpl_host_eltwise_unary,
     &kf_tmpl_host_eltwise_binary,
     &kf_tmpl_host_cat,
+    &kf_tmpl_host_max_pool2d,
     &kf_tmpl_cuda_layer_norm,
     &kf_tmpl_cuda_rms_norm,
     &kf_tmpl_cuda_layer_norm_cols,

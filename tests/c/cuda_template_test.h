@@ -5,7 +5,7 @@
  * time at the end.
  *
  * Used by test_templates_cuda_norm.c, test_templates_cuda_reduce.c and
- * test_templates_cuda_pool.c (most of it), test_templates_cuda_softmax_eltwise.c (conversions,
+ * test_templates_pool.c (most of it), test_templates_cuda_softmax_eltwise.c (conversions,
  * rng, template lookup, opening NVRTC, the run time), test_templates_cuda_vectors.c (template
  * lookup, dtype names, #define values, the run time) and test_wrapped_scalars.c (opening NVRTC). */
 #ifndef KF_TESTS_CUDA_TEMPLATE_TEST_H

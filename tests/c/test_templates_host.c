@@ -457,7 +457,9 @@ static void test_table(void)
                                               /* tests/c/test_templates_pointwise.c */
                                               "host_pointwise",
                                               /* tests/c/test_templates_chain.c */
-                                              "host_chain"};
+                                              "host_chain",
+                                              /* tests/c/test_templates_pool.c */
+                                              "host_max_pool2d"};
     enum { N_HOST = sizeof host_names / sizeof host_names[0] };
     int n = 0, seen[N_HOST] = {0};
     for (int i = 0; kf_builtin_templates[i]; i++) {

@@ -6,7 +6,7 @@ export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD
 T0=$(date +%s); t() { echo "== $(( $(date +%s) - T0 )) s: $*"; }
 bash scripts/device-build.sh > $OUT/build.log 2>&1 || { tail -30 $OUT/build.log; exit 1; }
 t built
-timeout 130 bash scripts/device-ctest.sh "cuda|pointwise|reduce_generic|wrapped|family|chain" > $OUT/ctest.log 2>&1
+timeout 130 bash scripts/device-ctest.sh "cuda|pool|pointwise|reduce_generic|wrapped|family|chain" > $OUT/ctest.log 2>&1
 tail -6 $OUT/ctest.log; t ctest
 timeout 200 python3 -m pytest -q -m gpu tests/python -rfEs -p no:cacheprovider > $OUT/gpu.log 2>&1
 tail -15 $OUT/gpu.log; t gpu

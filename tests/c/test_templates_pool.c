@@ -1,5 +1,11 @@
-/* The CUDA pooling template (forge/templates/cuda_pool.c): cuda_max_pool2d for
- * aten::max_pool2d_with_indices.
+/* The pooling templates for aten::max_pool2d_with_indices: cuda_max_pool2d
+ * (forge/templates/cuda_pool.c) and host_max_pool2d (host_pool.c), which read the signature
+ * alike (pool_shape.c).
+ *
+ * Host: every case small enough, each omp knob value, compiled with the host backend and run on
+ * the inputs below against the reference in eager's CPU semantics (the start index of both of its
+ * kernels is the first in-range position; f16 / bf16 NaNs stored back as torch converts them, the
+ * canonical quiet NaN): values bit for bit, indices exactly, every output written.
  *
  * Without NVRTC: applies() on signatures it must accept and on ones it must refuse (f64, int32
  * indices, output sizes that disagree with torch's formula, ceil mode's sizes in floor mode,
@@ -562,6 +568,86 @@ static void test_gpu(void)
     gpu_close(&G);
 }
 
+/* ---- the host template: eager's CPU semantics, compiled and run here ---- */
+
+/* what eager's CPU kernel stores for a maximum with bits b: scalar_t(float(b)), which keeps an
+ * f32 NaN's payload and makes an f16 or bf16 NaN torch's canonical one */
+static uint32_t cpu_stored(int dt, uint32_t b)
+{
+    if (dt == KF_F16 && (b & 0x7c00u) == 0x7c00u && (b & 0x3ffu)) return (b & 0x8000u) | 0x7e00u;
+    if (dt == KF_BF16 && (b & 0x7f80u) == 0x7f80u && (b & 0x7fu)) return 0x7fc0u;
+    return b;
+}
+
+static int host_run(kf_compiler_i *cc, const kf_template *h, const pcase *c, int omp)
+{
+    char err[512] = "", *src = NULL, *lj = NULL, *log = NULL;
+    void *blob = NULL, *x = NULL, *y = NULL;
+    uint32_t *rv = NULL;
+    int64_t *ind = NULL, *ri = NULL;
+    size_t len = 0;
+    kf_compiled *k = NULL;
+    kf_launch l;
+    int ok = 0, idx[1] = {omp}, dt = c->sig.in[0].dtype, es = esize(dt);
+    pcase cpu = *c;
+    cpu.nhwc = 0; /* both CPU kernels start at the first in-range position */
+    if (!CHECK_EQ_INT(h->render(&c->sig, idx, &src, &lj, err, sizeof err), KF_OK)) goto out;
+    if (!CHECK_EQ_INT(kf_launch_parse(lj, &l, err, sizeof err), KF_OK)) goto out;
+    if (!CHECK_EQ_INT(cc->compile(cc->self, src, &l, NULL, &blob, &len, &log), KF_OK) ||
+        !CHECK(!log || !strstr(log, "warning"))) {
+        printf("     %s: %s\n--- source ---\n%s\n", c->label, log ? log : "", src);
+        goto out;
+    }
+    if (!CHECK_EQ_INT(cc->load(cc->self, blob, len, &l, 0, &k, err, sizeof err), KF_OK)) goto out;
+    int64_t nx = kf_job_tensor_numel(&c->sig.in[0]), ny = kf_job_tensor_numel(&c->sig.out[0]);
+    x = calloc((size_t)nx, 4), y = malloc((size_t)ny * 4), ind = malloc((size_t)ny * 8);
+    rv = calloc((size_t)ny, 4), ri = calloc((size_t)ny, 8);
+    if (!CHECK(x && y && ind && rv && ri)) goto out;
+    make_input(c, x);
+    reference(&cpu, x, rv, ri);
+    memset(y, 0xff, (size_t)ny * (size_t)es);
+    memset(ind, 0xff, (size_t)ny * 8);
+    void *ptrs[3] = {x, y, ind};
+    if (!CHECK_EQ_INT(cc->launch(cc->self, k, ptrs, 3, NULL), 0)) goto out;
+    long bad = 0;
+    for (int64_t o = 0; o < ny; o++) {
+        uint32_t want = cpu_stored(dt, rv[o]), got = get_bits(y, dt, o);
+        if ((got != want || ind[o] != ri[o]) && bad++ < 3)
+            printf("     %s omp=%d: out[%lld] = %#x index %lld, eager %#x index %lld\n", c->label,
+                   omp, (long long)o, got, (long long)ind[o], want, (long long)ri[o]);
+    }
+    ok = CHECK_EQ_INT(bad, 0);
+out:
+    if (k) cc->unload(cc->self, k);
+    free(blob), free(log), free(src), free(lj), free(x), free(y), free(ind), free(rv), free(ri);
+    return ok;
+}
+
+static void test_host(void)
+{
+    const kf_template *h = find_template("host_max_pool2d");
+    kf_compiler_i cc;
+    if (!CHECK(h && !strcmp(h->backend, "host") && !h->applies(NULL)) ||
+        !CHECK_EQ_INT(kf_compiler_host_create(&cc, NULL), KF_OK))
+        return;
+    int ran = 0, passed = 0;
+    for (int i = 0; i < n_cases; i++) {
+        if (cases[i].norun) continue;
+        if (!CHECK(h->applies(&cases[i].sig))) {
+            printf("     host_max_pool2d does not apply to %s\n", cases[i].label);
+            continue;
+        }
+        for (int omp = 0; omp < 2; omp++, ran++) passed += host_run(&cc, h, &cases[i], omp);
+    }
+    printf("host_max_pool2d: %d of %d runs match eager's CPU kernels\n", passed, ran);
+    CHECK(ran > 0);
+    /* f64 and the CUDA-only dtypes stay refused on the host too */
+    kf_job_sig s = cases[0].sig;
+    s.in[0].dtype = s.out[0].dtype = KF_F64;
+    CHECK(!h->applies(&s));
+    cc.destroy(cc.self);
+}
+
 /* The host reference itself on a hand-checked 1x1x3x3 window set: ties take the first, a NaN
  * wins and the last NaN wins, -inf windows keep the start index (NCHW: first in range). */
 static void test_reference(void)
@@ -603,13 +689,14 @@ int main(void)
     clock_gettime(CLOCK_MONOTONIC, &t0);
     rng_state = 0x706f6f6cu;
     test_table();
-    if (!T) return check_done("templates_cuda_pool");
+    if (!T) return check_done("templates_pool");
     test_start();
     test_refusals();
     test_reference();
     make_cases();
+    test_host();
     test_render_all();
     nvrtc_levels(&nv, make_jobs, jobs, &n_jobs, test_gpu);
     free_jobs(jobs, n_jobs);
-    return test_done(&t0, "templates_cuda_pool");
+    return test_done(&t0, "templates_pool");
 }
