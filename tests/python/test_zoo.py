@@ -45,6 +45,15 @@ def test_discover_lists_every_model_with_a_family():
     assert "_zoo" not in models
 
 
+def test_discover_lists_the_held_out_scripts():
+    """benchmarks/heldout runs through the same runner: each script has a family and a summary;
+    the shared builders (_zoo, _vision) are no models."""
+    models = zoo.discover(os.path.join(os.path.dirname(ZOO), "heldout"))
+    assert {"densenet121", "deit_small", "gpt2", "mistral_prefill"} <= set(models)
+    assert all(m["family"] in report.FAMILIES and m["summary"] for m in models.values())
+    assert not {"_zoo", "_vision"} & set(models)
+
+
 @needs_transformers
 def test_run_tiny_bert_and_a_broken_script(tmp_path):
     models = tmp_path / "models"
