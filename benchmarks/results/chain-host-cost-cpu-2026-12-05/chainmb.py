@@ -13,11 +13,12 @@ def fwd():
         h = F.layer_norm(h + rs[i], (384,), ws[i], bs[i])
     return h
 mode = os.environ.get("CMB_MODE", "")
+if mode:
+    import kernel_forge as kf
 with torch.inference_mode():
-    for _ in range(20):
+    for _ in range(20):  # past the first-use checks and the 128 runs a chain's history holds
         fwd()
     if mode:
-        import kernel_forge as kf
         if mode == "off":
             kf.disable()
         mk = ctypes.CDLL("/tmp/cgmark.so")
