@@ -41,6 +41,7 @@
 #include "tests/c/job_sig_build.h"
 #include "common/cuda_driver.h"
 #include "compile/compiler.h"
+#include "compile/source_check.h"
 #include "forge/templates/template.h"
 
 #define MAX_CASES 32
@@ -592,6 +593,8 @@ static int host_run(kf_compiler_i *cc, const kf_template *h, const pcase *c, int
     pcase cpu = *c;
     cpu.nhwc = 0; /* both CPU kernels start at the first in-range position */
     if (!CHECK_EQ_INT(h->render(&c->sig, idx, &src, &lj, err, sizeof err), KF_OK)) goto out;
+    if (!CHECK(kf_source_check_backend(src, "host", err, sizeof err)))
+        printf("     %s: %s\n", c->label, err);
     if (!CHECK_EQ_INT(kf_launch_parse(lj, &l, err, sizeof err), KF_OK)) goto out;
     if (!CHECK_EQ_INT(cc->compile(cc->self, src, &l, NULL, &blob, &len, &log), KF_OK) ||
         !CHECK(!log || !strstr(log, "warning"))) {

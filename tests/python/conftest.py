@@ -76,3 +76,14 @@ def check_job_cases(job_dir: str, example_args, device: str = "cpu") -> dict:
         outs += [_jobs.arg_value(fn, pos, kw, i) for i in _jobs.hidden_writes(fn, pos, kw)]
         assert [read(f) for f in case["outputs"]] == [span_of(t) for t in outs], case
     return job
+
+
+@pytest.fixture
+def one_eager_thread():
+    """Eager on one intra-op thread (tests that tune host kernels against it): on a small, busy CI
+    machine its OpenMP threads wait for a core for milliseconds, and a kernel 10x faster than
+    eager is flagged as too fast to trust. The kernels' own OpenMP knob is unaffected."""
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)

@@ -55,15 +55,7 @@ CASES = {"transposed": _mmdit_like, "legacy_empty": _kv_cache, "negative_dim": _
          "channels_last": _channels_last, "same_tensor_twice": _same_twice}
 
 
-@pytest.fixture(autouse=True)
-def one_eager_thread():
-    """Eager's copy on one intra-op thread: on a small, busy CI machine its OpenMP threads wait
-    for a core for milliseconds, and a kernel 10x faster than eager is flagged as too fast to
-    trust. The kernels' own OpenMP knob is unaffected."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_eager_thread")  # conftest.py
 
 
 def eager(tensors, dim):

@@ -12,14 +12,7 @@ from kernel_forge import _jobs
 OP = "aten::max_pool2d_with_indices"
 
 
-@pytest.fixture(autouse=True)
-def one_eager_thread():
-    """Eager on one intra-op thread: on a small, busy CI machine its OpenMP threads wait for a
-    core, and a kernel 10x faster than eager is flagged as too fast to trust."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_eager_thread")  # conftest.py
 
 
 def _nan_and_inf(x):
