@@ -37,12 +37,39 @@ enum class Mode { Observe, Check, Serve };
 // from an earlier run's storage and held by watching this thread, as it has no version here).
 enum class Kind { kExact, kView, kStorage };
 
+using WeakImpl = c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>;
+using WeakStorage = c10::weak_intrusive_ptr<c10::StorageImpl>;
+
 struct Held {  // a tensor a later member must get, at this version
   at::Tensor t;
   uint32_t version = 0;
   bool versioned = true;  // false: an inference tensor, unchanged while this thread is watched
   Kind kind = Kind::kExact;
+  // The user's tensor by identity alone (kExact, t undefined; see weaken): a strong reference
+  // taken to a tensor only Python holds, and dropped again, takes the GIL twice (torch keeps the
+  // Python object alive while C++ holds the tensor), which was much of a served chain's host time.
+  WeakImpl weak{c10::intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>()};
+  WeakStorage wstorage{c10::intrusive_ptr<c10::StorageImpl>()};
+  bool has_meta = false;  // the member's tensor must still be laid out as `meta`
+  kf_tensor meta{};
+  c10::Storage storage;  // a predicted external's memory, read by the head's kernel
+  bool known() const { return t.defined() || weak._unsafe_get_target() != c10::UndefinedTensorImpl::singleton(); }
+  const c10::TensorImpl* impl() const { return t.defined() ? t.unsafeGetTensorImpl() : weak._unsafe_get_target(); }
 };
+
+// Held from now on by identity (and, with `meta`, layout): only while the caller's stack still
+// holds the tensor, so that dropping ours never takes the GIL.
+void weaken(Held& h, bool meta) {
+  if (!h.t.defined() || h.kind != Kind::kExact) return;
+  if (meta) {
+    if (!to_kf_tensor(h.t, &h.meta)) return;
+    h.has_meta = true;
+    h.wstorage = h.t.has_storage() ? h.t.storage().getWeakStorageImpl()
+                                   : WeakStorage(c10::intrusive_ptr<c10::StorageImpl>());
+  }
+  h.weak = WeakImpl(h.t.getIntrusivePtr());
+  h.t = at::Tensor();
+}
 
 struct Pending {
   kf_chain_entry* e = nullptr;
@@ -74,15 +101,13 @@ struct Pending {
   std::vector<Call> calls;
 };
 
-using WeakImpl = c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>;
-using WeakStorage = c10::weak_intrusive_ptr<c10::StorageImpl>;
-
 // A remembered run's externals, held weakly: a run long ago must not keep a large tensor made
 // for one forward (a mask) alive; one that is gone is no prediction. While a weak reference
 // lives, no other tensor can appear at its address.
 struct Prediction {
   std::vector<WeakImpl> ext;
   std::vector<uint32_t> version;
+  std::vector<char> versioned;  // false: an inference tensor (no version counter)
   std::vector<kf_tensor> meta;  // what each external was: a resize_ or set_ need not bump its version
   // its storage: a view made anew at each place (rotary's sin.unsqueeze(1) in every layer) is
   // gone by the next place, while the storage it views lives on
@@ -188,10 +213,11 @@ bool same_place(const at::Tensor& a, const at::Tensor& b) {
 // the watch).
 bool held_now(const Held& h, const at::Tensor& t) {
   uint32_t v;
-  if (!h.t.defined()) return false;
-  if (h.kind == Kind::kExact ? t.unsafeGetTensorImpl() != h.t.unsafeGetTensorImpl() : !same_place(h.t, t)) return false;
-  if (h.kind == Kind::kStorage) return watching();
-  return h.versioned ? version_of(t, &v) && v == h.version : watching();
+  if (!h.known()) return false;
+  if (h.kind == Kind::kExact ? t.unsafeGetTensorImpl() != h.impl() : !same_place(h.t, t)) return false;
+  if (h.kind == Kind::kStorage || !h.versioned) return watching();
+  // a resize_ or set_ need not bump the version
+  return version_of(t, &v) && v == h.version && (!h.has_meta || same_meta(t, h.meta));
 }
 
 void written(kf_runtime* rt);
@@ -337,7 +363,7 @@ Held* expected(Pending& p, int m, int i) {
   const uint8_t* r = p.d->ref[m][i];
   if (r[0] == KF_CHAIN_IN_HEAD) return &p.head_in[r[1]];
   if (r[0] == KF_CHAIN_IN_MEMBER) return &p.seen[r[1]][r[2]];
-  return p.ext[r[1]].t.defined() ? &p.ext[r[1]] : nullptr;
+  return p.ext[r[1]].known() ? &p.ext[r[1]] : nullptr;
 }
 
 enum class Match { Yes, No, OtherExternal };
@@ -360,6 +386,7 @@ Match member_inputs_match(Pending& p, const c10::SmallVector<at::Tensor, 8>& ins
       Held& x = p.ext[p.d->ref[m][i][1]];
       x.t = ins[i];
       x.versioned = version_of(ins[i], &x.version);
+      if (!p.d->deferred) weaken(x, true);  // deferred mode launches with it at the last member
     }
   }
   return other_ext ? Match::OtherExternal : Match::Yes;
@@ -408,6 +435,7 @@ void complete(kf_runtime* rt) {
   Prediction& pr = h.spare;
   pr.ext.clear();
   pr.version.clear();
+  pr.versioned.clear();
   pr.meta.assign(p.ext.size(), kf_tensor{});
   pr.storage.clear();
   bool ok = true;
@@ -416,14 +444,25 @@ void complete(kf_runtime* rt) {
       pr.ext.emplace_back(c10::intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>());
       pr.storage.emplace_back(c10::intrusive_ptr<c10::StorageImpl>());
       pr.version.push_back(0);
+      pr.versioned.push_back(1);
       continue;
     }
-    ok = ok && p.ext[i].t.defined() && to_kf_tensor(p.ext[i].t, &pr.meta[i]);
-    if (!ok) break;
-    pr.ext.emplace_back(p.ext[i].t.getIntrusivePtr());
-    pr.storage.emplace_back(p.ext[i].t.has_storage() ? p.ext[i].t.storage().getWeakStorageImpl()
-                                                     : WeakStorage(c10::intrusive_ptr<c10::StorageImpl>()));
-    pr.version.push_back(p.ext[i].version);
+    const Held& x = p.ext[i];
+    if (!x.t.defined()) {  // held by identity since its member (or predicted): as it was there
+      ok = x.has_meta && x.known();
+      if (!ok) break;
+      pr.meta[i] = x.meta;
+      pr.ext.push_back(x.weak);
+      pr.storage.push_back(x.wstorage);
+    } else {
+      ok = to_kf_tensor(x.t, &pr.meta[i]);
+      if (!ok) break;
+      pr.ext.emplace_back(x.t.getIntrusivePtr());
+      pr.storage.emplace_back(x.t.has_storage() ? x.t.storage().getWeakStorageImpl()
+                                                : WeakStorage(c10::intrusive_ptr<c10::StorageImpl>()));
+    }
+    pr.version.push_back(x.version);
+    pr.versioned.push_back(x.versioned);
   }
   if (ok) {
     for (size_t per = 1; per <= h.runs.size(); per++)
@@ -480,8 +519,12 @@ bool launch(kf_runtime* rt, kf_chain_entry* e, Pending& p, bool timed, bool fres
     if (fresh) allocate(d, p.head_in[0].t.device(), &p.outs);
     for (const Held& h : p.head_in)
       if (!to_kf_tensor(h.t, &ts[n++])) return false;
-    for (const Held& h : p.ext)
-      if (h.t.device() != p.head_in[0].t.device() || !to_kf_tensor(h.t, &ts[n++])) return false;
+    for (const Held& h : p.ext) {
+      if (h.t.defined() ? !to_kf_tensor(h.t, &ts[n]) : !h.storage) return false;
+      if (!h.t.defined()) ts[n] = h.meta;  // predicted, not locked (Held): its memory is held
+      if (ts[n].device_type != ts[0].device_type || ts[n].device_index != ts[0].device_index) return false;
+      n++;
+    }
     for (auto& mo : p.outs)
       for (const at::Tensor& t : mo) {
         if (!to_kf_tensor(t, &ts[n++])) return false;
@@ -538,6 +581,39 @@ at::Tensor at_place(const WeakStorage& storage, const kf_tensor& m) {
       .set_(s, off, c10::IntArrayRef(m.sizes, m.ndim), c10::IntArrayRef(m.strides, m.ndim));
 }
 
+// Whether a tensor held weakly, alive, is at version v: its counter outlives release_resources
+// (a weak reference keeps the TensorImpl).
+bool version_is(const c10::TensorImpl* impl, uint32_t v) {
+  try {
+    return impl->version_counter().current_version() == v;
+  } catch (...) {
+    return false;
+  }
+}
+
+// The memory `m` was in, still there (its storage alive and not reallocated since): held in `out`.
+bool memory_of(const WeakStorage& w, const kf_tensor& m, c10::Storage* out) {
+  auto st = w.lock();
+  if (!st) return false;
+  c10::Storage s(std::move(st));
+  int64_t last = 0;  // the last element's offset; -1: empty
+  for (int d = 0; d < m.ndim && last >= 0; d++) last = m.sizes[d] == 0 ? -1 : last + (m.sizes[d] - 1) * m.strides[d];
+  const char* base = static_cast<const char*>(s.data());
+  const char* at = static_cast<const char*>(m.data);
+  const int64_t item = static_cast<int64_t>(c10::elementSize(from_kf_dtype(m.dtype)));
+  if (last >= 0 && (!base || at < base || at + (last + 1) * item > base + s.nbytes())) return false;
+  *out = std::move(s);
+  return true;
+}
+
+// Member m handed out (Serve, not deferred): the caller's stack holds its outputs from here, and
+// ours go while it does (Held).
+void handed_out(Pending& p, int m) {
+  if (p.deferred) return;
+  for (Held& h : p.seen[m]) weaken(h, false);
+  for (at::Tensor& t : p.outs[m]) t = at::Tensor();
+}
+
 bool start_head(kf_runtime* rt, kf_chain_entry* e, const OpSchemaInfo& info, kf_call& call,
                 torch::jit::Stack* stack, ChainStep* step, const EagerOp& eager) {
   const kf_chain_def* d = kf_chain_entry_def(e);
@@ -564,10 +640,10 @@ bool start_head(kf_runtime* rt, kf_chain_entry* e, const OpSchemaInfo& info, kf_
   // on (begun after the launch: the plugin's own allocations need no watching)
   bool watch = c10::InferenceMode::is_enabled();
   for (const at::Tensor& t : ins) {
-    Held h{t, 0};
+    Held& h = p.head_in.emplace_back();
+    h.t = t;
     h.versioned = version_of(t, &h.version);
     watch = watch || !h.versioned;
-    p.head_in.push_back(std::move(h));
   }
   if (watch && !watch_possible()) return false;
   const int state = kf_chain_entry_state(e);
@@ -588,13 +664,27 @@ bool start_head(kf_runtime* rt, kf_chain_entry* e, const OpSchemaInfo& info, kf_
     for (size_t i = 0; predicted && i < pr.ext.size(); i++) {
       if (d->view_head[i] >= 0) continue;
       Held& h = p.ext[i];
-      if (auto strong = pr.ext[i].lock(); strong && !strong->is_inference()) {
-        h = Held{at::Tensor(std::move(strong)), pr.version[i]};
-        predicted = held_now(h, h.t) && same_meta(h.t, pr.meta[i]);
-      } else if (at::Tensor t = strong ? at::Tensor(std::move(strong)) : at_place(pr.storage[i], pr.meta[i]);
-                 t.defined() && watch_possible()) {
+      if (pr.versioned[i] && !pr.ext[i].expired()) {
+        // not locked (Held): alive, at its version, its memory where it was; that it is the
+        // member's argument, laid out so, is checked at the member
+        h.weak = pr.ext[i];
+        h.wstorage = pr.storage[i];
+        h.version = pr.version[i];
+        h.meta = pr.meta[i];
+        h.has_meta = true;
+        predicted = version_is(pr.ext[i]._unsafe_get_target(), h.version) && memory_of(h.wstorage, h.meta, &h.storage);
+        continue;
+      }
+      at::Tensor t;
+      if (!pr.versioned[i])
+        if (auto strong = pr.ext[i].lock()) t = at::Tensor(std::move(strong));
+      if (!t.defined()) t = at_place(pr.storage[i], pr.meta[i]);
+      if (t.defined() && watch_possible()) {
         // an inference tensor, or a view made anew whose storage lives on: held by the watch
-        h = Held{std::move(t), 0, false, Kind::kStorage};
+        h = Held{};
+        h.t = std::move(t);
+        h.versioned = false;
+        h.kind = Kind::kStorage;
         watch = true;
         predicted = same_meta(h.t, pr.meta[i]);
       } else {
@@ -663,6 +753,8 @@ bool start_head(kf_runtime* rt, kf_chain_entry* e, const OpSchemaInfo& info, kf_
       return false;
     }
   }
+  if (!d->deferred)  // deferred mode launches with them at the last member
+    for (Held& h : q.head_in) weaken(h, false);
   if (q.mode == Mode::Serve) {
     for (int m = 0; m < d->n; m++)
       for (const at::Tensor& t : q.outs[m]) {
@@ -675,6 +767,7 @@ bool start_head(kf_runtime* rt, kf_chain_entry* e, const OpSchemaInfo& info, kf_
       }
     served(rt, call);
     replace_args(info, stack, q.outs[0]);
+    handed_out(q, 0);
     return true;
   }
   q.next = 0;  // chain_after takes the head's eager outputs as member 0's
@@ -729,6 +822,7 @@ bool chain_before(kf_runtime* rt, const OpSchemaInfo& info, kf_call& call, torch
         p.next++;
         served(rt, call);
         replace_args(info, stack, p.outs[m]);
+        handed_out(p, m);
         if (hand_t0) p.handout_ns += kf_now_ns() - hand_t0;
         if (p.next == p.d->n) complete(rt);
         return true;

@@ -253,6 +253,22 @@ def test_calls_served_by_a_chain_are_still_captured():
                                    **TOL)
 
 
+def test_weight_data_swapped_without_a_version_bump():
+    # `.data =` keeps the tensor and its version and swaps its storage: a head that predicts
+    # the weight launches on the old memory (kept alive here), and the member, seeing the
+    # weight laid out elsewhere, runs eager
+    spec, x, w = attach(13, 64)
+    warm(spec, x, w)
+    old = w.data
+    w.data = torch.randn(64)
+    for _ in range(3):
+        torch.testing.assert_close(rms(x, w), eager(rms, x, w), **TOL)
+    w.data = old  # back where the first runs saw it: served again
+    for _ in range(3):
+        torch.testing.assert_close(rms(x, w), eager(rms, x, w), **TOL)
+    assert entry(spec)["state"] == "served"
+
+
 def test_remembered_runs_do_not_keep_their_externals_alive():
     import gc
     import weakref
