@@ -71,7 +71,7 @@ void weaken(Held& h, bool meta) {
   h.t = at::Tensor();
 }
 
-struct Pending {
+struct RunState {  // a pending chain's state besides its tensors
   kf_chain_entry* e = nullptr;
   const kf_chain_def* d = nullptr;
   Mode mode = Mode::Observe;
@@ -83,6 +83,12 @@ struct Pending {
   uint64_t kernel_ns = 0, handout_ns = 0;
   bool cuda = false;
   void* stream = nullptr;
+  // deferred mode (Serve): the kernel runs at the last member; each member handed out before
+  // it keeps its call (`calls`), to be run eager into its outputs if the chain cannot complete
+  bool deferred = false, timed = false;
+};
+
+struct Pending : RunState {
   std::vector<Held> head_in, ext;
   std::vector<std::vector<Held>> seen;        // per member: the outputs its readers must get
   std::vector<std::vector<at::Tensor>> outs;  // per member: the kernel's (Check, Serve)
@@ -91,9 +97,6 @@ struct Pending {
   // a model with one weight per layer is until the period is learnt, costs no comparison)
   std::vector<std::vector<at::Tensor>> eager;
   std::vector<std::string> names;
-  // deferred mode (Serve): the kernel runs at the last member; each member handed out before
-  // it keeps its call, to be run eager into its outputs if the chain cannot complete
-  bool deferred = false, timed = false;
   struct Call {
     EagerOp eager;
     std::vector<c10::IValue> args;
@@ -248,18 +251,14 @@ void* stream_of(const at::Tensor& t) {
 // As a fresh Pending, with the capacity of its vectors kept: a chain runs at every block of a
 // forward, and allocating them anew each time was most of a served chain's host time.
 void reset(Pending& p) {
-  Pending fresh;
-  fresh.head_in = std::move(p.head_in);
-  fresh.ext = std::move(p.ext);
-  fresh.seen = std::move(p.seen);
-  fresh.outs = std::move(p.outs);
-  fresh.calls = std::move(p.calls);
-  fresh.head_in.clear();
-  fresh.ext.clear();
-  fresh.calls.clear();
-  for (auto& s : fresh.seen) s.clear();
-  for (auto& o : fresh.outs) o.clear();
-  p = std::move(fresh);
+  static_cast<RunState&>(p) = RunState{};
+  p.head_in.clear();
+  p.ext.clear();
+  for (auto& v : p.seen) v.clear();
+  for (auto& o : p.outs) o.clear();
+  p.eager.clear();
+  p.names.clear();
+  p.calls.clear();
 }
 
 void clear(Pending& p) {
@@ -370,13 +369,17 @@ enum class Match { Yes, No, OtherExternal };
 
 // Whether the next member's tensor inputs are the expected ones; OtherExternal: all but a
 // predicted external are (the chain ran at another place of the model, with another weight).
-Match member_inputs_match(Pending& p, const c10::SmallVector<at::Tensor, 8>& ins) {
+inline const at::Tensor& tensor_at(const at::Tensor& t) { return t; }
+inline const at::Tensor& tensor_at(const at::Tensor* t) { return *t; }
+
+template <class Ins>  // tensors (the boxed path's) or pointers to them (the typed path's)
+Match member_inputs_match(Pending& p, const Ins& ins) {
   const int m = p.next;
   if (static_cast<int>(ins.size()) != p.d->n_in[m]) return Match::No;
   bool other_ext = false;
   for (int i = 0; i < p.d->n_in[m]; i++) {
     Held* h = expected(p, m, i);
-    if (h && !held_now(*h, ins[i])) {
+    if (h && !held_now(*h, tensor_at(ins[i]))) {
       // another external, versioned or an inference tensor (LeViT's attention bias, made once
       // per block under inference_mode): observed from here, so the place is learnt
       if (p.d->ref[m][i][0] != KF_CHAIN_IN_EXT || h->kind == Kind::kView) return Match::No;
@@ -384,8 +387,8 @@ Match member_inputs_match(Pending& p, const c10::SmallVector<at::Tensor, 8>& ins
     }
     if (!h) {  // observed: the prediction for the next run (its version unused: read at the head)
       Held& x = p.ext[p.d->ref[m][i][1]];
-      x.t = ins[i];
-      x.versioned = version_of(ins[i], &x.version);
+      x.t = tensor_at(ins[i]);
+      x.versioned = version_of(x.t, &x.version);
       if (!p.d->deferred) weaken(x, true);  // deferred mode launches with it at the last member
     }
   }
@@ -842,6 +845,28 @@ bool chain_before(kf_runtime* rt, const OpSchemaInfo& info, kf_call& call, torch
     step->active = false;
     return false;  // the normal path runs the call
   }
+}
+
+bool chain_hand_out(kf_runtime* rt, kf_call& call, c10::ArrayRef<const at::Tensor*> ins, size_t n_outs,
+                    c10::SmallVector<at::Tensor, 4>* outs) {
+  Pending& p = t_chain.p;
+  if (!p.e || p.mode != Mode::Serve || p.deferred || p.in_member || t_chain.shadow.e || !call.slot ||
+      kf_slot_key(call.slot) != p.d->key[p.next] || p.outs[p.next].size() != n_outs)
+    return false;
+  const uint64_t hand_t0 = p.kernel_ns ? kf_now_ns() : 0;
+  try {
+    if (p.cuda && (ins.empty() || !ins[0]->is_cuda() || stream_of(*ins[0]) != p.stream)) return false;
+    if (member_inputs_match(p, ins) != Match::Yes) return false;
+  } catch (...) {
+    return false;
+  }
+  const int m = p.next++;
+  served(rt, call);
+  for (at::Tensor& t : p.outs[m]) outs->push_back(std::move(t));
+  handed_out(p, m);
+  if (hand_t0) p.handout_ns += kf_now_ns() - hand_t0;
+  if (p.next == p.d->n) complete(rt);
+  return true;
 }
 
 // The kernel disagrees with eager at member m's output o: the entry is refused (its cache entry

@@ -37,6 +37,12 @@ struct EagerOp {
 };
 bool chain_before(kf_runtime* rt, const OpSchemaInfo& info, kf_call& call, torch::jit::Stack* stack,
                   ChainStep* step, const EagerOp& eager);
+// The typed fast path's hand-out (typed.cpp): while a served chain waits for this top-level
+// call as its next member and `ins` (its kernel tensor arguments, numbered as tensor_inputs
+// numbers them) are the expected ones, the member's `n_outs` outputs are moved into `outs`: true.
+// False: nothing changed; the boxed path (Interceptor::run) handles the call and every other case.
+bool chain_hand_out(kf_runtime* rt, kf_call& call, c10::ArrayRef<const at::Tensor*> ins, size_t n_outs,
+                    c10::SmallVector<at::Tensor, 4>* outs);
 // A call while the plugin is switched off (kernel_forge.disable()) on a thread with a pending
 // chain: the chain ends there (in deferred mode, the outputs it returned are written first).
 void chain_switched_off(kf_runtime* rt);

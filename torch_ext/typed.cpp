@@ -155,6 +155,42 @@ inline int arg_kind(const T&) {
   return 0;
 }
 
+// A chain member's kernel tensor arguments, as for_kernel_tensors numbers them (no tensor lists
+// here: their calls go the boxed way), by address: a copy of a tensor only Python holds would
+// take the GIL.
+using TensorPtrs = c10::SmallVector<const at::Tensor*, 8>;
+inline void kernel_tensor(TensorPtrs* v, const at::Tensor& t) {
+  if (t.defined() && !t.unsafeGetTensorImpl()->is_wrapped_number()) v->push_back(&t);
+}
+inline void kernel_tensor(TensorPtrs* v, const std::optional<at::Tensor>& t) {
+  if (t) kernel_tensor(v, *t);
+}
+template <class T>
+inline void kernel_tensor(TensorPtrs*, const T&) {}
+
+template <class T>
+constexpr bool is_list = std::is_same_v<std::decay_t<T>, at::ITensorListRef>;
+
+// A chain member's outputs as the op returns them (Tensor, or a tuple of tensors).
+template <class Ret>
+struct Outputs : std::false_type {};
+template <>
+struct Outputs<at::Tensor> : std::true_type {
+  static constexpr size_t n = 1;
+  static at::Tensor make(c10::SmallVector<at::Tensor, 4>& o) { return std::move(o[0]); }
+};
+template <class... T>
+struct Outputs<std::tuple<T...>> : std::bool_constant<(std::is_same_v<T, at::Tensor> && ...)> {
+  static constexpr size_t n = sizeof...(T);
+  static std::tuple<T...> make(c10::SmallVector<at::Tensor, 4>& o) {
+    return make_from(o, std::index_sequence_for<T...>{});
+  }
+  template <size_t... I>
+  static std::tuple<T...> make_from(c10::SmallVector<at::Tensor, 4>& o, std::index_sequence<I...>) {
+    return std::tuple<T...>(std::move(o[I])...);
+  }
+};
+
 template <class First, class... Rest>
 constexpr bool first_mutable() {
   return std::is_same_v<First, at::Tensor&>;
@@ -210,6 +246,17 @@ struct TypedKernel {
     kf_call call;
     kf_dispatch_begin(s.rt, &sig, &call);
     CallDone call_done{s.rt, &call};
+    // a served chain's next member: its precomputed outputs, without boxing (before the call's
+    // own kernel, as Interceptor::run)
+    if constexpr (Outputs<Ret>::value && !(is_list<Args> || ...)) {
+      if (ts.depth == 0 && t_chain_pending && !call.learn && !call.capture &&
+          !kf_dispatch_chains_on(s.rt, &call)) {
+        TensorPtrs ins;
+        (kernel_tensor(&ins, args), ...);
+        c10::SmallVector<at::Tensor, 4> outs;
+        if (chain_hand_out(s.rt, call, ins, Outputs<Ret>::n, &outs)) return Outputs<Ret>::make(outs);
+      }
+    }
     // chain recording and serving need the call's tensors (top-level calls): boxed too
     if (call.kernel || call.learn || call.capture ||
         (ts.depth == 0 && (kf_dispatch_chains_on(s.rt, &call) || chain_may_apply(s.rt, call)))) {
