@@ -25,7 +25,7 @@
 
 namespace kforge {
 
-thread_local bool t_chain_pending = false;
+constinit thread_local bool t_chain_pending = false;
 
 namespace {
 
@@ -184,7 +184,30 @@ struct ChainThread {
   ~ChainThread() { watch_forget(); }  // thread exit: the write watch must not reach p any more
 };
 
-thread_local ChainThread t_chain;
+// Made at a thread's first chain call, destroyed at its exit. Reached through a plain pointer:
+// a thread_local with a constructor costs every access an initialization check.
+thread_local ChainThread* t_chain_ptr = nullptr;
+thread_local bool t_chain_gone = false;
+struct ChainThreadOwner {
+  bool made = false;
+  ~ChainThreadOwner() {
+    delete t_chain_ptr;
+    t_chain_ptr = nullptr;
+    t_chain_gone = true;
+  }
+};
+thread_local ChainThreadOwner t_chain_owner;
+
+// This thread's chain state, made now if need be; nullptr once the thread is exiting.
+ChainThread* chain_thread() {
+  if (ChainThread* c = t_chain_ptr) return c;
+  if (t_chain_gone) return nullptr;
+  t_chain_owner.made = true;  // its destructor runs at thread exit from now on
+  return t_chain_ptr = new ChainThread;
+}
+
+// Inside a call that has this thread's state (every entry point below makes it first).
+inline ChainThread& tc() { return *t_chain_ptr; }
 
 struct Bypass {  // our own ATen calls (allocation, comparison) are not the user's
   ThreadState& ts = thread_state();
@@ -265,19 +288,19 @@ void clear(Pending& p) {
   watch_end();  // nothing is held any more
   watch_reads_end();
   reset(p);
-  t_chain_pending = t_chain.shadow.e != nullptr;
+  t_chain_pending = tc().shadow.e != nullptr;
 }
 
 // The shadowed chain's next call: its outcome is learnt at the first call that is not its next
 // member, or at its last member.
 void shadow_step(uint64_t key) {
-  Shadow& s = t_chain.shadow;
+  Shadow& s = tc().shadow;
   const kf_chain_def* d = kf_chain_entry_def(s.e);
   const bool next = key == d->key[s.next];
   if (next && ++s.next < d->n) return;
-  t_chain.pred[s.e].record(next);
+  tc().pred[s.e].record(next);
   s = Shadow{};
-  t_chain_pending = t_chain.p.e != nullptr;
+  t_chain_pending = tc().p.e != nullptr;
 }
 
 // Without a prefix of `than`: the longest other entry for its head whose outcomes on this thread
@@ -288,8 +311,8 @@ kf_chain_entry* sibling(kf_runtime* rt, const kf_chain_entry* than) {
   kf_chain_entry* best = nullptr;
   for (kf_chain_entry* o = kf_chainserve_next_head(rt, head, nullptr); o; o = kf_chainserve_next_head(rt, head, o)) {
     if (o == than || (best && kf_chain_entry_def(o)->n <= kf_chain_entry_def(best)->n)) continue;
-    auto it = t_chain.pred.find(o);
-    if (it == t_chain.pred.end() || (!it->second.predicts_drop() && !it->second.given_up())) best = o;
+    auto it = tc().pred.find(o);
+    if (it == tc().pred.end() || (!it->second.predicts_drop() && !it->second.given_up())) best = o;
   }
   return best;
 }
@@ -299,15 +322,15 @@ kf_chain_entry* sibling(kf_runtime* rt, const kf_chain_entry* than) {
 // thread (a residual add's activation), the longest of its prefixes, else a sibling.
 kf_chain_entry* head_entry(kf_runtime* rt, uint64_t key) {
   kf_chain_entry* e = kf_chainserve_find(rt, key);
-  auto it = e ? t_chain.pred.find(e) : t_chain.pred.end();
-  if (it == t_chain.pred.end() || t_chain.shadow.e) return e;
+  auto it = e ? tc().pred.find(e) : tc().pred.end();
+  if (it == tc().pred.end() || tc().shadow.e) return e;
   const bool unpredictable = it->second.given_up();
   if (!unpredictable && !it->second.predicts_drop()) return e;
   kf_chain_entry* shorter = kf_chainserve_find_prefix(rt, e);
   if (!shorter) shorter = sibling(rt, e);
   if (!shorter) return e;
   if (!unpredictable) {
-    t_chain.shadow = Shadow{e, 1};
+    tc().shadow = Shadow{e, 1};
     t_chain_pending = true;
   }
   return shorter;
@@ -345,11 +368,11 @@ void count_drop(kf_runtime* rt, kf_chain_entry* e, int which) {
 // entry). A prediction that went stale meanwhile (a new weight, a write) is caught at the next
 // head by its versions and metadata.
 void drop(kf_runtime* rt, const char* why) {
-  Pending& p = t_chain.p;
+  Pending& p = tc().p;
   if (!p.e) return;
   KF_DEBUG("chain %s: dropped at member %d (%s)", p.d->ops, p.next, why);
   write_deferred(p);
-  t_chain.pred[p.e].record(false);
+  tc().pred[p.e].record(false);
   if (p.mode != Mode::Observe) count_drop(rt, p.e, KF_CHAIN_DROPPED);
   clear(p);
 }
@@ -400,7 +423,7 @@ Match member_inputs_match(Pending& p, const Ins& ins) {
 // and is observed, so that the run is learnt (its externals, the period) when it completes.
 void observe_from_here(Pending& p) {
   const int m = p.next;
-  History& h = t_chain.pred[p.e];
+  History& h = tc().pred[p.e];
   if (++h.missed, h.given_up())
     KF_DEBUG("chain %s: its externals cannot be predicted on this thread; it runs eager here", p.d->ops);
   std::vector<bool> used(p.ext.size(), false);  // externals members before m read: verified
@@ -429,11 +452,11 @@ void replace_args(const OpSchemaInfo& info, torch::jit::Stack* stack, const std:
 
 // The last member passed: the chain completed.
 void complete(kf_runtime* rt) {
-  Pending& p = t_chain.p;
+  Pending& p = tc().p;
   if (p.kernel_ns && p.mode == Mode::Serve) kf_chain_entry_add_sample(p.e, p.kernel_ns + p.handout_ns);
   if (p.mode != Mode::Observe) kf_chain_entry_count(p.e, rt, KF_CHAIN_COMPLETED);
   if (p.mode == Mode::Check) kf_chain_entry_enable(p.e);
-  History& h = t_chain.pred[p.e];
+  History& h = tc().pred[p.e];
   h.record(true);
   Prediction& pr = h.spare;
   pr.ext.clear();
@@ -622,7 +645,7 @@ bool start_head(kf_runtime* rt, kf_chain_entry* e, const OpSchemaInfo& info, kf_
   const kf_chain_def* d = kf_chain_entry_def(e);
   const auto ins = tensor_inputs(info, *stack);
   if (d->n_head < 1 || static_cast<int>(ins.size()) != d->n_head) return false;
-  Pending& p = t_chain.p;  // none is pending: built in place, on the vectors of earlier runs
+  Pending& p = tc().p;  // none is pending: built in place, on the vectors of earlier runs
   struct Undo {            // and emptied again unless it starts
     Pending& p;
     bool keep = false;
@@ -659,8 +682,8 @@ bool start_head(kf_runtime* rt, kf_chain_entry* e, const OpSchemaInfo& info, kf_
   for (int x = 0; x < d->n_ext; x++) n_views += d->view_head[x] >= 0;
   bool predicted = d->n_ext == n_views || d->deferred;  // deferred: taken at their members
   if (d->deferred && p.cuda && kf_runtime_capturing(rt, p.stream)) return false;
-  auto it = t_chain.pred.find(e);
-  if (!predicted && it != t_chain.pred.end() && !it->second.given_up() &&
+  auto it = tc().pred.find(e);
+  if (!predicted && it != tc().pred.end() && !it->second.given_up() &&
       it->second.runs.size() >= it->second.period) {
     const Prediction& pr = it->second.runs[it->second.runs.size() - it->second.period];
     predicted = static_cast<int>(pr.ext.size()) == d->n_ext;
@@ -714,7 +737,7 @@ bool start_head(kf_runtime* rt, kf_chain_entry* e, const OpSchemaInfo& info, kf_
     p.ext[x] = std::move(h);
   }
   p.mode = !predicted ? Mode::Observe : state == KF_CHAIN_SERVING ? Mode::Serve : Mode::Check;
-  if (p.mode != Mode::Observe && it != t_chain.pred.end() && it->second.predicts_drop()) {
+  if (p.mode != Mode::Observe && it != tc().pred.end() && it->second.predicts_drop()) {
     p.mode = Mode::Observe;
     count_drop(rt, e, KF_CHAIN_SKIPPED);
   }
@@ -743,7 +766,7 @@ bool start_head(kf_runtime* rt, kf_chain_entry* e, const OpSchemaInfo& info, kf_
     drop(rt, "this thread's calls cannot be watched");
     return false;
   }
-  Pending& q = t_chain.p;
+  Pending& q = tc().p;
   if (q.deferred) {
     const void* st[kMaxWatchedStorages];
     int n = 0;
@@ -784,7 +807,8 @@ bool start_head(kf_runtime* rt, kf_chain_entry* e, const OpSchemaInfo& info, kf_
 }  // namespace
 
 void chain_switched_off(kf_runtime* rt) {
-  t_chain.shadow = Shadow{};  // its calls are not seen while off: nothing learnt
+  if (!t_chain_ptr) return;
+  tc().shadow = Shadow{};  // its calls are not seen while off: nothing learnt
   try {
     drop(rt, "the plugin was switched off");
   } catch (...) {
@@ -792,16 +816,17 @@ void chain_switched_off(kf_runtime* rt) {
 }
 
 ChainStep::~ChainStep() {
-  if (active && t_chain.p.e && t_chain.p.in_member) drop(nullptr, "the call raised");
+  if (active && t_chain_ptr && tc().p.e && tc().p.in_member) drop(nullptr, "the call raised");
 }
 
 bool chain_before(kf_runtime* rt, const OpSchemaInfo& info, kf_call& call, torch::jit::Stack* stack,
                   ChainStep* step, const EagerOp& eager) {
-  Pending& p = t_chain.p;
+  if (!chain_thread()) return false;
+  Pending& p = tc().p;
   const uint64_t key = call.slot ? kf_slot_key(call.slot) : 0;
   const uint64_t hand_t0 = p.kernel_ns ? kf_now_ns() : 0;  // a timed host head's hand-out
   try {
-    if (t_chain.shadow.e) shadow_step(key);
+    if (tc().shadow.e) shadow_step(key);
     if (p.e) {
       const auto ins = tensor_inputs(info, *stack);
       bool same_stream = true;
@@ -841,7 +866,7 @@ bool chain_before(kf_runtime* rt, const OpSchemaInfo& info, kf_call& call, torch
     kf_chain_entry* e = head_entry(rt, key);
     return e ? start_head(rt, e, info, call, stack, step, eager) : false;
   } catch (...) {
-    if (t_chain.p.e) drop(rt, "an error");
+    if (tc().p.e) drop(rt, "an error");
     step->active = false;
     return false;  // the normal path runs the call
   }
@@ -849,8 +874,9 @@ bool chain_before(kf_runtime* rt, const OpSchemaInfo& info, kf_call& call, torch
 
 bool chain_hand_out(kf_runtime* rt, kf_call& call, c10::ArrayRef<const at::Tensor*> ins, size_t n_outs,
                     c10::SmallVector<at::Tensor, 4>* outs) {
-  Pending& p = t_chain.p;
-  if (!p.e || p.mode != Mode::Serve || p.deferred || p.in_member || t_chain.shadow.e || !call.slot ||
+  if (!t_chain_ptr) return false;
+  Pending& p = tc().p;
+  if (!p.e || p.mode != Mode::Serve || p.deferred || p.in_member || tc().shadow.e || !call.slot ||
       kf_slot_key(call.slot) != p.d->key[p.next] || p.outs[p.next].size() != n_outs)
     return false;
   const uint64_t hand_t0 = p.kernel_ns ? kf_now_ns() : 0;
@@ -872,12 +898,12 @@ bool chain_hand_out(kf_runtime* rt, kf_call& call, c10::ArrayRef<const at::Tenso
 // The kernel disagrees with eager at member m's output o: the entry is refused (its cache entry
 // disabled); eager's results were used throughout. Returns false.
 static bool refuse_mismatch(kf_runtime* rt, int m, const std::string& name, int o, const std::string& why) {
-  Pending& p = t_chain.p;
+  Pending& p = tc().p;
   char reason[512];
   snprintf(reason, sizeof reason, "member %d (%s), output %d: %s", m, name.c_str(), o, why.c_str());
   kf_chain_entry* e = p.e;
   const std::string ops = p.d->ops;
-  t_chain.pred.erase(e);
+  tc().pred.erase(e);
   clear(p);
   if (kf_chain_entry_refuse(e, rt, reason, 1))
     KF_WARN("chain kernel for %s disagrees with eager (%s); it is disabled, eager's results are used",
@@ -887,7 +913,7 @@ static bool refuse_mismatch(kf_runtime* rt, int m, const std::string& name, int 
 
 // A checked run completed: every member's kernel outputs against eager's (false: refused).
 static bool check_run(kf_runtime* rt) {
-  Pending& p = t_chain.p;
+  Pending& p = tc().p;
   if (p.eager.size() != static_cast<size_t>(p.d->n)) throw std::runtime_error("the check kept no outputs");
   for (int m = 0; m < p.d->n; m++)
     for (size_t o = 0; o < p.eager[m].size(); o++) {
@@ -901,7 +927,8 @@ static bool check_run(kf_runtime* rt) {
 
 void chain_after(kf_runtime* rt, const OpSchemaInfo& info, const torch::jit::Stack& stack, ChainStep* step) {
   step->active = false;
-  Pending& p = t_chain.p;
+  if (!t_chain_ptr) return;
+  Pending& p = tc().p;
   if (!p.e || !p.in_member) return;
   p.in_member = false;
   const int m = p.next;

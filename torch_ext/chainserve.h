@@ -9,7 +9,7 @@
 
 namespace kforge {
 
-extern thread_local bool t_chain_pending;
+extern thread_local constinit bool t_chain_pending;  // constinit: read without an init check
 
 // One branch on the hot path while no chain entry exists: nothing to do unless a chain is
 // pending on this thread or the call's signature is some entry's head.
