@@ -257,7 +257,7 @@ def test_weight_data_swapped_without_a_version_bump():
     # `.data =` keeps the tensor and its version and swaps its storage: a head that predicts
     # the weight launches on the old memory (kept alive here), and the member, seeing the
     # weight laid out elsewhere, runs eager
-    spec, x, w = attach(31, 64)
+    spec, x, w = attach(39, 64)
     warm(spec, x, w)
     old = w.data
     w.data = torch.randn(64)

@@ -15,7 +15,7 @@ def fwd():
 mode = os.environ.get("CMB_MODE", "")
 if mode:
     import kernel_forge as kf
-with torch.inference_mode():
+with (torch.no_grad() if os.environ.get("CMB_GRAD") == "no_grad" else torch.inference_mode()):
     for _ in range(20):  # past the first-use checks and the 128 runs a chain's history holds
         fwd()
     if mode:
