@@ -531,10 +531,11 @@ struct KernelTimer {
   ~KernelTimer() { kf_chain_time_end(e, 0, stream, &t); }
 };
 
-// The kernel at the head: inputs, externals, then every member's outputs. False: not launched.
-// Timed: from before the outputs are allocated, as a served call is.
+// The kernel at the head: inputs (`head`), externals, then every member's outputs. False: not
+// launched. Timed: from before the outputs are allocated, as a served call is.
 // `fresh`: into outputs allocated now (else p.outs, deferred mode's handed-out ones).
-bool launch(kf_runtime* rt, kf_chain_entry* e, Pending& p, bool timed, bool fresh = true) {
+bool launch(kf_runtime* rt, kf_chain_entry* e, Pending& p, c10::ArrayRef<const at::Tensor*> head, bool timed,
+            bool fresh = true) {
   const kf_chain_def* d = p.d;
   kf_tensor ts[KF_CHAIN_MAX_ARGS];
   int n = 0;
@@ -542,9 +543,9 @@ bool launch(kf_runtime* rt, kf_chain_entry* e, Pending& p, bool timed, bool fres
   const uint64_t t0 = timed && !p.cuda ? kf_now_ns() : 0;
   try {
     Bypass bypass;
-    if (fresh) allocate(d, p.head_in[0].t.device(), &p.outs);
-    for (const Held& h : p.head_in)
-      if (!to_kf_tensor(h.t, &ts[n++])) return false;
+    if (fresh) allocate(d, head[0]->device(), &p.outs);
+    for (const at::Tensor* t : head)
+      if (!to_kf_tensor(*t, &ts[n++])) return false;
     for (const Held& h : p.ext) {
       if (h.t.defined() ? !to_kf_tensor(h.t, &ts[n]) : !h.storage) return false;
       if (!h.t.defined()) ts[n] = h.meta;  // predicted, not locked (Held): its memory is held
@@ -583,6 +584,13 @@ std::vector<c10::IValue> args_of(const OpSchemaInfo& info, const torch::jit::Sta
   return std::vector<c10::IValue>(stack.end() - static_cast<std::ptrdiff_t>(info.n_args), stack.end());
 }
 
+// Deferred mode's head inputs, held since the head.
+c10::SmallVector<const at::Tensor*, 8> head_of(const Pending& p) {
+  c10::SmallVector<const at::Tensor*, 8> v;
+  for (const Held& h : p.head_in) v.push_back(&h.t);
+  return v;
+}
+
 // Deferred mode at the last member: every input is known; the kernel writes every member's
 // outputs. Inputs held since their call must be unchanged (a later write would differ from what
 // eager read there). False: not launched (the caller drops, which writes the handed-out ones).
@@ -591,7 +599,7 @@ bool launch_deferred(kf_runtime* rt, Pending& p) {
     if (!held_now(h, h.t)) return false;
   for (const Held& h : p.ext)
     if (!held_now(h, h.t)) return false;
-  return launch(rt, p.e, p, p.timed, false);
+  return launch(rt, p.e, p, head_of(p), p.timed, false);
 }
 
 // A tensor over `storage` laid out as `m` was (a view of the earlier run, gone since); undefined
@@ -640,11 +648,21 @@ void handed_out(Pending& p, int m) {
   for (at::Tensor& t : p.outs[m]) t = at::Tensor();
 }
 
+// A later member handed out (its outputs given to the caller): a timed host head's hand-out
+// time, and the chain complete at its last member.
+void member_handed_out(kf_runtime* rt, Pending& p, int m, uint64_t hand_t0) {
+  handed_out(p, m);
+  if (hand_t0) p.handout_ns += kf_now_ns() - hand_t0;
+  if (p.next == p.d->n) complete(rt);
+}
+
+// The head: `ins` its kernel tensor arguments; its outputs, when served, replace its arguments on
+// `stack`, or without one (the typed path, never for a deferred chain) go to `outs`.
 bool start_head(kf_runtime* rt, kf_chain_entry* e, const OpSchemaInfo& info, kf_call& call,
-                torch::jit::Stack* stack, ChainStep* step, const EagerOp& eager) {
+                c10::ArrayRef<const at::Tensor*> ins, torch::jit::Stack* stack, ChainStep* step,
+                const EagerOp* eager, c10::SmallVector<at::Tensor, 4>* outs) {
   const kf_chain_def* d = kf_chain_entry_def(e);
-  const auto ins = tensor_inputs(info, *stack);
-  if (d->n_head < 1 || static_cast<int>(ins.size()) != d->n_head) return false;
+  if (d->n_head < 1 || static_cast<int>(ins.size()) != d->n_head || (!stack && d->deferred)) return false;
   Pending& p = tc().p;  // none is pending: built in place, on the vectors of earlier runs
   struct Undo {            // and emptied again unless it starts
     Pending& p;
@@ -655,9 +673,9 @@ bool start_head(kf_runtime* rt, kf_chain_entry* e, const OpSchemaInfo& info, kf_
   } undo{p};
   p.e = e;
   p.d = d;
-  p.cuda = ins[0].is_cuda();
+  p.cuda = ins[0]->is_cuda();
   try {
-    p.stream = stream_of(ins[0]);
+    p.stream = stream_of(*ins[0]);
   } catch (...) {
     return false;
   }
@@ -665,10 +683,13 @@ bool start_head(kf_runtime* rt, kf_chain_entry* e, const OpSchemaInfo& info, kf_
   // inference mode) is held unchanged by watching this thread's writes, from the head's return
   // on (begun after the launch: the plugin's own allocations need no watching)
   bool watch = c10::InferenceMode::is_enabled();
-  for (const at::Tensor& t : ins) {
+  for (const at::Tensor* t : ins) {
     Held& h = p.head_in.emplace_back();
-    h.t = t;
-    h.versioned = version_of(t, &h.version);
+    if (d->deferred)  // it launches with them at the last member
+      h.t = *t;
+    else
+      h.weak = WeakImpl(t->getIntrusivePtr());  // by identity (Held)
+    h.versioned = version_of(*t, &h.version);
     watch = watch || !h.versioned;
   }
   if (watch && !watch_possible()) return false;
@@ -725,7 +746,7 @@ bool start_head(kf_runtime* rt, kf_chain_entry* e, const OpSchemaInfo& info, kf_
   for (int x = 0; x < d->n_ext; x++) {  // views of the head's inputs, taken now
     const int hi = d->view_head[x];
     if (hi < 0) continue;
-    const at::Tensor& base = p.head_in[hi].t;
+    const at::Tensor& base = *ins[hi];
     const int64_t item = static_cast<int64_t>(base.itemsize());
     if (!base.has_storage() || d->view_off[x] % item) return false;
     Held h = p.head_in[hi];
@@ -747,7 +768,7 @@ bool start_head(kf_runtime* rt, kf_chain_entry* e, const OpSchemaInfo& info, kf_
   if (p.mode != Mode::Observe && d->deferred) {  // outputs now, the kernel at the last member
     try {
       Bypass bypass;
-      allocate(d, p.head_in[0].t.device(), &p.outs);
+      allocate(d, ins[0]->device(), &p.outs);
     } catch (...) {
       return false;
     }
@@ -756,7 +777,7 @@ bool start_head(kf_runtime* rt, kf_chain_entry* e, const OpSchemaInfo& info, kf_
     watch = watch || p.deferred;
     kf_chain_entry_count(e, rt, KF_CHAIN_HEADS);
   } else if (p.mode != Mode::Observe) {
-    if (!launch(rt, e, p, plan == KF_CHAIN_PLAN_TIMED)) return false;
+    if (!launch(rt, e, p, ins, plan == KF_CHAIN_PLAN_TIMED)) return false;
     kf_chain_entry_count(e, rt, KF_CHAIN_HEADS);
   }
   p.next = 1;
@@ -773,14 +794,12 @@ bool start_head(kf_runtime* rt, kf_chain_entry* e, const OpSchemaInfo& info, kf_
     for (const auto& mo : q.outs)
       for (const at::Tensor& t : mo)
         if (n < kMaxWatchedStorages) st[n++] = t.storage().unsafeGetStorageImpl();
-    q.calls.push_back({eager, args_of(info, *stack)});
+    q.calls.push_back({*eager, args_of(info, *stack)});
     if (!watch_reads(rt, st, n, d->op[1], read_early)) {
       drop(rt, "this thread's calls cannot be watched");
       return false;
     }
   }
-  if (!d->deferred)  // deferred mode launches with them at the last member
-    for (Held& h : q.head_in) weaken(h, false);
   if (q.mode == Mode::Serve) {
     for (int m = 0; m < d->n; m++)
       for (const at::Tensor& t : q.outs[m]) {
@@ -792,7 +811,10 @@ bool start_head(kf_runtime* rt, kf_chain_entry* e, const OpSchemaInfo& info, kf_
         q.seen[m].push_back(std::move(h));
       }
     served(rt, call);
-    replace_args(info, stack, q.outs[0]);
+    if (stack)
+      replace_args(info, stack, q.outs[0]);
+    else
+      for (at::Tensor& t : q.outs[0]) outs->push_back(std::move(t));
     handed_out(q, 0);
     return true;
   }
@@ -850,9 +872,7 @@ bool chain_before(kf_runtime* rt, const OpSchemaInfo& info, kf_call& call, torch
         p.next++;
         served(rt, call);
         replace_args(info, stack, p.outs[m]);
-        handed_out(p, m);
-        if (hand_t0) p.handout_ns += kf_now_ns() - hand_t0;
-        if (p.next == p.d->n) complete(rt);
+        member_handed_out(rt, p, m, hand_t0);
         return true;
       } else {
         p.in_member = true;
@@ -864,7 +884,11 @@ bool chain_before(kf_runtime* rt, const OpSchemaInfo& info, kf_call& call, torch
     }
     if (!call.slot || !kf_chainserve_active(rt)) return false;
     kf_chain_entry* e = head_entry(rt, key);
-    return e ? start_head(rt, e, info, call, stack, step, eager) : false;
+    if (!e) return false;
+    const auto ins = tensor_inputs(info, *stack);
+    c10::SmallVector<const at::Tensor*, 8> ptrs;
+    for (const at::Tensor& t : ins) ptrs.push_back(&t);
+    return start_head(rt, e, info, call, ptrs, stack, step, &eager, nullptr);
   } catch (...) {
     if (tc().p.e) drop(rt, "an error");
     step->active = false;
@@ -889,10 +913,29 @@ bool chain_hand_out(kf_runtime* rt, kf_call& call, c10::ArrayRef<const at::Tenso
   const int m = p.next++;
   served(rt, call);
   for (at::Tensor& t : p.outs[m]) outs->push_back(std::move(t));
-  handed_out(p, m);
-  if (hand_t0) p.handout_ns += kf_now_ns() - hand_t0;
-  if (p.next == p.d->n) complete(rt);
+  member_handed_out(rt, p, m, hand_t0);
   return true;
+}
+
+ChainHead chain_head_typed(kf_runtime* rt, const OpSchemaInfo& info, kf_call& call,
+                           c10::ArrayRef<const at::Tensor*> ins, size_t n_outs, c10::SmallVector<at::Tensor, 4>* outs,
+                           ChainStep* step) {
+  ChainThread* c = chain_thread();
+  if (!c || c->p.e || c->shadow.e || !call.slot || !kf_chainserve_active(rt)) return ChainHead::kNotMine;
+  // nothing done yet: a deferred chain (its head's arguments kept, boxed) or another output
+  // count goes the boxed way
+  const uint64_t key = kf_slot_key(call.slot);
+  for (kf_chain_entry* o = kf_chainserve_next_head(rt, key, nullptr); o; o = kf_chainserve_next_head(rt, key, o))
+    if (kf_chain_entry_def(o)->deferred || kf_chain_entry_def(o)->outs[0].n != static_cast<int>(n_outs))
+      return ChainHead::kNotMine;
+  try {
+    kf_chain_entry* e = head_entry(rt, key);
+    if (e && start_head(rt, e, info, call, ins, nullptr, step, nullptr, outs)) return ChainHead::kServed;
+  } catch (...) {
+    if (tc().p.e) drop(rt, "an error");
+    step->active = false;
+  }
+  return step->active ? ChainHead::kEager : ChainHead::kNormal;
 }
 
 // The kernel disagrees with eager at member m's output o: the entry is refused (its cache entry
@@ -926,6 +969,11 @@ static bool check_run(kf_runtime* rt) {
 }
 
 void chain_after(kf_runtime* rt, const OpSchemaInfo& info, const torch::jit::Stack& stack, ChainStep* step) {
+  const size_t n = std::min(stack.size(), info.n_returns);
+  chain_after(rt, info, c10::ArrayRef<c10::IValue>(stack.data() + (stack.size() - n), n), step);
+}
+
+void chain_after(kf_runtime* rt, const OpSchemaInfo& info, c10::ArrayRef<c10::IValue> rets, ChainStep* step) {
   step->active = false;
   if (!t_chain_ptr) return;
   Pending& p = tc().p;
@@ -935,11 +983,10 @@ void chain_after(kf_runtime* rt, const OpSchemaInfo& info, const torch::jit::Sta
   const kf_out_layout& l = p.d->outs[m];
   bool completed = false;
   try {
-    if (stack.size() < info.n_returns || static_cast<int>(info.n_returns) != l.n) {
+    if (rets.size() != info.n_returns || static_cast<int>(info.n_returns) != l.n) {
       drop(rt, "its outputs are not the entry's");
       return;
     }
-    const c10::IValue* rets = stack.data() + (stack.size() - info.n_returns);
     for (int o = 0; o < l.n; o++) {
       if (!rets[o].isTensor()) {
         drop(rt, "a non-tensor output");
@@ -962,7 +1009,7 @@ void chain_after(kf_runtime* rt, const OpSchemaInfo& info, const torch::jit::Sta
       p.eager[m].push_back(t.clone());  // as it is now: a later in-place member may change t
       p.names[m] = info.name;
     }
-    if (++p.next == p.d->n && p.mode == Mode::Check && p.d->deferred && !launch(rt, p.e, p, false)) {
+    if (++p.next == p.d->n && p.mode == Mode::Check && p.d->deferred && !launch(rt, p.e, p, head_of(p), false)) {
       clear(p);  // deferred mode's check launches now, every input known; not launched: not checked
       return;
     }

@@ -43,11 +43,22 @@ bool chain_before(kf_runtime* rt, const OpSchemaInfo& info, kf_call& call, torch
 // False: nothing changed; the boxed path (Interceptor::run) handles the call and every other case.
 bool chain_hand_out(kf_runtime* rt, kf_call& call, c10::ArrayRef<const at::Tensor*> ins, size_t n_outs,
                     c10::SmallVector<at::Tensor, 4>* outs);
+// The typed fast path's head (typed.cpp), when no chain is pending on this thread and the call's
+// signature is a chain's head: kServed, its outputs in `outs`; kEager, it runs eager now (the
+// original kernel, timed if call.time_it) and chain_after gets its outputs; kNormal, it runs
+// the normal way, chain serving done with it; kNotMine, nothing was done, the boxed path
+// (Interceptor::run) handles it all (a deferred chain, another output count).
+enum class ChainHead { kNotMine, kServed, kEager, kNormal };
+ChainHead chain_head_typed(kf_runtime* rt, const OpSchemaInfo& info, kf_call& call,
+                           c10::ArrayRef<const at::Tensor*> ins, size_t n_outs, c10::SmallVector<at::Tensor, 4>* outs,
+                           ChainStep* step);
 // A call while the plugin is switched off (kernel_forge.disable()) on a thread with a pending
 // chain: the chain ends there (in deferred mode, the outputs it returned are written first).
 void chain_switched_off(kf_runtime* rt);
 // After an active step's call ran eager: its outputs are on the stack.
 void chain_after(kf_runtime* rt, const OpSchemaInfo& info, const torch::jit::Stack& stack, ChainStep* step);
+// The same with its outputs (the typed path's).
+void chain_after(kf_runtime* rt, const OpSchemaInfo& info, c10::ArrayRef<c10::IValue> rets, ChainStep* step);
 
 // interceptor.cpp: every byte of t's storage set to 0xff.
 void poison(const at::Tensor& t);

@@ -89,9 +89,10 @@ class Interceptor final : public c10::OperatorKernel {
               c10::SafeKernelFunction orig)
       : rt_(rt), info_(std::move(info)), device_(device), orig_(std::move(orig)) {}
   void operator()(const c10::OperatorHandle& op, c10::DispatchKeySet ks, torch::jit::Stack* stack);
-  // Everything after kf_dispatch_begin, for a call described as `sig` (its args on `stack`).
+  // Everything after kf_dispatch_begin, for a call described as `sig` (its args on `stack`);
+  // `chains_done`: chain serving has seen it already (the typed path's head).
   void run(kf_call& call, const kf_sig& sig, ThreadState& ts, const c10::OperatorHandle& op,
-           c10::DispatchKeySet ks, torch::jit::Stack* stack);
+           c10::DispatchKeySet ks, torch::jit::Stack* stack, bool chains_done = false);
   kf_runtime* runtime() const { return rt_; }
   const OpSchemaInfo& info() const { return *info_; }
   int device() const { return device_; }

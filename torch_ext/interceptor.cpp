@@ -160,7 +160,7 @@ void Interceptor::operator()(const c10::OperatorHandle& op, c10::DispatchKeySet 
 // The rest of a described, begun call (also the typed fast path's way for every call that is
 // more than a pass-through): serve it, or run eager and learn / capture what is due.
 void Interceptor::run(kf_call& call, const kf_sig& sig, ThreadState& ts, const c10::OperatorHandle& op,
-                      c10::DispatchKeySet ks, torch::jit::Stack* stack) {
+                      c10::DispatchKeySet ks, torch::jit::Stack* stack, bool chains_done) {
   if (ts.depth > 0) call.time_it = call.eager_sample = 0;
   DepthGuard depth(ts);
   void* stream = nullptr;
@@ -210,7 +210,7 @@ void Interceptor::run(kf_call& call, const kf_sig& sig, ThreadState& ts, const c
   if (chains) chain_inputs(*info_, *stack, &chain_in);
   // chain serving (docs/chains.md): a top-level call may be a chain's head or its next member
   ChainStep chain;
-  if (ts.depth == 1 && chain_may_apply(rt_, call) && chain_before(rt_, *info_, call, stack, &chain, EagerOp{&orig_, op, ks})) {
+  if (ts.depth == 1 && !chains_done && chain_may_apply(rt_, call) && chain_before(rt_, *info_, call, stack, &chain, EagerOp{&orig_, op, ks})) {
     if (chains) chain_report(rt_, call, chain_in, *info_, *stack);
     keep_capture();
     return;

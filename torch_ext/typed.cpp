@@ -3,9 +3,11 @@
 // For ops whose schema is one of a few common C++ signatures, registration.cpp registers this
 // unboxed kernel instead: it describes the call from its typed arguments (the same signature
 // bytes as build_signature: sig_value / sig_tensor_arg), and when the call is a plain pass-through
-// (no kernel, nothing to learn or capture) calls the original kernel unboxed. Every other call
-// is boxed here and finished by the same Interceptor::run as a boxed call, so serving, guards,
-// eager samples, learning and captures behave exactly as they do without this path.
+// (no kernel, nothing to learn or capture) calls the original kernel unboxed. Chain serving's
+// common steps (chainserve.h: a served member's hand-out, a head) are taken here too, on the
+// call's tensors by address. Every other call is boxed here and finished by the same
+// Interceptor::run as a boxed call, so serving, guards, eager samples, learning and captures
+// behave exactly as they do without this path.
 #include <ATen/core/boxing/impl/boxing.h>
 
 #include <array>
@@ -178,6 +180,7 @@ template <>
 struct Outputs<at::Tensor> : std::true_type {
   static constexpr size_t n = 1;
   static at::Tensor make(c10::SmallVector<at::Tensor, 4>& o) { return std::move(o[0]); }
+  static void box(const at::Tensor& r, c10::SmallVector<c10::IValue, 4>* v) { v->emplace_back(r); }
 };
 template <class... T>
 struct Outputs<std::tuple<T...>> : std::bool_constant<(std::is_same_v<T, at::Tensor> && ...)> {
@@ -188,6 +191,9 @@ struct Outputs<std::tuple<T...>> : std::bool_constant<(std::is_same_v<T, at::Ten
   template <size_t... I>
   static std::tuple<T...> make_from(c10::SmallVector<at::Tensor, 4>& o, std::index_sequence<I...>) {
     return std::tuple<T...>(std::move(o[I])...);
+  }
+  static void box(const std::tuple<T...>& r, c10::SmallVector<c10::IValue, 4>* v) {
+    std::apply([v](const auto&... t) { (v->emplace_back(t), ...); }, r);
   }
 };
 
@@ -246,29 +252,57 @@ struct TypedKernel {
     kf_call call;
     kf_dispatch_begin(s.rt, &sig, &call);
     CallDone call_done{s.rt, &call};
-    // a served chain's next member: its precomputed outputs, without boxing (before the call's
-    // own kernel, as Interceptor::run)
+    // Chain serving without boxing (before the call's own kernel, as Interceptor::run): a served
+    // chain's next member gets its precomputed outputs; a chain's head is served, or runs eager
+    // for the chain to observe. Anything else goes the boxed way.
+    bool chains_done = false;
     if constexpr (Outputs<Ret>::value && !(is_list<Args> || ...)) {
-      if (ts.depth == 0 && t_chain_pending && !call.learn && !call.capture &&
-          !kf_dispatch_chains_on(s.rt, &call)) {
+      if (ts.depth == 0 && !call.learn && !call.capture && !kf_dispatch_chains_on(s.rt, &call) &&
+          chain_may_apply(s.rt, call)) {
         TensorPtrs ins;
         (kernel_tensor(&ins, args), ...);
         c10::SmallVector<at::Tensor, 4> outs;
-        if (chain_hand_out(s.rt, call, ins, Outputs<Ret>::n, &outs)) return Outputs<Ret>::make(outs);
+        if (t_chain_pending) {
+          if (chain_hand_out(s.rt, call, ins, Outputs<Ret>::n, &outs)) return Outputs<Ret>::make(outs);
+        } else {
+          DepthGuard depth(ts);
+          ChainStep step;
+          switch (chain_head_typed(s.rt, *s.info, call, ins, Outputs<Ret>::n, &outs, &step)) {
+            case ChainHead::kServed:
+              return Outputs<Ret>::make(outs);
+            case ChainHead::kEager: {
+              Ret r = eager(s, call, sig, ks, args...);
+              c10::SmallVector<c10::IValue, 4> rets;
+              Outputs<Ret>::box(r, &rets);
+              chain_after(s.rt, *s.info, rets, &step);
+              return r;
+            }
+            case ChainHead::kNormal:
+              chains_done = true;
+              break;
+            case ChainHead::kNotMine:
+              break;
+          }
+        }
       }
     }
     // chain recording and serving need the call's tensors (top-level calls): boxed too
     if (call.kernel || call.learn || call.capture ||
-        (ts.depth == 0 && (kf_dispatch_chains_on(s.rt, &call) || chain_may_apply(s.rt, call)))) {
+        (ts.depth == 0 && (kf_dispatch_chains_on(s.rt, &call) || (!chains_done && chain_may_apply(s.rt, call))))) {
       // a served host call's time sample covers the boxing too: eager's sample is its typed call
       if (call.kernel && call.time_it && sig.device_type == KF_DEV_CPU) call.t0_ns = kf_now_ns();
       torch::jit::Stack stack = c10::impl::boxArgs<Args...>(args...);
-      s.ic.run(call, sig, ts, s.op, ks, &stack);
+      s.ic.run(call, sig, ts, s.op, ks, &stack, chains_done);
       return result(stack, args...);
     }
     // The pass-through: Interceptor::run with no kernel, nothing learned, nothing captured, no chain.
     if (ts.depth > 0) call.time_it = call.eager_sample = 0;
     DepthGuard depth(ts);
+    return eager(s, call, sig, ks, args...);
+  }
+
+  // The original kernel, unboxed, timed when the call is an eager sample.
+  static Ret eager(TypedState& s, kf_call& call, const kf_sig& sig, c10::DispatchKeySet ks, Args... args) {
     void* stream = nullptr;
     if (sig.device_type == KF_DEV_CUDA && call.time_it) {
       try {
