@@ -57,6 +57,10 @@ struct Held {  // a tensor a later member must get, at this version
   const c10::TensorImpl* impl() const { return t.defined() ? t.unsafeGetTensorImpl() : weak._unsafe_get_target(); }
 };
 
+WeakStorage weak_storage_of(const at::Tensor& t) {
+  return t.has_storage() ? t.storage().getWeakStorageImpl() : WeakStorage(c10::intrusive_ptr<c10::StorageImpl>());
+}
+
 // Held from now on by identity (and, with `meta`, layout): only while the caller's stack still
 // holds the tensor, so that dropping ours never takes the GIL.
 void weaken(Held& h, bool meta) {
@@ -64,8 +68,7 @@ void weaken(Held& h, bool meta) {
   if (meta) {
     if (!to_kf_tensor(h.t, &h.meta)) return;
     h.has_meta = true;
-    h.wstorage = h.t.has_storage() ? h.t.storage().getWeakStorageImpl()
-                                   : WeakStorage(c10::intrusive_ptr<c10::StorageImpl>());
+    h.wstorage = weak_storage_of(h.t);
   }
   h.weak = WeakImpl(h.t.getIntrusivePtr());
   h.t = at::Tensor();
@@ -484,8 +487,7 @@ void complete(kf_runtime* rt) {
       ok = to_kf_tensor(x.t, &pr.meta[i]);
       if (!ok) break;
       pr.ext.emplace_back(x.t.getIntrusivePtr());
-      pr.storage.emplace_back(x.t.has_storage() ? x.t.storage().getWeakStorageImpl()
-                                                : WeakStorage(c10::intrusive_ptr<c10::StorageImpl>()));
+      pr.storage.push_back(weak_storage_of(x.t));
     }
     pr.version.push_back(x.version);
     pr.versioned.push_back(x.versioned);
