@@ -507,15 +507,17 @@ void complete(kf_runtime* rt) {
   clear(p);
 }
 
-// Every member's outputs, allocated as eager lays them out, on `device`.
-bool allocate(const kf_chain_def* d, const c10::Device& device, std::vector<std::vector<at::Tensor>>* outs) {
+// Every member's outputs, allocated as eager lays them out, on the device of `like` (a head input).
+bool allocate(const kf_chain_def* d, const at::Tensor& like, std::vector<std::vector<at::Tensor>>* outs) {
+  const c10::Device device = like.device();
+  const c10::Allocator* seen = allocator_of(like);
   outs->resize(d->n);
   for (int m = 0; m < d->n; m++) {
     (*outs)[m].clear();
     for (int o = 0; o < d->outs[m].n; o++) {
       const auto& l = d->outs[m].o[o];
       (*outs)[m].push_back(
-          empty_output(c10::IntArrayRef(l.sizes, l.ndim), c10::IntArrayRef(l.strides, l.ndim), l.dtype, device));
+          empty_output(c10::IntArrayRef(l.sizes, l.ndim), c10::IntArrayRef(l.strides, l.ndim), l.dtype, device, seen));
     }
   }
   return true;
@@ -545,7 +547,7 @@ bool launch(kf_runtime* rt, kf_chain_entry* e, Pending& p, c10::ArrayRef<const a
   const uint64_t t0 = timed && !p.cuda ? kf_now_ns() : 0;
   try {
     Bypass bypass;
-    if (fresh) allocate(d, head[0]->device(), &p.outs);
+    if (fresh) allocate(d, *head[0], &p.outs);
     for (const at::Tensor* t : head)
       if (!to_kf_tensor(*t, &ts[n++])) return false;
     for (const Held& h : p.ext) {
@@ -770,7 +772,7 @@ bool start_head(kf_runtime* rt, kf_chain_entry* e, const OpSchemaInfo& info, kf_
   if (p.mode != Mode::Observe && d->deferred) {  // outputs now, the kernel at the last member
     try {
       Bypass bypass;
-      allocate(d, ins[0]->device(), &p.outs);
+      allocate(d, *ins[0], &p.outs);
     } catch (...) {
       return false;
     }

@@ -2,6 +2,7 @@
 #include <ATen/Context.h>
 #include <ATen/EmptyTensor.h>
 #include <ATen/Functions.h>
+#include <c10/core/DeviceGuard.h>
 
 #include "torch_ext/ext.h"
 
@@ -55,14 +56,32 @@ static int to_kf_device(c10::DeviceType t) {
   }
 }
 
-// As eager's structured kernels make one on the CPU (at::detail, no trip through
-// the dispatcher), unless deterministic mode wants uninitialized memory filled: then, and on
-// other devices, at::empty_strided.
-at::Tensor empty_output(c10::IntArrayRef sizes, c10::IntArrayRef strides, int dtype, const c10::Device& device) {
-  if (device.is_cpu() && !(at::globalContext().deterministicAlgorithms() &&
-                           at::globalContext().deterministicFillUninitializedMemory()))
-    return at::detail::empty_strided_cpu(sizes, strides, from_kf_dtype(dtype));
+// As eager's structured kernels make one (at::detail, no trip through the dispatcher): on the
+// CPU, and on CUDA when the inputs came from the allocator registered for CUDA (`seen`: one of
+// them; the caching allocator, which picks a graph's or a mem pool's memory itself), under a
+// guard for the output's device as empty_strided_cuda does. Otherwise, and when deterministic mode
+// wants uninitialized memory filled, at::empty_strided.
+at::Tensor empty_output(c10::IntArrayRef sizes, c10::IntArrayRef strides, int dtype, const c10::Device& device,
+                        const c10::Allocator* seen) {
+  const bool fill = at::globalContext().deterministicAlgorithms() &&
+                    at::globalContext().deterministicFillUninitializedMemory();
+  if (!fill && device.is_cpu()) return at::detail::empty_strided_cpu(sizes, strides, from_kf_dtype(dtype));
+  if (!fill && device.is_cuda() && seen) {
+    c10::Allocator* cuda = c10::GetAllocator(c10::DeviceType::CUDA);
+    if (cuda == seen) {
+      const c10::DeviceGuard guard(device);
+      return at::detail::empty_strided_generic(sizes, strides, cuda, c10::DispatchKeySet(c10::DispatchKey::CUDA),
+                                               from_kf_dtype(dtype));
+    }
+  }
   return at::empty_strided(sizes, strides, at::TensorOptions().dtype(from_kf_dtype(dtype)).device(device));
+}
+
+// The allocator t's memory came from, when known (a tensor over foreign memory has none).
+const c10::Allocator* allocator_of(const at::Tensor& t) {
+  if (!t.has_storage()) return nullptr;
+  const c10::StorageImpl* s = t.unsafeGetTensorImpl()->unsafe_storage().unsafeGetStorageImpl();
+  return s ? s->allocator() : nullptr;
 }
 
 bool to_kf_tensor(const at::Tensor& t, kf_tensor* out) {

@@ -57,8 +57,11 @@ int to_kf_dtype(c10::ScalarType t);
 c10::ScalarType from_kf_dtype(int d);
 // Fills `out` for a strided tensor with at most KF_MAX_DIMS dims; false otherwise.
 bool to_kf_tensor(const at::Tensor& t, kf_tensor* out);
-// A fresh output as eager lays it out (a served call's, a chain kernel's), uninitialized.
-at::Tensor empty_output(c10::IntArrayRef sizes, c10::IntArrayRef strides, int dtype, const c10::Device& device);
+// A fresh output as eager lays it out (a served call's, a chain kernel's), uninitialized; `seen`:
+// the allocator of an input on `device` (allocator_of), nullptr when none is known.
+at::Tensor empty_output(c10::IntArrayRef sizes, c10::IntArrayRef strides, int dtype, const c10::Device& device,
+                        const c10::Allocator* seen);
+const c10::Allocator* allocator_of(const at::Tensor& t);
 
 // Per thread: the depth of intercepted calls (a call made from inside another intercepted op's
 // eager kernel, relu -> clamp_min on CPU, is counted but not timed: its time is already in the

@@ -338,8 +338,10 @@ bool Interceptor::serve(kf_call& call, torch::jit::Stack* stack, void* stream) {
     // neither passed nor consulted for the device.
     c10::Device device(device_ == KF_DEV_CUDA ? c10::DeviceType::CUDA : c10::DeviceType::CPU);
     bool placed = false;
+    const c10::Allocator* seen = nullptr;
     auto on_device = [&](const at::Tensor& t) {
-      if (!placed && t.device().type() == device.type()) device = t.device(), placed = true;
+      if (!placed && t.device().type() == device.type())
+        device = t.device(), seen = allocator_of(t), placed = true;
       return t.device() == device;
     };
     if (!for_kernel_tensors(args, info_->n_args, [&](const at::Tensor& t, size_t i, bool in_list) {
@@ -372,7 +374,7 @@ bool Interceptor::serve(kf_call& call, torch::jit::Stack* stack, void* stream) {
         continue;
       }
       at::Tensor t = empty_output(c10::IntArrayRef(o.sizes, o.ndim), c10::IntArrayRef(o.strides, o.ndim),
-                                  o.dtype, device);
+                                  o.dtype, device, seen);
       if (!to_kf_tensor(t, &tensors[n_tensors++])) return refuse();
       if (call.poison) poison(t);
       outs.push_back(std::move(t));

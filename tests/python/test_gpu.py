@@ -114,6 +114,32 @@ def test_registered_cuda_kernel_is_served_on_the_current_stream(cuda_kernels):
         kf._register_kernel(key, 0)
 
 
+def test_served_outputs_come_from_the_caching_allocator_and_its_pools(cuda_kernels):
+    # a served output is allocated without the dispatcher (convert.cpp, empty_output): it must
+    # still be the caching allocator's memory, counted, and in the mem pool a user routes to
+    x = torch.randn(3000, 77, device="cuda")
+    key = kf.signature_key("aten::relu", x)
+    counter = ctypes.c_int64(0)
+    fn = ctypes.cast(cuda_kernels.kf_test_cuda_relu_f32, ctypes.c_void_p).value
+    kf._register_kernel(key, fn, ctypes.addressof(counter))
+    try:
+        torch.cuda.synchronize()
+        before = torch.cuda.memory_allocated()
+        y = torch.relu(x)
+        assert counter.value == 1
+        assert torch.cuda.memory_allocated() - before == -(-x.nbytes // 512) * 512
+        del y
+        assert torch.cuda.memory_allocated() == before
+        pool = torch.cuda.MemPool()
+        with torch.cuda.use_mem_pool(pool):
+            z = torch.relu(x)
+        assert counter.value == 2 and torch.equal(z, x.clamp_min(0))
+        segs = pool.snapshot()
+        assert any(s["address"] <= z.data_ptr() < s["address"] + s["total_size"] for s in segs), segs
+    finally:
+        kf._register_kernel(key, 0)
+
+
 def test_call_device_is_the_dispatch_keys_not_the_first_tensors():
     kf.reset_stats()
     x = torch.randn(64, 64, device="cuda")
