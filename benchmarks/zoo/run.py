@@ -272,6 +272,7 @@ def run_model(name: str, info: dict, a, work: str, deadline: float | None, extra
         abs_ = [x["record"]["ab"] for x in plugins if x["record"].get("ab")]
         if abs_:
             res["ab_runs"] = [x["speedup"] for x in abs_]
+            res["ab_p10_runs"] = [x["speedup_p10"] for x in abs_ if "speedup_p10" in x]
             res["ab_speedup"] = statistics.median(res["ab_runs"])
             res["ab_enabled_ms"] = statistics.median(x["enabled_ms"] for x in abs_)
             res["ab_disabled_ms"] = statistics.median(x["disabled_ms"] for x in abs_)

@@ -96,6 +96,9 @@ def test_run_tiny_bert_and_a_broken_script(tmp_path):
     assert b["ab_runs"] == [plugin["ab"]["speedup"]] and b["ab_speedup"] == plugin["ab"]["speedup"]
     assert plugin["ab"]["speedup"] == pytest.approx(plugin["ab"]["disabled_ms"]
                                                     / plugin["ab"]["enabled_ms"])
+    assert b["ab_p10_runs"] == [plugin["ab"]["speedup_p10"]]
+    assert plugin["ab"]["speedup_p10"] == pytest.approx(plugin["ab"]["disabled_p10_ms"]
+                                                        / plugin["ab"]["enabled_p10_ms"])
     assert b["eager_ms"] > 0 and b["plugin_ms"] > 0 and b["eager_spread"] is None
     # served counts are the plugin process's own stats
     assert b["served_signatures"] == plugin["served_signatures"] == len(
