@@ -132,6 +132,7 @@ void kf_slot_add_sample(kf_slot *s, int served, uint64_t ns)
         atomic_store_explicit(served ? &s->sv_first_ns : &s->fb_first_ns, ns, memory_order_relaxed);
     atomic_fetch_add_explicit(served ? &s->sv_time_ns : &s->fb_time_ns, ns, memory_order_relaxed);
     store_min(served ? &s->sv_min_ns : &s->fb_min_ns, ns ? ns : 1);
+    store_min(served ? &s->sv_low_ns : &s->fb_low_ns, ns ? ns : 1);
     /* decided on either kind of sample: the decisive one may be eager's */
     uint64_t n = served ? atomic_fetch_add_explicit(&s->guard_n, 1, memory_order_relaxed) + 1
                         : atomic_load_explicit(&s->guard_n, memory_order_relaxed);

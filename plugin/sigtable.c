@@ -154,11 +154,22 @@ double kf_slot_per_call_ns(_Atomic uint64_t *sum, _Atomic uint64_t *n, _Atomic u
     return (double)t / (double)c;
 }
 
+/* A sample stretched by other work on the machine (a preempted thread: a hundred calls' time)
+ * would make its row look hot and push every other one under --min-share: for the estimate, a
+ * row's mean counts at most KF_OUTLIER_X times its fastest sample. */
+#define KF_OUTLIER_X 4.0
+
+static double clipped(double mean, _Atomic uint64_t *min)
+{
+    const double m = (double)atomic_load_explicit(min, memory_order_relaxed);
+    return m > 0 && mean > KF_OUTLIER_X * m ? KF_OUTLIER_X * m : mean;
+}
+
 double kf_slot_estimated_ns(kf_slot *s)
 {
     uint64_t fb = kf_slot_fallback(s), sv = atomic_load(&s->served);
-    double fbn = kf_slot_per_call_ns(&s->fb_time_ns, &s->fb_timed, &s->fb_first_ns);
-    double svn = kf_slot_per_call_ns(&s->sv_time_ns, &s->sv_timed, &s->sv_first_ns);
+    double fbn = clipped(kf_slot_per_call_ns(&s->fb_time_ns, &s->fb_timed, &s->fb_first_ns), &s->fb_low_ns);
+    double svn = clipped(kf_slot_per_call_ns(&s->sv_time_ns, &s->sv_timed, &s->sv_first_ns), &s->sv_low_ns);
     return (fbn > 0 ? fbn * (double)fb : 0) + (svn > 0 ? svn * (double)sv : 0);
 }
 
@@ -179,7 +190,8 @@ static void recycle(kf_sigtable *t, kf_slot *s)
     atomic_store(&s->outs, NULL);
     _Atomic uint64_t *zero[] = {&s->calls, &s->served, &s->fb_timed, &s->fb_time_ns,
                                 &s->sv_timed, &s->sv_time_ns, &s->fb_first_ns, &s->sv_first_ns,
-                                &s->fb_min_ns, &s->sv_min_ns, &s->clock_calls, &s->guard_n};
+                                &s->fb_min_ns, &s->sv_min_ns, &s->clock_calls, &s->guard_n,
+                                &s->fb_low_ns, &s->sv_low_ns};
     for (size_t i = 0; i < sizeof zero / sizeof zero[0]; i++) atomic_store(zero[i], 0);
     atomic_store(&s->served_slower, 0);
     atomic_store(&s->stopped, KF_STOP_NONE); /* the speed guard's verdict was on the old signature */

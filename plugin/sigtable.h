@@ -57,6 +57,8 @@ typedef struct kf_slot {
      * are others, since a first call can cost milliseconds (lazy kernel loading, allocator
      * growth) and would make a tiny op look hot. */
     _Atomic uint64_t fb_first_ns, sv_first_ns;
+    /* The fastest sample of each since the stats were reset: the estimate's outlier clip. */
+    _Atomic uint64_t fb_low_ns, sv_low_ns;
     _Atomic(kf_kernel *) kernel;
     _Atomic(kf_out_layout *) outs;
     _Atomic int capture_want; /* real calls still to copy for a tuning job (kf_capture_request) */
@@ -109,7 +111,8 @@ void kf_sigtable_evicted(kf_sigtable *t, kf_evicted *host, kf_evicted *device);
 void kf_sigtable_reset_evicted(kf_sigtable *t);
 
 /* Mean sampled ns per call, without the first sample once there are others (see above); -1
- * without samples. And a slot's estimated total time: sampled means times the call counts. */
+ * without samples. And a slot's estimated total time: sampled means (at most 4x the fastest
+ * sample: an outlier from other work on the machine is left out) times the call counts. */
 double kf_slot_per_call_ns(_Atomic uint64_t *sum, _Atomic uint64_t *n, _Atomic uint64_t *first);
 /* Calls that ran eager (or are running, or raised): those not served. */
 static inline uint64_t kf_slot_fallback(kf_slot *s)

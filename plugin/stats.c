@@ -150,6 +150,8 @@ static void zero_slot(kf_slot *s, void *user)
     atomic_store(&s->sv_time_ns, 0);
     atomic_store(&s->fb_first_ns, 0);
     atomic_store(&s->sv_first_ns, 0);
+    atomic_store(&s->fb_low_ns, 0);
+    atomic_store(&s->sv_low_ns, 0);
 }
 
 void kf_reset_stats(kf_runtime *rt)
