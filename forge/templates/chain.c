@@ -131,6 +131,66 @@ static int ln_bind(kf_chain_bind *b, int k, char *why, size_t cap)
     return 1;
 }
 
+/* native_group_norm as the chain's last member (chain.h): an [N, C, ...] chain (3 dims or
+ * more, its input an earlier member's output), weight and bias of [C] from outside the chain.
+ * The walk's rows run over F's outer dims in order, so a group (n, g) is rows
+ * [(n * group + g) * RG, + RG) with RG = C / group x the rows of one channel. */
+static int gn_bind(kf_chain_bind *b, int k, char *why, size_t cap)
+{
+    const kf_job_chain *ch = b->ch;
+    const kf_job_sig *m = &ch->m[k].sig;
+    const kf_job_tensor *x = &m->in[0];
+    if (k != b->n - 1 || m->n_out != 3)
+        return why_(why, cap, "member %d (%s): a group norm is fused as the chain's last member "
+                              "only, with its mean and rstd", k, m->op);
+    if (!tail_placed(b, k, "group norm", "normalize", why, cap)) return 0;
+    if (!tail_float_full(b, m) || b->nd < 3)
+        return why_(why, cap, "member %d (%s): it must normalize the chain's full shape, [N, C, "
+                              "...] of 3 dims or more, in f32, f16 or bf16", k, m->op);
+    const kf_job_scalar *sn = kf_job_scalar_find(m, "N"), *sc = kf_job_scalar_find(m, "C");
+    const kf_job_scalar *shw = kf_job_scalar_find(m, "HxW"), *sg = kf_job_scalar_find(m, "group");
+    const kf_job_scalar *eps = kf_job_scalar_find(m, "eps");
+    int64_t hw = 1;
+    for (int d = 2; d < b->nd; d++) hw *= b->full[d];
+    if (!sn || !sc || !shw || !sg || sn->kind != 'i' || sc->kind != 'i' || shw->kind != 'i' ||
+        sg->kind != 'i' || sn->i != b->full[0] || sc->i != b->full[1] || shw->i != hw ||
+        sg->i < 1 || sc->i % sg->i || !eps || (eps->kind != 'd' && eps->kind != 'i') ||
+        (eps->kind == 'd' && !isfinite(eps->d)))
+        return why_(why, cap, "member %d (%s): N, C and HxW must be the input's, group divide C, "
+                              "eps be finite", k, m->op);
+    b->ln_eps = eps->kind == 'd' ? eps->d : (double)eps->i;
+    static const char *const names[] = {"input", "weight", "bias"};
+    static const int optional[] = {0, 1, 1};
+    int idx[3];
+    if (kf_template_tensor_args(m, names, optional, 3, idx) < 0)
+        return why_(why, cap, "member %d (%s): which of weight and bias are given is unclear", k, m->op);
+    int *dest[3] = {NULL, &b->ln_w, &b->ln_b};
+    for (int a = 1; a < 3; a++) {
+        *dest[a] = -1;
+        if (idx[a] < 0) continue;
+        const kf_job_tensor *p = &m->in[idx[a]];
+        int arg = kf_job_chain_arg(ch, k, idx[a]);
+        if (arg < 0 || p->ndim != 1 || p->sizes[0] != sc->i || p->dtype != x->dtype)
+            return why_(why, cap, "member %d (%s): its weight and bias must be [C] tensors from outside "
+                                  "the chain, in its dtype", k, m->op);
+        *dest[a] = arg;
+    }
+    for (int j = 1; j < 3; j++) {
+        const kf_job_tensor *t = &m->out[j];
+        if (!is_float(t->dtype) || t->dtype == KF_F64 || kf_job_tensor_numel(t) != sn->i * sg->i ||
+            !kf_job_tensor_contiguous(t))
+            return why_(why, cap, "member %d (%s): unexpected mean / rstd outputs", k, m->op);
+    }
+    b->gn = 1;
+    b->gn_ch = sc->i;
+    b->gn_ng = sn->i * sg->i;
+    b->gn_rpc = hw / b->C;
+    b->gn_rg = sc->i / sg->i * b->gn_rpc;
+    b->ln = b->tail = k;
+    b->phase[k] = 3;
+    return 1;
+}
+
 /* _softmax of the last dim (chain.h): of an earlier member's output of the chain's full shape,
  * in its dtype (f32, f16, bf16; no half_to_float); pointwise members may follow it (its epilogue) */
 static int sm_bind(kf_chain_bind *b, int k, char *why, size_t cap)
@@ -357,13 +417,17 @@ int kf_chain_bind_sig(const kf_job_sig *sig, kf_chain_bind *b, char *why, size_t
             if (!ln_bind(b, k, why, cap)) return 0;
             continue;
         }
+        if (!strcmp(m->op, "aten::native_group_norm")) {
+            if (!gn_bind(b, k, why, cap)) return 0;
+            continue;
+        }
         if (!strcmp(m->op, "aten::_softmax")) {
             if (!sm_bind(b, k, why, cap)) return 0;
             continue;
         }
         if (m->n_out != 1)
-            return why_(why, cap, "member %d (%s): %d outputs (only a layer norm may end a chain "
-                                  "with more)", k, m->op, m->n_out);
+            return why_(why, cap, "member %d (%s): %d outputs (only a layer or group norm may end "
+                                  "a chain with more)", k, m->op, m->n_out);
         int rk = red_kind_of(m, why, cap, k);
         if (rk < 0) return 0;
         if (rk && b->sm >= 0)
@@ -448,6 +512,7 @@ int kf_chain_bind_sig(const kf_job_sig *sig, kf_chain_bind *b, char *why, size_t
     /* the kernel inputs on F's dims */
     for (int i = 0; i < sig->n_in; i++) {
         const kf_job_tensor *t = &sig->in[i];
+        if (b->gn && (i == b->ln_w || i == b->ln_b)) continue; /* read by channel (st 0) */
         if (t->ndim > b->nd) return why_(why, cap, "input %d has more dims than the chain", i);
         int off = b->nd - t->ndim;
         for (int d = 0; d < b->nd; d++) {
@@ -514,6 +579,11 @@ void kf_chain_emit_defs(kf_strbuf *s, const kf_chain_bind *b, int cuda, const ch
     if (b->tail >= 0) /* the tail's block sums */
         kf_strbuf_printf(s, "#define KF_RINIT (kf_ct)0\n#define KF_RCOMB(a, b) ((a) + (b))\n");
     if (b->ln >= 0) kf_strbuf_printf(s, "#define KF_LN_EPS %.17g\n", b->ln_eps);
+    if (b->gn)
+        kf_strbuf_printf(s, "#define KF_NG %lldLL\n#define KF_RG %lldLL\n#define KF_RPC %lldLL\n"
+                            "#define KF_CH %lldLL\n",
+                         (long long)b->gn_ng, (long long)b->gn_rg, (long long)b->gn_rpc,
+                         (long long)b->gn_ch);
     /* row r's base offset in each input: r over F's outer dims, the innermost fastest */
     int n_in = ch->n_head + ch->n_ext;
     for (int i = 0; i < n_in; i++) {
@@ -918,9 +988,68 @@ static void emit_sm(kf_strbuf *s, const kf_chain_bind *b, int cuda, int inline_e
     kf_strbuf_free(&sx);
 }
 
+/* A group norm's tail on the host (one thread per group, g): the group's rows' stored input x
+ * summed in double as a layer norm's row (the sum folded in phase 0), then the variance pass,
+ * mean and rstd per group, y per element with its row's channel's weight and bias. */
+static void emit_gn(kf_strbuf *s, const kf_chain_bind *b, const char *ind)
+{
+    const kf_job_member *jm = &b->ch->m[b->ln];
+    int k = b->ln;
+    int ydt = member_dtype(b, k), mdt = jm->sig.out[1].dtype, rdt = jm->sig.out[2].dtype;
+    kf_strbuf sx = {0}, sw = {0}, sb = {0};
+    tail_x(&sx, b, 0);
+    char wv[96], bv[96];
+    if (b->ln_w >= 0) {
+        snprintf(wv, sizeof wv, "p%d[kf_ch * %lldLL]", b->ln_w, (long long)jm->sig.in[1].strides[0]);
+        load_expr(&sw, jm->sig.in[1].dtype, 0, wv);
+    }
+    if (b->ln_b >= 0) {
+        const int bi = b->ln_w >= 0 ? 2 : 1;
+        snprintf(bv, sizeof bv, "p%d[kf_ch * %lldLL]", b->ln_b, (long long)jm->sig.in[bi].strides[0]);
+        load_expr(&sb, jm->sig.in[bi].dtype, 0, bv);
+    }
+    const char *rows = "for (long long r = g * KF_RG; r < (g + 1) * KF_RG; r++) {";
+    kf_strbuf_printf(s, "%sconst double kf_md = kf_s / (double)(KF_RG * KF_C);\n"
+                        "%s%s\n#pragma omp simd reduction(+ : kf_q)\n"
+                        "%s    for (long long c = 0; c < KF_C; c++) {\n"
+                        "%s        const double d = (double)%s - kf_md;\n%s        kf_q += d * d;\n"
+                        "%s    }\n%s}\n"
+                        "%sconst kf_ct kf_mean = (kf_ct)kf_md, kf_ml = (kf_ct)(kf_md - (double)kf_mean);\n"
+                        "%sconst kf_ct kf_rstd = (kf_ct)(1.0 / sqrt(kf_q / (double)(KF_RG * KF_C) + "
+                        "(double)(float)KF_LN_EPS));\n%sy%d[g] = ",
+                     ind, ind, rows, ind, ind, sx.p, ind, ind, ind, ind, ind, ind, k + 1);
+    store_expr(s, mdt, 0, "kf_mean");
+    kf_strbuf_printf(s, ";\n%sy%d[g] = ", ind, k + 2);
+    store_expr(s, rdt, 0, "kf_rstd");
+    kf_strbuf_printf(s, ";\n%s%s\n%s    const long long kf_ch = (r / KF_RPC) %% KF_CH;\n", ind, rows, ind);
+    kf_strbuf_printf(s, "%s    const kf_ct kf_w = %s, kf_b = %s;\n", ind, b->ln_w >= 0 ? sw.p : "(kf_ct)1",
+                     b->ln_b >= 0 ? sb.p : "(kf_ct)0");
+    kf_strbuf_printf(s, "#pragma omp simd\n%s    for (long long c = 0; c < KF_C; c++) {\n"
+                        "%s        const kf_ct v = (%s - kf_mean - kf_ml) * kf_rstd * kf_w + kf_b;\n"
+                        "%s        y%d[r * KF_C + c] = ",
+                     ind, ind, sx.p, ind, k);
+    store_expr(s, ydt, 0, "v");
+    kf_strbuf_printf(s, ";\n%s    }\n%s}\n", ind, ind);
+    kf_strbuf_free(&sx);
+    kf_strbuf_free(&sw);
+    kf_strbuf_free(&sb);
+}
+
+int kf_chain_backend_ok(const kf_chain_bind *b, int cuda, char *why, size_t cap)
+{
+    if (cuda && b->gn)
+        return why_(why, cap, "member %d (aten::native_group_norm): a group norm ends a chain on "
+                              "the host backend only", b->ln);
+    return 1;
+}
+
 void kf_chain_emit_tail(kf_strbuf *s, const kf_chain_bind *b, int cuda, int inline_exp,
                         const char *ind)
 {
+    if (b->gn) {
+        emit_gn(s, b, ind);
+        return;
+    }
     if (b->sm >= 0) {
         emit_sm(s, b, cuda, inline_exp, ind);
         return;

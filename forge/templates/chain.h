@@ -19,6 +19,8 @@
  * then y per element, and per element the pointwise members after it (phase 4, its epilogue:
  * transformers' softmax(x, dtype=float32).to(bf16) casts back). A chain without a reduction or
  * a row tail may hold one cat of the last dim (rotary embeddings: q * cos + cat(-x2, x1) * sin).
+ * On the host, the last member may also be a group norm (native_group_norm: a UNet's or
+ * PoolFormer's residual or time-embedding add then the norm), its groups whole runs of rows.
  * The binding refuses (with a reason naming the
  * member and its op) what this cannot compute exactly as eager. Private to those files and the builtin
  * proposer (which reports the reason). */
@@ -43,6 +45,12 @@ typedef struct kf_chain_bind {
     int ln, ln_w, ln_b;                      /* the layer-norm member (-1: none), its weight's
                                                 and bias's kernel inputs (-1: None) */
     double ln_eps;
+    /* gn = 1: that member is a group norm (native_group_norm) of an [N, C, ...] chain of at
+     * least 3 dims, its groups whole runs of rows (the walk's rows are F's outer dims in order):
+     * gn_ng groups (N x group) of gn_rg rows, the channel of row r (r / gn_rpc) % gn_ch, its
+     * weight and bias [C] read by channel (host backend only: kf_chain_backend_ok) */
+    int gn;
+    int64_t gn_ng, gn_rg, gn_rpc, gn_ch;
     int sm;                                  /* the softmax member (-1: none) */
     int tail;                                /* ln or sm: the last member's row tail (-1: none) */
     /* a cat of the last dim (rotary's cat((-x2, x1), -1)): its parts, each a kernel input read
@@ -74,6 +82,10 @@ typedef struct kf_chain_bind {
 /* 1 when the chain templates compute this signature's chain exactly; else 0 and `why` says which
  * member (and op) they cannot. */
 int kf_chain_bind_sig(const kf_job_sig *sig, kf_chain_bind *b, char *why, size_t cap);
+
+/* 1 when the backend (cuda 0: host, 1: nvrtc) renders this bound chain; else 0 and `why`
+ * says what it does not render. */
+int kf_chain_backend_ok(const kf_chain_bind *b, int cuda, char *why, size_t cap);
 
 /* The shared text of both backends: the math helpers, each member's element function, the
  * row base offsets kf_rb<i>(r) of each input, KF_R / KF_C, and the reduction's macros

@@ -38,7 +38,7 @@ static const kf_knob_def knobs[] = {
 static int applies(const kf_job_sig *sig)
 {
     kf_chain_bind b;
-    if (!kf_chain_bind_sig(sig, &b, NULL, 0)) return 0;
+    if (!kf_chain_bind_sig(sig, &b, NULL, 0) || !kf_chain_backend_ok(&b, 1, NULL, 0)) return 0;
     for (int i = 0; i < sig->n_in; i++) /* no 64-bit device math for these in the engine */
         if (!kf_pw_ctype(sig->in[i].dtype, 1)) return 0;
     return 1;

@@ -1,9 +1,10 @@
 /* host_chain (backend "host"): a chain job's one C kernel (chain.h): per row of the chain's full
  * shape, phase 0 over the row (folding the reduction or the row tail's sum or max), the
  * reduction's value and the row members, phase 2 over the row, or the row tail (a layer norm or
- * a softmax). Knobs: omp = rows over OpenMP threads (0 off, 1 static, 2 dynamic; off below 32768
- * elements, where eager stays on one thread); unroll = the row loops' `#pragma GCC unroll` (a
- * phase 0 that folds a sum is an `omp simd` loop instead); math = 1: in a float chain, the
+ * a softmax); a chain ending in a group norm per group of rows instead. Knobs: omp = rows
+ * (or groups) over OpenMP threads (0 off, 1 static, 2 dynamic; off below 32768 elements, where
+ * eager stays on one thread); unroll = the row loops' `#pragma GCC unroll` (a phase 0 that folds
+ * a sum is an `omp simd` loop instead); math = 1: in a float chain, the
  * softmax tail's exp and the members' exp, expm1, tanh, erf, log and log1p (silu, sigmoid,
  * GPT-2's tanh GELU, softplus) are host_math.h's vectorizable ones (as host_row_softmax's; libm's
  * do not vectorize), 0: libm. */
@@ -39,6 +40,21 @@ const kf_template kf_tmpl_host_chain = {
     .render = render,
 };
 
+/* A chain ending in a group norm: per group, phase 0 over its rows (folding the norm's sum),
+ * then the tail (chain.c, emit_gn). */
+static void render_gn(kf_strbuf *b, const kf_chain_bind *cb, int inline_exp)
+{
+    kf_strbuf_printf(b, "    for (long long g = 0; g < KF_NG; g++) {\n");
+    kf_chain_emit_tail_begin(b, cb, 0, "        ");
+    kf_strbuf_printf(b, "        for (long long r = g * KF_RG; r < (g + 1) * KF_RG; r++) {\n");
+    kf_chain_emit_rowbases(b, cb, "            ");
+    kf_strbuf_printf(b, "%s            for (long long c = 0; c < KF_C; c++) {\n", kf_chain_tail_simd(cb));
+    kf_chain_emit_phase(b, cb, 0, 0, "                ", "");
+    kf_strbuf_printf(b, "            }\n        }\n");
+    kf_chain_emit_tail(b, cb, 0, inline_exp, "        ");
+    kf_strbuf_printf(b, "    }\n}\n");
+}
+
 static kf_status render(const kf_job_sig *sig, const int *knob_idx, char **source,
                         char **launch_json, char *err, size_t errcap)
 {
@@ -60,10 +76,15 @@ static kf_status render(const kf_job_sig *sig, const int *knob_idx, char **sourc
     kf_strbuf_printf(&b, "\nvoid kf_kernel(");
     int na = kf_chain_emit_params(&b, &cb, sig, 0, types, args);
     kf_strbuf_printf(&b, ")\n{\n");
-    int omp = cb.R * cb.C >= 32768 && cb.R > 1 ? vals[0] : 0;
+    const int64_t units = cb.gn ? cb.gn_ng : cb.R; /* a thread's rows: one, or a group's */
+    int omp = cb.R * cb.C >= 32768 && units > 1 ? vals[0] : 0;
     if (omp != vals[0]) kf_strbuf_printf(&b, "    /* omp = %d: too few elements or rows */\n", vals[0]);
     if (omp == 1) kf_strbuf_printf(&b, "#pragma omp parallel for schedule(static)\n");
     if (omp == 2) kf_strbuf_printf(&b, "#pragma omp parallel for schedule(dynamic, 1)\n");
+    if (cb.gn) {
+        render_gn(&b, &cb, inline_exp);
+        return kf_template_host_finish(t, &b, args, na, source, launch_json, err, errcap);
+    }
     kf_strbuf_printf(&b, "    for (long long r = 0; r < KF_R; r++) {\n");
     kf_chain_emit_rowbases(&b, &cb, "        ");
     if (cb.red >= 0) kf_strbuf_printf(&b, "        kf_ct acc = KF_RINIT;\n");

@@ -86,6 +86,7 @@ typedef struct ccase {
     int dt;     /* the chain's float dtype */
     double rtol;
     int packs;  /* cuda_chain's vec = 1 renders packs (kf_chain_vec_width > 1) */
+    int host_only; /* cuda_chain refuses it (kf_chain_backend_ok) */
 } ccase;
 
 static kf_job *load(const char *json, char *err, size_t cap)
@@ -204,7 +205,7 @@ static void run_case(const ccase *c)
     kf_chain_bind cb;
     err[0] = 0;
     if (!CHECK(kf_chain_bind_sig(s, &cb, err, sizeof err)) || !CHECK(host_t->applies(s)) ||
-        !CHECK(cuda_t->applies(s))) {
+        !CHECK_EQ_INT(cuda_t->applies(s), !c->host_only)) {
         printf("     %s: not applicable: %s\n", c->label, err);
         kf_job_free(job);
         return;
@@ -302,6 +303,10 @@ static void run_case(const ccase *c)
         free(src);
         free(lj);
     }
+    if (c->host_only) {
+        CHECK(!kf_chain_backend_ok(&cb, 1, err, sizeof err) && kf_chain_backend_ok(&cb, 0, NULL, 0));
+        goto done;
+    }
     /* CUDA: each threads value with each layout (knob indices of rows, vec, warp; warp only
      * matters with rows), packs or not (the grid knob changes the launch only) */
     static const int layouts[][3] = {{0, 0, 0}, {0, 0, 1}, {0, 1, 0}, {0, 1, 1}, {1, 0, 0}, {1, 1, 0}};
@@ -332,6 +337,7 @@ static void run_case(const ccase *c)
         free(src);
         free(lj);
     }
+done:
     for (int i = 0; i < MAXT; i++) free(rin[i]), free(rout[i]), free(orig[i]);
     kf_job_free(job);
 }
@@ -601,6 +607,41 @@ static void lnbf_ref(int64_t R, int64_t C, double *const *in, double **out)
     norm_ref(R, C, KF_BF16, 1e-6, out[0], in[1], NULL, out[1], out[2], out[3]);
 }
 
+/* a UNet block's time embedding added, then a group norm: x[2, 8, 5] + t[2, 8, 1] ->
+ * native_group_norm(., w[8], b[8], N=2, C=8, HxW=5, group=4); host only */
+#define GN3(what) "{\"dtype\": \"f32\", \"sizes\": [2, 8, 5], \"strides\": [40, 5, 1], " what "}"
+static const char gn_json[] =
+    "\"inputs\": [" GN3("\"align\": 16") ", {\"dtype\": \"f32\", \"sizes\": [2, 8, 1], \"strides\": "
+    "[8, 1, 1], \"align\": 16}, " T1("f32", 8) ", " T1("f32", 8) "], "
+    "\"outputs\": [" GN3("\"alias\": -1") ", " GN3("\"alias\": -1") ", " O2("f32", 2, 4, -1) ", "
+    O2("f32", 2, 4, -1) "], "
+    "\"scalars\": [{\"name\": \"m0.alpha\", \"kind\": \"i\", \"value\": 1}, "
+    "{\"name\": \"m1.N\", \"kind\": \"i\", \"value\": 2}, {\"name\": \"m1.C\", \"kind\": \"i\", \"value\": 8}, "
+    "{\"name\": \"m1.HxW\", \"kind\": \"i\", \"value\": 5}, {\"name\": \"m1.group\", \"kind\": \"i\", \"value\": 4}, "
+    "{\"name\": \"m1.eps\", \"kind\": \"d\", \"value\": 1e-5}], "
+    "\"chain\": {\"version\": 1, \"n_head_inputs\": 2, \"n_ext\": 2, \"members\": ["
+    "{\"op\": \"aten::add.Tensor\", \"inputs\": [[\"head\", 0], [\"head\", 1]]}, "
+    "{\"op\": \"aten::native_group_norm\", \"inputs\": [[\"member\", 0, 0], [\"ext\", 0], [\"ext\", 1]]}]}";
+
+static void gn_ref(int64_t R, int64_t C, double *const *in, double **out)
+{
+    const int64_t ch = 8, per = 10; /* a group: 2 channels x 5 */
+    for (int64_t e = 0; e < R * C; e++) out[0][e] = (float)(in[0][e] + in[1][e / C]);
+    for (int64_t g = 0; g < R * C / per; g++) {
+        double s = 0, q = 0;
+        for (int64_t e = g * per; e < (g + 1) * per; e++) s += out[0][e];
+        const double m = s / (double)per;
+        for (int64_t e = g * per; e < (g + 1) * per; e++) q += (out[0][e] - m) * (out[0][e] - m);
+        const double rs = 1 / sqrt(q / (double)per + (double)(float)1e-5);
+        out[2][g] = (float)m;
+        out[3][g] = (float)rs;
+        for (int64_t e = g * per; e < (g + 1) * per; e++) {
+            const int64_t c = (e / C) % ch;
+            out[1][e] = (float)((out[0][e] - m) * rs * in[2][c] + in[3][c]);
+        }
+    }
+}
+
 /* an attention mask added, then a softmax of the last dim: x + mask[40] -> _softmax(., -1) */
 static const char sm_json[] =
     "\"inputs\": [" T2("f32", 6, 40) ", " T1("f32", 40) "], "
@@ -755,21 +796,22 @@ static void cl_ref(int64_t R, int64_t C, double *const *in, double **out)
 }
 
 static const ccase cases[] = {
-    {"gemma rmsnorm bf16 with its weight's cast", gem_json, gem_ref, 6, 40, KF_BF16, 8e-3, 1},
-    {"add->cast->softmax->cast bf16", smc_json, smc_ref, 6, 40, KF_BF16, 8e-3, 1},
-    {"add->softmax f32", sm_json, sm_ref, 6, 40, KF_F32, 1e-5, 1},
-    {"mul->softmax bf16", smbf_json, smbf_ref, 8, 24, KF_BF16, 8e-3, 1},
-    {"add->layer_norm f32", ln_json, ln_ref, 6, 40, KF_F32, 1e-5, 1},
-    {"mul->layer_norm bf16 (no bias)", lnbf_json, lnbf_ref, 8, 24, KF_BF16, 8e-3, 1},
-    {"rmsnorm f32", rms_json, rms_ref, 6, 40, KF_F32, 1e-5, 1},
-    {"rmsnorm bf16 with its casts", rmsc_json, rmsc_ref, 6, 40, KF_BF16, 8e-3, 1},
-    {"add->gelu->mul f32", pw_json, pw_ref, 32, 16, KF_F32, 1e-6, 1},
-    {"mul->sigmoid->add bf16", bf_json, bf_ref, 8, 40, KF_BF16, 8e-3, 1},
-    {"rotary: mul, neg, cat, mul, add f32", rot_json, rot_ref, 12, 16, KF_F32, 1e-6, 0},
-    {"add_->relu in place", inpl_json, inpl_ref, 5, 12, KF_F32, 0, 1},
-    {"amax->sub->exp", amax_json, amax_ref, 7, 33, KF_F32, 1e-6, 0},
-    {"channels_last mul->add bf16", cl_json, cl_ref, 24, 16, KF_BF16, 8e-3, 1},
-    {"channels_last add_->relu in place", clinpl_json, inpl_ref, 24, 16, KF_F32, 0, 1},
+    {"gemma rmsnorm bf16 with its weight's cast", gem_json, gem_ref, 6, 40, KF_BF16, 8e-3, 1, 0},
+    {"add->cast->softmax->cast bf16", smc_json, smc_ref, 6, 40, KF_BF16, 8e-3, 1, 0},
+    {"add->softmax f32", sm_json, sm_ref, 6, 40, KF_F32, 1e-5, 1, 0},
+    {"mul->softmax bf16", smbf_json, smbf_ref, 8, 24, KF_BF16, 8e-3, 1, 0},
+    {"add->layer_norm f32", ln_json, ln_ref, 6, 40, KF_F32, 1e-5, 1, 0},
+    {"mul->layer_norm bf16 (no bias)", lnbf_json, lnbf_ref, 8, 24, KF_BF16, 8e-3, 1, 0},
+    {"add->group_norm f32 (host only)", gn_json, gn_ref, 16, 5, KF_F32, 1e-5, 0, 1},
+    {"rmsnorm f32", rms_json, rms_ref, 6, 40, KF_F32, 1e-5, 1, 0},
+    {"rmsnorm bf16 with its casts", rmsc_json, rmsc_ref, 6, 40, KF_BF16, 8e-3, 1, 0},
+    {"add->gelu->mul f32", pw_json, pw_ref, 32, 16, KF_F32, 1e-6, 1, 0},
+    {"mul->sigmoid->add bf16", bf_json, bf_ref, 8, 40, KF_BF16, 8e-3, 1, 0},
+    {"rotary: mul, neg, cat, mul, add f32", rot_json, rot_ref, 12, 16, KF_F32, 1e-6, 0, 0},
+    {"add_->relu in place", inpl_json, inpl_ref, 5, 12, KF_F32, 0, 1, 0},
+    {"amax->sub->exp", amax_json, amax_ref, 7, 33, KF_F32, 1e-6, 0, 0},
+    {"channels_last mul->add bf16", cl_json, cl_ref, 24, 16, KF_BF16, 8e-3, 1, 0},
+    {"channels_last add_->relu in place", clinpl_json, inpl_ref, 24, 16, KF_F32, 0, 1, 0},
 };
 
 /* ---- refusals ---- */
@@ -836,13 +878,16 @@ static void test_refusals(void)
     expect_load_error(s, 2, 6, "3 members, but the job has 6 outputs");
     free(s);
     s = swap(amax_json, ", {\"op\": \"aten::exp\", \"inputs\": [[\"member\", 1, 0]]}]}", "]}");
-    expect_unbound(s, 1, 3, "member 1 (aten::sub.Tensor): 2 outputs (only a layer norm may end a chain");
+    expect_unbound(s, 1, 3, "member 1 (aten::sub.Tensor): 2 outputs (only a layer or group norm may end a chain");
     free(s);
     s = swap(ln_json, "\"value\": [40]", "\"value\": [6, 40]");
     expect_unbound(s, 4, 4, "member 1 (aten::native_layer_norm): only the last dim is normalized");
     free(s);
     s = swap(ln_json, "[[\"member\", 0, 0], [\"ext\", 0]", "[[\"head\", 0], [\"ext\", 0]");
     expect_unbound(s, 4, 4, "member 1 (aten::native_layer_norm): it must normalize an earlier member's output");
+    free(s);
+    s = swap(gn_json, "\"m1.group\", \"kind\": \"i\", \"value\": 4", "\"m1.group\", \"kind\": \"i\", \"value\": 3");
+    expect_unbound(s, 4, 4, "member 1 (aten::native_group_norm): N, C and HxW must be the input's, group divide C");
     free(s);
     s = swap(rms_json, "\"m2.alpha\"", "\"alpha\"");
     expect_load_error(s, 2, 6, "\"alpha\" is not named m<member>.<name>");
