@@ -83,13 +83,43 @@ static int tail_float_full(const kf_chain_bind *b, const kf_job_sig *m)
            same_sizes(&m->out[0], b->nd, b->full);
 }
 
+/* A norm's (member k's) weight and bias, each optional, [c] from outside the chain in the
+ * input's dtype (or f32 where f32_ok), into ln_w / ln_b; its mean and rstd outputs, `stats`
+ * floats each, contiguous. 0 with why set otherwise. */
+static int norm_args(kf_chain_bind *b, int k, int64_t c, int f32_ok, int64_t stats, char *why, size_t cap)
+{
+    const kf_job_sig *m = &b->ch->m[k].sig;
+    static const char *const names[] = {"input", "weight", "bias"};
+    static const int optional[] = {0, 1, 1};
+    int idx[3];
+    if (kf_template_tensor_args(m, names, optional, 3, idx) < 0)
+        return why_(why, cap, "member %d (%s): which of weight and bias are given is unclear", k, m->op);
+    int *dest[3] = {NULL, &b->ln_w, &b->ln_b};
+    for (int a = 1; a < 3; a++) {
+        *dest[a] = -1;
+        if (idx[a] < 0) continue;
+        const kf_job_tensor *p = &m->in[idx[a]];
+        int arg = kf_job_chain_arg(b->ch, k, idx[a]);
+        if (arg < 0 || p->ndim != 1 || p->sizes[0] != c ||
+            (p->dtype != m->in[0].dtype && !(f32_ok && p->dtype == KF_F32)))
+            return why_(why, cap, "member %d (%s): its weight and bias must be [C] tensors from outside "
+                                  "the chain, in its dtype%s", k, m->op, f32_ok ? " or f32" : "");
+        *dest[a] = arg;
+    }
+    for (int j = 1; j < 3; j++) {
+        const kf_job_tensor *t = &m->out[j];
+        if (!is_float(t->dtype) || t->dtype == KF_F64 || kf_job_tensor_numel(t) != stats ||
+            !kf_job_tensor_contiguous(t))
+            return why_(why, cap, "member %d (%s): unexpected mean / rstd outputs", k, m->op);
+    }
+    return 1;
+}
+
 /* native_layer_norm as the chain's last member (chain.h): the last dim of the chain's full shape,
  * its input an earlier member's output, weight and bias of [C] from outside the chain */
 static int ln_bind(kf_chain_bind *b, int k, char *why, size_t cap)
 {
-    const kf_job_chain *ch = b->ch;
-    const kf_job_sig *m = &ch->m[k].sig;
-    const kf_job_tensor *x = &m->in[0];
+    const kf_job_sig *m = &b->ch->m[k].sig;
     if (k != b->n - 1 || m->n_out != 3)
         return why_(why, cap, "member %d (%s): a layer norm is fused as the chain's last member "
                               "only, with its mean and rstd", k, m->op);
@@ -104,28 +134,7 @@ static int ln_bind(kf_chain_bind *b, int k, char *why, size_t cap)
         return why_(why, cap, "member %d (%s): only the last dim is normalized (normalized_shape "
                               "[C], a finite eps)", k, m->op);
     b->ln_eps = eps->kind == 'd' ? eps->d : (double)eps->i;
-    static const char *const names[] = {"input", "weight", "bias"};
-    static const int optional[] = {0, 1, 1};
-    int idx[3];
-    if (kf_template_tensor_args(m, names, optional, 3, idx) < 0)
-        return why_(why, cap, "member %d (%s): which of weight and bias are given is unclear", k, m->op);
-    int *dest[3] = {NULL, &b->ln_w, &b->ln_b};
-    for (int a = 1; a < 3; a++) {
-        *dest[a] = -1;
-        if (idx[a] < 0) continue;
-        const kf_job_tensor *p = &m->in[idx[a]];
-        int arg = kf_job_chain_arg(ch, k, idx[a]);
-        if (arg < 0 || p->ndim != 1 || p->sizes[0] != b->C || (p->dtype != x->dtype && p->dtype != KF_F32))
-            return why_(why, cap, "member %d (%s): its weight and bias must be [C] tensors from outside "
-                                  "the chain, in its dtype or f32", k, m->op);
-        *dest[a] = arg;
-    }
-    for (int j = 1; j < 3; j++) {
-        const kf_job_tensor *t = &m->out[j];
-        if (!is_float(t->dtype) || t->dtype == KF_F64 || kf_job_tensor_numel(t) != b->R ||
-            !kf_job_tensor_contiguous(t))
-            return why_(why, cap, "member %d (%s): unexpected mean / rstd outputs", k, m->op);
-    }
+    if (!norm_args(b, k, b->C, 1, b->R, why, cap)) return 0;
     b->ln = b->tail = k;
     b->phase[k] = 3;
     return 1;
@@ -137,9 +146,7 @@ static int ln_bind(kf_chain_bind *b, int k, char *why, size_t cap)
  * [(n * group + g) * RG, + RG) with RG = C / group x the rows of one channel. */
 static int gn_bind(kf_chain_bind *b, int k, char *why, size_t cap)
 {
-    const kf_job_chain *ch = b->ch;
-    const kf_job_sig *m = &ch->m[k].sig;
-    const kf_job_tensor *x = &m->in[0];
+    const kf_job_sig *m = &b->ch->m[k].sig;
     if (k != b->n - 1 || m->n_out != 3)
         return why_(why, cap, "member %d (%s): a group norm is fused as the chain's last member "
                               "only, with its mean and rstd", k, m->op);
@@ -159,28 +166,7 @@ static int gn_bind(kf_chain_bind *b, int k, char *why, size_t cap)
         return why_(why, cap, "member %d (%s): N, C and HxW must be the input's, group divide C, "
                               "eps be finite", k, m->op);
     b->ln_eps = eps->kind == 'd' ? eps->d : (double)eps->i;
-    static const char *const names[] = {"input", "weight", "bias"};
-    static const int optional[] = {0, 1, 1};
-    int idx[3];
-    if (kf_template_tensor_args(m, names, optional, 3, idx) < 0)
-        return why_(why, cap, "member %d (%s): which of weight and bias are given is unclear", k, m->op);
-    int *dest[3] = {NULL, &b->ln_w, &b->ln_b};
-    for (int a = 1; a < 3; a++) {
-        *dest[a] = -1;
-        if (idx[a] < 0) continue;
-        const kf_job_tensor *p = &m->in[idx[a]];
-        int arg = kf_job_chain_arg(ch, k, idx[a]);
-        if (arg < 0 || p->ndim != 1 || p->sizes[0] != sc->i || p->dtype != x->dtype)
-            return why_(why, cap, "member %d (%s): its weight and bias must be [C] tensors from outside "
-                                  "the chain, in its dtype", k, m->op);
-        *dest[a] = arg;
-    }
-    for (int j = 1; j < 3; j++) {
-        const kf_job_tensor *t = &m->out[j];
-        if (!is_float(t->dtype) || t->dtype == KF_F64 || kf_job_tensor_numel(t) != sn->i * sg->i ||
-            !kf_job_tensor_contiguous(t))
-            return why_(why, cap, "member %d (%s): unexpected mean / rstd outputs", k, m->op);
-    }
+    if (!norm_args(b, k, sc->i, 0, sn->i * sg->i, why, cap)) return 0;
     b->gn = 1;
     b->gn_ch = sc->i;
     b->gn_ng = sn->i * sg->i;
