@@ -1,5 +1,6 @@
 """CUDA behaviour of the plugin (run on the H200 through the device tool; skipped without a GPU)."""
 
+import contextlib
 import ctypes
 import os
 import shutil
@@ -94,13 +95,22 @@ def cuda_kernels(tmp_path_factory):
     return ctypes.CDLL(str(out))
 
 
-def test_registered_cuda_kernel_is_served_on_the_current_stream(cuda_kernels):
-    x = torch.randn(3000, 77, device="cuda")
+@contextlib.contextmanager
+def relu_served(cuda_kernels, x):
+    """The fixture's CUDA relu registered for x's signature: (its key, its call counter)."""
     key = kf.signature_key("aten::relu", x)
     counter = ctypes.c_int64(0)
     fn = ctypes.cast(cuda_kernels.kf_test_cuda_relu_f32, ctypes.c_void_p).value
     kf._register_kernel(key, fn, ctypes.addressof(counter))
     try:
+        yield key, counter
+    finally:
+        kf._register_kernel(key, 0)
+
+
+def test_registered_cuda_kernel_is_served_on_the_current_stream(cuda_kernels):
+    x = torch.randn(3000, 77, device="cuda")
+    with relu_served(cuda_kernels, x) as (key, counter):
         s = torch.cuda.Stream()
         with torch.cuda.stream(s):
             y = torch.relu(x)
@@ -110,19 +120,13 @@ def test_registered_cuda_kernel_is_served_on_the_current_stream(cuda_kernels):
         assert torch.equal(y, x.clamp_min(0))
         row = next(r for r in kf.stats() if r["key"] == key)
         assert row["served"] == 1
-    finally:
-        kf._register_kernel(key, 0)
 
 
 def test_served_outputs_come_from_the_caching_allocator_and_its_pools(cuda_kernels):
     # a served output is allocated without the dispatcher (convert.cpp, empty_output): it must
     # still be the caching allocator's memory, counted, and in the mem pool a user routes to
     x = torch.randn(3000, 77, device="cuda")
-    key = kf.signature_key("aten::relu", x)
-    counter = ctypes.c_int64(0)
-    fn = ctypes.cast(cuda_kernels.kf_test_cuda_relu_f32, ctypes.c_void_p).value
-    kf._register_kernel(key, fn, ctypes.addressof(counter))
-    try:
+    with relu_served(cuda_kernels, x) as (_, counter):
         torch.cuda.synchronize()
         before = torch.cuda.memory_allocated()
         y = torch.relu(x)
@@ -136,8 +140,6 @@ def test_served_outputs_come_from_the_caching_allocator_and_its_pools(cuda_kerne
         assert counter.value == 2 and torch.equal(z, x.clamp_min(0))
         segs = pool.snapshot()
         assert any(s["address"] <= z.data_ptr() < s["address"] + s["total_size"] for s in segs), segs
-    finally:
-        kf._register_kernel(key, 0)
 
 
 def test_call_device_is_the_dispatch_keys_not_the_first_tensors():
