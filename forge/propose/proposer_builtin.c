@@ -388,8 +388,7 @@ kf_status kf_proposer_builtin_create(const kf_job_sig *sig, const char *backend,
         char why[512] = "";
         if (sig->chain) { /* which member the chain templates cannot fuse */
             kf_chain_bind cb;
-            if (kf_chain_bind_sig(sig, &cb, why, sizeof why))
-                kf_chain_backend_ok(&cb, strcmp(backend, "host") != 0, why, sizeof why);
+            kf_chain_bind_sig(sig, &cb, why, sizeof why);
         } else {
             refusals(sig, backend, why, sizeof why);
         }

@@ -974,66 +974,81 @@ static void emit_sm(kf_strbuf *s, const kf_chain_bind *b, int cuda, int inline_e
     kf_strbuf_free(&sx);
 }
 
-/* A group norm's tail on the host (one thread per group, g): the group's rows' stored input x
- * summed in double as a layer norm's row (the sum folded in phase 0), then the variance pass,
- * mean and rstd per group, y per element with its row's channel's weight and bias. */
-static void emit_gn(kf_strbuf *s, const kf_chain_bind *b, const char *ind)
+const char *kf_chain_group_loop(void)
+{
+    return "for (long long e = KF_LANE; e < KF_RG * KF_C; e += KF_LANES) {\n"
+           "            const long long r = g * KF_RG + e / KF_C, c = e % KF_C;";
+}
+
+/* A group norm's tail (group g in scope): the group's stored input x, its sum folded in phase 0,
+ * then the variance pass, mean and rstd per group, y per element with its row's channel's weight
+ * and bias. The host: one thread per group, sums in double over the group's rows as a layer
+ * norm's row; CUDA: the block's threads over the group's elements (kf_chain_group_loop), in
+ * kf_ct, as eager's CUDA group norm. */
+static void emit_gn(kf_strbuf *s, const kf_chain_bind *b, int cuda, const char *ind)
 {
     const kf_job_member *jm = &b->ch->m[b->ln];
     int k = b->ln;
     int ydt = member_dtype(b, k), mdt = jm->sig.out[1].dtype, rdt = jm->sig.out[2].dtype;
     kf_strbuf sx = {0}, sw = {0}, sb = {0};
-    tail_x(&sx, b, 0);
+    tail_x(&sx, b, cuda);
     char wv[96], bv[96];
     if (b->ln_w >= 0) {
         snprintf(wv, sizeof wv, "p%d[kf_ch * %lldLL]", b->ln_w, (long long)jm->sig.in[1].strides[0]);
-        load_expr(&sw, jm->sig.in[1].dtype, 0, wv);
+        load_expr(&sw, jm->sig.in[1].dtype, cuda, wv);
     }
     if (b->ln_b >= 0) {
         const int bi = b->ln_w >= 0 ? 2 : 1;
         snprintf(bv, sizeof bv, "p%d[kf_ch * %lldLL]", b->ln_b, (long long)jm->sig.in[bi].strides[0]);
-        load_expr(&sb, jm->sig.in[bi].dtype, 0, bv);
+        load_expr(&sb, jm->sig.in[bi].dtype, cuda, bv);
     }
+    /* the host's loops over the group's rows then their columns; CUDA's one over its elements */
     const char *rows = "for (long long r = g * KF_RG; r < (g + 1) * KF_RG; r++) {";
-    kf_strbuf_printf(s, "%sconst double kf_md = kf_s / (double)(KF_RG * KF_C);\n"
-                        "%s%s\n#pragma omp simd reduction(+ : kf_q)\n"
-                        "%s    for (long long c = 0; c < KF_C; c++) {\n"
-                        "%s        const double d = (double)%s - kf_md;\n%s        kf_q += d * d;\n"
-                        "%s    }\n%s}\n"
-                        "%sconst kf_ct kf_mean = (kf_ct)kf_md, kf_ml = (kf_ct)(kf_md - (double)kf_mean);\n"
-                        "%sconst kf_ct kf_rstd = (kf_ct)(1.0 / sqrt(kf_q / (double)(KF_RG * KF_C) + "
-                        "(double)(float)KF_LN_EPS));\n%sy%d[g] = ",
-                     ind, ind, rows, ind, ind, sx.p, ind, ind, ind, ind, ind, ind, k + 1);
-    store_expr(s, mdt, 0, "kf_mean");
-    kf_strbuf_printf(s, ";\n%sy%d[g] = ", ind, k + 2);
-    store_expr(s, rdt, 0, "kf_rstd");
-    kf_strbuf_printf(s, ";\n%s%s\n%s    const long long kf_ch = (r / KF_RPC) %% KF_CH;\n", ind, rows, ind);
+    const char *loop = cuda ? kf_chain_group_loop() : rows;
+    if (cuda)
+        kf_strbuf_printf(s, "%skf_s = kf_chain_row_reduce(kf_s);\n"
+                            "%sconst kf_ct kf_mean = kf_s / (kf_ct)(KF_RG * KF_C), kf_ml = (kf_ct)0;\n"
+                            "%s%s\n%s    const kf_ct d = %s - kf_mean;\n%s    kf_q += d * d;\n%s}\n"
+                            "%skf_q = kf_chain_row_reduce(kf_q);\n"
+                            "%sconst kf_ct kf_rstd = rsqrtf(kf_q / (kf_ct)(KF_RG * KF_C) + "
+                            "(kf_ct)KF_LN_EPS);\n%sif (KF_LANE == 0) {\n",
+                         ind, ind, ind, loop, ind, sx.p, ind, ind, ind, ind, ind);
+    else
+        kf_strbuf_printf(s, "%sconst double kf_md = kf_s / (double)(KF_RG * KF_C);\n"
+                            "%s%s\n#pragma omp simd reduction(+ : kf_q)\n"
+                            "%s    for (long long c = 0; c < KF_C; c++) {\n"
+                            "%s        const double d = (double)%s - kf_md;\n%s        kf_q += d * d;\n"
+                            "%s    }\n%s}\n"
+                            "%sconst kf_ct kf_mean = (kf_ct)kf_md, kf_ml = (kf_ct)(kf_md - (double)kf_mean);\n"
+                            "%sconst kf_ct kf_rstd = (kf_ct)(1.0 / sqrt(kf_q / (double)(KF_RG * KF_C) + "
+                            "(double)(float)KF_LN_EPS));\n%s{\n",
+                         ind, ind, rows, ind, ind, sx.p, ind, ind, ind, ind, ind, ind);
+    kf_strbuf_printf(s, "%s    y%d[g] = ", ind, k + 1);
+    store_expr(s, mdt, cuda, "kf_mean");
+    kf_strbuf_printf(s, ";\n%s    y%d[g] = ", ind, k + 2);
+    store_expr(s, rdt, cuda, "kf_rstd");
+    kf_strbuf_printf(s, ";\n%s}\n%s%s\n%s    const long long kf_ch = (r / KF_RPC) %% KF_CH;\n", ind, ind,
+                     loop, ind);
     kf_strbuf_printf(s, "%s    const kf_ct kf_w = %s, kf_b = %s;\n", ind, b->ln_w >= 0 ? sw.p : "(kf_ct)1",
                      b->ln_b >= 0 ? sb.p : "(kf_ct)0");
-    kf_strbuf_printf(s, "#pragma omp simd\n%s    for (long long c = 0; c < KF_C; c++) {\n"
-                        "%s        const kf_ct v = (%s - kf_mean - kf_ml) * kf_rstd * kf_w + kf_b;\n"
-                        "%s        y%d[r * KF_C + c] = ",
-                     ind, ind, sx.p, ind, k);
-    store_expr(s, ydt, 0, "v");
-    kf_strbuf_printf(s, ";\n%s    }\n%s}\n", ind, ind);
+    const char *in2 = cuda ? "" : "    "; /* the host's column loop inside the row's */
+    if (!cuda) kf_strbuf_printf(s, "#pragma omp simd\n%s    for (long long c = 0; c < KF_C; c++) {\n", ind);
+    kf_strbuf_printf(s, "%s%s    const kf_ct v = (%s - kf_mean - kf_ml) * kf_rstd * kf_w + kf_b;\n"
+                        "%s%s    y%d[r * KF_C + c] = ", ind, in2, sx.p, ind, in2, k);
+    store_expr(s, ydt, cuda, "v");
+    kf_strbuf_printf(s, ";\n");
+    if (!cuda) kf_strbuf_printf(s, "%s    }\n", ind);
+    kf_strbuf_printf(s, "%s}\n", ind);
     kf_strbuf_free(&sx);
     kf_strbuf_free(&sw);
     kf_strbuf_free(&sb);
-}
-
-int kf_chain_backend_ok(const kf_chain_bind *b, int cuda, char *why, size_t cap)
-{
-    if (cuda && b->gn)
-        return why_(why, cap, "member %d (aten::native_group_norm): a group norm ends a chain on "
-                              "the host backend only", b->ln);
-    return 1;
 }
 
 void kf_chain_emit_tail(kf_strbuf *s, const kf_chain_bind *b, int cuda, int inline_exp,
                         const char *ind)
 {
     if (b->gn) {
-        emit_gn(s, b, ind);
+        emit_gn(s, b, cuda != 0, ind);
         return;
     }
     if (b->sm >= 0) {

@@ -19,7 +19,7 @@
  * then y per element, and per element the pointwise members after it (phase 4, its epilogue:
  * transformers' softmax(x, dtype=float32).to(bf16) casts back). A chain without a reduction or
  * a row tail may hold one cat of the last dim (rotary embeddings: q * cos + cat(-x2, x1) * sin).
- * On the host, the last member may also be a group norm (native_group_norm: a UNet's or
+ * The last member may also be a group norm (native_group_norm: a UNet's or
  * PoolFormer's residual or time-embedding add then the norm), its groups whole runs of rows.
  * The binding refuses (with a reason naming the
  * member and its op) what this cannot compute exactly as eager. Private to those files and the builtin
@@ -48,7 +48,7 @@ typedef struct kf_chain_bind {
     /* gn = 1: that member is a group norm (native_group_norm) of an [N, C, ...] chain of at
      * least 3 dims, its groups whole runs of rows (the walk's rows are F's outer dims in order):
      * gn_ng groups (N x group) of gn_rg rows, the channel of row r (r / gn_rpc) % gn_ch, its
-     * weight and bias [C] read by channel (host backend only: kf_chain_backend_ok) */
+     * weight and bias [C] read by channel */
     int gn;
     int64_t gn_ng, gn_rg, gn_rpc, gn_ch;
     int sm;                                  /* the softmax member (-1: none) */
@@ -83,9 +83,6 @@ typedef struct kf_chain_bind {
  * member (and op) they cannot. */
 int kf_chain_bind_sig(const kf_job_sig *sig, kf_chain_bind *b, char *why, size_t cap);
 
-/* 1 when the backend (cuda 0: host, 1: nvrtc) renders this bound chain; else 0 and `why`
- * says what it does not render. */
-int kf_chain_backend_ok(const kf_chain_bind *b, int cuda, char *why, size_t cap);
 
 /* The shared text of both backends: the math helpers, each member's element function, the
  * row base offsets kf_rb<i>(r) of each input, KF_R / KF_C, and the reduction's macros
@@ -134,6 +131,9 @@ void kf_chain_emit_tail_cache(kf_strbuf *s, const kf_chain_bind *b, const char *
  * KF_LANE by KF_LANES; 2: j < KF_CPL unrolled, c = KF_LANE + j * KF_LANES, so that phase 0 and
  * the tail index kf_x[j] alike); the text is in buf, printed after `ind`. */
 const char *kf_chain_cols_loop(char *buf, size_t cap, int cuda, const char *ind);
+/* CUDA's loop over the elements of group g (a chain ending in a group norm), "{" left open, r
+ * and c declared */
+const char *kf_chain_group_loop(void);
 void kf_chain_emit_tail(kf_strbuf *s, const kf_chain_bind *b, int cuda, int inline_exp,
                         const char *ind);
 const char *kf_chain_tail_simd(const kf_chain_bind *b);

@@ -16,7 +16,9 @@
  * per row would leave most of its threads idle: a Swin window's softmax has 49): a warp per row,
  * KF_NT / 32 rows per block, combined with shuffles alone. A row tail without packs keeps its
  * input in registers when a thread takes at most KF_CACHE_MAX_CPL columns (eager's persistent
- * softmax does the same), so that its passes do not read the stored member back. */
+ * softmax does the same), so that its passes do not read the stored member back. A group norm
+ * ending the chain: a block per group (a run of rows), its threads striding the group's elements
+ * in phase 0 and the norm's passes alike. */
 #include <stdio.h>
 #include <string.h>
 
@@ -38,7 +40,7 @@ static const kf_knob_def knobs[] = {
 static int applies(const kf_job_sig *sig)
 {
     kf_chain_bind b;
-    if (!kf_chain_bind_sig(sig, &b, NULL, 0) || !kf_chain_backend_ok(&b, 1, NULL, 0)) return 0;
+    if (!kf_chain_bind_sig(sig, &b, NULL, 0)) return 0;
     for (int i = 0; i < sig->n_in; i++) /* no 64-bit device math for these in the engine */
         if (!kf_pw_ctype(sig->in[i].dtype, 1)) return 0;
     return 1;
@@ -68,12 +70,13 @@ static kf_status render(const kf_job_sig *sig, const int *knob_idx, char **sourc
     int nt = vals[0], gs = vals[1];
     int64_t n = cb.R * cb.C;
     int rows = cb.red >= 0 || cb.tail >= 0 || (vals[2] && cb.C >= 32); /* a block per row */
-    int warp = rows && vals[4] && cb.C <= KF_WARP_MAX_C;                /* a warp per row */
-    int vw = vals[3] ? kf_chain_vec_width(&cb, sig) : 1;
+    int warp = rows && !cb.gn && vals[4] && cb.C <= KF_WARP_MAX_C;      /* a warp per row */
+    int vw = vals[3] && !cb.gn ? kf_chain_vec_width(&cb, sig) : 1;
     /* the row tail's input kept in registers (a lane's columns, unrolled), not read back */
     int lanes = warp ? 32 : nt, cpl = (int)((cb.C + lanes - 1) / lanes);
-    int cache = rows && cb.tail >= 0 && cb.red < 0 && vw == 1 && cpl <= KF_CACHE_MAX_CPL;
-    unsigned grid = warp ? kf_template_grid((cb.R + nt / 32 - 1) / (nt / 32), nt, &gs)
+    int cache = rows && !cb.gn && cb.tail >= 0 && cb.red < 0 && vw == 1 && cpl <= KF_CACHE_MAX_CPL;
+    unsigned grid = cb.gn ? kf_template_grid(cb.gn_ng, nt, &gs)
+                  : warp ? kf_template_grid((cb.R + nt / 32 - 1) / (nt / 32), nt, &gs)
                   : rows ? kf_template_grid(cb.R, nt, &gs)
                          : kf_template_grid((n / vw + nt - 1) / nt, nt, &gs);
 
@@ -86,11 +89,13 @@ static kf_status render(const kf_job_sig *sig, const int *knob_idx, char **sourc
     else
         kf_strbuf_printf(&b, "#define KF_LANES KF_NT\n#define KF_LANE threadIdx.x\n");
     if (cache) kf_strbuf_printf(&b, "#define KF_CPL %d /* columns per thread */\n", cpl);
+    if (cb.gn && (vals[2] == 0 || vals[3] || vals[4]))
+        kf_strbuf_printf(&b, "/* a block per group: the rows, vec and warp knobs do not apply */\n");
     if (vw > 1)
         kf_strbuf_printf(&b, "#define KF_VW %d /* elements per pack */\n"
                              "template <class T, int N> struct alignas(sizeof(T) * N) kf_pack "
                              "{\n    T v[N];\n};\n", vw);
-    else if (vals[3])
+    else if (vals[3] && !cb.gn)
         kf_strbuf_printf(&b, "/* vec=1: one element per access (the row length, strides or "
                              "alignment do not allow packs) */\n");
     if (cb.red >= 0 || cb.tail >= 0) kf_strbuf_printf(&b, "%s", kf_body_cuda_chain_reduce_cuh);
@@ -119,6 +124,15 @@ static kf_status render(const kf_job_sig *sig, const int *knob_idx, char **sourc
                              "        const long long r = i / KF_C, c = i - r * KF_C;\n");
         kf_chain_emit_rowbases(&b, &cb, "        ");
         kf_chain_emit_phase(&b, &cb, 0, 1, "        ", "");
+        kf_strbuf_printf(&b, "    }\n}\n");
+    } else if (cb.gn) { /* a block per group, its threads over the group's elements */
+        kf_strbuf_printf(&b, "    for (long long g = blockIdx.x; g < KF_NG; g += gridDim.x) {\n");
+        kf_chain_emit_tail_begin(&b, &cb, 1, "        ");
+        kf_strbuf_printf(&b, "        %s\n", kf_chain_group_loop());
+        kf_chain_emit_rowbases(&b, &cb, "            ");
+        kf_chain_emit_phase(&b, &cb, 0, 1, "            ", "");
+        kf_strbuf_printf(&b, "        }\n");
+        kf_chain_emit_tail(&b, &cb, 1, 0, "        ");
         kf_strbuf_printf(&b, "    }\n}\n");
     } else {
         if (warp)

@@ -2,16 +2,20 @@
 (forge/templates/chain.c, gn_bind / emit_gn; docs/chains.md): the block a diffusion UNet's
 ResNet blocks, a VAE's and PoolFormer's end with. `kforge warmup` tunes it with its default
 options, a fresh process serves it: outputs, mean and rstd within the norm's tolerance of eager's
-in f32, bf16 and f16, with and without an affine weight, on 3-D and 4-D inputs; a channels-last block is refused (its add's output is not contiguous) and stays eager. On
-CUDA the chain templates refuse it, with the reason."""
+in f32, bf16 and f16, with and without an affine weight, on 3-D and 4-D inputs; a channels-last
+block is refused (its add's output is not contiguous) and stays eager. The same on CUDA
+(cuda_chain: a block per group), on the H200:
+    PYTHONPATH=$PWD python3 -m pytest -q -m gpu tests/python/test_chain_group_norm.py"""
 
 import json
 
+import pytest
 from conftest import run_python
 from fixtures.chain_warmup import serving, warm_chains
 
 MODEL = """
 import torch
+DEV = "cpu"
 class Block(torch.nn.Module):  # a UNet ResNet block's tail: conv, the time embedding, the norm
     def __init__(self, c, groups, affine, dtype):
         super().__init__()
@@ -51,19 +55,17 @@ class Net(torch.nn.Module):  # one forward: three blocks per case, the 1-D stack
         # mean and rstd observed: a direct call
         out["direct"] = torch.native_group_norm(z * 0.5, None, None, 2, 36, 29, 3, 1e-5)
         return out
-net = Net().eval()
-xs = {k: torch.randn(s).to(dt) for k, (_, _, _, dt, s) in CASES.items()}
+net = Net().eval().to(DEV)
+xs = {k: torch.randn(s).to(dt).to(DEV) for k, (_, _, _, dt, s) in CASES.items()}
 xs["cl"] = xs["cl"].contiguous(memory_format=torch.channels_last)
-temb = {k: torch.randn(s[0], 8).to(dt) for k, (_, _, _, dt, s) in CASES.items()}
-z = torch.randn(2, 36, 29)
+temb = {k: torch.randn(s[0], 8).to(dt).to(DEV) for k, (_, _, _, dt, s) in CASES.items()}
+z = torch.randn(2, 36, 29).to(DEV)
 def run(n):
     with torch.inference_mode():
         for _ in range(n):
             out = net(xs, temb, z)
     return out
 """
-
-WARM = MODEL + "run(20)\n"
 
 SERVE = MODEL + """
 import kernel_forge as kf
@@ -77,11 +79,13 @@ print(json.dumps({"err": {k: max(err(u, v) for u, v in zip(y[k], want[k])) for k
 """
 
 
-def test_warmup_fuses_add_group_norm_and_a_fresh_process_serves_it(tmp_path, monkeypatch):
+@pytest.mark.parametrize("dev", ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)])
+def test_warmup_fuses_add_group_norm_and_a_fresh_process_serves_it(tmp_path, monkeypatch, dev):
     # eager's CPU group norm on two OpenMP threads waits milliseconds for a thread the machine's
     # other work holds: the recording's shares would follow the load, not the script
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
-    env, _ = warm_chains(tmp_path, WARM)
+    model = MODEL.replace('DEV = "cpu"', f'DEV = "{dev}"')
+    env, _ = warm_chains(tmp_path, model + "run(20)\n")
     with open(tmp_path / "w.json") as f:  # every chain row (they share their printed names)
         chains = [r for r in json.load(f)["rows"] if r["op"] == "kforge::chain"]
     names = {r["signature"] for r in chains}
@@ -91,7 +95,7 @@ def test_warmup_fuses_add_group_norm_and_a_fresh_process_serves_it(tmp_path, mon
     inserted = [r for r in chains if r["status"] == "inserted"]
     assert len(inserted) >= 2 and all(r["status"] in ("inserted", "no_faster_kernel", "no_template")
                                       for r in chains), chains
-    p = run_python("import json\n" + SERVE, env)
+    p = run_python("import json\n" + SERVE.replace(MODEL, model), env)
     assert p.returncode == 0, p.stderr[-3000:]
     r = json.loads(p.stdout.strip().splitlines()[-1])
     # bf16 / f16 outputs: eager's own rounding of the normalized value; f32 1e-5 (mean and rstd
