@@ -6,7 +6,8 @@
 // members are CHECKED against eager (first use in the process) or SERVED from its outputs.
 // One chain often runs at several places of a forward with other weights (a residual add and
 // RMSNorm before attention and before the MLP, in every layer): the prediction is the run one
-// period ago, the period being the shortest that predicted the last run.
+// period ago, the period being the last one that still predicts a run, else the shortest that
+// predicted the last run.
 #include "torch_ext/chainserve.h"
 
 #include <ATen/ATen.h>
@@ -493,11 +494,15 @@ void complete(kf_runtime* rt) {
     pr.versioned.push_back(x.versioned);
   }
   if (ok) {
-    for (size_t per = 1; per <= h.runs.size(); per++)
-      if (same_tensors(h.runs[h.runs.size() - per], pr)) {
-        h.period = per;
-        break;
-      }
+    // the known period first: it predicts a steady model's every run (a scan costs one
+    // comparison per place of the chain in a forward)
+    const size_t n = h.runs.size();
+    if (h.period > n || !same_tensors(h.runs[n - h.period], pr))
+      for (size_t per = 1; per <= n; per++)
+        if (same_tensors(h.runs[n - per], pr)) {
+          h.period = per;
+          break;
+        }
     h.runs.push_back(std::move(pr));
     if (h.runs.size() > kHistory) {
       h.spare = std::move(h.runs.front());
