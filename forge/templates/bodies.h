@@ -18,6 +18,7 @@ extern const char kf_body_cuda_cat_move_cuh[];      /* cat's raw vector moves */
 extern const char kf_body_cuda_eltwise_loop_cuh[];  /* the loop up to its store */
 extern const char kf_body_cuda_eltwise_loop_tail_cuh[]; /* the loop after its store */
 extern const char kf_body_cuda_eltwise_tile_cuh[];  /* the tiled (transposing) kernel */
+extern const char kf_body_cuda_cluster_cuh[];       /* thread-block clusters' barrier, rank, loads */
 /* CUDA kernels, one per template */
 extern const char kf_body_cuda_conv_dw_cu[];
 extern const char kf_body_cuda_norm_batch_cu[];

@@ -976,7 +976,7 @@ static void emit_sm(kf_strbuf *s, const kf_chain_bind *b, int cuda, int inline_e
 
 const char *kf_chain_group_loop(void)
 {
-    return "for (long long e = KF_LANE; e < KF_RG * KF_C; e += KF_LANES) {\n"
+    return "for (long long e = KF_GE0; e < KF_RG * KF_C; e += KF_GES) {\n"
            "            const long long r = g * KF_RG + e / KF_C, c = e % KF_C;";
 }
 
@@ -1006,12 +1006,12 @@ static void emit_gn(kf_strbuf *s, const kf_chain_bind *b, int cuda, const char *
     const char *rows = "for (long long r = g * KF_RG; r < (g + 1) * KF_RG; r++) {";
     const char *loop = cuda ? kf_chain_group_loop() : rows;
     if (cuda)
-        kf_strbuf_printf(s, "%skf_s = kf_chain_row_reduce(kf_s);\n"
+        kf_strbuf_printf(s, "%skf_s = kf_chain_group_reduce(kf_s);\n"
                             "%sconst kf_ct kf_mean = kf_s / (kf_ct)(KF_RG * KF_C), kf_ml = (kf_ct)0;\n"
                             "%s%s\n%s    const kf_ct d = %s - kf_mean;\n%s    kf_q += d * d;\n%s}\n"
-                            "%skf_q = kf_chain_row_reduce(kf_q);\n"
+                            "%skf_q = kf_chain_group_reduce(kf_q);\n"
                             "%sconst kf_ct kf_rstd = rsqrtf(kf_q / (kf_ct)(KF_RG * KF_C) + "
-                            "(kf_ct)KF_LN_EPS);\n%sif (KF_LANE == 0) {\n",
+                            "(kf_ct)KF_LN_EPS);\n%sif (KF_GE0 == 0) {\n",
                          ind, ind, ind, loop, ind, sx.p, ind, ind, ind, ind, ind);
     else
         kf_strbuf_printf(s, "%sconst double kf_md = kf_s / (double)(KF_RG * KF_C);\n"

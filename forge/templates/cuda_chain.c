@@ -17,8 +17,9 @@
  * KF_NT / 32 rows per block, combined with shuffles alone. A row tail without packs keeps its
  * input in registers when a thread takes at most KF_CACHE_MAX_CPL columns (eager's persistent
  * softmax does the same), so that its passes do not read the stored member back. A group norm
- * ending the chain: a block per group (a run of rows), its threads striding the group's elements
- * in phase 0 and the norm's passes alike. */
+ * ending the chain: a block per group (a run of rows), or (rows = 0: few groups, e.g. a VAE's 32
+ * at batch 1) a cluster of 4 or 8 blocks (warp 0 / 1) summing through distributed shared memory
+ * (sm_90), the threads striding the group's elements in phase 0 and the norm's passes alike. */
 #include <stdio.h>
 #include <string.h>
 
@@ -36,6 +37,7 @@ static const kf_knob_def knobs[] = {
 #define NKNOBS ((int)(sizeof knobs / sizeof knobs[0]))
 #define KF_WARP_MAX_C 1024 /* longer rows: a lane would take over 32 elements */
 #define KF_CACHE_MAX_CPL 16 /* registers per thread for the row tail's input */
+#define KF_SMS 132 /* an H100's or H200's multiprocessors */
 
 static int applies(const kf_job_sig *sig)
 {
@@ -44,6 +46,17 @@ static int applies(const kf_job_sig *sig)
     for (int i = 0; i < sig->n_in; i++) /* no 64-bit device math for these in the engine */
         if (!kf_pw_ctype(sig->in[i].dtype, 1)) return 0;
     return 1;
+}
+
+/* A group norm's few groups (a VAE's 32 at batch 1, PoolFormer's one per image) leave most of
+ * the GPU idle with a block each: start from a cluster per group (rows 0), of 8 blocks (warp 1)
+ * under half a block per multiprocessor, else of 4. */
+static void start(const kf_job_sig *sig, int *idx)
+{
+    kf_chain_bind b;
+    if (!kf_chain_bind_sig(sig, &b, NULL, 0) || !b.gn || b.gn_ng >= 2 * KF_SMS) return;
+    idx[2] = 1;
+    idx[4] = b.gn_ng < KF_SMS / 2 ? 0 : 1;
 }
 
 static kf_status render(const kf_job_sig *sig, const int *knob_idx, char **source,
@@ -56,6 +69,7 @@ const kf_template kf_tmpl_cuda_chain = {
     .knobs = knobs,
     .applies = applies,
     .render = render,
+    .start = start,
 };
 
 static kf_status render(const kf_job_sig *sig, const int *knob_idx, char **source,
@@ -75,7 +89,9 @@ static kf_status render(const kf_job_sig *sig, const int *knob_idx, char **sourc
     /* the row tail's input kept in registers (a lane's columns, unrolled), not read back */
     int lanes = warp ? 32 : nt, cpl = (int)((cb.C + lanes - 1) / lanes);
     int cache = rows && !cb.gn && cb.tail >= 0 && cb.red < 0 && vw == 1 && cpl <= KF_CACHE_MAX_CPL;
-    unsigned grid = cb.gn ? kf_template_grid(cb.gn_ng, nt, &gs)
+    /* a group norm's blocks per group: one, or a cluster of 4 or 8 (rows 0, warp 0 / 1) */
+    int cl = !cb.gn || vals[2] ? 1 : vals[4] ? 8 : 4;
+    unsigned grid = cb.gn ? kf_template_grid(cb.gn_ng * cl, nt, &gs) / (unsigned)cl * (unsigned)cl
                   : warp ? kf_template_grid((cb.R + nt / 32 - 1) / (nt / 32), nt, &gs)
                   : rows ? kf_template_grid(cb.R, nt, &gs)
                          : kf_template_grid((n / vw + nt - 1) / nt, nt, &gs);
@@ -89,8 +105,12 @@ static kf_status render(const kf_job_sig *sig, const int *knob_idx, char **sourc
     else
         kf_strbuf_printf(&b, "#define KF_LANES KF_NT\n#define KF_LANE threadIdx.x\n");
     if (cache) kf_strbuf_printf(&b, "#define KF_CPL %d /* columns per thread */\n", cpl);
-    if (cb.gn && (vals[2] == 0 || vals[3] || vals[4]))
-        kf_strbuf_printf(&b, "/* a block per group: the rows, vec and warp knobs do not apply */\n");
+    if (cb.gn) { /* a group's elements strided over its cluster's threads */
+        kf_strbuf_printf(&b, "#define KF_CL %d /* blocks per group (the rows and warp knobs; vec does "
+                             "not apply) */\n#define KF_GES ((long long)KF_CL * KF_NT)\n", cl);
+        kf_strbuf_printf(&b, "#define KF_GE0 (%s(long long)threadIdx.x)\n",
+                         cl > 1 ? "(long long)kf_cluster_rank() * KF_NT + " : "");
+    }
     if (vw > 1)
         kf_strbuf_printf(&b, "#define KF_VW %d /* elements per pack */\n"
                              "template <class T, int N> struct alignas(sizeof(T) * N) kf_pack "
@@ -98,10 +118,12 @@ static kf_status render(const kf_job_sig *sig, const int *knob_idx, char **sourc
     else if (vals[3] && !cb.gn)
         kf_strbuf_printf(&b, "/* vec=1: one element per access (the row length, strides or "
                              "alignment do not allow packs) */\n");
+    if (cl > 1) kf_strbuf_printf(&b, "%s", kf_body_cuda_cluster_cuh);
     if (cb.red >= 0 || cb.tail >= 0) kf_strbuf_printf(&b, "%s", kf_body_cuda_chain_reduce_cuh);
     char types[KF_JOB_MAX_TENSORS + KF_JOB_MAX_OUTPUTS][40];
     const char *args[KF_JOB_MAX_TENSORS + KF_JOB_MAX_OUTPUTS];
-    kf_strbuf_printf(&b, "\nextern \"C\" __global__ void __launch_bounds__(KF_NT) kf_kernel(");
+    kf_strbuf_printf(&b, "\nextern \"C\" __global__ void %s__launch_bounds__(KF_NT) kf_kernel(",
+                     cl > 1 ? "__cluster_dims__(KF_CL, 1, 1) " : "");
     int na = kf_chain_emit_params(&b, &cb, sig, 1, types, args);
     kf_strbuf_printf(&b, ")\n{\n");
     /* the columns a thread takes of its row, the same in phases 0 and 2 */
@@ -126,7 +148,7 @@ static kf_status render(const kf_job_sig *sig, const int *knob_idx, char **sourc
         kf_chain_emit_phase(&b, &cb, 0, 1, "        ", "");
         kf_strbuf_printf(&b, "    }\n}\n");
     } else if (cb.gn) { /* a block per group, its threads over the group's elements */
-        kf_strbuf_printf(&b, "    for (long long g = blockIdx.x; g < KF_NG; g += gridDim.x) {\n");
+        kf_strbuf_printf(&b, "    for (long long g = blockIdx.x / KF_CL; g < KF_NG; g += gridDim.x / KF_CL) {\n");
         kf_chain_emit_tail_begin(&b, &cb, 1, "        ");
         kf_strbuf_printf(&b, "        %s\n", kf_chain_group_loop());
         kf_chain_emit_rowbases(&b, &cb, "            ");

@@ -187,10 +187,10 @@ static kf_status gn_render(const kf_job_sig *sig, const int *knob_idx, char **so
                      kf_template_cuda_type(sig->out[2].dtype));
     kf_strbuf_printf(&b, "#define KF_PARAMS const kf_x_t *__restrict__ x, %s%s"
                          "kf_y_t *__restrict__ y, kf_m_t *__restrict__ mean_out, "
-                         "kf_r_t *__restrict__ rstd_out\n\n%s\n%s",
+                         "kf_r_t *__restrict__ rstd_out\n\n%s\n%s%s",
                      s.w >= 0 ? "const kf_w_t *__restrict__ w, " : "",
                      s.b >= 0 ? "const kf_b_t *__restrict__ b, " : "", kf_body_cuda_norm_common_cuh,
-                     kf_body_cuda_norm_group_cu);
+                     split > 1 ? kf_body_cuda_cluster_cuh : "", kf_body_cuda_norm_group_cu);
     unsigned grid[3] = {(unsigned)(split > 1 ? ngrp * split : (ngrp + gpb - 1) / gpb), 1, 1};
     unsigned blk[3] = {(unsigned)block, 1, 1};
     unsigned smem = (unsigned)(staged * gpb * raw);

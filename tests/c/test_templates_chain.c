@@ -303,8 +303,9 @@ static void run_case(const ccase *c)
         free(lj);
     }
     /* CUDA: each threads value with each layout (knob indices of rows, vec, warp; warp only
-     * matters with rows), packs or not (the grid knob changes the launch only) */
-    static const int layouts[][3] = {{0, 0, 0}, {0, 0, 1}, {0, 1, 0}, {0, 1, 1}, {1, 0, 0}, {1, 1, 0}};
+     * matters with rows, and for a group norm without them: a cluster of 8 or 4), packs or not
+     * (the grid knob changes the launch only) */
+    static const int layouts[][3] = {{0, 0, 0}, {0, 0, 1}, {0, 1, 0}, {0, 1, 1}, {1, 0, 0}, {1, 1, 0}, {1, 0, 1}};
     const int nl = (int)(sizeof layouts / sizeof layouts[0]);
     for (int t = 0; t < nl * cuda_t->knobs[0].n_values; t++) {
         int nt = t % cuda_t->knobs[0].n_values;
@@ -968,6 +969,42 @@ out:
     free(text), free(src), free(lj);
 }
 
+/* a group norm's few groups start from a cluster per group (8 blocks under 66 groups, 4 under
+ * 264: rows 0, warp 1 / 0), its kernel declared with the cluster's size and its grid whole
+ * clusters; many groups from a block each (the first knob values) */
+static void test_group_start(void)
+{
+    static const struct { int n, rows, warp, cl; } v[] = {{2, 1, 0, 8}, {40, 1, 1, 4}, {80, 0, 0, 1}};
+    for (int i = 0; i < 3; i++) { /* gn_json at batch n: n x 4 groups */
+        char batch[16], nv[48], *f = strdup(gn_json), *g, err[512] = "", *src = NULL, *lj = NULL;
+        snprintf(batch, sizeof batch, "[%d, ", v[i].n);
+        while (v[i].n != 2 && strstr(f, "[2, ")) g = swap(f, "[2, ", batch), free(f), f = g;
+        snprintf(nv, sizeof nv, "\"m1.N\", \"kind\": \"i\", \"value\": %d}", v[i].n);
+        g = swap(f, "\"m1.N\", \"kind\": \"i\", \"value\": 2}", nv), free(f), f = g;
+        char *text = job_text(f, 4, 4);
+        kf_job *job = load(text, err, sizeof err);
+        int idx[8] = {0};
+        if (!CHECK(job != NULL)) {
+            printf("     group start %d: %s\n", v[i].n, err);
+        } else {
+            cuda_t->start(&job->sig, idx);
+            CHECK_EQ_INT(idx[2], v[i].rows);
+            CHECK_EQ_INT(idx[4], v[i].warp);
+            char want[64];
+            snprintf(want, sizeof want, "#define KF_CL %d ", v[i].cl);
+            if (CHECK_EQ_INT(cuda_t->render(&job->sig, idx, &src, &lj, err, sizeof err), KF_OK)) {
+                CHECK(strstr(src, want) != NULL);
+                CHECK_EQ_INT(strstr(src, "__cluster_dims__(KF_CL, 1, 1)") != NULL, v[i].cl > 1);
+                char grid[48];
+                snprintf(grid, sizeof grid, "\"grid\":[%d,1,1]", v[i].n * 4 * v[i].cl);
+                if (!CHECK(strstr(lj, grid) != NULL)) printf("     want %s in %s\n", grid, lj);
+            }
+        }
+        kf_job_free(job);
+        free(f), free(text), free(src), free(lj);
+    }
+}
+
 int main(void)
 {
     for (int i = 0; kf_builtin_templates[i]; i++) {
@@ -991,6 +1028,7 @@ int main(void)
     test_refusals();
     test_pack_refusals();
     test_memory_order();
+    test_group_start();
     if (nvcc_tu) nvcc_ptx_compile(nvcc_tu, tu, nvcc_n);
     if (have_nv) nv.destroy(nv.self);
     cc.destroy(cc.self);

@@ -99,6 +99,7 @@ typedef __nv_bfloat16 kf_r_t;
 #define KF_PARAMS const kf_x_t *__restrict__ x, const kf_b_t *__restrict__ b, kf_y_t *__restrict__ y, kf_m_t *__restrict__ mean_out, kf_r_t *__restrict__ rstd_out
 
 #include "cuda_norm_common.cuh"
+#include "cuda_cluster.cuh"
 #elif KF_CHECK_VARIANT == 2
 /* Kernel Forge builtin template cuda_group_norm for aten::native_group_norm; knobs: tpg=32 gpb=1 split=4 vec=8 regs=0 stage=96 stats=0 reduce=1 */
 #include "cuda_common.cuh"
@@ -147,6 +148,7 @@ typedef __half kf_r_t;
 #define KF_PARAMS const kf_x_t *__restrict__ x, const kf_w_t *__restrict__ w, const kf_b_t *__restrict__ b, kf_y_t *__restrict__ y, kf_m_t *__restrict__ mean_out, kf_r_t *__restrict__ rstd_out
 
 #include "cuda_norm_common.cuh"
+#include "cuda_cluster.cuh"
 #elif KF_CHECK_VARIANT == 3
 /* Kernel Forge builtin template cuda_group_norm for aten::native_group_norm; knobs: tpg=32 gpb=2 split=8 vec=2 regs=0 stage=64 stats=2 reduce=0 */
 #include "cuda_common.cuh"
@@ -195,4 +197,5 @@ typedef __nv_bfloat16 kf_r_t;
 #define KF_PARAMS const kf_x_t *__restrict__ x, kf_y_t *__restrict__ y, kf_m_t *__restrict__ mean_out, kf_r_t *__restrict__ rstd_out
 
 #include "cuda_norm_common.cuh"
+#include "cuda_cluster.cuh"
 #endif

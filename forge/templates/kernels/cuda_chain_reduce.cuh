@@ -35,3 +35,26 @@ __device__ __forceinline__ kf_ct kf_chain_row_op(kf_ct v)
 
 __device__ __forceinline__ kf_ct kf_chain_row_reduce(kf_ct v) { return kf_chain_row_op<0>(v); }
 __device__ __forceinline__ kf_ct kf_chain_row_max(kf_ct v) { return kf_chain_row_op<1>(v); }
+
+#if defined(KF_CL) && KF_CL > 1
+/* A group norm's group split over a cluster of KF_CL blocks (kernels/cuda_cluster.cuh printed
+ * before): each block's value (thread 0's, after kf_chain_row_reduce) in its shared memory, read
+ * by every block of the cluster in rank order, so that all of them get the same sum. The second
+ * barrier keeps the slot until every block has read it (the next reduction, or a block's exit). */
+__device__ __forceinline__ kf_ct kf_chain_group_reduce(kf_ct v)
+{
+    __shared__ kf_ct slot;
+    v = kf_chain_row_reduce(v);
+    if (threadIdx.x == 0) slot = v;
+    kf_cluster_arrive();
+    kf_cluster_wait();
+    kf_ct s = KF_RINIT;
+#pragma unroll
+    for (unsigned k = 0; k < KF_CL; k++) s = KF_RCOMB(s, kf_ld_cluster<kf_ct>(&slot, k));
+    kf_cluster_arrive();
+    kf_cluster_wait();
+    return s;
+}
+#else
+__device__ __forceinline__ kf_ct kf_chain_group_reduce(kf_ct v) { return kf_chain_row_reduce(v); }
+#endif

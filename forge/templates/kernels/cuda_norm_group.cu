@@ -43,41 +43,6 @@ __device__ __forceinline__ long long kf_off(long long ng, int i)
 #endif
 }
 
-#if KF_SPLIT > 1
-__device__ __forceinline__ void kf_cluster_arrive()
-{
-    asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
-}
-__device__ __forceinline__ void kf_cluster_wait()
-{
-    asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
-}
-__device__ __forceinline__ unsigned kf_cluster_rank()
-{
-    unsigned r;
-    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
-    return r;
-}
-/* the A at the same shared address p in block `rank` of this cluster */
-template <class A>
-__device__ __forceinline__ A kf_ld_cluster(const float *p, unsigned rank)
-{
-    A v;
-    float *o = reinterpret_cast<float *>(&v);
-    const unsigned local = (unsigned)__cvta_generic_to_shared(p);
-    unsigned remote;
-    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;"
-                 : "=r"(remote)
-                 : "r"(local), "r"(rank));
-#pragma unroll
-    for (int k = 0; k < (int)(sizeof(A) / 4); k++)
-        asm volatile("ld.shared::cluster.f32 %0, [%1];"
-                     : "=f"(o[k])
-                     : "r"(remote + 4u * k)
-                     : "memory");
-    return v;
-}
-#endif
 
 /* v (the block's result, valid everywhere) combined over the cluster, in rank order. `slot`
  * and `bcast` serve one call only: a fast block may start the next while a slow one still
