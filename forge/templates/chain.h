@@ -83,7 +83,6 @@ typedef struct kf_chain_bind {
  * member (and op) they cannot. */
 int kf_chain_bind_sig(const kf_job_sig *sig, kf_chain_bind *b, char *why, size_t cap);
 
-
 /* The shared text of both backends: the math helpers, each member's element function, the
  * row base offsets kf_rb<i>(r) of each input, KF_R / KF_C, and the reduction's macros
  * KF_RINIT, KF_RCOMB(a, b), KF_RFINAL(a). `fnq` qualifies functions. */

@@ -30,8 +30,6 @@ void kf_template_define(kf_strbuf *b, const char *name, long long v, const char 
                      why ? " */" : "");
 }
 
-#define KF_TEMPLATE_SMS 132 /* multiprocessors a grid-stride grid is sized for (H100/H200 SXM) */
-
 unsigned kf_template_grid(int64_t blocks, int threads, int *gs)
 {
     if (*gs) {

@@ -37,7 +37,6 @@ static const kf_knob_def knobs[] = {
 #define NKNOBS ((int)(sizeof knobs / sizeof knobs[0]))
 #define KF_WARP_MAX_C 1024 /* longer rows: a lane would take over 32 elements */
 #define KF_CACHE_MAX_CPL 16 /* registers per thread for the row tail's input */
-#define KF_SMS 132 /* an H100's or H200's multiprocessors */
 
 static int applies(const kf_job_sig *sig)
 {
@@ -54,9 +53,9 @@ static int applies(const kf_job_sig *sig)
 static void start(const kf_job_sig *sig, int *idx)
 {
     kf_chain_bind b;
-    if (!kf_chain_bind_sig(sig, &b, NULL, 0) || !b.gn || b.gn_ng >= 2 * KF_SMS) return;
+    if (!kf_chain_bind_sig(sig, &b, NULL, 0) || !b.gn || b.gn_ng >= 2 * KF_TEMPLATE_SMS) return;
     idx[2] = 1;
-    idx[4] = b.gn_ng < KF_SMS / 2 ? 0 : 1;
+    idx[4] = b.gn_ng < KF_TEMPLATE_SMS / 2 ? 0 : 1;
 }
 
 static kf_status render(const kf_job_sig *sig, const int *knob_idx, char **source,

@@ -229,7 +229,7 @@ static void softmax_start(const kf_job_sig *sig, int *idx)
     if (sh.inner != 1) return;
     int64_t bytes = sh.d * sm_esize(sig->in[0].dtype);
     idx[K_ROWS] = bytes <= 8192 ? 2 : 0;
-    for (int s = 0; bytes > 8192 && s < 3 && (sh.outer << s) < 2 * 132; s++) idx[K_SPLIT] = s + 1;
+    for (int s = 0; bytes > 8192 && s < 3 && (sh.outer << s) < 2 * KF_TEMPLATE_SMS; s++) idx[K_SPLIT] = s + 1;
     int v[K_COUNT];
     for (int k = 0; k < K_COUNT; k++) v[k] = softmax_knobs[k].values[idx[k]];
     sm_plan p;

@@ -132,6 +132,7 @@ void kf_template_cuda_prologue(kf_strbuf *b, const kf_template *t, const kf_job_
 /* "#define NAME v", followed by `why` as a comment when it is not NULL (why a knob's effective
  * value differs from the knob's). */
 void kf_template_define(kf_strbuf *b, const char *name, long long v, const char *why);
+#define KF_TEMPLATE_SMS 132 /* multiprocessors a grid is sized for (H100/H200 SXM) */
 /* grid.x for `blocks` blocks of `threads` threads: with *gs > 0 (a grid-stride loop) at most
  * *gs times the blocks a 132-SM H100/H200 holds resident; beyond what grid.x holds, that many
  * and *gs = 1 (the kernel then loops). */
