@@ -155,7 +155,9 @@ def chain_entries() -> list[dict]:
     because this thread's last outcomes predicted the chain would not complete there); the speed
     guard's: timed
     (kernel samples), kernel_us (the fastest), eager_us (the members' fastest eager calls
-    summed, -1 while one has none), eager_heads (heads run eager to take those samples)."""
+    summed, -1 while one has none), members_us (the same with each member's own kernel where that
+    is faster: what the guard compares), eager_heads (heads that ran the members for those
+    samples)."""
     return _native.take_json(_native.lib().kf_chain_entries_json(_native.runtime()))
 
 

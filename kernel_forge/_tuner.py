@@ -689,8 +689,8 @@ class OnlineTuner(threading.Thread):
 
     def tune_chain(self, row: dict, search: dict) -> str:
         """One pass for a chain (tune_one's, less the confirmation: the chain speed guard of the
-        process that serves it compares it with its members run eager, and detaches it if it
-        loses); "ramped" or "tuned"."""
+        process that serves it compares it with its members as they run without it, and detaches
+        it if it loses); "ramped" or "tuned"."""
         pass_ = self._begin(row, self.cfg["ramp"])
         try:
             job_dir = self._prepare_chain(row, search)

@@ -353,12 +353,17 @@ int kf_chain_entry_count(kf_chain_entry *e, kf_runtime *rt, int which)
 
 /* The chain run eager: the sum of its members' fastest sampled eager calls, or 0 while one has
  * none (or its signature's slot was recycled, which starts its samples afresh). */
-static uint64_t eager_ns(kf_chain_entry *e)
+/* The members' fastest calls summed: eager's, or (served) each one's fastest as this process
+ * runs it without the chain, its own kernel's where that is attached and faster; 0 while a member
+ * has no eager sample. */
+static uint64_t members_ns(kf_chain_entry *e, int served)
 {
     uint64_t sum = 0;
     for (int m = 0; m < e->def.n; m++) {
         kf_slot *s = kf_sigtable_find_hash(e->rt->sigs, e->def.key[m]);
-        const uint64_t fb = s ? atomic_load_explicit(&s->fb_min_ns, memory_order_relaxed) : 0;
+        uint64_t fb = s ? atomic_load_explicit(&s->fb_min_ns, memory_order_relaxed) : 0;
+        const uint64_t sv = s ? atomic_load_explicit(&s->sv_min_ns, memory_order_relaxed) : 0;
+        if (served && sv && sv < fb && atomic_load_explicit(&s->kernel, memory_order_acquire)) fb = sv;
         kf_slot_unpin(s);
         if (!fb) return 0;
         sum += fb;
@@ -375,12 +380,13 @@ int kf_chain_entry_plan(kf_chain_entry *e, int cuda, void *stream)
     /* as kf_dispatch_begin's eager_sample: one eager head for every - 1 kernel samples; once
      * every member has a sample, from the 16th head on only (the first samples are the
      * first-use check's, often cold: they are refreshed, the first heads still serve) */
-    if (every <= 0 || (n <= 3 && eager_ns(e))) return KF_CHAIN_PLAN_TIMED;
+    if (every <= 0 || (n <= 3 && members_ns(e, 0))) return KF_CHAIN_PLAN_TIMED;
     const uint64_t eager = atomic_load(&e->eager_heads), timed = atomic_load(&e->timed);
     if (eager * (uint64_t)(every - 1) >= timed || (cuda && kf_runtime_capturing(rt, stream)))
         return KF_CHAIN_PLAN_TIMED;
-    atomic_fetch_add_explicit(&e->eager_heads, 1, memory_order_relaxed);
-    return KF_CHAIN_PLAN_EAGER;
+    /* every other one by the members' own kernels, once each has an eager sample to weigh */
+    const uint64_t k = atomic_fetch_add_explicit(&e->eager_heads, 1, memory_order_relaxed);
+    return k % 2 && members_ns(e, 0) ? KF_CHAIN_PLAN_MEMBERS : KF_CHAIN_PLAN_EAGER;
 }
 
 void kf_chain_time_start(kf_chain_entry *e, int cuda, void *stream, kf_chain_timer *t)
@@ -418,15 +424,15 @@ int kf_chain_entry_add_sample(kf_chain_entry *e, uint64_t ns)
     atomic_fetch_add_explicit(&e->time_ns, ns, memory_order_relaxed);
     store_min(&e->min_ns, ns ? ns : 1);
     if (n < KF_SPEED_EARLY_SAMPLES || kf_chain_entry_state(e) != KF_CHAIN_SERVING) return 0;
-    const uint64_t sv = atomic_load(&e->min_ns), fb = eager_ns(e);
+    const uint64_t sv = atomic_load(&e->min_ns), fb = members_ns(e, 1);
     if (!kf_speed_slower(n, sv, fb)) return 0;
-    char why[200];
-    snprintf(why, sizeof why, "slower than eager: %.1f us vs %.1f us (the kernel's fastest sampled call vs "
-             "the sum of its members' fastest eager calls, %llu samples)", (double)sv / 1e3, (double)fb / 1e3,
-             (unsigned long long)n);
+    char why[240];
+    snprintf(why, sizeof why, "slower than its members: %.1f us vs %.1f us (the kernel's fastest sampled "
+             "call vs the sum of its members' fastest calls, each eager or by its own kernel, %llu samples)",
+             (double)sv / 1e3, (double)fb / 1e3, (unsigned long long)n);
     if (!refuse_as(e, e->rt, why, 0, KF_CHAIN_STOP_SLOWER)) return 0; /* it may win elsewhere: entry stays */
-    KF_WARN("chain %s is slower here than its members run eager (%.1f us vs %.1f us); they run eager from "
-            "now on in this process", e->def.ops, (double)sv / 1e3, (double)fb / 1e3);
+    KF_WARN("chain %s is slower here than its members run without it (%.1f us vs %.1f us); they run "
+            "as before from now on in this process", e->def.ops, (double)sv / 1e3, (double)fb / 1e3);
     return 1;
 }
 
@@ -461,11 +467,13 @@ char *kf_chain_entries_json(kf_runtime *rt)
         static const char *const stopped[] = {"other", "slower", "dropped"};
         const int why = atomic_load(&e->stopped);
         cJSON_AddStringToObject(o, "stopped", st == KF_CHAIN_REFUSED && ready && why >= 0 && why <= 2 ? stopped[why] : "");
-        /* the speed guard's samples: the kernel's (fastest, us), eager's (the members' fastest, summed) */
-        const uint64_t kmin = atomic_load(&e->min_ns), fb = eager_ns(e);
+        /* the speed guard's samples: the kernel's (fastest, us), the members' (fastest, summed:
+         * eager, and as they run without the chain, which the guard compares) */
+        const uint64_t kmin = atomic_load(&e->min_ns), fb = members_ns(e, 0), mb = members_ns(e, 1);
         cJSON_AddNumberToObject(o, "timed", (double)atomic_load(&e->timed));
         cJSON_AddNumberToObject(o, "kernel_us", kmin ? (double)kmin / 1e3 : -1.0);
         cJSON_AddNumberToObject(o, "eager_us", fb ? (double)fb / 1e3 : -1.0);
+        cJSON_AddNumberToObject(o, "members_us", mb ? (double)mb / 1e3 : -1.0);
         cJSON_AddNumberToObject(o, "eager_heads", (double)atomic_load(&e->eager_heads));
         cJSON_AddItemToArray(arr, o);
     }

@@ -93,14 +93,16 @@ int kf_chain_entry_refuse(kf_chain_entry *e, kf_runtime *rt, const char *reason,
  * returned to the caller that did, which warns). */
 int kf_chain_entry_count(kf_chain_entry *e, kf_runtime *rt, int which);
 
-/* The speed guard (docs/chains.md): the kernel's time at a served head against the sum of its
- * members' fastest eager calls (their signature slots' samples), judged by the per-op guard's
- * rule (kf_speed_slower). A head about to serve asks what to do: serve untimed, serve timed
- * (the entry's first 3 such heads, then one in KFORGE_SAMPLE_EVERY), or, on a timed head, run
- * its members eager and timed instead (one in KFORGE_EAGER_SAMPLE_EVERY of those, as a per-op
- * kf_call.eager_sample, so that the members' fastest eager calls are warm ones; among the first
- * 3 only while some member has no sample; never while `stream` is captured into a CUDA graph). */
-enum { KF_CHAIN_PLAN_SERVE = 0, KF_CHAIN_PLAN_TIMED = 1, KF_CHAIN_PLAN_EAGER = 2 };
+/* The speed guard (docs/chains.md): the kernel's time at a served head against what its members
+ * cost without it, each member's fastest call as this process runs it (its own kernel's where one
+ * is attached and faster than eager, else eager's: their signature slots' samples), judged by the
+ * per-op guard's rule (kf_speed_slower). A head about to serve asks what to do: serve untimed,
+ * serve timed (the entry's first 3 such heads, then one in KFORGE_SAMPLE_EVERY), or, on a timed
+ * head, run its members timed instead (one in KFORGE_EAGER_SAMPLE_EVERY of those, as a per-op
+ * kf_call.eager_sample, so that the members' fastest calls are warm ones; among the first 3 only
+ * while some member has no eager sample; never while `stream` is captured into a CUDA graph):
+ * eager, or every other time (KF_CHAIN_PLAN_MEMBERS) each by its own kernel where it has one. */
+enum { KF_CHAIN_PLAN_SERVE = 0, KF_CHAIN_PLAN_TIMED = 1, KF_CHAIN_PLAN_EAGER = 2, KF_CHAIN_PLAN_MEMBERS = 3 };
 int kf_chain_entry_plan(kf_chain_entry *e, int cuda, void *stream);
 /* A timed head: from before its outputs are allocated to after the launch, on the host clock or
  * with a CUDA event pair on the launch stream (none while it is captured). end with launched 0

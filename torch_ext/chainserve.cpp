@@ -81,7 +81,8 @@ struct RunState {  // a pending chain's state besides its tensors
   Mode mode = Mode::Observe;
   int next = 0;            // the member expected next
   bool in_member = false;  // a member runs eager now (chain_after clears it)
-  bool time_members = false;  // the speed guard's eager sample: every member's eager call is timed
+  bool time_members = false;  // the speed guard's eager sample: every member's call is timed...
+  bool members_served = false;  // ...each served by its own kernel where it has one (not eager)
   // on the host, a timed head's kernel time and its members' hand-outs so far: one sample of the
   // chain served, taken when it completes (on tiny tensors the hand-outs are what it costs)
   uint64_t kernel_ns = 0, handout_ns = 0;
@@ -773,7 +774,10 @@ bool start_head(kf_runtime* rt, kf_chain_entry* e, const OpSchemaInfo& info, kf_
   }
   // the speed guard: time this head's kernel, or run the members eager (timed) instead
   const int plan = p.mode == Mode::Serve ? kf_chain_entry_plan(e, p.cuda, p.stream) : KF_CHAIN_PLAN_SERVE;
-  if (plan == KF_CHAIN_PLAN_EAGER) p.mode = Mode::Observe, p.time_members = true;
+  if (plan == KF_CHAIN_PLAN_EAGER || plan == KF_CHAIN_PLAN_MEMBERS) {
+    p.mode = Mode::Observe, p.time_members = true;
+    p.members_served = plan == KF_CHAIN_PLAN_MEMBERS;
+  }
   if (p.mode != Mode::Observe && d->deferred) {  // outputs now, the kernel at the last member
     try {
       Bypass bypass;
@@ -829,7 +833,7 @@ bool start_head(kf_runtime* rt, kf_chain_entry* e, const OpSchemaInfo& info, kf_
   }
   q.next = 0;  // chain_after takes the head's eager outputs as member 0's
   q.in_member = true;
-  call.kernel = nullptr;
+  if (!q.members_served) call.kernel = nullptr;
   if (q.time_members) call.time_it = 1;
   step->active = true;
   return false;
@@ -885,7 +889,7 @@ bool chain_before(kf_runtime* rt, const OpSchemaInfo& info, kf_call& call, torch
         return true;
       } else {
         p.in_member = true;
-        call.kernel = nullptr;  // checked and observed against eager itself
+        if (!p.members_served) call.kernel = nullptr;  // checked and observed against eager itself
         if (p.time_members) call.time_it = 1;
         step->active = true;
         return false;

@@ -1,6 +1,7 @@
 /* The chain speed guard (plugin/chainserve.h, docs/chains.md): which heads are timed, when a head
  * runs its members eager for want of their eager samples, and the verdict of the kernel's time
- * against the sum of its members' fastest eager calls (the per-op guard's rule). */
+ * against the sum of its members' fastest calls, each eager or by its own kernel (the per-op
+ * guard's rule). */
 #include <cjson/cJSON.h>
 #include <stdlib.h>
 #include <string.h>
@@ -95,7 +96,8 @@ static void test_the_shared_verdict(void)
 }
 
 /* A head that would serve: timed on the entry's first 3 and every 16th; one timed head in
- * KFORGE_EAGER_SAMPLE_EVERY (4) runs the members eager instead, with or without their samples. */
+ * KFORGE_EAGER_SAMPLE_EVERY (4) runs the members instead, with or without their samples: eager,
+ * or every other time (once each has an eager sample) each by its own kernel. */
 static void test_plans(void)
 {
     kf_runtime *rt = new_runtime(NULL);
@@ -122,14 +124,17 @@ static void test_plans(void)
     /* once every member has its eager sample, timed heads go on running the members eager at
      * the same ratio (the first samples are cold ones), 1 in 4 of the timed heads */
     eager_members(rt, 8, 1000);
-    int eager = 0, timed = 0;
+    int eager = 0, members = 0, timed = 0;
     for (int i = 65; i <= 256 * 16; i++) {
         const int p = kf_chain_entry_plan(e, 0, NULL);
         if (i % 16) CHECK_EQ_INT(p, KF_CHAIN_PLAN_SERVE);
         if (p == KF_CHAIN_PLAN_TIMED) kf_chain_entry_add_sample(e, 500), timed++;
         eager += p == KF_CHAIN_PLAN_EAGER;
+        members += p == KF_CHAIN_PLAN_MEMBERS;
     }
-    CHECK(eager + timed == 256 - 4 && eager >= 60 && eager <= 66);
+    /* every other one by the members' own kernels (where they have them) */
+    CHECK(eager + members + timed == 256 - 4 && eager + members >= 60 && eager + members <= 66);
+    CHECK(eager - members >= -1 && eager - members <= 1);
     CHECK(has(rt, "\"eager_us\":2"));
     kf_runtime_free(rt);
 
@@ -159,7 +164,7 @@ static void test_verdicts(void)
     CHECK_EQ_INT(n, KF_SPEED_EARLY_SAMPLES);
     CHECK_EQ_INT(detached, 1);
     CHECK_EQ_INT(kf_chain_entry_add_sample(far, 5000), 0);
-    CHECK(has(rt, "\"stopped\":\"slower\"") && has(rt, "slower than eager: 5.0 us vs 2.0 us"));
+    CHECK(has(rt, "\"stopped\":\"slower\"") && has(rt, "slower than its members: 5.0 us vs 2.0 us"));
     /* 2.2 us (10% slower): only once there are KF_SPEED_MIN_SAMPLES */
     n = 0;
     while (kf_chain_entry_state(marginal) == KF_CHAIN_SERVING && n < 100) kf_chain_entry_add_sample(marginal, 2200), n++;
@@ -179,6 +184,47 @@ static void test_verdicts(void)
     }
     CHECK(has(rt, "\"stopped\":\"dropped\""));
     kf_runtime_free(rt);
+}
+
+static int noop_kernel(void *user, const kf_tensor *tensors, int n, void *stream)
+{
+    (void)user, (void)tensors, (void)n, (void)stream;
+    return 0;
+}
+
+/* The verdict weighs the kernel against its members as this process runs them without it: exp
+ * eager (10 us) and neg by its own kernel (2 us; eager 10 us), 12 us. A 15 us chain kernel, faster
+ * than the members run eager (20 us), is detached; without neg's kernel it stays. */
+static void test_members_by_their_kernels(void)
+{
+    for (int own = 0; own < 2; own++) {
+        kf_runtime *rt = new_runtime(NULL);
+        kf_chain_entry *e = add_chain(rt, 48);
+        if (!e) return;
+        eager_members(rt, 48, 10000);
+        if (own) { /* neg's own kernel: eager's outputs learnt, registered, a served sample */
+            kf_sig s;
+            sig_of(&s, "aten::neg", 48);
+            kf_call c;
+            kf_dispatch_begin(rt, &s, &c);
+            kf_dispatch_cancel(rt, &c);
+            kf_out_layout l = {.n = 1, .o = {{.alias_arg = -1, .dtype = KF_F32, .ndim = 2,
+                                              .sizes = {4, 48}, .strides = {48, 1}}}};
+            if (CHECK(c.slot != NULL)) {
+                kf_dispatch_learn_outputs(c.slot, &l);
+                CHECK_EQ_INT(kf_register_kernel(rt, kf_slot_key(c.slot), noop_kernel, NULL), KF_OK);
+                kf_slot_add_sample(c.slot, 1, 2000);
+            }
+            kf_dispatch_done(rt, &c);
+        }
+        int stopped = 0;
+        for (int i = 0; i < KF_SPEED_MIN_SAMPLES; i++) stopped |= kf_chain_entry_add_sample(e, 15000);
+        CHECK_EQ_INT(stopped, own);
+        CHECK_EQ_INT(kf_chain_entry_state(e), own ? KF_CHAIN_REFUSED : KF_CHAIN_SERVING);
+        CHECK(has(rt, "\"eager_us\":20,") && has(rt, own ? "\"members_us\":12," : "\"members_us\":20,"));
+        if (own) CHECK(has(rt, "slower than its members: 15.0 us vs 12.0 us"));
+        kf_runtime_free(rt);
+    }
 }
 
 /* The host clock around a launch; a cancelled one (not launched) is no sample. */
@@ -204,6 +250,7 @@ int main(void)
     test_the_shared_verdict();
     test_plans();
     test_verdicts();
+    test_members_by_their_kernels();
     test_host_timer();
     return check_done("chain_guard");
 }
