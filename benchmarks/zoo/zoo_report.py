@@ -126,7 +126,9 @@ def details(r: dict) -> str:
             f"{c.get('ops') or '?'} {c['state']}{' (' + c['stopped'] + ')' if c.get('stopped') else ''}"
             f" {c['completed']}/{c['heads']} heads completed"
             f"{', ' + str(c['skipped']) + ' skipped' if c.get('skipped') else ''}, kernel {fmt(c.get('kernel_us'), '{:.1f}')} us"
-            f" vs eager {fmt(c.get('eager_us'), '{:.1f}')} us" for c in r["chains"][:6]))
+            f" vs eager {fmt(c.get('eager_us'), '{:.1f}')} us"
+            + (f" (members served {fmt(c['members_us'], '{:.1f}')} us)"
+               if c.get("members_us") not in (None, c.get("eager_us")) else "") for c in r["chains"][:6]))
     if r.get("warmup_statuses"):
         bits.append("warm-up: " + ", ".join(f"{k} {v}" for k, v in r["warmup_statuses"].items()))
     if r.get("stopped"):
