@@ -583,6 +583,25 @@ def warmup(script_cmd: list[str], *, iterations: int = 50, time_budget: float = 
     remote = _remote.get() if os.environ.get("KFORGE_REMOTE_CACHE") else None
     out_rows, deferred = [], []
     covered = {}  # op signature key -> the inserted chains that run its calls
+    op_rows = {}  # op signature key -> its row once searched: a chain's members' own kernels
+
+    def weigh_members(r, job_dir):
+        """A chain's job weighed against its members as the served process runs them without it:
+        its eager time less what the kernels this warm-up inserted for its members save (a group
+        norm's own, 3x over eager, can beat the chain that beats the members run eager; the
+        process's chain speed guard judges the same way). The job's new eager time, or None."""
+        saved = sum(max(0.0, m["eager_us"] - m["best_us"]) for m in (op_rows.get(k) for k in r["keys"])
+                    if m and m["status"] == "inserted" and m.get("best_us") and m.get("eager_us"))
+        if saved <= 0:
+            return None
+        path = os.path.join(job_dir, "job.json")
+        with open(path) as f:
+            job = json.load(f)
+        job["members_eager_us"] = job["eager_us"]
+        job["eager_us"] = max(job["eager_us"] - saved, job.get("call_floor_us") or 0.0, 1e-3)
+        with open(path, "w") as f:
+            json.dump(job, f, indent=1)
+        return job["eager_us"]
 
     def in_chain(r):
         """The hottest inserted chain running r's calls, when those chains together run enough
@@ -640,7 +659,11 @@ def warmup(script_cmd: list[str], *, iterations: int = 50, time_budget: float = 
                 row["status"] = "not tuned: " + j["error"]
             else:
                 row["job_dir"] = j["job_dir"]
+                own = weigh_members(r, j["job_dir"])
                 search_one(i, r, row, j)
+                if own is not None:  # what the chain has to beat, said with the result
+                    row["detail"] = (f"against its members with their own kernels ({own:.1f} us); "
+                                     + (row.get("detail") or "")).rstrip("; ")
                 if row["status"] == "inserted":
                     for k in set(r["keys"]):
                         covered.setdefault(k, []).append(r)
@@ -683,6 +706,7 @@ def warmup(script_cmd: list[str], *, iterations: int = 50, time_budget: float = 
                 out_rows.append(row)
                 continue
         run_job(i, r, row, j, lease)
+        op_rows[r["key"]] = row
         out_rows.append(row)
     # the signatures other processes were tuning: their entry, or their lease expired (a crashed
     # tuner) and this process searches it
