@@ -419,6 +419,26 @@ MIN_BUDGET_S = 0.1
 CHAIN_COVERS = 0.8
 
 
+def weigh_chain_job(keys: list, op_rows: dict, job_dir: str) -> float | None:
+    """A chain's job weighed against its members as the served process runs them without it: its
+    eager time less what the kernels this warm-up inserted for its members (`keys`, their rows in
+    `op_rows`) save. A group norm's own kernel, 3x over eager, can beat the chain that beats the
+    members run eager; the process's chain speed guard judges the same way. The job's new eager
+    time (the old one kept as members_eager_us), or None where no member has a kernel."""
+    saved = sum(max(0.0, m["eager_us"] - m["best_us"]) for m in (op_rows.get(k) for k in keys)
+                if m and m["status"] == "inserted" and m.get("best_us") and m.get("eager_us"))
+    if saved <= 0:
+        return None
+    path = os.path.join(job_dir, "job.json")
+    with open(path) as f:
+        job = json.load(f)
+    job["members_eager_us"] = job["eager_us"]
+    job["eager_us"] = max(job["eager_us"] - saved, job.get("call_floor_us") or 0.0, 1e-3)
+    with open(path, "w") as f:
+        json.dump(job, f, indent=1)
+    return job["eager_us"]
+
+
 def job_time_budget(left: float, share: float, rest: list[float]) -> float:
     """A job's part of the time `left`: in proportion to its share of the recorded time among the
     jobs still to run (`rest`, its own included), so the hottest signatures search longest; time a
@@ -585,24 +605,6 @@ def warmup(script_cmd: list[str], *, iterations: int = 50, time_budget: float = 
     covered = {}  # op signature key -> the inserted chains that run its calls
     op_rows = {}  # op signature key -> its row once searched: a chain's members' own kernels
 
-    def weigh_members(r, job_dir):
-        """A chain's job weighed against its members as the served process runs them without it:
-        its eager time less what the kernels this warm-up inserted for its members save (a group
-        norm's own, 3x over eager, can beat the chain that beats the members run eager; the
-        process's chain speed guard judges the same way). The job's new eager time, or None."""
-        saved = sum(max(0.0, m["eager_us"] - m["best_us"]) for m in (op_rows.get(k) for k in r["keys"])
-                    if m and m["status"] == "inserted" and m.get("best_us") and m.get("eager_us"))
-        if saved <= 0:
-            return None
-        path = os.path.join(job_dir, "job.json")
-        with open(path) as f:
-            job = json.load(f)
-        job["members_eager_us"] = job["eager_us"]
-        job["eager_us"] = max(job["eager_us"] - saved, job.get("call_floor_us") or 0.0, 1e-3)
-        with open(path, "w") as f:
-            json.dump(job, f, indent=1)
-        return job["eager_us"]
-
     def in_chain(r):
         """The hottest inserted chain running r's calls, when those chains together run enough
         of them (one signature may sit in several: the norm after a residual add, the first one)."""
@@ -659,7 +661,7 @@ def warmup(script_cmd: list[str], *, iterations: int = 50, time_budget: float = 
                 row["status"] = "not tuned: " + j["error"]
             else:
                 row["job_dir"] = j["job_dir"]
-                own = weigh_members(r, j["job_dir"])
+                own = weigh_chain_job(r["keys"], op_rows, j["job_dir"])
                 search_one(i, r, row, j)
                 if own is not None:  # what the chain has to beat, said with the result
                     row["detail"] = (f"against its members with their own kernels ({own:.1f} us); "

@@ -270,3 +270,18 @@ def test_a_longer_spec_holding_a_chain_keeps_its_calls():
     by = {c["id"]: c for c in _warmup.chain_candidates(chains, rows, 0.0, 0)}
     assert by["1"]["calls"] == 3 and by["2"]["calls"] == 57
     assert [c["id"] for c in _warmup.chain_candidates(chains, rows, 0.0, 0)] == ["2", "1"]
+
+
+def test_a_chain_job_is_weighed_against_its_members_own_kernels(tmp_path):
+    # add -> group_norm, eager 30 us: the norm's kernel inserted earlier in the warm-up saves
+    # 18 - 6 us, so the chain has 18 us to beat; the add's kernel lost (not inserted: nothing saved)
+    (tmp_path / "job.json").write_text(json.dumps({"eager_us": 30.0, "call_floor_us": 2.0}))
+    rows = {"n": {"status": "inserted", "eager_us": 18.0, "best_us": 6.0},
+            "a": {"status": "no_faster_kernel", "eager_us": 12.0, "best_us": 13.0}}
+    assert _warmup.weigh_chain_job(["a", "n"], rows, str(tmp_path)) == 18.0
+    job = json.loads((tmp_path / "job.json").read_text())
+    assert job["eager_us"] == 18.0 and job["members_eager_us"] == 30.0
+    # no member with a kernel of its own: the job as it was
+    (tmp_path / "job.json").write_text(json.dumps({"eager_us": 30.0}))
+    assert _warmup.weigh_chain_job(["a", "x"], rows, str(tmp_path)) is None
+    assert json.loads((tmp_path / "job.json").read_text()) == {"eager_us": 30.0}
