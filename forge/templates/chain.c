@@ -1007,7 +1007,7 @@ static void emit_gn(kf_strbuf *s, const kf_chain_bind *b, int cuda, const char *
     const char *loop = cuda ? kf_chain_group_loop() : rows;
     if (cuda)
         kf_strbuf_printf(s, "%skf_s = kf_chain_group_reduce(kf_s);\n"
-                            "%sconst kf_ct kf_mean = kf_s / (kf_ct)(KF_RG * KF_C), kf_ml = (kf_ct)0;\n"
+                            "%sconst kf_ct kf_mean = kf_s / (kf_ct)(KF_RG * KF_C);\n"
                             "%s%s\n%s    const kf_ct d = %s - kf_mean;\n%s    kf_q += d * d;\n%s}\n"
                             "%skf_q = kf_chain_group_reduce(kf_q);\n"
                             "%sconst kf_ct kf_rstd = rsqrtf(kf_q / (kf_ct)(KF_RG * KF_C) + "
@@ -1033,8 +1033,14 @@ static void emit_gn(kf_strbuf *s, const kf_chain_bind *b, int cuda, const char *
                      b->ln_b >= 0 ? sb.p : "(kf_ct)0");
     const char *in2 = cuda ? "" : "    "; /* the host's column loop inside the row's */
     if (!cuda) kf_strbuf_printf(s, "#pragma omp simd\n%s    for (long long c = 0; c < KF_C; c++) {\n", ind);
-    kf_strbuf_printf(s, "%s%s    const kf_ct v = (%s - kf_mean - kf_ml) * kf_rstd * kf_w + kf_b;\n"
-                        "%s%s    y%d[r * KF_C + c] = ", ind, in2, sx.p, ind, in2, k);
+    if (cuda) /* eager's CUDA kernel's fused per-channel scale and shift, y = x * a + b: in f16
+               * and bf16 another order of the same float math rounds 1-2 units apart */
+        kf_strbuf_printf(s, "%s    const kf_ct kf_a = kf_rstd * kf_w, kf_o = -kf_a * kf_mean + kf_b;\n"
+                            "%s    const kf_ct v = %s * kf_a + kf_o;\n", ind, ind, sx.p);
+    else
+        kf_strbuf_printf(s, "%s%s    const kf_ct v = (%s - kf_mean - kf_ml) * kf_rstd * kf_w + kf_b;\n",
+                         ind, in2, sx.p);
+    kf_strbuf_printf(s, "%s%s    y%d[r * KF_C + c] = ", ind, in2, k);
     store_expr(s, ydt, cuda, "v");
     kf_strbuf_printf(s, ";\n");
     if (!cuda) kf_strbuf_printf(s, "%s    }\n", ind);

@@ -3,8 +3,9 @@
 ResNet blocks, a VAE's and PoolFormer's end with. `kforge warmup` tunes it with its default
 options, a fresh process serves it: outputs, mean and rstd within the norm's tolerance of eager's
 in f32, bf16 and f16, with and without an affine weight, on 3-D and 4-D inputs; a channels-last
-block is refused (its add's output is not contiguous) and stays eager. The same on CUDA
-(cuda_chain: a block per group), on the H200:
+block is refused (its add's output is not contiguous) and stays eager (on CUDA, group_norm copies
+a channels-last input to a contiguous one first). The same on CUDA (cuda_chain: a block per group,
+or a cluster of blocks where groups are few), on the H200:
     PYTHONPATH=$PWD python3 -m pytest -q -m gpu tests/python/test_chain_group_norm.py"""
 
 import json
@@ -90,8 +91,10 @@ def test_warmup_fuses_add_group_norm_and_a_fresh_process_serves_it(tmp_path, mon
         chains = [r for r in json.load(f)["rows"] if r["op"] == "kforge::chain"]
     names = {r["signature"] for r in chains}
     assert names == {"chain: add -> native_group_norm", "chain: mul -> native_group_norm"}, chains
-    # the channels-last block's add stores a channels-last output: no chain kernel, with why
-    assert any(r["status"] == "no_template" and "is not contiguous" in r["detail"] for r in chains), chains
+    # the channels-last block's add stores a channels-last output: no chain kernel, with why (on
+    # CUDA, group_norm hands the norm a contiguous copy of its input: no chain ends in the norm)
+    if dev == "cpu":
+        assert any(r["status"] == "no_template" and "is not contiguous" in r["detail"] for r in chains), chains
     inserted = [r for r in chains if r["status"] == "inserted"]
     assert len(inserted) >= 2 and all(r["status"] in ("inserted", "no_faster_kernel", "no_template")
                                       for r in chains), chains
