@@ -3,7 +3,7 @@
 # tests of chain serving, then the zoo's UNet
 # (four `add -> native_group_norm` chains, 24% of its recorded time in session 16) with the
 # warm-up's default options, fresh processes and in-process on/off blocks.
-#   bash scripts/device-snapshot.sh && cp benchmarks/results/h200-2026-12-05-session26/callC.sh .snap/
+#   bash scripts/device-snapshot.sh && cp benchmarks/results/h100-2026-12-05-session26/callC.sh .snap/
 #   run(carry=[".snap"], command="cd .snap && bash callC.sh")
 export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD
 T0=$(date +%s); t() { echo "== $(( $(date +%s) - T0 )) s: $*"; }
