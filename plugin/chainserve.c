@@ -351,11 +351,10 @@ int kf_chain_entry_count(kf_chain_entry *e, kf_runtime *rt, int which)
     return refuse_as(e, rt, why, 0, KF_CHAIN_STOP_DROPPED); /* another process may use it better: entry stays */
 }
 
-/* The chain run eager: the sum of its members' fastest sampled eager calls, or 0 while one has
- * none (or its signature's slot was recycled, which starts its samples afresh). */
-/* The members' fastest calls summed: eager's, or (served) each one's fastest as this process
- * runs it without the chain, its own kernel's where that is attached and faster; 0 while a member
- * has no eager sample. */
+/* The members' fastest sampled calls summed: eager's, or (served) each one's fastest as this
+ * process runs it without the chain, its own kernel's where that is attached and faster; 0 while
+ * a member has no eager sample (or its signature's slot was recycled, which starts its samples
+ * afresh). */
 static uint64_t members_ns(kf_chain_entry *e, int served)
 {
     uint64_t sum = 0;

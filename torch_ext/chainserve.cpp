@@ -772,7 +772,7 @@ bool start_head(kf_runtime* rt, kf_chain_entry* e, const OpSchemaInfo& info, kf_
     p.mode = Mode::Observe;
     count_drop(rt, e, KF_CHAIN_SKIPPED);
   }
-  // the speed guard: time this head's kernel, or run the members eager (timed) instead
+  // the speed guard: time this head's kernel, or run the members (timed) instead
   const int plan = p.mode == Mode::Serve ? kf_chain_entry_plan(e, p.cuda, p.stream) : KF_CHAIN_PLAN_SERVE;
   if (plan == KF_CHAIN_PLAN_EAGER || plan == KF_CHAIN_PLAN_MEMBERS) {
     p.mode = Mode::Observe, p.time_members = true;
