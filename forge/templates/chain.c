@@ -974,10 +974,11 @@ static void emit_sm(kf_strbuf *s, const kf_chain_bind *b, int cuda, int inline_e
     kf_strbuf_free(&sx);
 }
 
-const char *kf_chain_group_loop(void)
+const char *kf_chain_group_loop(int cuda)
 {
-    return "for (long long e = KF_GE0; e < KF_RG * KF_C; e += KF_GES) {\n"
-           "            const long long r = g * KF_RG + e / KF_C, c = e % KF_C;";
+    return cuda ? "for (long long e = KF_GE0; e < KF_RG * KF_C; e += KF_GES) {\n"
+                  "            const long long r = g * KF_RG + e / KF_C, c = e % KF_C;"
+                : "for (long long r = g * KF_RG; r < (g + 1) * KF_RG; r++) {";
 }
 
 /* A group norm's tail (group g in scope): the group's stored input x, its sum folded in phase 0,
@@ -1003,8 +1004,7 @@ static void emit_gn(kf_strbuf *s, const kf_chain_bind *b, int cuda, const char *
         load_expr(&sb, jm->sig.in[bi].dtype, cuda, bv);
     }
     /* the host's loops over the group's rows then their columns; CUDA's one over its elements */
-    const char *rows = "for (long long r = g * KF_RG; r < (g + 1) * KF_RG; r++) {";
-    const char *loop = cuda ? kf_chain_group_loop() : rows;
+    const char *loop = kf_chain_group_loop(cuda);
     if (cuda)
         kf_strbuf_printf(s, "%skf_s = kf_chain_group_reduce(kf_s);\n"
                             "%sconst kf_ct kf_mean = kf_s / (kf_ct)(KF_RG * KF_C);\n"
@@ -1022,7 +1022,7 @@ static void emit_gn(kf_strbuf *s, const kf_chain_bind *b, int cuda, const char *
                             "%sconst kf_ct kf_mean = (kf_ct)kf_md, kf_ml = (kf_ct)(kf_md - (double)kf_mean);\n"
                             "%sconst kf_ct kf_rstd = (kf_ct)(1.0 / sqrt(kf_q / (double)(KF_RG * KF_C) + "
                             "(double)(float)KF_LN_EPS));\n%s{\n",
-                         ind, ind, rows, ind, ind, sx.p, ind, ind, ind, ind, ind, ind);
+                         ind, ind, loop, ind, ind, sx.p, ind, ind, ind, ind, ind, ind);
     kf_strbuf_printf(s, "%s    y%d[g] = ", ind, k + 1);
     store_expr(s, mdt, cuda, "kf_mean");
     kf_strbuf_printf(s, ";\n%s    y%d[g] = ", ind, k + 2);

@@ -130,9 +130,9 @@ void kf_chain_emit_tail_cache(kf_strbuf *s, const kf_chain_bind *b, const char *
  * KF_LANE by KF_LANES; 2: j < KF_CPL unrolled, c = KF_LANE + j * KF_LANES, so that phase 0 and
  * the tail index kf_x[j] alike); the text is in buf, printed after `ind`. */
 const char *kf_chain_cols_loop(char *buf, size_t cap, int cuda, const char *ind);
-/* CUDA's loop over the elements of group g (a chain ending in a group norm), "{" left open, r
- * and c declared */
-const char *kf_chain_group_loop(void);
+/* The loop over group g of a chain ending in a group norm, "{" left open: the host's over its
+ * rows (r), CUDA's over its elements (r and c declared, strided over the block or cluster) */
+const char *kf_chain_group_loop(int cuda);
 void kf_chain_emit_tail(kf_strbuf *s, const kf_chain_bind *b, int cuda, int inline_exp,
                         const char *ind);
 const char *kf_chain_tail_simd(const kf_chain_bind *b);

@@ -149,7 +149,7 @@ static kf_status render(const kf_job_sig *sig, const int *knob_idx, char **sourc
     } else if (cb.gn) { /* a block per group, its threads over the group's elements */
         kf_strbuf_printf(&b, "    for (long long g = blockIdx.x / KF_CL; g < KF_NG; g += gridDim.x / KF_CL) {\n");
         kf_chain_emit_tail_begin(&b, &cb, 1, "        ");
-        kf_strbuf_printf(&b, "        %s\n", kf_chain_group_loop());
+        kf_strbuf_printf(&b, "        %s\n", kf_chain_group_loop(1));
         kf_chain_emit_rowbases(&b, &cb, "            ");
         kf_chain_emit_phase(&b, &cb, 0, 1, "            ", "");
         kf_strbuf_printf(&b, "        }\n");

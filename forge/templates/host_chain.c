@@ -46,7 +46,7 @@ static void render_gn(kf_strbuf *b, const kf_chain_bind *cb, int inline_exp)
 {
     kf_strbuf_printf(b, "    for (long long g = 0; g < KF_NG; g++) {\n");
     kf_chain_emit_tail_begin(b, cb, 0, "        ");
-    kf_strbuf_printf(b, "        for (long long r = g * KF_RG; r < (g + 1) * KF_RG; r++) {\n");
+    kf_strbuf_printf(b, "        %s\n", kf_chain_group_loop(0));
     kf_chain_emit_rowbases(b, cb, "            ");
     kf_strbuf_printf(b, "%s            for (long long c = 0; c < KF_C; c++) {\n", kf_chain_tail_simd(cb));
     kf_chain_emit_phase(b, cb, 0, 0, "                ", "");
