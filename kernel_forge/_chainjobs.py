@@ -1,6 +1,6 @@
 """Chain jobs: a recorded chain (kernel_forge.chains(), its "spec": docs/chains.md) as a job folder
 for the forge worker, op "kforge::chain" (forge/job/chain.h): the kernel's inputs are the head's
-tensor inputs then the externals, its outputs every member's output in member order.
+tensor inputs then the externals, its outputs every member's outputs in member order.
 
 The spec is untrusted (it comes from a recording, or from a caller): every member is checked
 against the signature the plugin recorded for it (op, tensor count, and the dtype / sizes /
@@ -21,8 +21,10 @@ from ._jobs import NotTunable
 
 CHAIN_OP = "kforge::chain"
 MAX_MEMBERS = 12  # KF_CHAIN_MAX_MEMBERS = KF_JOB_MAX_OUTPUTS: a job's outputs, all members
-LAST_EXTRA_OUTPUTS = 2  # KF_CHAIN_LAST_EXTRA_OUTPUTS: the last member's more (layer norm's mean, rstd)
-_REDUCTIONS = {"aten::sum.dim_IntList", "aten::mean.dim", "aten::amax"}
+EXTRA_OUTPUTS = 2  # KF_CHAIN_EXTRA_OUTPUTS: a member's outputs beyond its first (a norm's mean, rstd)
+# members whose output's error, a sum's, the members downstream of them carry on
+_REDUCTIONS = {"aten::sum.dim_IntList", "aten::mean.dim", "aten::amax", "aten::native_layer_norm",
+               "aten::native_group_norm"}
 
 
 def chain_sig_bytes(spec: dict) -> bytes:
@@ -100,7 +102,7 @@ def _same_layout(desc: dict, t: torch.Tensor) -> bool:
 class _Member:
     """One member: its recorded signature, decoded arguments and op."""
 
-    def __init__(self, k: int, m: dict, key: str, last: bool):
+    def __init__(self, k: int, m: dict, key: str):
         self.k, self.spec = k, m
         self.info, self.args = _jobs.describe(key)
         self.op = self.info["op"]
@@ -116,9 +118,9 @@ class _Member:
                              f"tensor inputs, its signature has {len(self.tensors)}")
         outs = self.info["outputs"] or []
         self.n_out = len(outs)
-        if not 1 <= len(outs) <= 1 + (LAST_EXTRA_OUTPUTS if last else 0):
+        if not 1 <= len(outs) <= 1 + EXTRA_OUTPUTS:
             raise NotTunable(f"chain member {k} ({self.op}): {len(outs)} outputs; a chain member "
-                             f"has one (the last up to {1 + LAST_EXTRA_OUTPUTS})")
+                             f"has 1 to {1 + EXTRA_OUTPUTS}")
         if any(o["alias_arg"] >= 0 for o in outs[1:]):
             raise NotTunable(f"chain member {k} ({self.op}): a later output aliases an argument")
         self.alias = outs[0]["alias_arg"]
@@ -136,6 +138,7 @@ class _Member:
 
 
 def _wire(spec: dict, k: int, inputs: list, outs: list) -> list:
+    """Member k's tensors: `outs` holds each earlier member's first output."""
     H = spec["n_head_inputs"]
     res = []
     for r in spec["members"][k]["inputs"]:
@@ -147,9 +150,9 @@ def _wire(spec: dict, k: int, inputs: list, outs: list) -> list:
 def run_chain(spec: dict, members: list, inputs: list) -> list:
     """Every member's outputs, eager, from the kernel inputs (left as they are: a head that
     writes in place writes a copy): one per member, the last member's all, flat."""
-    outs = []
+    outs, firsts = [], []
     for k, mb in enumerate(members):
-        pos, kw = mb.call(_wire(spec, k, inputs, outs))
+        pos, kw = mb.call(_wire(spec, k, inputs, firsts))
         if mb.alias >= 0:
             pos, kw = _jobs.clone_written(mb.fn, pos, kw)
         with _jobs.bypass():
@@ -157,6 +160,7 @@ def run_chain(spec: dict, members: list, inputs: list) -> list:
         if len(r) != mb.n_out:
             raise NotTunable(f"chain member {k} ({mb.op}): eager returned {len(r)} tensors")
         outs += r
+        firsts.append(r[0])
     return outs
 
 
@@ -224,7 +228,7 @@ def output_tolerances(spec: dict, members: list, outs: list) -> list[list[float]
     tol = [list(_jobs.tolerance(members[m].op, o.dtype)) for m, o in zip(of, outs)]
     for r, mb in enumerate(members):
         if mb.op in _REDUCTIONS:
-            ra, rr = _jobs.tolerance(mb.op, outs[r].dtype)
+            ra, rr = _jobs.tolerance(mb.op, outs[first[r]].dtype)
             down = _downstream_of(spec, r)
             for j, m in enumerate(of):
                 if m in down:
@@ -264,8 +268,7 @@ def write_chain_job(job_dir: str, chain: dict, calls: list[list], *, recorded: l
     if len(keys) != len(spec["members"]):
         raise NotTunable(f"{readable(spec)}: {len(keys)} signature keys for "
                          f"{len(spec['members'])} members")
-    n = len(spec["members"])
-    members = [_Member(k, m, key, k == n - 1) for k, (m, key) in enumerate(zip(spec["members"], keys))]
+    members = [_Member(k, m, key) for k, (m, key) in enumerate(zip(spec["members"], keys))]
     for k, mb in enumerate(members[1:], 1):
         for (name, _), ref in zip(mb.tensors, spec["members"][k]["inputs"]):
             if ref[0] == "member" and _jobs.index_bound(mb.op, name, mb.args) is not None:

@@ -514,18 +514,45 @@ static int spec_bytes(cJSON *spec, char *why, size_t cap)
     return 1;
 }
 
+/* Whether member m reads an output of a member from `from` on other than its first (a norm's
+ * mean or rstd: a chain kernel's members read first outputs only). */
+static int reads_extra(const chain_shape *s, int m, int from)
+{
+    for (int i = 0; i < s->n_in[m]; i++)
+        if (s->src[m][i][0] < FROM_VIEW && s->src[m][i][0] >= from && s->src[m][i][1] > 0) return 1;
+    return 0;
+}
+
+/* Ops with several outputs that a chain continues after: a norm and its mean and rstd, which the
+ * chain templates compute with the pointwise members after it (docs/chains.md). */
+static const char *const k_continues[] = {"aten::native_layer_norm", "aten::native_group_norm"};
+
+static int continues_after(const chain_shape *s, int m, kf_chain_lookup_fn lookup, void *user,
+                           kf_chain_member_info *mi)
+{
+    if (s->n_out[m] <= 1) return 1;
+    if (!lookup(user, s->key[m], mi)) return 0;
+    for (size_t i = 0; i < sizeof k_continues / sizeof k_continues[0]; i++)
+        if (!strcmp(mi->op, k_continues[i])) return 1;
+    return 0;
+}
+
 /* The end of the fusable part that starts at member `from` (make_spec's cuts). */
-static int fusable_end(const chain_shape *s, int from)
+static int fusable_end(const chain_shape *s, int from, kf_chain_lookup_fn lookup, void *user,
+                       kf_chain_member_info *mi)
 {
     int n = from + 1;
-    while (n < s->n && !s->writes[n] && s->n_out[n - 1] <= 1) n++;
+    while (n < s->n && !s->writes[n] && !reads_extra(s, n, from) &&
+           continues_after(s, n - 1, lookup, user, mi))
+        n++;
     return n;
 }
 
 /* The spec of chain shape `s` (chain_sig.h) from member `from`, ending before member `limit`
  * at the latest, or NULL with *why set: its fusable part (cut before the first later member
- * that writes in place, and after the first member with more than one output, which only the
- * last may have: a layer norm's mean and rstd), each member's signature looked up. A head that
+ * that writes in place or reads another output than a member's first, a layer norm's mean or
+ * rstd, and after a member with several outputs other than a norm), each member's signature
+ * looked up. A head that
  * writes in place is left out when what follows it still makes a chain: a bf16 RMSNorm's cast
  * (`copy_` into a fresh tensor) then pow -> mean -> add -> rsqrt -> mul, where the head's
  * written tensor becomes the spec head's input. With from > 0 (after a member that reads what
@@ -536,9 +563,9 @@ static int fusable_end(const chain_shape *s, int from)
 static cJSON *make_spec(const chain_shape *s, int from, int limit, kf_chain_lookup_fn lookup,
                         void *user, kf_chain_member_info *mi, int *first, char *why, size_t cap)
 {
-    int s0 = from, n = fusable_end(s, from);
+    int s0 = from, n = fusable_end(s, from, lookup, user, mi);
     if (s->writes[from] && s->n > from + 2 && !s->writes[from + 1]) {
-        int n1 = fusable_end(s, from + 1);
+        int n1 = fusable_end(s, from + 1, lookup, user, mi);
         if (n1 - (from + 1) >= 2) s0 = from + 1, n = n1;
     }
     const int cut = n <= limit; /* the fusable part ends first, not the caller's limit */
@@ -547,9 +574,12 @@ static cJSON *make_spec(const chain_shape *s, int from, int limit, kf_chain_look
     if (n - s0 < 2) {
         if (cut && n == s->n)
             snprintf(why, cap, "fewer than two members from member %d", s0);
-        else if (cut && s->n_out[n - 1] > 1)
-            snprintf(why, cap, "member %d has %d outputs (only the last member may have more than one)",
-                     n - 1, s->n_out[n - 1]);
+        else if (cut && s->n_out[n - 1] > 1 && !continues_after(s, n - 1, lookup, user, mi))
+            snprintf(why, cap, "member %d has %d outputs (only a layer or group norm is followed "
+                               "by more members)", n - 1, s->n_out[n - 1]);
+        else if (cut && !s->writes[n])
+            snprintf(why, cap, "member %d reads another output than the first of a member (a chain "
+                               "kernel's members read first outputs only)", n);
         else if (cut)
             snprintf(why, cap, "member %d writes in place (only the head may)", n);
         else

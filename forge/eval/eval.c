@@ -330,13 +330,13 @@ static int check_guards(kf_eval *ev, kf_eval_result *res, int c, const char *whe
     return 0;
 }
 
-/* " (member m, its op)" for output j of a chain job (one output per member, the last member's
- * extras after it), "" for one op: which call of the chain a mismatch is in. */
+/* " (member m, its op)" for output j of a chain job, "" for one op: which call of the chain a
+ * mismatch is in. */
 static const char *member_of(const kf_job *job, int j, char *buf, size_t cap)
 {
     const kf_job_chain *ch = job->chain_def;
     if (!ch || ch->n_members < 1) return "";
-    int m = j < ch->n_members ? j : ch->n_members - 1;
+    const int m = ch->out_member[j];
     snprintf(buf, cap, " (member %d, %s)", m, ch->m[m].sig.op);
     return buf;
 }

@@ -62,8 +62,8 @@ static kf_status parse_ref(const cJSON *v, int k, const char *op, int i, const k
             return bad(err, cap, "member %d (%s): inputs[%d]: [\"member\", m, o] must name an earlier "
                                  "member", k, op, i);
         if (!small_int(cJSON_GetArrayItem(v, 2), 0, 0, &o))
-            return bad(err, cap, "member %d (%s): inputs[%d]: member %d has one output (o = 0)", k,
-                       op, i, x);
+            return bad(err, cap, "member %d (%s): inputs[%d]: only member %d's first output is read "
+                                 "by another member (o = 0)", k, op, i, x);
         r->kind = KF_CHAIN_MEMBER;
     } else {
         if (!small_int(cJSON_GetArrayItem(v, 1), 0, ch->n_ext - 1, &x))
@@ -75,8 +75,43 @@ static kf_status parse_ref(const cJSON *v, int k, const char *op, int i, const k
     return KF_OK;
 }
 
-kf_status kf_job_chain_parse(const cJSON *spec, const kf_job_sig *job, kf_job_chain *ch,
-                             char *err, size_t cap)
+/* Which member each of the job's outputs is: the layout's "member" marks where every entry has
+ * one (in member order, each member 1 + KF_CHAIN_EXTRA_OUTPUTS at most), else one per member and
+ * the last member's extras. */
+static kf_status out_owners(const cJSON *layout, int nm, const kf_job_sig *job, kf_job_chain *ch,
+                            char *err, size_t cap)
+{
+    int n = job->n_out, marked = cJSON_IsArray(layout) && cJSON_GetArraySize(layout) == n;
+    for (int j = 0; marked && j < n; j++)
+        marked = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(layout, j), "member") != NULL;
+    if (!marked) {
+        if (n < nm || n > nm + KF_CHAIN_EXTRA_OUTPUTS)
+            return bad(err, cap, "%d members, but the job has %d outputs (one per member; the last "
+                                 "may have %d more)", nm, n, KF_CHAIN_EXTRA_OUTPUTS);
+        for (int j = 0; j < n; j++) ch->out_member[j] = j < nm ? j : nm - 1;
+    }
+    for (int j = 0; marked && j < n; j++) {
+        int m = 0, prev = j ? ch->out_member[j - 1] : -1;
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(layout, j), "member");
+        if (!small_int(v, 0, nm - 1, &m) || (m != prev && m != prev + 1))
+            return bad(err, cap, "outputs_layout[%d]: \"member\" must be the member of each output, "
+                                 "in member order, every member at least once", j);
+        ch->out_member[j] = m;
+    }
+    if (ch->out_member[n - 1] != nm - 1)
+        return bad(err, cap, "%d members, but the job's outputs end at member %d", nm, ch->out_member[n - 1]);
+    for (int j = n - 1; j >= 0; j--) ch->out0[ch->out_member[j]] = j;
+    for (int k = 0; k < nm; k++) {
+        int cnt = (k + 1 < nm ? ch->out0[k + 1] : n) - ch->out0[k];
+        if (cnt > 1 + KF_CHAIN_EXTRA_OUTPUTS)
+            return bad(err, cap, "member %d has %d outputs (at most %d)", k, cnt, 1 + KF_CHAIN_EXTRA_OUTPUTS);
+        ch->m[k].sig.n_out = cnt;
+    }
+    return KF_OK;
+}
+
+kf_status kf_job_chain_parse(const cJSON *spec, const cJSON *layout, const kf_job_sig *job,
+                             kf_job_chain *ch, char *err, size_t cap)
 {
     memset(ch, 0, sizeof *ch);
     if (!cJSON_IsObject(spec)) return bad(err, cap, "must be an object");
@@ -95,9 +130,8 @@ kf_status kf_job_chain_parse(const cJSON *spec, const kf_job_sig *job, kf_job_ch
     if (ch->n_head + ch->n_ext != job->n_in)
         return bad(err, cap, "%d head inputs + %d externals, but the job has %d inputs", ch->n_head,
                    ch->n_ext, job->n_in);
-    if (job->n_out < nm || job->n_out > nm + KF_CHAIN_LAST_EXTRA_OUTPUTS)
-        return bad(err, cap, "%d members, but the job has %d outputs (one per member; the last "
-                             "may have %d more)", nm, job->n_out, KF_CHAIN_LAST_EXTRA_OUTPUTS);
+    kf_status os = out_owners(layout, nm, job, ch, err, cap);
+    if (os != KF_OK) return os;
     ch->n_members = nm;
     int head_dest = job->out_alias[0] ? job->out_alias[0] - 1 : -1;
     if (head_dest >= ch->n_head)
@@ -117,7 +151,7 @@ kf_status kf_job_chain_parse(const cJSON *spec, const kf_job_sig *job, kf_job_ch
             if (v && !cJSON_IsString(v))
                 return bad(err, cap, "member %d (%s): \"%s\" must be a string", k, opn, f);
         }
-        if (k > 0 && job->out_alias[k])
+        if (k > 0 && job->out_alias[ch->out0[k]])
             return bad(err, cap, "member %d (%s) writes in place: only the head may (its result "
                                  "would be visible between the two calls)", k, opn);
         const cJSON *in = cJSON_GetObjectItemCaseSensitive(m, "inputs");
@@ -135,14 +169,15 @@ kf_status kf_job_chain_parse(const cJSON *spec, const kf_job_sig *job, kf_job_ch
                 return bad(err, cap, "member 0 (%s): inputs[%d] must be [\"head\", %d]", opn, i, i);
             const kf_chain_ref *r = &jm->ref[i];
             if (r->kind == KF_CHAIN_EXT) ext_used[r->a] = 1;
-            jm->sig.in[i] = r->kind == KF_CHAIN_MEMBER ? job->out[r->a] : job->in[kf_job_chain_arg(ch, k, i)];
+            jm->sig.in[i] = r->kind == KF_CHAIN_MEMBER ? job->out[ch->out0[r->a]]
+                                                       : job->in[kf_job_chain_arg(ch, k, i)];
         }
         jm->sig.n_in = ni;
-        jm->sig.n_out = k == nm - 1 ? job->n_out - k : 1;
         for (int j = 0; j < jm->sig.n_out; j++) {
-            if (j > 0 && job->out_alias[k + j])
-                return bad(err, cap, "member %d (%s): outputs[%d] aliases an input", k, opn, k + j);
-            jm->sig.out[j] = job->out[k + j];
+            const int o = ch->out0[k] + j;
+            if (j > 0 && job->out_alias[o])
+                return bad(err, cap, "member %d (%s): outputs[%d] aliases an input", k, opn, o);
+            jm->sig.out[j] = job->out[o];
             jm->sig.out_alias[j] = k == 0 && j == 0 ? job->out_alias[0] : 0;
         }
     }

@@ -519,7 +519,8 @@ static kf_status parse_chain(loader *L, const cJSON *root, kf_job *job)
     if (!spec) return bad(L, "\"chain\" is missing (op %s)", KF_CHAIN_OP);
     job->chain_def = calloc(1, sizeof *job->chain_def);
     if (!job->chain_def) return nomem(L);
-    kf_status s = kf_job_chain_parse(spec, &job->sig, job->chain_def, L->err, L->errcap);
+    kf_status s = kf_job_chain_parse(spec, field(root, "outputs_layout"), &job->sig, job->chain_def,
+                                     L->err, L->errcap);
     if (s != KF_OK) return s;
     /* the job's key is the chain's canonical bytes: a spec and a sig_hex that disagree would put
      * this kernel under another chain's key */

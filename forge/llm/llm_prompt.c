@@ -77,8 +77,8 @@ static void chain_section(kf_strbuf *b, const kf_job *j)
     kf_strbuf_printf(b, "## The chain\nThe kernel computes these %d PyTorch ops in order, each exactly as "
                         "eager PyTorch computes it on its own (its own promotion and accumulation), "
                         "and stores each one's result, rounded to that output's dtype, in its own output "
-                        "(the outputs above in member order; the last member's further results "
-                        "follow). "
+                        "(the outputs above in member order, a member with several results "
+                        "giving them in its op's order). "
                         "A later member reads an earlier one's stored value, not a wider temporary.\n",
                      ch->n_members);
     for (int k = 0; k < ch->n_members; k++) {

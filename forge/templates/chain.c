@@ -58,19 +58,40 @@ static int same_sizes(const kf_job_tensor *t, int nd, const int64_t *sz)
     return 1;
 }
 
-/* What a row tail (a layer norm or a softmax, chain.h) needs of its place: no reduction before it
- * and an earlier member's phase-0 output as its input (`verb` says what it does to it); 0 with
- * why set otherwise. */
-static int tail_placed(const kf_chain_bind *b, int k, const char *noun, const char *verb,
+/* member k's (first) output and whether it aliases an input */
+static const kf_job_tensor *mout(const kf_chain_bind *b, const kf_job_sig *sig, int k)
+{
+    return &sig->out[b->ch->out0[k]];
+}
+
+static int malias(const kf_chain_bind *b, const kf_job_sig *sig, int k)
+{
+    return sig->out_alias[b->ch->out0[k]];
+}
+
+static const char *tail_noun(const kf_chain_bind *b)
+{
+    return b->sm >= 0 ? "softmax" : b->gn ? "group norm" : "layer norm";
+}
+
+/* What a row tail (a norm or a softmax, chain.h) needs of its place: no reduction or other tail
+ * before it, and an earlier member's phase-0 output or a kernel input as its input (`verb` says
+ * what it does to it); 0 with why set otherwise. */
+static int tail_placed(kf_chain_bind *b, int k, const char *noun, const char *verb,
                        char *why, size_t cap)
 {
     const kf_job_member *jm = &b->ch->m[k];
+    if (b->tail >= 0)
+        return why_(why, cap, "member %d (%s): a %s after a row tail (member %d)", k, jm->sig.op,
+                    noun, b->tail);
     if (b->red >= 0)
         return why_(why, cap, "member %d (%s): a %s after a reduction (member %d)", k, jm->sig.op,
                     noun, b->red);
-    if (jm->ref[0].kind != KF_CHAIN_MEMBER || b->phase[jm->ref[0].a] != 0)
-        return why_(why, cap, "member %d (%s): it must %s an earlier member's output", k,
-                    jm->sig.op, verb);
+    if (jm->ref[0].kind == KF_CHAIN_MEMBER && b->phase[jm->ref[0].a] != 0)
+        return why_(why, cap, "member %d (%s): it must %s an earlier member's output or a kernel "
+                              "input", k, jm->sig.op, verb);
+    b->tail_arg = jm->ref[0].kind == KF_CHAIN_MEMBER ? -1 : kf_job_chain_arg(b->ch, k, 0);
+    b->pb[k].dest_in = -1; /* not a pointwise member: writes no input */
     return 1;
 }
 
@@ -115,14 +136,13 @@ static int norm_args(kf_chain_bind *b, int k, int64_t c, int f32_ok, int64_t sta
     return 1;
 }
 
-/* native_layer_norm as the chain's last member (chain.h): the last dim of the chain's full shape,
- * its input an earlier member's output, weight and bias of [C] from outside the chain */
+/* native_layer_norm (chain.h): the last dim of the chain's full shape, its input an earlier
+ * member's output, weight and bias of [C] from outside the chain; pointwise members may follow */
 static int ln_bind(kf_chain_bind *b, int k, char *why, size_t cap)
 {
     const kf_job_sig *m = &b->ch->m[k].sig;
-    if (k != b->n - 1 || m->n_out != 3)
-        return why_(why, cap, "member %d (%s): a layer norm is fused as the chain's last member "
-                              "only, with its mean and rstd", k, m->op);
+    if (m->n_out != 3)
+        return why_(why, cap, "member %d (%s): a layer norm is fused with its mean and rstd", k, m->op);
     if (!tail_placed(b, k, "layer norm", "normalize", why, cap)) return 0;
     if (!tail_float_full(b, m))
         return why_(why, cap, "member %d (%s): it must normalize the chain's full shape in f32, "
@@ -140,16 +160,15 @@ static int ln_bind(kf_chain_bind *b, int k, char *why, size_t cap)
     return 1;
 }
 
-/* native_group_norm as the chain's last member (chain.h): an [N, C, ...] chain (3 dims or
- * more, its input an earlier member's output), weight and bias of [C] from outside the chain.
+/* native_group_norm (chain.h): an [N, C, ...] chain (3 dims or more, its input an earlier
+ * member's output), weight and bias of [C] from outside the chain; pointwise members may follow.
  * The walk's rows run over F's outer dims in order, so a group (n, g) is rows
  * [(n * group + g) * RG, + RG) with RG = C / group x the rows of one channel. */
 static int gn_bind(kf_chain_bind *b, int k, char *why, size_t cap)
 {
     const kf_job_sig *m = &b->ch->m[k].sig;
-    if (k != b->n - 1 || m->n_out != 3)
-        return why_(why, cap, "member %d (%s): a group norm is fused as the chain's last member "
-                              "only, with its mean and rstd", k, m->op);
+    if (m->n_out != 3)
+        return why_(why, cap, "member %d (%s): a group norm is fused with its mean and rstd", k, m->op);
     if (!tail_placed(b, k, "group norm", "normalize", why, cap)) return 0;
     if (!tail_float_full(b, m) || b->nd < 3)
         return why_(why, cap, "member %d (%s): it must normalize the chain's full shape, [N, C, "
@@ -183,8 +202,8 @@ static int sm_bind(kf_chain_bind *b, int k, char *why, size_t cap)
 {
     const kf_job_chain *ch = b->ch;
     const kf_job_sig *m = &ch->m[k].sig;
-    if (b->tail >= 0 || m->n_out != 1 || m->n_in != 1)
-        return why_(why, cap, "member %d (%s): only one softmax of one tensor is fused", k, m->op);
+    if (m->n_out != 1 || m->n_in != 1)
+        return why_(why, cap, "member %d (%s): only a softmax of one tensor is fused", k, m->op);
     if (!tail_placed(b, k, "softmax", "take", why, cap)) return 0;
     const kf_job_scalar *dim = kf_job_scalar_find(m, "dim"), *hf = kf_job_scalar_find(m, "half_to_float");
     if (!tail_float_full(b, m) || !dim || dim->kind != 'i' ||
@@ -210,7 +229,7 @@ static int cat_bind(kf_chain_bind *b, const kf_job_sig *sig, int k, char *why, s
 {
     const kf_job_chain *ch = b->ch;
     const kf_job_sig *m = &ch->m[k].sig;
-    const kf_job_tensor *y = &sig->out[k];
+    const kf_job_tensor *y = mout(b, sig, k);
     const kf_job_scalar *ds = kf_job_scalar_find(m, "dim");
     if (b->cat >= 0) return why_(why, cap, "member %d (aten::cat): a second cat", k);
     if (!same_sizes(y, b->nd, b->full) || !ds || ds->kind != 'i' || y->ndim < 1 ||
@@ -244,7 +263,7 @@ static int cat_bind(kf_chain_bind *b, const kf_job_sig *sig, int k, char *why, s
                 if ((j != k || q != i) && ch->m[j].ref[q].kind == KF_CHAIN_MEMBER && ch->m[j].ref[q].a == a)
                     return why_(why, cap, "member %d (aten::cat): its part %d (member %d) is read "
                                           "by member %d too", k, i, a, j);
-        if (b->seg_part[a] >= 0 || sig->out[a].dtype != y->dtype || sig->out_alias[a])
+        if (b->seg_part[a] >= 0 || mout(b, sig, a)->dtype != y->dtype || malias(b, sig, a))
             return why_(why, cap, "member %d (aten::cat): part %d (member %d)", k, i, a);
         b->seg_part[a] = i;
         for (int q = 0; q < ch->m[a].sig.n_in; q++) {
@@ -267,7 +286,7 @@ static int cat_bind(kf_chain_bind *b, const kf_job_sig *sig, int k, char *why, s
 static int col_member(kf_chain_bind *b, const kf_job_sig *sig, int k)
 {
     const kf_job_member *jm = &b->ch->m[k];
-    const kf_job_tensor *y = &sig->out[k];
+    const kf_job_tensor *y = mout(b, sig, k);
     if (b->R < 2 || y->ndim < 1 || y->ndim > b->nd || y->sizes[y->ndim - 1] != b->C) return 0;
     for (int d = 0; d + 1 < y->ndim; d++)
         if (y->sizes[d] != 1) return 0;
@@ -364,17 +383,16 @@ int kf_chain_bind_sig(const kf_job_sig *sig, kf_chain_bind *b, char *why, size_t
     if (!ch || strcmp(sig->op, KF_CHAIN_OP)) return why_(why, cap, "not a chain job");
     b->ch = ch;
     b->n = ch->n_members;
-    b->red = b->ln = b->ln_w = b->ln_b = b->sm = b->tail = b->cat = -1;
+    b->red = b->ln = b->ln_w = b->ln_b = b->sm = b->tail = b->tail_arg = b->cat = -1;
     for (int k = 0; k < KF_CHAIN_MAX_MEMBERS; k++) b->seg_part[k] = -1;
     for (int i = 0; i < KF_JOB_MAX_TENSORS; i++) b->in_part[i] = -1;
-    if (b->n < 2 || b->n > KF_CHAIN_MAX_MEMBERS || sig->n_out < b->n ||
-        sig->n_out > b->n + KF_CHAIN_LAST_EXTRA_OUTPUTS)
+    if (b->n < 2 || b->n > KF_CHAIN_MAX_MEMBERS || sig->n_out < b->n)
         return why_(why, cap, "malformed chain");
     /* F: the widest output */
     int widest = 0;
     for (int k = 1; k < b->n; k++)
-        if (kf_job_tensor_numel(&sig->out[k]) > kf_job_tensor_numel(&sig->out[widest])) widest = k;
-    const kf_job_tensor *F = &sig->out[widest];
+        if (kf_job_tensor_numel(mout(b, sig, k)) > kf_job_tensor_numel(mout(b, sig, widest))) widest = k;
+    const kf_job_tensor *F = mout(b, sig, widest);
     b->nd = F->ndim ? F->ndim : 1;
     for (int d = 0; d < b->nd; d++) b->full[d] = F->ndim ? F->sizes[d] : 1;
     b->C = b->full[b->nd - 1];
@@ -391,7 +409,7 @@ int kf_chain_bind_sig(const kf_job_sig *sig, kf_chain_bind *b, char *why, size_t
     int have_ct = 0;
     for (int k = 0; k < b->n; k++) {
         const kf_job_sig *m = &ch->m[k].sig;
-        const kf_job_tensor *y = &sig->out[k];
+        const kf_job_tensor *y = mout(b, sig, k);
         if (!kf_job_tensor_contiguous(y)) { /* written in place: dense in memory_order's walk */
             if (y->ndim != b->nd)
                 return why_(why, cap, "member %d (%s): its output is not contiguous", k, m->op);
@@ -412,13 +430,13 @@ int kf_chain_bind_sig(const kf_job_sig *sig, kf_chain_bind *b, char *why, size_t
             continue;
         }
         if (m->n_out != 1)
-            return why_(why, cap, "member %d (%s): %d outputs (only a layer or group norm may end "
-                                  "a chain with more)", k, m->op, m->n_out);
+            return why_(why, cap, "member %d (%s): %d outputs (only a layer or group norm may have "
+                                  "more than one)", k, m->op, m->n_out);
         int rk = red_kind_of(m, why, cap, k);
         if (rk < 0) return 0;
-        if (rk && b->sm >= 0)
-            return why_(why, cap, "member %d (%s): a reduction after a softmax (member %d)", k,
-                        m->op, b->sm);
+        if (rk && b->tail >= 0)
+            return why_(why, cap, "member %d (%s): a reduction after a row tail (member %d)", k,
+                        m->op, b->tail);
         if (rk) {
             if (b->red >= 0)
                 return why_(why, cap, "member %d (%s): a second reduction (member %d is one)", k,
@@ -459,14 +477,15 @@ int kf_chain_bind_sig(const kf_job_sig *sig, kf_chain_bind *b, char *why, size_t
         if (!row && !full)
             return why_(why, cap, "member %d (%s): its output's shape is neither the chain's, nor "
                                   "one per row after the reduction, nor one per column", k, m->op);
-        if (b->sm >= 0) { /* the softmax's epilogue: per element as the softmax stores it */
+        if (b->tail >= 0) { /* the tail's epilogue: per element as the tail stores it */
             for (int i = 0; i < m->n_in; i++)
                 if (ch->m[k].ref[i].kind == KF_CHAIN_MEMBER && b->phase[ch->m[k].ref[i].a] < 3)
-                    return why_(why, cap, "member %d (%s): after the softmax it may read only the "
-                                          "softmax's output or a later member's", k, m->op);
+                    return why_(why, cap, "member %d (%s): after the %s it may read only the "
+                                          "%s's output or a later member's", k, m->op, tail_noun(b),
+                                tail_noun(b));
             if (!full)
-                return why_(why, cap, "member %d (%s): after the softmax its output must have the "
-                                      "chain's shape", k, m->op);
+                return why_(why, cap, "member %d (%s): after the %s its output must have the "
+                                      "chain's shape", k, m->op, tail_noun(b));
             b->phase[k] = 4;
             continue;
         }
@@ -483,7 +502,7 @@ int kf_chain_bind_sig(const kf_job_sig *sig, kf_chain_bind *b, char *why, size_t
         return why_(why, cap, "member %d (aten::cat): a cat in a chain with a reduction or a row "
                               "tail", b->cat);
     if (b->red >= 0) {
-        int rdt = sig->out[b->red].dtype;
+        int rdt = mout(b, sig, b->red)->dtype;
         if ((rdt == KF_F64) != (b->ct == KF_F64) || b->ct == KF_I64)
             return why_(why, cap, "member %d (%s): accumulates in another type than the chain "
                                   "computes in", b->red, ch->m[b->red].sig.op);
@@ -510,9 +529,9 @@ int kf_chain_bind_sig(const kf_job_sig *sig, kf_chain_bind *b, char *why, size_t
             b->st[i][d] = s == 1 ? 0 : t->strides[d - off];
         }
     }
-    memory_order(b, &sig->out[widest]);
+    memory_order(b, mout(b, sig, widest));
     for (int k = 0; k < b->n; k++)
-        if (b->ostrided[k] && sig->out_alias[k])
+        if (b->ostrided[k] && malias(b, sig, k))
             return why_(why, cap, "member %d (%s): its output is not contiguous", k, ch->m[k].sig.op);
     return 1;
 }
@@ -695,6 +714,15 @@ static void emit_cat(kf_strbuf *s, const kf_chain_bind *b, int cuda, const char 
     kf_strbuf_printf(s, "%s}\n%sy%d[%s] = v%d;\n", ind, ind, k, at, k);
 }
 
+/* the tail's input as kf_ct where it is a kernel input (tail_arg): its element (r, c) */
+static void tail_in(kf_strbuf *s, const kf_chain_bind *b, int cuda)
+{
+    const int i = b->tail_arg;
+    char x[80];
+    snprintf(x, sizeof x, "p%d[rb%d + c * %lldLL]", i, i, (long long)b->st[i][b->nd - 1]);
+    load_expr(s, b->ch->m[b->tail].sig.in[0].dtype, cuda, x);
+}
+
 static void emit_phase_(kf_strbuf *s, const kf_chain_bind *b, int phase, int cuda, const char *ind,
                         const char *store_guard, int vec, int part)
 {
@@ -769,11 +797,13 @@ static void emit_phase_(kf_strbuf *s, const kf_chain_bind *b, int phase, int cud
         snprintf(v, sizeof v, "v%d", xm);
         if (b->ln >= 0) {
             kf_strbuf_printf(s, "%skf_s += %s", ind, cuda ? "" : "(double)");
-            load_expr(s, member_dtype(b, xm), cuda, v);
+            if (b->tail_arg >= 0) tail_in(s, b, cuda);
+            else load_expr(s, member_dtype(b, xm), cuda, v);
             kf_strbuf_printf(s, ";\n");
         } else { /* a NaN is dropped here and comes back through its exp in the sum */
             kf_strbuf_printf(s, "%s{\n%s    const kf_ct t = ", ind, ind);
-            load_expr(s, member_dtype(b, xm), cuda, v);
+            if (b->tail_arg >= 0) tail_in(s, b, cuda);
+            else load_expr(s, member_dtype(b, xm), cuda, v);
             kf_strbuf_printf(s, ";\n%s    kf_m = t > kf_m ? t : kf_m;\n%s}\n", ind, ind);
         }
     }
@@ -867,11 +897,13 @@ int kf_chain_emit_params(kf_strbuf *s, const kf_chain_bind *b, const kf_job_sig 
         args[na] = types[na];
         na++;
     }
-    for (int k = 0; k < sig->n_out; k++) {
-        if (sig->out_alias[k]) continue;
-        int dt = sig->out[k].dtype;
-        kf_strbuf_printf(s, "%s%s *%sy%d", na ? ", " : "", kf_pw_ctype(dt, cuda),
-                         cuda ? "__restrict__ " : "restrict ", k);
+    for (int j = 0; j < sig->n_out; j++) { /* member m's first output y<m>, its others y<m>_<o> */
+        if (sig->out_alias[j]) continue;
+        const int dt = sig->out[j].dtype, m = b->ch->out_member[j], o = j - b->ch->out0[m];
+        char extra[8] = "";
+        if (o) snprintf(extra, sizeof extra, "_%d", o);
+        kf_strbuf_printf(s, "%s%s *%sy%d%s", na ? ", " : "", kf_pw_ctype(dt, cuda),
+                         cuda ? "__restrict__ " : "restrict ", m, extra);
         snprintf(types[na], 40, "%s*", kf_pw_rectype(dt));
         args[na] = types[na];
         na++;
@@ -930,9 +962,13 @@ const char *kf_chain_cols_loop(char *buf, size_t cap, int cuda, const char *ind)
 static void tail_x(kf_strbuf *sx, const kf_chain_bind *b, int cuda)
 {
     int xm = b->ch->m[b->tail].ref[0].a;
-    char xp[16], x[48];
+    char xp[16], x[80];
     if (cuda == 2) {
         kf_strbuf_printf(sx, "kf_x[j]");
+        return;
+    }
+    if (b->tail_arg >= 0) {
+        tail_in(sx, b, cuda != 0);
         return;
     }
     out_ptr(xp, sizeof xp, b, xm);
@@ -974,6 +1010,20 @@ static void emit_sm(kf_strbuf *s, const kf_chain_bind *b, int cuda, int inline_e
     kf_strbuf_free(&sx);
 }
 
+/* A norm's y (kf_ct v, in scope) stored as its output's dtype at (r, c), then per element the
+ * members after it (phase 4, its epilogue) from that stored value v<k>; in2: the loop's indent */
+static void store_tail_y(kf_strbuf *s, const kf_chain_bind *b, int ydt, int cuda, const char *ind,
+                         const char *in2)
+{
+    const int k = b->ln;
+    kf_strbuf_printf(s, "%s%s    const %s v%d = ", ind, in2, kf_pw_ctype(ydt, cuda), k);
+    store_expr(s, ydt, cuda, "v");
+    kf_strbuf_printf(s, ";\n%s%s    y%d[r * KF_C + c] = v%d;\n", ind, in2, k, k);
+    char ep[40];
+    snprintf(ep, sizeof ep, "%s%s    ", ind, in2);
+    emit_phase_(s, b, 4, cuda, ep, "", 0, -1);
+}
+
 const char *kf_chain_group_loop(int cuda)
 {
     return cuda ? "for (long long e = KF_GE0; e < KF_RG * KF_C; e += KF_GES) {\n"
@@ -1003,34 +1053,43 @@ static void emit_gn(kf_strbuf *s, const kf_chain_bind *b, int cuda, const char *
         snprintf(bv, sizeof bv, "p%d[kf_ch * %lldLL]", b->ln_b, (long long)jm->sig.in[bi].strides[0]);
         load_expr(&sb, jm->sig.in[bi].dtype, cuda, bv);
     }
-    /* the host's loops over the group's rows then their columns; CUDA's one over its elements */
+    /* the host's loops over the group's rows then their columns; CUDA's one over its elements;
+     * the rows' input offsets where they read a kernel input (x itself, or the epilogue's) */
     const char *loop = kf_chain_group_loop(cuda);
+    char in1[40];
+    snprintf(in1, sizeof in1, "%s    ", ind);
+    kf_strbuf rbx = {0}, rby = {0};
+    int epilogue = 0;
+    for (int e = k + 1; e < b->n; e++) epilogue |= b->phase[e] == 4;
+    if (b->tail_arg >= 0) kf_chain_emit_rowbases(&rbx, b, in1);
+    if (b->tail_arg >= 0 || epilogue) kf_chain_emit_rowbases(&rby, b, in1);
     if (cuda)
         kf_strbuf_printf(s, "%skf_s = kf_chain_group_reduce(kf_s);\n"
                             "%sconst kf_ct kf_mean = kf_s / (kf_ct)(KF_RG * KF_C);\n"
-                            "%s%s\n%s    const kf_ct d = %s - kf_mean;\n%s    kf_q += d * d;\n%s}\n"
+                            "%s%s\n%s%s    const kf_ct d = %s - kf_mean;\n%s    kf_q += d * d;\n%s}\n"
                             "%skf_q = kf_chain_group_reduce(kf_q);\n"
                             "%sconst kf_ct kf_rstd = rsqrtf(kf_q / (kf_ct)(KF_RG * KF_C) + "
                             "(kf_ct)KF_LN_EPS);\n%sif (KF_GE0 == 0) {\n",
-                         ind, ind, ind, loop, ind, sx.p, ind, ind, ind, ind, ind);
+                         ind, ind, ind, loop, rbx.p ? rbx.p : "", ind, sx.p, ind, ind, ind, ind, ind);
     else
         kf_strbuf_printf(s, "%sconst double kf_md = kf_s / (double)(KF_RG * KF_C);\n"
-                            "%s%s\n#pragma omp simd reduction(+ : kf_q)\n"
+                            "%s%s\n%s#pragma omp simd reduction(+ : kf_q)\n"
                             "%s    for (long long c = 0; c < KF_C; c++) {\n"
                             "%s        const double d = (double)%s - kf_md;\n%s        kf_q += d * d;\n"
                             "%s    }\n%s}\n"
                             "%sconst kf_ct kf_mean = (kf_ct)kf_md, kf_ml = (kf_ct)(kf_md - (double)kf_mean);\n"
                             "%sconst kf_ct kf_rstd = (kf_ct)(1.0 / sqrt(kf_q / (double)(KF_RG * KF_C) + "
                             "(double)(float)KF_LN_EPS));\n%s{\n",
-                         ind, ind, loop, ind, ind, sx.p, ind, ind, ind, ind, ind, ind);
-    kf_strbuf_printf(s, "%s    y%d[g] = ", ind, k + 1);
+                         ind, ind, loop, rbx.p ? rbx.p : "", ind, ind, sx.p, ind, ind, ind, ind, ind, ind);
+    kf_strbuf_printf(s, "%s    y%d_1[g] = ", ind, k);
     store_expr(s, mdt, cuda, "kf_mean");
-    kf_strbuf_printf(s, ";\n%s    y%d[g] = ", ind, k + 2);
+    kf_strbuf_printf(s, ";\n%s    y%d_2[g] = ", ind, k);
     store_expr(s, rdt, cuda, "kf_rstd");
     kf_strbuf_printf(s, ";\n%s}\n%s%s\n%s    const long long kf_ch = (r / KF_RPC) %% KF_CH;\n", ind, ind,
                      loop, ind);
     kf_strbuf_printf(s, "%s    const kf_ct kf_w = %s, kf_b = %s;\n", ind, b->ln_w >= 0 ? sw.p : "(kf_ct)1",
                      b->ln_b >= 0 ? sb.p : "(kf_ct)0");
+    if (rby.p) kf_strbuf_printf(s, "%s", rby.p);
     const char *in2 = cuda ? "" : "    "; /* the host's column loop inside the row's */
     if (!cuda) kf_strbuf_printf(s, "#pragma omp simd\n%s    for (long long c = 0; c < KF_C; c++) {\n", ind);
     if (cuda) /* eager's CUDA kernel's fused per-channel scale and shift, y = x * a + b: in f16
@@ -1040,11 +1099,11 @@ static void emit_gn(kf_strbuf *s, const kf_chain_bind *b, int cuda, const char *
     else
         kf_strbuf_printf(s, "%s%s    const kf_ct v = (%s - kf_mean - kf_ml) * kf_rstd * kf_w + kf_b;\n",
                          ind, in2, sx.p);
-    kf_strbuf_printf(s, "%s%s    y%d[r * KF_C + c] = ", ind, in2, k);
-    store_expr(s, ydt, cuda, "v");
-    kf_strbuf_printf(s, ";\n");
+    store_tail_y(s, b, ydt, cuda, ind, in2);
     if (!cuda) kf_strbuf_printf(s, "%s    }\n", ind);
     kf_strbuf_printf(s, "%s}\n", ind);
+    kf_strbuf_free(&rbx);
+    kf_strbuf_free(&rby);
     kf_strbuf_free(&sx);
     kf_strbuf_free(&sw);
     kf_strbuf_free(&sb);
@@ -1098,17 +1157,16 @@ void kf_chain_emit_tail(kf_strbuf *s, const kf_chain_bind *b, int cuda, int inli
                          ind, ind, loop, ind, sx.p, ind, ind, ind, ind);
     }
     const char *guard = cuda ? "if (KF_LANE == 0) " : "";
-    kf_strbuf_printf(s, "%s%s{\n%s    y%d[r] = ", ind, guard, ind, k + 1);
+    kf_strbuf_printf(s, "%s%s{\n%s    y%d_1[r] = ", ind, guard, ind, k);
     store_expr(s, mdt, cuda, "kf_mean");
-    kf_strbuf_printf(s, ";\n%s    y%d[r] = ", ind, k + 2);
+    kf_strbuf_printf(s, ";\n%s    y%d_2[r] = ", ind, k);
     store_expr(s, rdt, cuda, "kf_rstd");
     kf_strbuf_printf(s, ";\n%s}\n%s%s%s\n%s    kf_ct v = (%s - kf_mean%s) * kf_rstd;\n", ind,
                      cuda ? "" : "#pragma omp simd\n", ind, loop, ind, sx.p, cuda ? "" : " - kf_ml");
     if (b->ln_w >= 0) kf_strbuf_printf(s, "%s    v *= %s;\n", ind, sw.p);
     if (b->ln_b >= 0) kf_strbuf_printf(s, "%s    v += %s;\n", ind, sb.p);
-    kf_strbuf_printf(s, "%s    y%d[r * KF_C + c] = ", ind, k);
-    store_expr(s, ydt, cuda, "v");
-    kf_strbuf_printf(s, ";\n%s}\n", ind);
+    store_tail_y(s, b, ydt, cuda, ind, "");
+    kf_strbuf_printf(s, "%s}\n", ind);
     kf_strbuf_free(&sx);
     kf_strbuf_free(&sw);
     kf_strbuf_free(&sb);

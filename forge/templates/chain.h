@@ -11,16 +11,17 @@
  *   phase 1: the reduction's value per row, then the members whose outputs are F's rows ([..,1]);
  *   phase 2: the members after it of shape F, per element (reading phase-0 values back from their
  *            outputs, which this thread wrote).
- * A chain without a reduction is phase 0 alone. The last member may instead be a layer norm of
- * the last dim (native_layer_norm, e.g. a residual add then the norm): after phase 0, its mean
- * and variance over the row (two passes over its stored input), mean and rstd stored per row,
- * then y per element. Or a softmax of the last dim (_softmax, e.g. an attention mask added
+ * A chain without a reduction is phase 0 alone. A member may instead be a layer norm of the
+ * last dim (native_layer_norm, e.g. a residual add then the norm): after phase 0, its mean and
+ * variance over the row (two passes over its stored input, or over a kernel input where the norm
+ * heads the chain), mean and rstd stored per row, then y per element and per element the
+ * pointwise members after it (phase 4, its epilogue: a UNet's norm -> silu). Or a softmax of the last dim (_softmax, e.g. an attention mask added
  * first): the row's max folded into phase 0, then the sum of exp(x - max) over the stored input,
  * then y per element, and per element the pointwise members after it (phase 4, its epilogue:
  * transformers' softmax(x, dtype=float32).to(bf16) casts back). A chain without a reduction or
  * a row tail may hold one cat of the last dim (rotary embeddings: q * cos + cat(-x2, x1) * sin).
- * The last member may also be a group norm (native_group_norm: a UNet's or
- * PoolFormer's residual or time-embedding add then the norm), its groups whole runs of rows.
+ * The norm may also be a group norm (native_group_norm: a UNet's or PoolFormer's residual or
+ * time-embedding add then the norm, then its silu), its groups whole runs of rows.
  * The binding refuses (with a reason naming the
  * member and its op) what this cannot compute exactly as eager. Private to those files and the builtin
  * proposer (which reports the reason). */
@@ -52,7 +53,9 @@ typedef struct kf_chain_bind {
     int gn;
     int64_t gn_ng, gn_rg, gn_rpc, gn_ch;
     int sm;                                  /* the softmax member (-1: none) */
-    int tail;                                /* ln or sm: the last member's row tail (-1: none) */
+    int tail;                                /* ln or sm: the row tail (-1: none) */
+    int tail_arg;                            /* the tail's input when a kernel input (a norm
+                                                heading the chain), else -1: a member's output */
     /* a cat of the last dim (rotary's cat((-x2, x1), -1)): its parts, each a kernel input read
      * directly or a pointwise member on the part's columns alone (a segment member, read by
      * the cat only), computed and stored inside the cat's branch for its columns */

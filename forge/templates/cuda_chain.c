@@ -84,10 +84,11 @@ static kf_status render(const kf_job_sig *sig, const int *knob_idx, char **sourc
     int64_t n = cb.R * cb.C;
     int rows = cb.red >= 0 || cb.tail >= 0 || (vals[2] && cb.C >= 32); /* a block per row */
     int warp = rows && !cb.gn && vals[4] && cb.C <= KF_WARP_MAX_C;      /* a warp per row */
-    int vw = vals[3] && !cb.gn ? kf_chain_vec_width(&cb, sig) : 1;
+    int vw = vals[3] && !cb.gn && cb.tail_arg < 0 ? kf_chain_vec_width(&cb, sig) : 1;
     /* the row tail's input kept in registers (a lane's columns, unrolled), not read back */
     int lanes = warp ? 32 : nt, cpl = (int)((cb.C + lanes - 1) / lanes);
-    int cache = rows && !cb.gn && cb.tail >= 0 && cb.red < 0 && vw == 1 && cpl <= KF_CACHE_MAX_CPL;
+    int cache = rows && !cb.gn && cb.tail >= 0 && cb.tail_arg < 0 && cb.red < 0 && vw == 1 &&
+                cpl <= KF_CACHE_MAX_CPL;
     /* a group norm's blocks per group: one, or a cluster of 4 or 8 (rows 0, warp 0 / 1) */
     int cl = !cb.gn || vals[2] ? 1 : vals[4] ? 8 : 4;
     unsigned grid = cb.gn ? kf_template_grid(cb.gn_ng * cl, nt, &gs) / (unsigned)cl * (unsigned)cl

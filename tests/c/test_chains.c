@@ -115,13 +115,15 @@ static void test_full_table_drops(void)
     kf_chains_free(c);
 }
 
-/* Test signatures: key k is op "t::k<k>" taking (k >> 8) f32[4] tensors. */
+/* Test signatures: key k is op "t::k<k>" taking (k >> 8) f32[4] tensors; KEY_LN is a layer norm. */
+#define KEY_LN 0x1ee
 static int lookup(void *user, uint64_t key, kf_chain_member_info *out)
 {
     (void)user;
     if (key == 0xdead) return 0; /* evicted */
     char op[32];
     snprintf(op, sizeof op, "t::k%llx", (unsigned long long)key);
+    if (key == KEY_LN) snprintf(op, sizeof op, "aten::native_layer_norm");
     kf_sig s;
     kf_sig_begin(&s, op);
     kf_tensor t = {.dtype = KF_F32, .ndim = 1, .sizes = {4}, .strides = {1}};
@@ -214,27 +216,32 @@ static void test_spec(void)
         kf_chains_reset(c);
     }
 
-    /* a member with three outputs (a layer norm: y, mean, rstd) ends the spec: add -> LN -> add
-     * -> LN, the second add reading LN's y, gives add -> LN; LN -> LN gives none */
-    for (int head_ln = 0; head_ln < 2; head_ln++) {
+    /* a member with three outputs (a layer norm: y, mean, rstd) may be followed by members that
+     * read its y: add -> LN -> add -> LN and LN -> add -> LN -> add are specs of all four; a
+     * member reading its rstd (output 2) ends the spec before it; after another op with three
+     * outputs (a batch norm) the spec ends, none where it heads */
+    for (int variant = 0; variant < 5; variant++) {
+        const int head_ln = variant == 1 || variant == 4, rstd = variant == 2, other = variant >= 3;
+        const uint64_t norm = other ? 0x102 : KEY_LN;
         uintptr_t outs[3];
         for (int k = 0; k < 4; k++) {
             int ln = (k % 2) != head_ln;
             in[0] = 50 + 4 * (uintptr_t)k, in[1] = 99;
+            if (rstd && k == 2) in[1] = 2000 + 1; /* member 1's rstd */
             outs[0] = 54 + 4 * (uintptr_t)k, outs[1] = 1000 + (uintptr_t)k, outs[2] = 2000 + (uintptr_t)k;
-            kf_chain_observe(c, r, ln ? 0x102 : 0x203, KF_CHAIN_SERVABLE, in, ln ? 1 : 2, outs,
+            kf_chain_observe(c, r, ln ? norm : 0x203, KF_CHAIN_SERVABLE, in, ln ? 1 : 2, outs,
                              ln ? 3 : 1);
         }
         kf_chain_flush(c, r);
         ch = only_chain(c);
         spec = cJSON_GetObjectItem(ch, "spec");
         CHECK_EQ_INT(cJSON_GetArraySize(cJSON_GetObjectItem(ch, "members")), 4);
-        if (head_ln) {
+        if (variant == 4) {
             CHECK(cJSON_IsNull(spec));
             CHECK(strstr(cJSON_GetObjectItem(ch, "fusable_reason")->valuestring,
-                         "member 0 has 3 outputs"));
+                         "member 0 has 3 outputs (only a layer or group norm"));
         } else {
-            CHECK_EQ_INT(cJSON_GetArraySize(cJSON_GetObjectItem(spec, "members")), 2);
+            CHECK_EQ_INT(cJSON_GetArraySize(cJSON_GetObjectItem(spec, "members")), rstd || other ? 2 : 4);
         }
         cJSON_Delete(ch);
         kf_chains_reset(c);

@@ -112,6 +112,7 @@ static char *job_text(const char *fields, int n_in, int n_out)
     cJSON *f = cJSON_Parse(wrapped), *m;
     free(wrapped);
     cJSON *spec = cJSON_GetObjectItem(f, "chain");
+    const int has_layout = cJSON_GetObjectItem(f, "outputs_layout") != NULL;
     cJSON_ArrayForEach(m, cJSON_GetObjectItem(spec, "members"))
     {
         static kf_sig sg;
@@ -142,11 +143,11 @@ static char *job_text(const char *fields, int n_in, int n_out)
     char *t = malloc(cap);
     snprintf(t, cap,
              "{\"format\": 1, \"op\": \"kforge::chain\", \"signature\": \"chain\", \"sig_hex\": "
-             "\"%s\", \"torch_version\": \"x\", \"outputs_layout\": [], \"backend\": \"host\", "
+             "\"%s\", \"torch_version\": \"x\", %s\"backend\": \"host\", "
              "\"device_index\": 0, %s, \"cases\": [{\"kind\": \"random\", \"inputs\": [%s], "
              "\"outputs\": [%s]}], \"eager_us\": 1, \"bytes_moved\": 1, \"bandwidth_gbs\": 0, "
              "\"atol\": 1e-5, \"rtol\": 1e-5}",
-             sig_hex, body + 1, ins, outs);
+             sig_hex, has_layout ? "" : "\"outputs_layout\": [], ", body + 1, ins, outs);
     free(body);
     free(sig_hex);
     return t;
@@ -321,7 +322,7 @@ static void run_case(const ccase *c)
             if (cuda_t->knobs[3].values[vec] && !CHECK_EQ_INT(strstr(src, "KF_VW") != NULL, c->packs))
                 printf("     %s: packs %s\n", label, c->packs ? "expected" : "not expected");
             /* a row tail's input in registers wherever no packs are taken (the rows are short) */
-            int cached = cb.tail >= 0 && cb.red < 0 && !cb.gn && !strstr(src, "KF_VW");
+            int cached = cb.tail >= 0 && cb.tail_arg < 0 && cb.red < 0 && !cb.gn && !strstr(src, "KF_VW");
             if (!CHECK_EQ_INT(strstr(src, "kf_x[KF_CPL]") != NULL, cached))
                 printf("     %s: registers for the tail's input %s\n", label, cached ? "expected" : "not expected");
             if (nt == 0 && vec == 0 && ly[2] == 0 && getenv("KF_TEST_CHAIN_SHOW"))
@@ -637,6 +638,87 @@ static void gn_ref(int64_t R, int64_t C, double *const *in, double **out)
     }
 }
 
+/* the same block's norm then its activation, the norm mid-chain: x + t -> group norm -> silu;
+ * outputs in member order, the norm's mean and rstd in its place (outputs_layout's marks) */
+#define LAYOUT(...) "\"outputs_layout\": [" __VA_ARGS__ "], "
+#define M(k) "{\"member\": " #k "}"
+static const char gns_json[] =
+    LAYOUT(M(0) ", " M(1) ", " M(1) ", " M(1) ", " M(2))
+    "\"inputs\": [" GN3("\"align\": 16") ", {\"dtype\": \"f32\", \"sizes\": [2, 8, 1], \"strides\": "
+    "[8, 1, 1], \"align\": 16}, " T1("f32", 8) ", " T1("f32", 8) "], "
+    "\"outputs\": [" GN3("\"alias\": -1") ", " GN3("\"alias\": -1") ", " O2("f32", 2, 4, -1) ", "
+    O2("f32", 2, 4, -1) ", " GN3("\"alias\": -1") "], "
+    "\"scalars\": [{\"name\": \"m0.alpha\", \"kind\": \"i\", \"value\": 1}, "
+    "{\"name\": \"m1.N\", \"kind\": \"i\", \"value\": 2}, {\"name\": \"m1.C\", \"kind\": \"i\", \"value\": 8}, "
+    "{\"name\": \"m1.HxW\", \"kind\": \"i\", \"value\": 5}, {\"name\": \"m1.group\", \"kind\": \"i\", \"value\": 4}, "
+    "{\"name\": \"m1.eps\", \"kind\": \"d\", \"value\": 1e-5}], "
+    "\"chain\": {\"version\": 1, \"n_head_inputs\": 2, \"n_ext\": 2, \"members\": ["
+    "{\"op\": \"aten::add.Tensor\", \"inputs\": [[\"head\", 0], [\"head\", 1]]}, "
+    "{\"op\": \"aten::native_group_norm\", \"inputs\": [[\"member\", 0, 0], [\"ext\", 0], [\"ext\", 1]]}, "
+    "{\"op\": \"aten::silu\", \"inputs\": [[\"member\", 1, 0]]}]}";
+
+static double silu_ref(double v) { return (float)(v / (1 + exp(-v))); }
+
+static void gns_ref(int64_t R, int64_t C, double *const *in, double **out)
+{
+    gn_ref(R, C, in, out);
+    for (int64_t e = 0; e < R * C; e++) out[4][e] = silu_ref(out[1][e]);
+}
+
+/* a ResNet block's first norm, which heads its chain (its input from outside): group norm -> silu */
+static const char gnh_json[] =
+    LAYOUT(M(0) ", " M(0) ", " M(0) ", " M(1))
+    "\"inputs\": [" GN3("\"align\": 16") ", " T1("f32", 8) ", " T1("f32", 8) "], "
+    "\"outputs\": [" GN3("\"alias\": -1") ", " O2("f32", 2, 4, -1) ", " O2("f32", 2, 4, -1) ", "
+    GN3("\"alias\": -1") "], "
+    "\"scalars\": [{\"name\": \"m0.N\", \"kind\": \"i\", \"value\": 2}, {\"name\": \"m0.C\", \"kind\": \"i\", \"value\": 8}, "
+    "{\"name\": \"m0.HxW\", \"kind\": \"i\", \"value\": 5}, {\"name\": \"m0.group\", \"kind\": \"i\", \"value\": 4}, "
+    "{\"name\": \"m0.eps\", \"kind\": \"d\", \"value\": 1e-5}], "
+    "\"chain\": {\"version\": 1, \"n_head_inputs\": 3, \"n_ext\": 0, \"members\": ["
+    "{\"op\": \"aten::native_group_norm\", \"inputs\": [[\"head\", 0], [\"head\", 1], [\"head\", 2]]}, "
+    "{\"op\": \"aten::silu\", \"inputs\": [[\"member\", 0, 0]]}]}";
+
+static void gnh_ref(int64_t R, int64_t C, double *const *in, double **out)
+{
+    const int64_t ch = 8, per = 10;
+    for (int64_t g = 0; g < R * C / per; g++) {
+        double s = 0, q = 0;
+        for (int64_t e = g * per; e < (g + 1) * per; e++) s += in[0][e];
+        const double m = s / (double)per;
+        for (int64_t e = g * per; e < (g + 1) * per; e++) q += (in[0][e] - m) * (in[0][e] - m);
+        const double rs = 1 / sqrt(q / (double)per + (double)(float)1e-5);
+        out[1][g] = (float)m;
+        out[2][g] = (float)rs;
+        for (int64_t e = g * per; e < (g + 1) * per; e++) {
+            out[0][e] = (float)((in[0][e] - m) * rs * in[1][(e / C) % ch] + in[2][(e / C) % ch]);
+            out[3][e] = silu_ref(out[0][e]);
+        }
+    }
+}
+
+/* bf16, the norm heading: native_layer_norm(x, [24], w, b) -> gelu -> * s (s from outside) */
+static const char lnh_json[] =
+    LAYOUT(M(0) ", " M(0) ", " M(0) ", " M(1) ", " M(2))
+    "\"inputs\": [" T2("bf16", 8, 24) ", " T1("bf16", 24) ", " T1("bf16", 24) ", " T2("bf16", 8, 24) "], "
+    "\"outputs\": [" O2("bf16", 8, 24, -1) ", " O2("f32", 8, 1, -1) ", " O2("f32", 8, 1, -1) ", "
+    O2("bf16", 8, 24, -1) ", " O2("bf16", 8, 24, -1) "], "
+    "\"scalars\": [{\"name\": \"m0.normalized_shape\", \"kind\": \"l\", \"value\": [24]}, "
+    "{\"name\": \"m0.eps\", \"kind\": \"d\", \"value\": 1e-5}, "
+    "{\"name\": \"m1.approximate\", \"kind\": \"s\", \"value\": \"none\"}], "
+    "\"chain\": {\"version\": 1, \"n_head_inputs\": 3, \"n_ext\": 1, \"members\": ["
+    "{\"op\": \"aten::native_layer_norm\", \"inputs\": [[\"head\", 0], [\"head\", 1], [\"head\", 2]]}, "
+    "{\"op\": \"aten::gelu\", \"inputs\": [[\"member\", 0, 0]]}, "
+    "{\"op\": \"aten::mul.Tensor\", \"inputs\": [[\"member\", 1, 0], [\"ext\", 0]]}]}";
+
+static void lnh_ref(int64_t R, int64_t C, double *const *in, double **out)
+{
+    norm_ref(R, C, KF_BF16, 1e-5, in[0], in[1], in[2], out[0], out[1], out[2]);
+    for (int64_t e = 0; e < R * C; e++) {
+        out[3][e] = store_as(KF_BF16, 0.5 * out[0][e] * (1 + erf(out[0][e] / sqrt(2.0))));
+        out[4][e] = store_as(KF_BF16, out[3][e] * in[3][e]);
+    }
+}
+
 /* an attention mask added, then a softmax of the last dim: x + mask[40] -> _softmax(., -1) */
 static const char sm_json[] =
     "\"inputs\": [" T2("f32", 6, 40) ", " T1("f32", 40) "], "
@@ -798,6 +880,9 @@ static const ccase cases[] = {
     {"add->layer_norm f32", ln_json, ln_ref, 6, 40, KF_F32, 1e-5, 1},
     {"mul->layer_norm bf16 (no bias)", lnbf_json, lnbf_ref, 8, 24, KF_BF16, 8e-3, 1},
     {"add->group_norm f32", gn_json, gn_ref, 16, 5, KF_F32, 1e-5, 0},
+    {"add->group_norm->silu f32", gns_json, gns_ref, 16, 5, KF_F32, 1e-5, 0},
+    {"group_norm->silu f32 (the norm heads)", gnh_json, gnh_ref, 16, 5, KF_F32, 1e-5, 0},
+    {"layer_norm->gelu->mul bf16 (the norm heads)", lnh_json, lnh_ref, 8, 24, KF_BF16, 8e-3, 0},
     {"rmsnorm f32", rms_json, rms_ref, 6, 40, KF_F32, 1e-5, 1},
     {"rmsnorm bf16 with its casts", rmsc_json, rmsc_ref, 6, 40, KF_BF16, 8e-3, 1},
     {"add->gelu->mul f32", pw_json, pw_ref, 32, 16, KF_F32, 1e-6, 1},
@@ -873,13 +958,16 @@ static void test_refusals(void)
     expect_load_error(s, 2, 6, "3 members, but the job has 6 outputs");
     free(s);
     s = swap(amax_json, ", {\"op\": \"aten::exp\", \"inputs\": [[\"member\", 1, 0]]}]}", "]}");
-    expect_unbound(s, 1, 3, "member 1 (aten::sub.Tensor): 2 outputs (only a layer or group norm may end a chain");
+    expect_unbound(s, 1, 3, "member 1 (aten::sub.Tensor): 2 outputs (only a layer or group norm may have more than one");
     free(s);
     s = swap(ln_json, "\"value\": [40]", "\"value\": [6, 40]");
     expect_unbound(s, 4, 4, "member 1 (aten::native_layer_norm): only the last dim is normalized");
     free(s);
-    s = swap(ln_json, "[[\"member\", 0, 0], [\"ext\", 0]", "[[\"head\", 0], [\"ext\", 0]");
-    expect_unbound(s, 4, 4, "member 1 (aten::native_layer_norm): it must normalize an earlier member's output");
+    s = swap(gnh_json, "\"aten::silu\"", "\"aten::_softmax\"");
+    char *s2 = swap(s, "\"value\": 1e-5}], ", "\"value\": 1e-5}, {\"name\": \"m1.dim\", \"kind\": \"i\", "
+                    "\"value\": -1}, {\"name\": \"m1.half_to_float\", \"kind\": \"b\", \"value\": false}], ");
+    expect_unbound(s2, 3, 4, "member 1 (aten::_softmax): a softmax after a row tail (member 0)");
+    free(s2);
     free(s);
     s = swap(gn_json, "\"m1.group\", \"kind\": \"i\", \"value\": 4", "\"m1.group\", \"kind\": \"i\", \"value\": 3");
     expect_unbound(s, 4, 4, "member 1 (aten::native_group_norm): N, C and HxW must be the input's, group divide C");
