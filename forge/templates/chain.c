@@ -558,6 +558,15 @@ static void load_expr(kf_strbuf *s, int dt, int cuda, const char *v)
     }
 }
 
+/* CUDA: kf_ct v as a dt output stores it, read back */
+static void load_stored(kf_strbuf *s, int dt, const char *v)
+{
+    kf_strbuf t = {0};
+    store_expr(&t, dt, 1, v);
+    load_expr(s, dt, 1, t.p);
+    kf_strbuf_free(&t);
+}
+
 void kf_chain_emit_defs(kf_strbuf *s, const kf_chain_bind *b, int cuda, const char *fnq)
 {
     const kf_job_chain *ch = b->ch;
@@ -1092,11 +1101,23 @@ static void emit_gn(kf_strbuf *s, const kf_chain_bind *b, int cuda, const char *
     if (rby.p) kf_strbuf_printf(s, "%s", rby.p);
     const char *in2 = cuda ? "" : "    "; /* the host's column loop inside the row's */
     if (!cuda) kf_strbuf_printf(s, "#pragma omp simd\n%s    for (long long c = 0; c < KF_C; c++) {\n", ind);
-    if (cuda) /* eager's CUDA kernel's fused per-channel scale and shift, y = x * a + b: in f16
-               * and bf16 another order of the same float math rounds 1-2 units apart */
-        kf_strbuf_printf(s, "%s    const kf_ct kf_a = kf_rstd * kf_w, kf_o = -kf_a * kf_mean + kf_b;\n"
-                            "%s    const kf_ct v = %s * kf_a + kf_o;\n", ind, ind, sx.p);
-    else
+    if (cuda) { /* eager's CUDA math: from mean and rstd as stored (bf16 rounds the mean: a
+                 * shift of up to rstd x its ulp), y = x * a + b with per-channel a = rstd * w,
+                 * b = -a * mean + beta; (x - mean) * rstd without weight and bias, and
+                 * (x - mean) * rstd * w + beta where HxW is 1 */
+        kf_strbuf_printf(s, "%s    const kf_ct kf_mq = ", ind);
+        load_stored(s, mdt, "kf_mean");
+        kf_strbuf_printf(s, ", kf_rq = ");
+        load_stored(s, rdt, "kf_rstd");
+        kf_strbuf_printf(s, ";\n");
+        if (b->gn_rpc * b->C == 1)
+            kf_strbuf_printf(s, "%s    const kf_ct v = (%s - kf_mq) * kf_rq * kf_w + kf_b;\n", ind, sx.p);
+        else if (b->ln_w < 0 && b->ln_b < 0)
+            kf_strbuf_printf(s, "%s    const kf_ct v = (%s - kf_mq) * kf_rq;\n", ind, sx.p);
+        else
+            kf_strbuf_printf(s, "%s    const kf_ct kf_a = kf_rq * kf_w, kf_o = -kf_a * kf_mq + kf_b;\n"
+                                "%s    const kf_ct v = %s * kf_a + kf_o;\n", ind, ind, sx.p);
+    } else
         kf_strbuf_printf(s, "%s%s    const kf_ct v = (%s - kf_mean - kf_ml) * kf_rstd * kf_w + kf_b;\n",
                          ind, in2, sx.p);
     store_tail_y(s, b, ydt, cuda, ind, in2);
