@@ -137,7 +137,8 @@ static int norm_args(kf_chain_bind *b, int k, int64_t c, int f32_ok, int64_t sta
 }
 
 /* native_layer_norm (chain.h): the last dim of the chain's full shape, its input an earlier
- * member's output, weight and bias of [C] from outside the chain; pointwise members may follow */
+ * member's output or a kernel input, weight and bias of [C] from outside the chain; pointwise
+ * members may follow */
 static int ln_bind(kf_chain_bind *b, int k, char *why, size_t cap)
 {
     const kf_job_sig *m = &b->ch->m[k].sig;
@@ -161,7 +162,8 @@ static int ln_bind(kf_chain_bind *b, int k, char *why, size_t cap)
 }
 
 /* native_group_norm (chain.h): an [N, C, ...] chain (3 dims or more, its input an earlier
- * member's output), weight and bias of [C] from outside the chain; pointwise members may follow.
+ * member's output or a kernel input), weight and bias of [C] from outside the chain; pointwise
+ * members may follow.
  * The walk's rows run over F's outer dims in order, so a group (n, g) is rows
  * [(n * group + g) * RG, + RG) with RG = C / group x the rows of one channel. */
 static int gn_bind(kf_chain_bind *b, int k, char *why, size_t cap)
