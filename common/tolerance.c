@@ -15,7 +15,7 @@ static const char *const accumulating[] = {
 };
 
 /* "aten::mean.dim" -> "mean" */
-static int accumulates(const char *op)
+int kf_op_accumulates(const char *op)
 {
     const char *base = strstr(op, "::");
     base = base ? base + 2 : op;
@@ -32,7 +32,7 @@ kf_status kf_tolerance(const char *op, int dtype, double *atol, double *rtol)
     switch (dtype) {
     case KF_F16: t = 1e-3; break;
     case KF_BF16: t = 1e-2; break;
-    case KF_F32: case KF_F64: case KF_F8E4M3: case KF_F8E5M2: t = accumulates(op) ? 1e-4 : 1e-5; break;
+    case KF_F32: case KF_F64: case KF_F8E4M3: case KF_F8E5M2: t = kf_op_accumulates(op) ? 1e-4 : 1e-5; break;
     default: t = 0; break; /* integers and bool exact */
     }
     *atol = *rtol = t;

@@ -69,6 +69,9 @@ KF_API int kf_dtype_from_name(const char *name); /* KF_DTYPE_UNKNOWN when not in
  * "Verification"): fp32/fp64 1e-5, or 1e-4 for ops that accumulate; fp16 1e-3; bf16 1e-2;
  * integers and bool exact (0). */
 KF_API kf_status kf_tolerance(const char *op, int dtype, double *atol, double *rtol);
+/* 1 when `op`'s kernels accumulate (a reduction, a norm, a softmax: the list behind
+ * kf_tolerance's 1e-4), else 0. */
+KF_API int kf_op_accumulates(const char *op);
 /* At least this for an output computed from a value rounded to `dtype` after a sum in another
  * order than eager's (a chain member downstream of a reduction reading a bf16 cast): that value
  * may round one ulp apart, and the output rounds again: an rtol of bf16 2^-6, f16 2^-9, other

@@ -537,14 +537,27 @@ static int continues_after(const chain_shape *s, int m, kf_chain_lookup_fn looku
     return 0;
 }
 
-/* The end of the fusable part that starts at member `from` (make_spec's cuts): one norm at most
- * (a chain kernel's one row tail). */
+/* Whether member m, after a norm, joins the norm's epilogue: one output, no sum of its own (a
+ * chain kernel's one reduction is the norm), and not the input of a later norm of the run, which
+ * it heads the chain of (add -> LN -> add -> LN is two add -> LN chains). */
+static int joins_epilogue(const chain_shape *s, int m, kf_chain_lookup_fn lookup, void *user,
+                          kf_chain_member_info *mi)
+{
+    if (s->n_out[m] > 1) return 0;
+    for (int j = m + 1; j < s->n; j++)
+        for (int i = 0; s->n_out[j] > 1 && i < s->n_in[j]; i++)
+            if (s->src[j][i][0] == m) return 0;
+    return lookup(user, s->key[m], mi) && !kf_op_accumulates(mi->op);
+}
+
+/* The end of the fusable part that starts at member `from` (make_spec's cuts). */
 static int fusable_end(const chain_shape *s, int from, kf_chain_lookup_fn lookup, void *user,
                        kf_chain_member_info *mi)
 {
     int n = from + 1, norm = s->n_out[from] > 1;
-    while (n < s->n && !s->writes[n] && !reads_extra(s, n, from) && !(norm && s->n_out[n] > 1) &&
-           continues_after(s, n - 1, lookup, user, mi)) {
+    while (n < s->n && !s->writes[n] && !reads_extra(s, n, from) &&
+           continues_after(s, n - 1, lookup, user, mi) &&
+           (!norm || joins_epilogue(s, n, lookup, user, mi))) {
         norm |= s->n_out[n] > 1;
         n++;
     }
@@ -580,9 +593,9 @@ static cJSON *make_spec(const chain_shape *s, int from, int limit, kf_chain_look
         else if (cut && s->n_out[n - 1] > 1 && !continues_after(s, n - 1, lookup, user, mi))
             snprintf(why, cap, "member %d has %d outputs (only a layer or group norm is followed "
                                "by more members)", n - 1, s->n_out[n - 1]);
-        else if (cut && !s->writes[n] && s->n_out[n] > 1)
-            snprintf(why, cap, "member %d has %d outputs after a norm (a chain kernel has one)", n,
-                     s->n_out[n]);
+        else if (cut && !s->writes[n] && !reads_extra(s, n, s0))
+            snprintf(why, cap, "member %d does not join the norm's epilogue (a second norm, a "
+                               "reduction, or the next norm's input)", n);
         else if (cut && !s->writes[n])
             snprintf(why, cap, "member %d reads another output than the first of a member (a chain "
                                "kernel's members read first outputs only)", n);

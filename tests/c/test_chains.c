@@ -117,6 +117,7 @@ static void test_full_table_drops(void)
 
 /* Test signatures: key k is op "t::k<k>" taking (k >> 8) f32[4] tensors; KEY_LN is a layer norm. */
 #define KEY_LN 0x1ee
+#define KEY_MEAN 0x1ef
 static int lookup(void *user, uint64_t key, kf_chain_member_info *out)
 {
     (void)user;
@@ -124,6 +125,7 @@ static int lookup(void *user, uint64_t key, kf_chain_member_info *out)
     char op[32];
     snprintf(op, sizeof op, "t::k%llx", (unsigned long long)key);
     if (key == KEY_LN) snprintf(op, sizeof op, "aten::native_layer_norm");
+    if (key == KEY_MEAN) snprintf(op, sizeof op, "aten::mean.dim");
     kf_sig s;
     kf_sig_begin(&s, op);
     kf_tensor t = {.dtype = KF_F32, .ndim = 1, .sizes = {4}, .strides = {1}};
@@ -216,9 +218,8 @@ static void test_spec(void)
         kf_chains_reset(c);
     }
 
-    /* a member with three outputs (a layer norm: y, mean, rstd) may be followed by members that
-     * read its y, up to the next norm: add -> LN -> add -> LN gives add -> LN -> add and
-     * LN -> add -> LN -> add gives LN -> add; a
+    /* a member with three outputs (a layer norm: y, mean, rstd): add -> LN -> add -> LN gives
+     * add -> LN (the second add heads the second norm's chain), LN -> add -> LN -> add none; a
      * member reading its rstd (output 2) ends the spec before it; after another op with three
      * outputs (a batch norm) the spec ends, none where it heads */
     for (int variant = 0; variant < 5; variant++) {
@@ -237,13 +238,33 @@ static void test_spec(void)
         ch = only_chain(c);
         spec = cJSON_GetObjectItem(ch, "spec");
         CHECK_EQ_INT(cJSON_GetArraySize(cJSON_GetObjectItem(ch, "members")), 4);
-        if (variant == 4) {
+        if (head_ln) {
             CHECK(cJSON_IsNull(spec));
             CHECK(strstr(cJSON_GetObjectItem(ch, "fusable_reason")->valuestring,
-                         "member 0 has 3 outputs (only a layer or group norm"));
+                         other ? "member 0 has 3 outputs (only a layer or group norm"
+                               : "member 1 does not join the norm's epilogue"));
         } else {
-            CHECK_EQ_INT(cJSON_GetArraySize(cJSON_GetObjectItem(spec, "members")), rstd || other || head_ln ? 2 : 3);
+            CHECK_EQ_INT(cJSON_GetArraySize(cJSON_GetObjectItem(spec, "members")), 2);
         }
+        cJSON_Delete(ch);
+        kf_chains_reset(c);
+    }
+
+    /* the norm's epilogue: add -> LN -> mul(y, w) -> relu is one spec; a reduction after the
+     * norm (its mean over rows: a pooled output) is not in it */
+    for (int red = 0; red < 2; red++) {
+        uintptr_t outs[3] = {0, 3000, 3001};
+        const uint64_t keys[4] = {0x203, KEY_LN, red ? KEY_MEAN : 0x203, 0x102};
+        const uintptr_t a[4] = {60, 61, 62, 63}, b[4] = {98, 0, 97, 0};
+        for (int k = 0; k < 4; k++) {
+            in[0] = a[k], in[1] = b[k], outs[0] = 61 + (uintptr_t)k;
+            kf_chain_observe(c, r, keys[k], KF_CHAIN_SERVABLE, in, (int)(keys[k] >> 8), outs,
+                             keys[k] == KEY_LN ? 3 : 1);
+        }
+        kf_chain_flush(c, r);
+        ch = only_chain(c);
+        spec = cJSON_GetObjectItem(ch, "spec");
+        CHECK_EQ_INT(cJSON_GetArraySize(cJSON_GetObjectItem(spec, "members")), red ? 2 : 4);
         cJSON_Delete(ch);
         kf_chains_reset(c);
     }
