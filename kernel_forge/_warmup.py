@@ -439,6 +439,36 @@ def weigh_chain_job(keys: list, op_rows: dict, job_dir: str) -> float | None:
     return job["eager_us"]
 
 
+def members_beat_chain(row: dict, keys: list, op_rows: dict) -> float | None:
+    """An inserted chain's row weighed again once the warm-up is done: the members' time with
+    every kernel it inserted for them (those searched after the chain too), when the chain's
+    kernel is not 3% faster than that (the worker's own bar); else None."""
+    saved = sum(max(0.0, m["eager_us"] - m["best_us"]) for m in (op_rows.get(k) for k in keys)
+                if m and m["status"] == "inserted" and m.get("best_us") and m.get("eager_us"))
+    try:
+        with open(os.path.join(row["job_dir"], "job.json")) as f:
+            job = json.load(f)
+    except (OSError, ValueError, TypeError):
+        return None
+    members = job.get("members_eager_us", job.get("eager_us"))
+    if saved <= 0 or not members or not row.get("best_us"):
+        return None
+    own = max(members - saved, 1e-3)
+    return own if row["best_us"] * 1.03 > own else None
+
+
+def _disable_entry(cache_dir: str, key: str, why: str) -> str:
+    """Mark the cache entry `key` disabled, with `why`: '' or the error."""
+    import ctypes
+
+    from . import _native
+
+    err = ctypes.create_string_buffer(1024)
+    code = _native.lib().kf_cache_dir_set_disabled(cache_dir.encode(), key.encode(), 1,
+                                                    why.encode(), err, len(err))
+    return (err.value.decode() or _native.status_str(code)) if code else ""
+
+
 def job_time_budget(left: float, share: float, rest: list[float]) -> float:
     """A job's part of the time `left`: in proportion to its share of the recorded time among the
     jobs still to run (`rest`, its own included), so the hottest signatures search longest; time a
@@ -601,7 +631,7 @@ def warmup(script_cmd: list[str], *, iterations: int = 50, time_budget: float = 
     from . import _remote
 
     remote = _remote.get() if os.environ.get("KFORGE_REMOTE_CACHE") else None
-    out_rows, deferred = [], []
+    out_rows, deferred, chain_rows = [], [], []
     covered = {}  # op signature key -> the inserted chains that run its calls
     op_rows = {}  # op signature key -> its row once searched: a chain's members' own kernels
 
@@ -642,7 +672,7 @@ def warmup(script_cmd: list[str], *, iterations: int = 50, time_budget: float = 
             return
         bar.close()
         _remote.publish(res, kf.cache_dir(), r.get("cache_key"))
-        row.update(eager_us=res["eager_us"], best_us=res.get("best_us"), speedup=res.get("speedup"),
+        row.update(entry_key=res.get("cache_key"), eager_us=res["eager_us"], best_us=res.get("best_us"), speedup=res.get("speedup"),
                    iterations=res["iterations"], status=res["status"], wall_s=res.get("wall_s", 0),
                    llm=res.get("llm"), stop_reason=res.get("stop_reason", ""),
                    detail=res.get("detail", ""))
@@ -669,6 +699,7 @@ def warmup(script_cmd: list[str], *, iterations: int = 50, time_budget: float = 
                 if row["status"] == "inserted":
                     for k in set(r["keys"]):
                         covered.setdefault(k, []).append(r)
+                    chain_rows.append((row, r))
             out_rows.append(row)
             continue
         row = {"op": r["op"], "signature": r["signature"], "key": r["key"], "share": r["share"],
@@ -729,6 +760,19 @@ def warmup(script_cmd: list[str], *, iterations: int = 50, time_budget: float = 
             deferred.remove(item)
         if deferred:
             time.sleep(min(1.0, remote.cfg["poll_s"]))
+    # a chain inserted before kernels for its members were: the members with those may be faster
+    for row, r in chain_rows:
+        own = members_beat_chain(row, r["keys"], op_rows) if row["status"] == "inserted" else None
+        if own is None or not row.get("entry_key"):
+            continue
+        why = (f"slower than its members with their own kernels ({row['best_us']:.1f} us vs "
+               f"{own:.1f} us)")
+        err = _disable_entry(kf.cache_dir(), row["entry_key"], why)
+        if err:
+            row["detail"] = (row.get("detail", "") + f"; found {why}, not disabled: {err}").lstrip("; ")
+            continue
+        row["status"] = "disabled"
+        row["detail"] = (row.get("detail", "") + "; " + why).lstrip("; ")
     return {"rows": out_rows, "cache_dir": kf.cache_dir(), "skipped": skipped, "setup": setup,
             "bandwidth_gbs": p["bw"], "wall_s": time.monotonic() - t0}
 

@@ -550,12 +550,26 @@ static int joins_epilogue(const chain_shape *s, int m, kf_chain_lookup_fn lookup
     return lookup(user, s->key[m], mi) && !kf_op_accumulates(mi->op);
 }
 
+/* Whether member m is a cat whose output the next member, a norm, reads (a UNet's skip
+ * concatenation before its norm): no chain kernel fuses a cat with a norm, so a fusable part
+ * ends before that cat, and one may start after it (best_spec), the norm heading. */
+static int cat_before_norm(const chain_shape *s, int m, kf_chain_lookup_fn lookup, void *user,
+                           kf_chain_member_info *mi)
+{
+    if (m + 1 >= s->n || s->n_out[m + 1] <= 1) return 0;
+    int reads = 0;
+    for (int i = 0; i < s->n_in[m + 1]; i++) reads |= s->src[m + 1][i][0] == m;
+    return reads && lookup(user, s->key[m], mi) && !strcmp(mi->op, "aten::cat");
+}
+
 /* The end of the fusable part that starts at member `from` (make_spec's cuts). */
 static int fusable_end(const chain_shape *s, int from, kf_chain_lookup_fn lookup, void *user,
                        kf_chain_member_info *mi)
 {
     int n = from + 1, norm = s->n_out[from] > 1;
+    if (cat_before_norm(s, from, lookup, user, mi)) return n;
     while (n < s->n && !s->writes[n] && !reads_extra(s, n, from) &&
+           !cat_before_norm(s, n, lookup, user, mi) &&
            continues_after(s, n - 1, lookup, user, mi) &&
            (!norm || joins_epilogue(s, n, lookup, user, mi))) {
         norm |= s->n_out[n] > 1;
@@ -694,7 +708,8 @@ static int unpredicted(const chain_entry *e, int m)
  * between such members, each starting at one (its inputs are then the spec head's, taken at the
  * call): GPT-2's tanh GELU, whose `0.5 * x` is made just before it. A member that read a tensor
  * new to the thread in most runs (a linear's output: SwiGLU's mul) cuts the same way; a weight
- * new only in its first forward does not (most runs are later ones). */
+ * new only in its first forward does not (most runs are later ones). A part also starts at a
+ * norm after a cat (cat_before_norm). */
 static cJSON *best_spec(const chain_entry *e, kf_chain_lookup_fn lookup, void *user,
                         kf_chain_member_info *mi, int *first, char *why, size_t cap, int deferred)
 {
@@ -715,7 +730,8 @@ static cJSON *best_spec(const chain_entry *e, kf_chain_lookup_fn lookup, void *u
         break;
     }
     for (int from = 0; from < e->shape.n - 1; from++) {
-        if (from > 0 && !unpredicted(e, from)) continue;
+        if (from > 0 && !unpredicted(e, from) && !cat_before_norm(&e->shape, from - 1, lookup, user, mi))
+            continue;
         int limit = from + 1;
         while (limit < e->shape.n && !unpredicted(e, limit)) limit++;
         if (from == 0 && limit < e->shape.n) fm = limit;

@@ -118,6 +118,7 @@ static void test_full_table_drops(void)
 /* Test signatures: key k is op "t::k<k>" taking (k >> 8) f32[4] tensors; KEY_LN is a layer norm. */
 #define KEY_LN 0x1ee
 #define KEY_MEAN 0x1ef
+#define KEY_CAT 0x2ef
 static int lookup(void *user, uint64_t key, kf_chain_member_info *out)
 {
     (void)user;
@@ -126,6 +127,7 @@ static int lookup(void *user, uint64_t key, kf_chain_member_info *out)
     snprintf(op, sizeof op, "t::k%llx", (unsigned long long)key);
     if (key == KEY_LN) snprintf(op, sizeof op, "aten::native_layer_norm");
     if (key == KEY_MEAN) snprintf(op, sizeof op, "aten::mean.dim");
+    if (key == KEY_CAT) snprintf(op, sizeof op, "aten::cat");
     kf_sig s;
     kf_sig_begin(&s, op);
     kf_tensor t = {.dtype = KF_F32, .ndim = 1, .sizes = {4}, .strides = {1}};
@@ -265,6 +267,26 @@ static void test_spec(void)
         ch = only_chain(c);
         spec = cJSON_GetObjectItem(ch, "spec");
         CHECK_EQ_INT(cJSON_GetArraySize(cJSON_GetObjectItem(spec, "members")), red ? 2 : 4);
+        cJSON_Delete(ch);
+        kf_chains_reset(c);
+    }
+
+    /* a cat that a norm reads (a UNet's skip concatenation, then its norm and silu) is not fused
+     * with it: cat -> LN -> relu and add -> cat -> LN -> relu give LN -> relu, the norm heading */
+    for (int add = 0; add < 2; add++) {
+        uintptr_t outs[3] = {0, 4000, 4001};
+        const uint64_t keys[4] = {0x203, KEY_CAT, KEY_LN, 0x102};
+        const uintptr_t a[4] = {80, 81, 82, 83}, b[4] = {96, 95, 0, 0};
+        for (int k = !add; k < 4; k++) {
+            in[0] = a[k], in[1] = b[k], outs[0] = 81 + (uintptr_t)k;
+            kf_chain_observe(c, r, keys[k], KF_CHAIN_SERVABLE, in, (int)(keys[k] >> 8), outs,
+                             keys[k] == KEY_LN ? 3 : 1);
+        }
+        kf_chain_flush(c, r);
+        ch = only_chain(c);
+        spec = cJSON_GetObjectItem(ch, "spec");
+        CHECK_EQ_INT(cJSON_GetArraySize(cJSON_GetObjectItem(spec, "members")), 2);
+        CHECK_EQ_INT(cJSON_GetObjectItem(ch, "spec_first")->valuedouble, 1 + add);
         cJSON_Delete(ch);
         kf_chains_reset(c);
     }
