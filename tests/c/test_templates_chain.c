@@ -619,23 +619,28 @@ static const char gn_json[] =
     "{\"op\": \"aten::add.Tensor\", \"inputs\": [[\"head\", 0], [\"head\", 1]]}, "
     "{\"op\": \"aten::native_group_norm\", \"inputs\": [[\"member\", 0, 0], [\"ext\", 0], [\"ext\", 1]]}]}";
 
+/* the group norm of gn_json's [2, 8, 5] (4 groups of 2 channels x 5) of x into y, mean, rstd */
+static void group_norm_ref(int64_t n, int64_t C, const double *x, const double *w, const double *b,
+                           double *y, double *mean, double *rstd)
+{
+    const int64_t ch = 8, per = 10;
+    for (int64_t g = 0; g < n / per; g++) {
+        double s = 0, q = 0;
+        for (int64_t e = g * per; e < (g + 1) * per; e++) s += x[e];
+        const double m = s / (double)per;
+        for (int64_t e = g * per; e < (g + 1) * per; e++) q += (x[e] - m) * (x[e] - m);
+        const double rs = 1 / sqrt(q / (double)per + (double)(float)1e-5);
+        mean[g] = (float)m;
+        rstd[g] = (float)rs;
+        for (int64_t e = g * per; e < (g + 1) * per; e++)
+            y[e] = (float)((x[e] - m) * rs * w[(e / C) % ch] + b[(e / C) % ch]);
+    }
+}
+
 static void gn_ref(int64_t R, int64_t C, double *const *in, double **out)
 {
-    const int64_t ch = 8, per = 10; /* a group: 2 channels x 5 */
     for (int64_t e = 0; e < R * C; e++) out[0][e] = (float)(in[0][e] + in[1][e / C]);
-    for (int64_t g = 0; g < R * C / per; g++) {
-        double s = 0, q = 0;
-        for (int64_t e = g * per; e < (g + 1) * per; e++) s += out[0][e];
-        const double m = s / (double)per;
-        for (int64_t e = g * per; e < (g + 1) * per; e++) q += (out[0][e] - m) * (out[0][e] - m);
-        const double rs = 1 / sqrt(q / (double)per + (double)(float)1e-5);
-        out[2][g] = (float)m;
-        out[3][g] = (float)rs;
-        for (int64_t e = g * per; e < (g + 1) * per; e++) {
-            const int64_t c = (e / C) % ch;
-            out[1][e] = (float)((out[0][e] - m) * rs * in[2][c] + in[3][c]);
-        }
-    }
+    group_norm_ref(R * C, C, out[0], in[2], in[3], out[1], out[2], out[3]);
 }
 
 /* the same block's norm then its activation, the norm mid-chain: x + t -> group norm -> silu;
@@ -680,20 +685,8 @@ static const char gnh_json[] =
 
 static void gnh_ref(int64_t R, int64_t C, double *const *in, double **out)
 {
-    const int64_t ch = 8, per = 10;
-    for (int64_t g = 0; g < R * C / per; g++) {
-        double s = 0, q = 0;
-        for (int64_t e = g * per; e < (g + 1) * per; e++) s += in[0][e];
-        const double m = s / (double)per;
-        for (int64_t e = g * per; e < (g + 1) * per; e++) q += (in[0][e] - m) * (in[0][e] - m);
-        const double rs = 1 / sqrt(q / (double)per + (double)(float)1e-5);
-        out[1][g] = (float)m;
-        out[2][g] = (float)rs;
-        for (int64_t e = g * per; e < (g + 1) * per; e++) {
-            out[0][e] = (float)((in[0][e] - m) * rs * in[1][(e / C) % ch] + in[2][(e / C) % ch]);
-            out[3][e] = silu_ref(out[0][e]);
-        }
-    }
+    group_norm_ref(R * C, C, in[0], in[1], in[2], out[0], out[1], out[2]);
+    for (int64_t e = 0; e < R * C; e++) out[3][e] = silu_ref(out[0][e]);
 }
 
 /* bf16, the norm heading: native_layer_norm(x, [24], w, b) -> gelu -> * s (s from outside) */

@@ -12,7 +12,7 @@ import json
 
 import pytest
 from conftest import run_python
-from fixtures.chain_warmup import serving, warm_chains
+from fixtures.chain_warmup import SERVE_DICT_TAIL, serving, warm_chains
 
 MODEL = """
 import torch
@@ -68,16 +68,7 @@ def run(n):
     return out
 """
 
-SERVE = MODEL + """
-import kernel_forge as kf
-y = run(12)
-kf.disable()
-want = run(1)
-kf.enable()
-err = lambda u, v: ((u.double() - v.double()).abs().max() / v.double().abs().max()).item()
-print(json.dumps({"err": {k: max(err(u, v) for u, v in zip(y[k], want[k])) for k in y},
-                  "entries": kf.chain_entries()}))
-"""
+SERVE = MODEL + SERVE_DICT_TAIL
 
 
 @pytest.mark.parametrize("dev", ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)])
@@ -98,7 +89,7 @@ def test_warmup_fuses_add_group_norm_and_a_fresh_process_serves_it(tmp_path, mon
     inserted = [r for r in chains if r["status"] == "inserted"]
     assert len(inserted) >= 2 and all(r["status"] in ("inserted", "no_faster_kernel", "no_template")
                                       for r in chains), chains
-    p = run_python("import json\n" + SERVE.replace(MODEL, model), env)
+    p = run_python(SERVE.replace(MODEL, model), env)
     assert p.returncode == 0, p.stderr[-3000:]
     r = json.loads(p.stdout.strip().splitlines()[-1])
     # bf16 / f16 outputs: eager's own rounding of the normalized value; f32 1e-5 (mean and rstd

@@ -10,7 +10,7 @@ import json
 
 import pytest
 from conftest import run_python
-from fixtures.chain_warmup import serving, warm_chains
+from fixtures.chain_warmup import SERVE_DICT_TAIL, serving, warm_chains
 
 MODEL = """
 import torch
@@ -41,7 +41,7 @@ class Net(torch.nn.Module):
             h = xs[k]
             for b in blocks:
                 h = b(h, temb[k])
-            out[k] = h
+            out[k] = (h,)
         return out
 net = Net().eval().to(DEV)
 xs = {k: torch.randn(s).to(dt).to(DEV) for k, (dt, s) in CASES.items()}
@@ -53,15 +53,7 @@ def run(n):
     return out
 """
 
-SERVE = MODEL + """
-import kernel_forge as kf
-y = run(12)
-kf.disable()
-want = run(1)
-kf.enable()
-err = lambda u, v: ((u.double() - v.double()).abs().max() / v.double().abs().max()).item()
-print(json.dumps({"err": {k: err(y[k], want[k]) for k in y}, "entries": kf.chain_entries()}))
-"""
+SERVE = MODEL + SERVE_DICT_TAIL
 
 
 @pytest.mark.parametrize("dev", ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)])
@@ -76,7 +68,7 @@ def test_warmup_fuses_group_norm_then_silu_and_a_fresh_process_serves_it(tmp_pat
     assert {"chain: native_group_norm -> silu", "chain: add -> native_group_norm -> silu"} <= names, chains
     inserted = [r for r in chains if r["status"] == "inserted"]
     assert {r["signature"] for r in inserted} >= {"chain: add -> native_group_norm -> silu"}, chains
-    p = run_python("import json\n" + SERVE.replace(MODEL, model), env)
+    p = run_python(SERVE.replace(MODEL, model), env)
     assert p.returncode == 0, p.stderr[-3000:]
     r = json.loads(p.stdout.strip().splitlines()[-1])
     # three blocks of convolutions after each served norm: bf16's own rounding carried on

@@ -1,6 +1,6 @@
 # Session 27, call C (after call B, on its machine and build): the zoo's UNet (fp16: norm1 -> silu
 # and add -> norm2 -> silu in each ResNet block) through the zoo's runner, in-process A/B included.
-#   run(carry=[".snap"], command="cd .snap && bash callC.sh SECONDS")
+#   run(carry=[".snap"], command="cd .snap && bash callC-not-run.sh SECONDS")
 export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD
 T0=$(date +%s); t() { echo "== $(( $(date +%s) - T0 )) s: $*"; }
 LEFT=${1:-400}

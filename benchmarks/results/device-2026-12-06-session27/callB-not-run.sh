@@ -1,7 +1,7 @@
 # Session 27, call B: call A's two GPU tests after the CUDA group norm's y became eager's from
 # the stored mean and rstd (call C, right after on the same machine: the zoo's UNet).
 #   bash scripts/device-snapshot.sh && cp benchmarks/results/device-2026-12-06-session27/call[BC].sh .snap/
-#   run(carry=[".snap"], command="cd .snap && bash callB.sh")
+#   run(carry=[".snap"], command="cd .snap && bash callB-not-run.sh")
 export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD
 T0=$(date +%s); t() { echo "== $(( $(date +%s) - T0 )) s: $*"; }
 nvidia-smi --query-gpu=name --format=csv,noheader
