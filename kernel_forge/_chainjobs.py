@@ -149,7 +149,7 @@ def _wire(spec: dict, k: int, inputs: list, outs: list) -> list:
 
 def run_chain(spec: dict, members: list, inputs: list) -> list:
     """Every member's outputs, eager, from the kernel inputs (left as they are: a head that
-    writes in place writes a copy): one per member, the last member's all, flat."""
+    writes in place writes a copy): each member's, in member order, flat."""
     outs, firsts = [], []
     for k, mb in enumerate(members):
         pos, kw = mb.call(_wire(spec, k, inputs, firsts))

@@ -672,8 +672,9 @@ def warmup(script_cmd: list[str], *, iterations: int = 50, time_budget: float = 
             return
         bar.close()
         _remote.publish(res, kf.cache_dir(), r.get("cache_key"))
-        row.update(entry_key=res.get("cache_key"), eager_us=res["eager_us"], best_us=res.get("best_us"), speedup=res.get("speedup"),
-                   iterations=res["iterations"], status=res["status"], wall_s=res.get("wall_s", 0),
+        row.update(entry_key=res.get("cache_key"), eager_us=res["eager_us"], best_us=res.get("best_us"),
+                   speedup=res.get("speedup"), iterations=res["iterations"], status=res["status"],
+                   wall_s=res.get("wall_s", 0),
                    llm=res.get("llm"), stop_reason=res.get("stop_reason", ""),
                    detail=res.get("detail", ""))
         if res.get("best_us") and res.get("roofline_us"):

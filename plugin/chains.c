@@ -607,6 +607,10 @@ static cJSON *make_spec(const chain_shape *s, int from, int limit, kf_chain_look
         else if (cut && s->n_out[n - 1] > 1 && !continues_after(s, n - 1, lookup, user, mi))
             snprintf(why, cap, "member %d has %d outputs (only a layer or group norm is followed "
                                "by more members)", n - 1, s->n_out[n - 1]);
+        else if (cut && (cat_before_norm(s, n - 1, lookup, user, mi) ||
+                         cat_before_norm(s, n, lookup, user, mi)))
+            snprintf(why, cap, "a cat that a norm reads (member %d or %d): no chain kernel fuses "
+                               "the two", n - 1, n);
         else if (cut && !s->writes[n] && !reads_extra(s, n, s0))
             snprintf(why, cap, "member %d does not join the norm's epilogue (a second norm, a "
                                "reduction, or the next norm's input)", n);
