@@ -419,14 +419,20 @@ MIN_BUDGET_S = 0.1
 CHAIN_COVERS = 0.8
 
 
+def _member_savings(keys: list, op_rows: dict) -> float:
+    """What the kernels this warm-up inserted for a chain's members (`keys`, their rows in
+    `op_rows`) save against those members' eager time."""
+    return sum(max(0.0, m["eager_us"] - m["best_us"]) for m in (op_rows.get(k) for k in keys)
+               if m and m["status"] == "inserted" and m.get("best_us") and m.get("eager_us"))
+
+
 def weigh_chain_job(keys: list, op_rows: dict, job_dir: str) -> float | None:
     """A chain's job weighed against its members as the served process runs them without it: its
     eager time less what the kernels this warm-up inserted for its members (`keys`, their rows in
     `op_rows`) save. A group norm's own kernel, 3x over eager, can beat the chain that beats the
     members run eager; the process's chain speed guard judges the same way. The job's new eager
     time (the old one kept as members_eager_us), or None where no member has a kernel."""
-    saved = sum(max(0.0, m["eager_us"] - m["best_us"]) for m in (op_rows.get(k) for k in keys)
-                if m and m["status"] == "inserted" and m.get("best_us") and m.get("eager_us"))
+    saved = _member_savings(keys, op_rows)
     if saved <= 0:
         return None
     path = os.path.join(job_dir, "job.json")
@@ -443,8 +449,7 @@ def members_beat_chain(row: dict, keys: list, op_rows: dict) -> float | None:
     """An inserted chain's row weighed again once the warm-up is done: the members' time with
     every kernel it inserted for them (those searched after the chain too), when the chain's
     kernel is not 3% faster than that (the worker's own bar); else None."""
-    saved = sum(max(0.0, m["eager_us"] - m["best_us"]) for m in (op_rows.get(k) for k in keys)
-                if m and m["status"] == "inserted" and m.get("best_us") and m.get("eager_us"))
+    saved = _member_savings(keys, op_rows)
     try:
         with open(os.path.join(row["job_dir"], "job.json")) as f:
             job = json.load(f)

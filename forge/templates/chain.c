@@ -806,17 +806,15 @@ static void emit_phase_(kf_strbuf *s, const kf_chain_bind *b, int phase, int cud
         char v[16];
         int xm = ch->m[b->tail].ref[0].a;
         snprintf(v, sizeof v, "v%d", xm);
-        if (b->ln >= 0) {
-            kf_strbuf_printf(s, "%skf_s += %s", ind, cuda ? "" : "(double)");
-            if (b->tail_arg >= 0) tail_in(s, b, cuda);
-            else load_expr(s, member_dtype(b, xm), cuda, v);
-            kf_strbuf_printf(s, ";\n");
-        } else { /* a NaN is dropped here and comes back through its exp in the sum */
-            kf_strbuf_printf(s, "%s{\n%s    const kf_ct t = ", ind, ind);
-            if (b->tail_arg >= 0) tail_in(s, b, cuda);
-            else load_expr(s, member_dtype(b, xm), cuda, v);
-            kf_strbuf_printf(s, ";\n%s    kf_m = t > kf_m ? t : kf_m;\n%s}\n", ind, ind);
-        }
+        kf_strbuf x = {0}; /* the tail's input: a kernel input's element, or member xm's value */
+        if (b->tail_arg >= 0) tail_in(&x, b, cuda);
+        else load_expr(&x, member_dtype(b, xm), cuda, v);
+        if (b->ln >= 0)
+            kf_strbuf_printf(s, "%skf_s += %s%s;\n", ind, cuda ? "" : "(double)", x.p);
+        else /* a NaN is dropped from the max and comes back through its exp in the sum */
+            kf_strbuf_printf(s, "%s{\n%s    const kf_ct t = %s;\n%s    kf_m = t > kf_m ? t : kf_m;\n%s}\n",
+                             ind, ind, x.p, ind, ind);
+        kf_strbuf_free(&x);
     }
 }
 
@@ -1069,11 +1067,11 @@ static void emit_gn(kf_strbuf *s, const kf_chain_bind *b, int cuda, const char *
     const char *loop = kf_chain_group_loop(cuda);
     char in1[40];
     snprintf(in1, sizeof in1, "%s    ", ind);
-    kf_strbuf rbx = {0}, rby = {0};
+    kf_strbuf rb = {0};
     int epilogue = 0;
     for (int e = k + 1; e < b->n; e++) epilogue |= b->phase[e] == 4;
-    if (b->tail_arg >= 0) kf_chain_emit_rowbases(&rbx, b, in1);
-    if (b->tail_arg >= 0 || epilogue) kf_chain_emit_rowbases(&rby, b, in1);
+    if (b->tail_arg >= 0 || epilogue) kf_chain_emit_rowbases(&rb, b, in1);
+    const char *rbx = b->tail_arg >= 0 ? rb.p : ""; /* the variance pass reads x alone */
     if (cuda)
         kf_strbuf_printf(s, "%skf_s = kf_chain_group_reduce(kf_s);\n"
                             "%sconst kf_ct kf_mean = kf_s / (kf_ct)(KF_RG * KF_C);\n"
@@ -1081,7 +1079,7 @@ static void emit_gn(kf_strbuf *s, const kf_chain_bind *b, int cuda, const char *
                             "%skf_q = kf_chain_group_reduce(kf_q);\n"
                             "%sconst kf_ct kf_rstd = rsqrtf(kf_q / (kf_ct)(KF_RG * KF_C) + "
                             "(kf_ct)KF_LN_EPS);\n%sif (KF_GE0 == 0) {\n",
-                         ind, ind, ind, loop, rbx.p ? rbx.p : "", ind, sx.p, ind, ind, ind, ind, ind);
+                         ind, ind, ind, loop, rbx, ind, sx.p, ind, ind, ind, ind, ind);
     else
         kf_strbuf_printf(s, "%sconst double kf_md = kf_s / (double)(KF_RG * KF_C);\n"
                             "%s%s\n%s#pragma omp simd reduction(+ : kf_q)\n"
@@ -1091,7 +1089,7 @@ static void emit_gn(kf_strbuf *s, const kf_chain_bind *b, int cuda, const char *
                             "%sconst kf_ct kf_mean = (kf_ct)kf_md, kf_ml = (kf_ct)(kf_md - (double)kf_mean);\n"
                             "%sconst kf_ct kf_rstd = (kf_ct)(1.0 / sqrt(kf_q / (double)(KF_RG * KF_C) + "
                             "(double)(float)KF_LN_EPS));\n%s{\n",
-                         ind, ind, loop, rbx.p ? rbx.p : "", ind, ind, sx.p, ind, ind, ind, ind, ind, ind);
+                         ind, ind, loop, rbx, ind, ind, sx.p, ind, ind, ind, ind, ind, ind);
     kf_strbuf_printf(s, "%s    y%d_1[g] = ", ind, k);
     store_expr(s, mdt, cuda, "kf_mean");
     kf_strbuf_printf(s, ";\n%s    y%d_2[g] = ", ind, k);
@@ -1100,7 +1098,7 @@ static void emit_gn(kf_strbuf *s, const kf_chain_bind *b, int cuda, const char *
                      loop, ind);
     kf_strbuf_printf(s, "%s    const kf_ct kf_w = %s, kf_b = %s;\n", ind, b->ln_w >= 0 ? sw.p : "(kf_ct)1",
                      b->ln_b >= 0 ? sb.p : "(kf_ct)0");
-    if (rby.p) kf_strbuf_printf(s, "%s", rby.p);
+    if (rb.p) kf_strbuf_printf(s, "%s", rb.p);
     const char *in2 = cuda ? "" : "    "; /* the host's column loop inside the row's */
     if (!cuda) kf_strbuf_printf(s, "#pragma omp simd\n%s    for (long long c = 0; c < KF_C; c++) {\n", ind);
     if (cuda) { /* eager's CUDA math: from mean and rstd as stored (bf16 rounds the mean: a
@@ -1125,8 +1123,7 @@ static void emit_gn(kf_strbuf *s, const kf_chain_bind *b, int cuda, const char *
     store_tail_y(s, b, ydt, cuda, ind, in2);
     if (!cuda) kf_strbuf_printf(s, "%s    }\n", ind);
     kf_strbuf_printf(s, "%s}\n", ind);
-    kf_strbuf_free(&rbx);
-    kf_strbuf_free(&rby);
+    kf_strbuf_free(&rb);
     kf_strbuf_free(&sx);
     kf_strbuf_free(&sw);
     kf_strbuf_free(&sb);

@@ -606,18 +606,22 @@ static void lnbf_ref(int64_t R, int64_t C, double *const *in, double **out)
 /* a UNet block's time embedding added, then a group norm: x[2, 8, 5] + t[2, 8, 1] ->
  * native_group_norm(., w[8], b[8], N=2, C=8, HxW=5, group=4); host only */
 #define GN3(what) "{\"dtype\": \"f32\", \"sizes\": [2, 8, 5], \"strides\": [40, 5, 1], " what "}"
-static const char gn_json[] =
-    "\"inputs\": [" GN3("\"align\": 16") ", {\"dtype\": \"f32\", \"sizes\": [2, 8, 1], \"strides\": "
+/* its inputs, the add's and the norm's outputs, scalars, and the two members */
+#define GN_INPUTS                                                                                  \
+    "\"inputs\": [" GN3("\"align\": 16") ", {\"dtype\": \"f32\", \"sizes\": [2, 8, 1], \"strides\": "   \
     "[8, 1, 1], \"align\": 16}, " T1("f32", 8) ", " T1("f32", 8) "], "
-    "\"outputs\": [" GN3("\"alias\": -1") ", " GN3("\"alias\": -1") ", " O2("f32", 2, 4, -1) ", "
-    O2("f32", 2, 4, -1) "], "
-    "\"scalars\": [{\"name\": \"m0.alpha\", \"kind\": \"i\", \"value\": 1}, "
-    "{\"name\": \"m1.N\", \"kind\": \"i\", \"value\": 2}, {\"name\": \"m1.C\", \"kind\": \"i\", \"value\": 8}, "
-    "{\"name\": \"m1.HxW\", \"kind\": \"i\", \"value\": 5}, {\"name\": \"m1.group\", \"kind\": \"i\", \"value\": 4}, "
+#define GN_OUTPUTS                                                                                 \
+    GN3("\"alias\": -1") ", " GN3("\"alias\": -1") ", " O2("f32", 2, 4, -1) ", " O2("f32", 2, 4, -1)
+#define GN_SCALARS                                                                                 \
+    "\"scalars\": [{\"name\": \"m0.alpha\", \"kind\": \"i\", \"value\": 1}, "                              \
+    "{\"name\": \"m1.N\", \"kind\": \"i\", \"value\": 2}, {\"name\": \"m1.C\", \"kind\": \"i\", \"value\": 8}, " \
+    "{\"name\": \"m1.HxW\", \"kind\": \"i\", \"value\": 5}, {\"name\": \"m1.group\", \"kind\": \"i\", \"value\": 4}, " \
     "{\"name\": \"m1.eps\", \"kind\": \"d\", \"value\": 1e-5}], "
-    "\"chain\": {\"version\": 1, \"n_head_inputs\": 2, \"n_ext\": 2, \"members\": ["
-    "{\"op\": \"aten::add.Tensor\", \"inputs\": [[\"head\", 0], [\"head\", 1]]}, "
-    "{\"op\": \"aten::native_group_norm\", \"inputs\": [[\"member\", 0, 0], [\"ext\", 0], [\"ext\", 1]]}]}";
+#define GN_MEMBERS                                                                                 \
+    "\"chain\": {\"version\": 1, \"n_head_inputs\": 2, \"n_ext\": 2, \"members\": ["                     \
+    "{\"op\": \"aten::add.Tensor\", \"inputs\": [[\"head\", 0], [\"head\", 1]]}, "                          \
+    "{\"op\": \"aten::native_group_norm\", \"inputs\": [[\"member\", 0, 0], [\"ext\", 0], [\"ext\", 1]]}"
+static const char gn_json[] = GN_INPUTS "\"outputs\": [" GN_OUTPUTS "], " GN_SCALARS GN_MEMBERS "]}";
 
 /* the group norm of gn_json's [2, 8, 5] (4 groups of 2 channels x 5) of x into y, mean, rstd */
 static void group_norm_ref(int64_t n, int64_t C, const double *x, const double *w, const double *b,
@@ -649,18 +653,8 @@ static void gn_ref(int64_t R, int64_t C, double *const *in, double **out)
 #define M(k) "{\"member\": " #k "}"
 static const char gns_json[] =
     LAYOUT(M(0) ", " M(1) ", " M(1) ", " M(1) ", " M(2))
-    "\"inputs\": [" GN3("\"align\": 16") ", {\"dtype\": \"f32\", \"sizes\": [2, 8, 1], \"strides\": "
-    "[8, 1, 1], \"align\": 16}, " T1("f32", 8) ", " T1("f32", 8) "], "
-    "\"outputs\": [" GN3("\"alias\": -1") ", " GN3("\"alias\": -1") ", " O2("f32", 2, 4, -1) ", "
-    O2("f32", 2, 4, -1) ", " GN3("\"alias\": -1") "], "
-    "\"scalars\": [{\"name\": \"m0.alpha\", \"kind\": \"i\", \"value\": 1}, "
-    "{\"name\": \"m1.N\", \"kind\": \"i\", \"value\": 2}, {\"name\": \"m1.C\", \"kind\": \"i\", \"value\": 8}, "
-    "{\"name\": \"m1.HxW\", \"kind\": \"i\", \"value\": 5}, {\"name\": \"m1.group\", \"kind\": \"i\", \"value\": 4}, "
-    "{\"name\": \"m1.eps\", \"kind\": \"d\", \"value\": 1e-5}], "
-    "\"chain\": {\"version\": 1, \"n_head_inputs\": 2, \"n_ext\": 2, \"members\": ["
-    "{\"op\": \"aten::add.Tensor\", \"inputs\": [[\"head\", 0], [\"head\", 1]]}, "
-    "{\"op\": \"aten::native_group_norm\", \"inputs\": [[\"member\", 0, 0], [\"ext\", 0], [\"ext\", 1]]}, "
-    "{\"op\": \"aten::silu\", \"inputs\": [[\"member\", 1, 0]]}]}";
+    GN_INPUTS "\"outputs\": [" GN_OUTPUTS ", " GN3("\"alias\": -1") "], " GN_SCALARS GN_MEMBERS
+    ", {\"op\": \"aten::silu\", \"inputs\": [[\"member\", 1, 0]]}]}";
 
 static double silu_ref(double v) { return (float)(v / (1 + exp(-v))); }
 
