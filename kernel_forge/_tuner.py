@@ -180,6 +180,14 @@ def workload_devices(rows: list[dict]) -> list[str]:
     return list(rows_by_device(rows))
 
 
+def device_bandwidths(rows: list[dict]) -> dict[str, float]:
+    """Each workload device's copy bandwidth, measured on that device: the rows name it as
+    "cuda:0", which torch.device reads as the GPU (ranking a GPU's rows against the host's
+    copy made its big ops look already at their roofline)."""
+    with _jobs.bypass():
+        return {d: _jobs.copy_bandwidth_gbs(torch.device(d), 1 << 26) for d in workload_devices(rows)}
+
+
 def chain_priority(chain: dict, rows_by_key: dict, bandwidth_gbs) -> float:
     """priority() for a chain (chain_candidates' row): its members' time x the headroom of one
     kernel that moves the members' bytes less their reads of earlier members' outputs (it holds
@@ -560,9 +568,7 @@ class OnlineTuner(threading.Thread):
                     self._looked(t_look)
                     continue  # nothing hot: no measurement on the device at all
                 add_bytes_moved(rows, nbytes)
-                with _jobs.bypass():  # each row against its own device's roofline
-                    bw = {d: _jobs.copy_bandwidth_gbs(torch.device(d), 1 << 26)
-                          for d in workload_devices(rows)}
+                bw = device_bandwidths(rows)  # each row against its own device's roofline
                 cands = hot_candidates(rows, self.cfg["min_calls"], self.cfg["min_share"],
                                        skip, bw)
                 if chains:  # one priority order

@@ -118,7 +118,7 @@ def record_doc(fw: ForwardWindows) -> dict:
     """What the recording run hands the parent: every row (untunable ones marked, bytes moved),
     each device's copy bandwidth, the forwards and their window, the recorded chains."""
     import kernel_forge as kf
-    from . import _jobs, _tuner
+    from . import _tuner
 
     rows = kf.stats()
     _tuner.mark_untunable(rows)
@@ -129,9 +129,7 @@ def record_doc(fw: ForwardWindows) -> dict:
         for r in rows:
             if r["intercepted"] and r["servable"] and not r["has_kernel"]:
                 r["cache_key"] = _remote.cache_key_of(r["key"])
-    devices = {r["device"] for r in rows if r.get("bytes_moved")}
-    with _jobs.bypass():  # for the priority: time x headroom to the roofline
-        bw = {d: _jobs.copy_bandwidth_gbs(torch_device(d), 1 << 26) for d in devices}
+    bw = _tuner.device_bandwidths(rows)  # for the priority: time x headroom to the roofline
     try:
         chains = kf._chains_of(2, rows)  # chains(), from these rows: no second stats()
     except Exception:  # noqa: BLE001 - chains are optional in the warm-up
@@ -193,12 +191,6 @@ def _graph_capturing() -> bool:
     import torch
 
     return torch.cuda.is_available() and torch.cuda.is_current_stream_capturing()
-
-
-def torch_device(name: str):
-    import torch
-
-    return torch.device("cuda") if name == "cuda" else torch.device("cpu")
 
 
 def plan_capture_keys(plan: dict) -> set:

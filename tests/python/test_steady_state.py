@@ -4,7 +4,7 @@ import json
 import pytest
 
 from conftest import run_python
-from kernel_forge import _tuner, _warmup
+from kernel_forge import _jobs, _tuner, _warmup
 
 # A model built and prepared the way users do it: heavy one-time work outside any forward
 # (casting every weight there and back, a large tensor add repeated while "loading"), then
@@ -133,7 +133,7 @@ def test_launch_bound_ops_rank_below_ops_with_room_to_gain():
     assert _tuner.priority(dict(tiny, device="cpu"), bw) > 9.0
 
 
-def test_a_gpu_workload_ranks_against_the_gpu_bandwidth_not_the_hosts():
+def test_a_gpu_workload_ranks_against_the_gpu_bandwidth_not_the_hosts(monkeypatch):
     # a GPU model's script runs CPU ops too (building it, and some inside its forwards): the
     # recording measures both devices' copy bandwidth, and each row is ranked against its own
     # device's, whichever came first and whichever row is hottest
@@ -160,6 +160,13 @@ def test_a_gpu_workload_ranks_against_the_gpu_bandwidth_not_the_hosts():
         assert prio["add"] == pytest.approx(2.0 * (1 - 4.825 / 19.2)), order
         assert prio["index"] == pytest.approx(9.0 * (1 - 1_000_000 / 450e3 / 900.0)), order
     assert _tuner.workload_devices(rows) == ["cpu", "cuda:0"]
+    # and each device's bandwidth is measured on that device: "cuda:0" is the GPU (the warm-up
+    # once read every name but "cuda" as the host, and ranked GPU rows against a host copy)
+    probed = []
+    monkeypatch.setattr(_jobs, "copy_bandwidth_gbs",
+                        lambda device, nbytes: probed.append(device) or bws[str(device)])
+    assert _tuner.device_bandwidths(rows) == bws
+    assert [(d.type, d.index) for d in probed] == [("cpu", None), ("cuda", 0)]
 
 
 def test_a_chain_ranks_by_the_headroom_of_its_fused_bytes():
