@@ -139,6 +139,11 @@ def n_tensor_args(key: str) -> int:
 LAUNCH_FLOOR_US = {"cuda": 2.5, "cpu": 0.2}
 
 
+def on_gpu(device: str | None) -> bool:
+    """Whether a row's device ("cuda:0", as kf.stats() names it, or "cpu") is a GPU."""
+    return (device or "cpu").split(":")[0] == "cuda"
+
+
 def bandwidth_of(row: dict, bandwidth_gbs) -> float | None:
     """The copy bandwidth of the row's own device: `bandwidth_gbs` maps devices to GB/s (the
     recording measures each device a script ran ops on: a GPU model's script runs CPU ops too, and
@@ -348,11 +353,11 @@ def memory_shortfall(row: dict, captures: int) -> str | None:
     about (captures + 3) x the bytes of a call's tensors (footprint_bytes); they may take at
     most a quarter of the free memory (the timing buffers take at most
     _jobs.MEASURE_FREE_FRACTION besides)."""
-    if row.get("device") != "cuda":
+    if not on_gpu(row.get("device")):
         return None
     need = (captures + 3) * (row.get("footprint_bytes") or row.get("bytes_moved") or 0)
     try:
-        free, _ = _jobs.cuda_memory(torch.device("cuda"))
+        free, _ = _jobs.cuda_memory(torch.device(row["device"]))
     except Exception as e:  # no answer from the device: do not risk it
         return f"free GPU memory unknown ({e})"
     if need > free // 4:
@@ -726,7 +731,7 @@ class OnlineTuner(threading.Thread):
             return None
         t = time.monotonic()
         window = self.cfg["quiet_ms"] / 1e3
-        idle = cuda_idle if self.device == "cuda" else None
+        idle = cuda_idle if on_gpu(self.device) else None
         q = wait_quiet(self.cfg["quiet_wait_s"] if self.wait_s is None else self.wait_s, window,
                        idle=idle)
         # a model that did not pause is likely not to pause next time either: half the wait
@@ -946,7 +951,7 @@ class OnlineTuner(threading.Thread):
         # device alone)
         busy = max(0.0, result.get("busy_s", 0.0))
         self._spent("worker_busy", busy)
-        if row.get("device") == "cuda":
+        if on_gpu(row.get("device")):
             self.used(busy)  # the device's share: the worker's working wall time
         else:  # the cores' share: CPU time (a nice'd worker on a loaded machine mostly waits)
             cpu = _children_cpu_s() - cpu0

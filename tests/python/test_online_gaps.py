@@ -138,3 +138,17 @@ def test_on_cuda_a_gap_also_needs_the_models_queued_work_done():
     torch.cuda.synchronize()
     assert _tuner.wait_quiet(1.0, 0.05, idle=_tuner.cuda_idle) is True
     del y
+
+
+def test_a_gpu_row_named_as_stats_names_it_waits_for_the_gpu(monkeypatch):
+    """kf.stats() names a GPU row's device "cuda:0": the gap must also wait for the GPU's queue
+    (the tuner once compared the name with "cuda" and treated every GPU row as a host one)."""
+    seen = []
+    monkeypatch.setattr(_tuner, "wait_quiet", lambda wait_s, window, idle=None: seen.append(idle) or True)
+    tuner = _tuner.OnlineTuner()
+    tuner.cfg.update(quiet_wait_s=0.2, quiet_ms=50.0)
+    for device in ("cuda:0", "cpu"):
+        tuner._begin({"key": "k", "signature": "s", "device": device})
+        assert tuner.quiet() is True
+    assert seen == [_tuner.cuda_idle, None]
+    assert _tuner.on_gpu("cuda:1") and not _tuner.on_gpu("cpu") and not _tuner.on_gpu(None)

@@ -169,7 +169,7 @@ def test_copy_bandwidth_on_a_full_gpu_is_unknown_and_allocates_nothing(monkeypat
 def row(**kw):
     r = {"key": "0" * 16, "signature": "s", "op": "aten::_softmax", "intercepted": True,
          "servable": True, "has_kernel": False, "calls": 100, "share": 0.5, "time_ms": 10.0,
-         "eager_us": 100.0, "device": "cuda", "bytes_moved": 100 * MiB}
+         "eager_us": 100.0, "device": "cuda:0", "bytes_moved": 100 * MiB}
     r.update(kw)
     return r
 
