@@ -411,46 +411,64 @@ MIN_BUDGET_S = 0.1
 CHAIN_COVERS = 0.8
 
 
-def _member_savings(keys: list, op_rows: dict) -> float:
-    """What the kernels this warm-up inserted for a chain's members (`keys`, their rows in
-    `op_rows`) save against those members' eager time."""
-    return sum(max(0.0, m["eager_us"] - m["best_us"]) for m in (op_rows.get(k) for k in keys)
-               if m and m["status"] == "inserted" and m.get("best_us") and m.get("eager_us"))
+def _members_served_fraction(keys: list, op_rows: dict, rec_us: dict) -> float | None:
+    """The part of a chain's members' eager time left once the kernels this warm-up inserted
+    for them (`keys`, their rows in `op_rows`) serve them: each member's own job says how much
+    faster its kernel is (best / eager, measured side by side there), weighted by its share of
+    the members' time in the recording (`rec_us`: key -> recorded eager us). A ratio, because the
+    chain's job times its members differently (one after the other, a member's input still in
+    the L2): subtracting the op jobs' microseconds from it once left a 2.6 us target for a
+    group norm the op job timed at 74 us. None where no member has a kernel."""
+    def weight(k):  # an untimed row says -1
+        for us in ((rec_us or {}).get(k), (op_rows.get(k) or {}).get("eager_us")):
+            if us and us > 0:
+                return us
+        return 0.0
+
+    def factor(m):
+        if m and m["status"] == "inserted" and m.get("best_us") and m.get("eager_us"):
+            return min(1.0, m["best_us"] / m["eager_us"])
+        return None
+
+    total = sum(weight(k) for k in keys)
+    if total <= 0 or all(factor(op_rows.get(k)) is None for k in keys):
+        return None
+    return sum(weight(k) * (factor(op_rows.get(k)) or 1.0) for k in keys) / total
 
 
-def weigh_chain_job(keys: list, op_rows: dict, job_dir: str) -> float | None:
+def weigh_chain_job(keys: list, op_rows: dict, job_dir: str, rec_us: dict) -> float | None:
     """A chain's job weighed against its members as the served process runs them without it: its
-    eager time less what the kernels this warm-up inserted for its members (`keys`, their rows in
-    `op_rows`) save. A group norm's own kernel, 3x over eager, can beat the chain that beats the
-    members run eager; the process's chain speed guard judges the same way. The job's new eager
-    time (the old one kept as members_eager_us), or None where no member has a kernel."""
-    saved = _member_savings(keys, op_rows)
-    if saved <= 0:
+    eager time scaled by what the kernels this warm-up inserted for its members save
+    (_members_served_fraction). A group norm's own kernel, 3x over eager, can beat the chain that
+    beats the members run eager; the process's chain speed guard judges the same way. The job's
+    new eager time (the old one kept as members_eager_us), or None where no member has a kernel."""
+    frac = _members_served_fraction(keys, op_rows, rec_us)
+    if frac is None:
         return None
     path = os.path.join(job_dir, "job.json")
     with open(path) as f:
         job = json.load(f)
     job["members_eager_us"] = job["eager_us"]
-    job["eager_us"] = max(job["eager_us"] - saved, job.get("call_floor_us") or 0.0, 1e-3)
+    job["eager_us"] = max(job["eager_us"] * frac, job.get("call_floor_us") or 0.0, 1e-3)
     with open(path, "w") as f:
         json.dump(job, f, indent=1)
     return job["eager_us"]
 
 
-def members_beat_chain(row: dict, keys: list, op_rows: dict) -> float | None:
+def members_beat_chain(row: dict, keys: list, op_rows: dict, rec_us: dict) -> float | None:
     """An inserted chain's row weighed again once the warm-up is done: the members' time with
     every kernel it inserted for them (those searched after the chain too), when the chain's
     kernel is not 3% faster than that (the worker's own bar); else None."""
-    saved = _member_savings(keys, op_rows)
+    frac = _members_served_fraction(keys, op_rows, rec_us)
     try:
         with open(os.path.join(row["job_dir"], "job.json")) as f:
             job = json.load(f)
     except (OSError, ValueError, TypeError):
         return None
     members = job.get("members_eager_us", job.get("eager_us"))
-    if saved <= 0 or not members or not row.get("best_us"):
+    if frac is None or not members or not row.get("best_us"):
         return None
-    own = max(members - saved, 1e-3)
+    own = max(members * frac, 1e-3)
     return own if row["best_us"] * 1.03 > own else None
 
 
@@ -631,6 +649,7 @@ def warmup(script_cmd: list[str], *, iterations: int = 50, time_budget: float = 
     out_rows, deferred, chain_rows = [], [], []
     covered = {}  # op signature key -> the inserted chains that run its calls
     op_rows = {}  # op signature key -> its row once searched: a chain's members' own kernels
+    rec_us = {r["key"]: r.get("eager_us") for r in p["rows"]}  # each signature's recorded time
 
     def in_chain(r):
         """The hottest inserted chain running r's calls, when those chains together run enough
@@ -689,7 +708,7 @@ def warmup(script_cmd: list[str], *, iterations: int = 50, time_budget: float = 
                 row["status"] = "not tuned: " + j["error"]
             else:
                 row["job_dir"] = j["job_dir"]
-                own = weigh_chain_job(r["keys"], op_rows, j["job_dir"])
+                own = weigh_chain_job(r["keys"], op_rows, j["job_dir"], rec_us)
                 search_one(i, r, row, j)
                 if own is not None:  # what the chain has to beat, said with the result
                     row["detail"] = (f"against its members with their own kernels ({own:.1f} us); "
@@ -760,7 +779,7 @@ def warmup(script_cmd: list[str], *, iterations: int = 50, time_budget: float = 
             time.sleep(min(1.0, remote.cfg["poll_s"]))
     # a chain inserted before kernels for its members were: the members with those may be faster
     for row, r in chain_rows:
-        own = members_beat_chain(row, r["keys"], op_rows) if row["status"] == "inserted" else None
+        own = members_beat_chain(row, r["keys"], op_rows, rec_us) if row["status"] == "inserted" else None
         if own is None or not row.get("entry_key"):
             continue
         why = (f"slower than its members with their own kernels ({row['best_us']:.1f} us vs "

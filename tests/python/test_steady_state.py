@@ -280,31 +280,40 @@ def test_a_longer_spec_holding_a_chain_keeps_its_calls():
 
 
 def test_a_chain_job_is_weighed_against_its_members_own_kernels(tmp_path):
-    # add -> group_norm, eager 30 us: the norm's kernel inserted earlier in the warm-up saves
-    # 18 - 6 us, so the chain has 18 us to beat; the add's kernel lost (not inserted: nothing saved)
+    # add -> group_norm, eager 30 us: the norm (18 of the 30 us recorded) has a kernel inserted
+    # earlier in the warm-up at a third of its time, so the chain has 12 + 6 = 18 us to beat;
+    # the add's kernel lost (not inserted: nothing saved)
+    rec = {"a": 12.0, "n": 18.0}
     (tmp_path / "job.json").write_text(json.dumps({"eager_us": 30.0, "call_floor_us": 2.0}))
     rows = {"n": {"status": "inserted", "eager_us": 18.0, "best_us": 6.0},
             "a": {"status": "no_faster_kernel", "eager_us": 12.0, "best_us": 13.0}}
-    assert _warmup.weigh_chain_job(["a", "n"], rows, str(tmp_path)) == 18.0
+    assert _warmup.weigh_chain_job(["a", "n"], rows, str(tmp_path), rec) == pytest.approx(18.0)
     job = json.loads((tmp_path / "job.json").read_text())
-    assert job["eager_us"] == 18.0 and job["members_eager_us"] == 30.0
+    assert job["eager_us"] == pytest.approx(18.0) and job["members_eager_us"] == 30.0
+    # the chain's job timed its members faster than their own jobs did (the norm reading the
+    # add's output from the L2): the norm's kernel saves the same part of it, not the op job's
+    # microseconds (15 - 12 would leave a 3 us target no kernel meets)
+    (tmp_path / "job.json").write_text(json.dumps({"eager_us": 15.0}))
+    assert _warmup.weigh_chain_job(["a", "n"], rows, str(tmp_path), rec) == pytest.approx(9.0)
     # no member with a kernel of its own: the job as it was
     (tmp_path / "job.json").write_text(json.dumps({"eager_us": 30.0}))
-    assert _warmup.weigh_chain_job(["a", "x"], rows, str(tmp_path)) is None
+    assert _warmup.weigh_chain_job(["a", "x"], rows, str(tmp_path), rec) is None
     assert json.loads((tmp_path / "job.json").read_text()) == {"eager_us": 30.0}
 
 
 def test_a_chain_is_weighed_again_against_member_kernels_inserted_after_it(tmp_path):
     # the chain's job was written against its members run eager (30 us) and its kernel took
-    # 20 us; a kernel for member n inserted later saves 12 us: the members take 18 us, the
-    # chain is not 3% faster than that
+    # 20 us; a kernel for member n (18 of the 30 us recorded) inserted later takes a third of
+    # its time: the members take 18 us, the chain is not 3% faster than that
+    rec = {"a": 12.0, "n": 18.0}
     (tmp_path / "job.json").write_text(json.dumps({"eager_us": 30.0}))
     row = {"job_dir": str(tmp_path), "best_us": 20.0}
     rows = {"n": {"status": "inserted", "eager_us": 18.0, "best_us": 6.0}}
-    assert _warmup.members_beat_chain(row, ["a", "n"], rows) == 18.0
+    assert _warmup.members_beat_chain(row, ["a", "n"], rows, rec) == pytest.approx(18.0)
     # a faster chain stays; so does one whose members have no kernels; a weighed job counts
-    # from its members' eager time
-    assert _warmup.members_beat_chain(dict(row, best_us=12.0), ["a", "n"], rows) is None
-    assert _warmup.members_beat_chain(row, ["a"], rows) is None
+    # from its members' eager time; an untimed recorded row (-1) weighs by its op job's time
+    assert _warmup.members_beat_chain(dict(row, best_us=12.0), ["a", "n"], rows, rec) is None
+    assert _warmup.members_beat_chain(row, ["a"], rows, rec) is None
     (tmp_path / "job.json").write_text(json.dumps({"eager_us": 18.0, "members_eager_us": 30.0}))
-    assert _warmup.members_beat_chain(row, ["a", "n"], rows) == 18.0
+    assert _warmup.members_beat_chain(row, ["a", "n"], rows, rec) == pytest.approx(18.0)
+    assert _warmup.members_beat_chain(row, ["a", "n"], rows, dict(rec, n=-1.0)) == pytest.approx(18.0)
