@@ -430,6 +430,13 @@ static int full_run_repeat(const kf_chain_rec *r, const uintptr_t *in, int n_in)
     return 0;
 }
 
+static int has_key(const chain_shape *s, uint64_t key)
+{
+    for (int m = 0; m < s->n; m++)
+        if (s->key[m] == key) return 1;
+    return 0;
+}
+
 /* The call joins the open run when linked to it (or `side`: held back, joined), else ends the
  * run and starts the next one; a call that might join without a link is held back instead. */
 static void append(kf_chains *c, kf_chain_rec *r, uint64_t key, unsigned flags, const uintptr_t *in,
@@ -440,8 +447,17 @@ static void append(kf_chains *c, kf_chain_rec *r, uint64_t key, unsigned flags, 
     int linked = side, k;
     if (!side && !r->replaying && (k = view_head_at(r, in, storage, n_in)) > 0) resplit(c, r, k);
     if (!side && !r->replaying && (k = full_run_repeat(r, in, n_in)) > 0) resplit(c, r, k);
-    for (int i = 0; i < n_in && r->run.n > 0 && r->run.n < KF_CHAIN_MAX; i++)
+    int head = 0, outside = 0;
+    for (int i = 0; i < n_in && r->run.n > 0 && r->run.n < KF_CHAIN_MAX; i++) {
         if (find_source(r, in[i], storage ? storage[i] : 0, byte_off ? byte_off[i] : 0, src[i])) linked = 1;
+        head |= src[i][0] == FROM_HEAD;
+        outside |= src[i][0] == FROM_OUTSIDE;
+    }
+    /* a sibling of the head on its input, reading nothing from outside the run, joins it too
+     * (GPT-2's `0.5 * x`, then `x ** 3`); one that also reads an outside tensor does not (the
+     * next block's `add(y, bias)` after `add(x, bias)`, or `k * cos` after `q * cos`), nor a
+     * signature the run has already: a loop's next step on the same input */
+    if (head && !outside && !has_key(&r->run, key)) linked = 1;
     if (!linked && !side && side_candidate(r, flags, n_in, n_out) && r->n_side == 0 && !r->replaying) {
         args_set(&r->side[r->n_side++], key, flags, in, seen_at, storage, byte_off, n_in, out, n_out, now);
         return;

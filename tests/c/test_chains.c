@@ -640,6 +640,59 @@ static void test_full_run_cut_at_a_repeated_head(void)
     kf_chains_free(c);
 }
 
+/* GPT-2's tanh GELU, `0.5 * x * (1 + tanh(c * (x + 0.044715 * x ** 3)))`: `x ** 3` reads only
+ * the head's input, not its output, and joins the run (a call reading neither starts the next
+ * one); the last multiply then reads member 0's output, and the whole is one chain of 8. */
+static void test_head_input_links(void)
+{
+    kf_chains *c;
+    CHECK_EQ_INT(kf_chains_create(&c, 64), KF_OK);
+    kf_chain_rec *r = kf_chain_rec_create();
+    for (int k = 0; k < 4; k++) {
+        uintptr_t x = 100 + 20 * (uintptr_t)k, o = x + 1;
+        call(c, r, 0x101, x, 0, o);          /* half = x * 0.5 */
+        call(c, r, 0x102, x, 0, o + 1);      /* p = x ** 3 */
+        call(c, r, 0x103, o + 1, 0, o + 2);  /* p * 0.044715 */
+        call(c, r, 0x204, x, o + 2, o + 3);  /* x + that */
+        call(c, r, 0x105, o + 3, 0, o + 4);  /* * sqrt(2 / pi) */
+        call(c, r, 0x106, o + 4, 0, o + 5);  /* tanh */
+        call(c, r, 0x107, o + 5, 0, o + 6);  /* 1 + that */
+        call(c, r, 0x208, o, o + 6, o + 7);  /* half * that */
+        call(c, r, 0x109, 999 + (uintptr_t)k, 0, 1999 + (uintptr_t)k); /* unlinked: the next run */
+    }
+    /* a loop's steps on one input: each its own run (the signature is in the run already) */
+    for (int k = 0; k < 4; k++) {
+        call(c, r, 0x10a, 5000, 0, 5001 + 2 * (uintptr_t)k);
+        call(c, r, 0x10b, 5001 + 2 * (uintptr_t)k, 0, 5002 + 2 * (uintptr_t)k);
+    }
+    kf_chain_flush(c, r);
+    char *text = kf_chains_json_doc(c, 1, lookup, NULL);
+    cJSON *doc = text ? cJSON_Parse(text) : NULL;
+    free(text);
+    cJSON *chains = cJSON_GetObjectItem(doc, "chains");
+    CHECK_EQ_INT(cJSON_GetArraySize(chains), 2);
+    const int gelu = cJSON_GetArraySize(cJSON_GetObjectItem(cJSON_GetArrayItem(chains, 0), "members")) == 8 ? 0 : 1;
+    cJSON *ch = cJSON_DetachItemFromArray(chains, gelu);
+    cJSON *loop = cJSON_GetArrayItem(chains, 0);
+    CHECK_EQ_INT(cJSON_GetObjectItem(loop, "calls")->valuedouble, 4);
+    CHECK_EQ_INT(cJSON_GetArraySize(cJSON_GetObjectItem(loop, "members")), 2);
+    cJSON_Delete(doc);
+    cJSON *spec = cJSON_GetObjectItem(ch, "spec");
+    char buf[64];
+    CHECK_EQ_INT(cJSON_GetObjectItem(ch, "calls")->valuedouble, 4);
+    if (CHECK(cJSON_IsObject(spec))) {
+        CHECK_EQ_INT(cJSON_GetArraySize(cJSON_GetObjectItem(spec, "members")), 8);
+        CHECK_EQ_INT(cJSON_GetObjectItem(spec, "n_ext")->valueint, 0);
+        CHECK(!strcmp(ref_text(spec, 1, 0, buf), "[\"head\",0]"));
+        CHECK(!strcmp(ref_text(spec, 3, 0, buf), "[\"head\",0]"));
+        CHECK(!strcmp(ref_text(spec, 7, 0, buf), "[\"member\",0,0]"));
+        CHECK(!strcmp(ref_text(spec, 7, 1, buf), "[\"member\",6,0]"));
+    }
+    cJSON_Delete(ch);
+    kf_chain_rec_free(r);
+    kf_chains_free(c);
+}
+
 int main(void)
 {
     test_recurring_chain();
@@ -649,5 +702,6 @@ int main(void)
     test_side_calls();
     test_views_of_a_member_output();
     test_full_run_cut_at_a_repeated_head();
+    test_head_input_links();
     return check_done("chains");
 }
