@@ -420,7 +420,7 @@ def _members_served_fraction(keys: list, op_rows: dict, rec_us: dict) -> float |
     the L2): subtracting the op jobs' microseconds from it once left a 2.6 us target for a
     group norm the op job timed at 74 us. None where no member has a kernel."""
     def weight(k):  # an untimed row says -1
-        for us in ((rec_us or {}).get(k), (op_rows.get(k) or {}).get("eager_us")):
+        for us in (rec_us.get(k), (op_rows.get(k) or {}).get("eager_us")):
             if us and us > 0:
                 return us
         return 0.0
