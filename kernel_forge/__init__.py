@@ -102,8 +102,8 @@ def chains(min_calls: int = 3) -> list[dict]:
 
     Keys: id, calls, ops, signatures and keys (one per member, in call order), inputs (per member,
     per tensor input: [member, output] when it is an earlier member's output, None when it comes
-    from outside the chain), time_ms (calls x the members' mean sampled eager time; members not
-    sampled yet count 0), share (of the recorded time, stats()'s basis), status ("recorded":
+    from outside the chain), time_ms (calls x the members' mean sampled time per call, as stats()'
+    time_ms counts it; members not sampled yet count 0), share (of the recorded time, stats()'s basis), status ("recorded":
     seen, not tuned), writes (per member: it writes a tensor argument in place), and spec: the
     chain as a job and a cache entry see it (docs/chains.md: its fusable prefix, per member op,
     signature, sig_hex and inputs as ["head", i] | ["member", m, o] | ["ext", e]; the chain's
@@ -125,8 +125,10 @@ def _chains_of(min_calls: int, stats_rows: list[dict] | None = None) -> list[dic
     out = []
     for ch in doc["chains"]:
         members = [rows.get(m["key"]) for m in ch["members"]]
-        per_call_us = sum(max(r["eager_us"], 0.0) for r in members if r)
-        time_ms = ch["calls"] * per_call_us / 1000.0
+        # each member's time per call as its row's time_ms counts it (a preempted sample
+        # clipped), so that a chain's share is of the same total and at most its members'
+        per_call_ms = sum(r["time_ms"] / r["calls"] for r in members if r and r["calls"] > 0)
+        time_ms = ch["calls"] * per_call_ms
         out.append({
             "id": ch["id"], "calls": int(ch["calls"]),
             "ops": [r["op"] if r else "?" for r in members],
