@@ -103,15 +103,15 @@ def chains(min_calls: int = 3) -> list[dict]:
     Keys: id, calls, ops, signatures and keys (one per member, in call order), inputs (per member,
     per tensor input: [member, output] when it is an earlier member's output, None when it comes
     from outside the chain), time_ms (calls x the members' mean sampled time per call, as stats()'
-    time_ms counts it; members not sampled yet count 0), share (of the recorded time, stats()'s basis), status ("recorded":
-    seen, not tuned), writes (per member: it writes a tensor argument in place), and spec: the
-    chain as a job and a cache entry see it (docs/chains.md: its fusable prefix, per member op,
-    signature, sig_hex and inputs as ["head", i] | ["member", m, o] | ["ext", e]; the chain's
-    canonical bytes in spec["sig_hex"]; spec_first: the member it starts at, 1 when a head
-    that writes in place is left out, later when an earlier member's external cannot be
-    predicted at the head), or None with fusable_reason saying why. With a chain
-    kernel attached, status is its entry's state ("checking", "served", "refused") and entry is
-    chain_entries()'s row.
+    time_ms counts it; members not sampled yet count 0), share (of the recorded time, stats()'s
+    basis), status ("recorded": seen, not tuned), writes (per member: it writes a tensor
+    argument in place), and spec: the chain as a job and a cache entry see it (docs/chains.md:
+    its fusable prefix, per member op, signature, sig_hex and inputs as ["head", i] |
+    ["member", m, o] | ["ext", e]; the chain's canonical bytes in spec["sig_hex"]; spec_first:
+    the member it starts at, 1 when a head that writes in place is left out, later when an
+    earlier member's external cannot be predicted at the head), or None with fusable_reason
+    saying why. With a chain kernel attached, status is its entry's state ("checking",
+    "served", "refused") and entry is chain_entries()'s row.
     """
     return _chains_of(min_calls)
 

@@ -726,7 +726,7 @@ static int unpredicted(const chain_entry *e, int m)
  * tensors of an earlier run, which can never hold an activation made since: the fusable part
  * from the start, and when a member after the head reads an unpredicted external, the parts
  * between such members, each starting at one (its inputs are then the spec head's, taken at the
- * call): GPT-2's tanh GELU, whose `0.5 * x` is made just before it. A member that read a tensor
+ * call). A member that read a tensor
  * new to the thread in most runs (a linear's output: SwiGLU's mul) cuts the same way; a weight
  * new only in its first forward does not (most runs are later ones). A part also starts at a
  * norm after a cat (cat_before_norm). */

@@ -67,8 +67,8 @@ void kf_chain_observe(kf_chains *c, kf_chain_rec *r, uint64_t key, unsigned flag
 /* The same, with when the thread first saw each input (seen_at[i], in a count of its calls that
  * only grows; `now` the count at this call): a member's external seen before the call but first
  * after the previous run of the same chain on this thread ended cannot be predicted either (an
- * activation of this run made by another intercepted call, e.g. GPT-2's 0.5 * x before its tanh
- * GELU): a member most of whose runs read one can only start a spec (the listing takes the
+ * activation of this run made by another intercepted call, or the residual sum a block's other
+ * place made): a member most of whose runs read one can only start a spec (the listing takes the
  * longest part that allows). */
 void kf_chain_observe_at(kf_chains *c, kf_chain_rec *r, uint64_t key, unsigned flags,
                          const uintptr_t *in, const uint64_t *seen_at, int n_in,

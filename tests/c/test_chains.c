@@ -139,6 +139,21 @@ static int lookup(void *user, uint64_t key, kf_chain_member_info *out)
     return 1;
 }
 
+/* One run of calls from..n-1: call k of signature keys[k] reads a[k] (and b[k]: a key's bits
+ * above 8 are its tensor inputs) and writes out0 + k, the layer norm's mean and rstd at extra and
+ * extra + 1; then the run is flushed. */
+static void observe_run(kf_chains *c, kf_chain_rec *r, const uint64_t *keys, const uintptr_t *a,
+                        const uintptr_t *b, int from, int n, uintptr_t out0, uintptr_t extra)
+{
+    uintptr_t in[2], outs[3] = {0, extra, extra + 1};
+    for (int k = from; k < n; k++) {
+        in[0] = a[k], in[1] = b[k], outs[0] = out0 + (uintptr_t)k;
+        kf_chain_observe(c, r, keys[k], KF_CHAIN_SERVABLE, in, (int)(keys[k] >> 8), outs,
+                         keys[k] == KEY_LN ? 3 : 1);
+    }
+    kf_chain_flush(c, r);
+}
+
 static cJSON *only_chain(kf_chains *c)
 {
     char *text = kf_chains_json_doc(c, 1, lookup, NULL);
@@ -255,15 +270,9 @@ static void test_spec(void)
     /* the norm's epilogue: add -> LN -> mul(y, w) -> relu is one spec; a reduction after the
      * norm (its mean over rows: a pooled output) is not in it */
     for (int red = 0; red < 2; red++) {
-        uintptr_t outs[3] = {0, 3000, 3001};
         const uint64_t keys[4] = {0x203, KEY_LN, red ? KEY_MEAN : 0x203, 0x102};
         const uintptr_t a[4] = {60, 61, 62, 63}, b[4] = {98, 0, 97, 0};
-        for (int k = 0; k < 4; k++) {
-            in[0] = a[k], in[1] = b[k], outs[0] = 61 + (uintptr_t)k;
-            kf_chain_observe(c, r, keys[k], KF_CHAIN_SERVABLE, in, (int)(keys[k] >> 8), outs,
-                             keys[k] == KEY_LN ? 3 : 1);
-        }
-        kf_chain_flush(c, r);
+        observe_run(c, r, keys, a, b, 0, 4, 61, 3000);
         ch = only_chain(c);
         spec = cJSON_GetObjectItem(ch, "spec");
         CHECK_EQ_INT(cJSON_GetArraySize(cJSON_GetObjectItem(spec, "members")), red ? 2 : 4);
@@ -274,15 +283,9 @@ static void test_spec(void)
     /* a cat that a norm reads (a UNet's skip concatenation, then its norm and silu) is not fused
      * with it: cat -> LN -> relu and add -> cat -> LN -> relu give LN -> relu, the norm heading */
     for (int add = 0; add < 2; add++) {
-        uintptr_t outs[3] = {0, 4000, 4001};
         const uint64_t keys[4] = {0x203, KEY_CAT, KEY_LN, 0x102};
         const uintptr_t a[4] = {80, 81, 82, 83}, b[4] = {96, 95, 0, 0};
-        for (int k = !add; k < 4; k++) {
-            in[0] = a[k], in[1] = b[k], outs[0] = 81 + (uintptr_t)k;
-            kf_chain_observe(c, r, keys[k], KF_CHAIN_SERVABLE, in, (int)(keys[k] >> 8), outs,
-                             keys[k] == KEY_LN ? 3 : 1);
-        }
-        kf_chain_flush(c, r);
+        observe_run(c, r, keys, a, b, !add, 4, 81, 4000);
         ch = only_chain(c);
         spec = cJSON_GetObjectItem(ch, "spec");
         CHECK_EQ_INT(cJSON_GetArraySize(cJSON_GetObjectItem(spec, "members")), 2);
