@@ -313,6 +313,8 @@ def write_chain_job(job_dir: str, chain: dict, calls: list[list], *, recorded: l
                 continue
             scalars.append(_jobs.job_scalar(f"m{k}.{a['name']}", a))
 
+    per_case = sum(t.numel() * t.element_size() for t in first + list(outs0))
+    _jobs.check_disk(job_dir, (len(calls) + random_inputs) * per_case, readable(spec))
     os.makedirs(os.path.join(job_dir, "cases"), exist_ok=True)
     gen = torch.Generator(device=device).manual_seed(seed)
     cases, case_bytes = [], 0

@@ -13,6 +13,7 @@ import contextlib
 import ctypes
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -39,6 +40,43 @@ MAX_KERNEL_TENSORS = 16  # a kernel's pointer arguments: inputs + fresh outputs 
 
 class NotTunable(KernelForgeError):
     """The signature cannot become a job (an argument a kernel cannot take)."""
+
+
+def min_free_bytes(total: int) -> int:
+    """What writing job cases leaves free on the jobs' disk: KFORGE_JOBS_MIN_FREE_GB, else 5% of
+    the disk and at least 2 GB (a model's warm-up writes every job before it searches one)."""
+    v = os.environ.get("KFORGE_JOBS_MIN_FREE_GB")
+    if v:
+        try:
+            return int(max(float(v), 0.0) * 1e9)
+        except ValueError:
+            raise KernelForgeError(f"KFORGE_JOBS_MIN_FREE_GB={v!r} is not a number of GB")
+    return max(2 * 10**9, total // 20)
+
+
+def check_disk(job_dir: str, need: int, what: str) -> None:
+    """NotTunable when writing `need` bytes of cases to job_dir would leave less than
+    min_free_bytes on its disk: a job is not worth filling the user's disk."""
+    where = os.path.abspath(job_dir)
+    while not os.path.isdir(where) and os.path.dirname(where) != where:  # tune()'s, made later
+        where = os.path.dirname(where)
+    du = shutil.disk_usage(where)
+    keep = min_free_bytes(du.total)
+    if du.free - need < keep:
+        raise NotTunable(f"{what}: its cases take {need / 1e6:.1f} MB and {where} has "
+                         f"{du.free / 1e9:.1f} GB free, keeping {keep / 1e9:.1f} GB free "
+                         "(KFORGE_JOBS_MIN_FREE_GB)")
+
+
+def drop_cases(job_dir: str | None) -> None:
+    """Remove a finished job's cases (the inputs and eager's outputs of each call, a GB for one
+    large signature); tree.json, the candidates and result.json stay. KFORGE_KEEP_CASES=1 keeps
+    them, to run the worker on the folder again."""
+    if not job_dir or os.environ.get("KFORGE_KEEP_CASES") == "1":
+        return
+    shutil.rmtree(os.path.join(job_dir, "cases"), ignore_errors=True)
+    with contextlib.suppress(FileNotFoundError):
+        os.remove(os.path.join(job_dir, "confirm.pt"))
 
 
 @contextlib.contextmanager
@@ -699,6 +737,7 @@ def write_job(job_dir: str, key: str, calls: list[tuple[list, dict]], *, recorde
     scalars = [job_scalar(a["name"], a) for a in args["args"]
                if a["kind"] not in ("tensor", "tensor_list")]
 
+    check_disk(job_dir, (len(calls) + random_inputs) * footprint_bytes(info, args), info["signature"])
     os.makedirs(os.path.join(job_dir, "cases"), exist_ok=True)
     # random values are drawn where the tensors are (check_tunable: all on the call's device)
     gen = torch.Generator(device=device).manual_seed(seed)
@@ -806,6 +845,9 @@ def run_worker(job_dir: str, *, extra_args=(), on_progress=None, proc_holder=Non
     `popen_kw`: more subprocess.Popen arguments (the online tuner's env and preexec_fn);
     `gate(event)`: the worker runs with --gate, and each candidate's timing waits until this
     returns (the online tuner waits for a quiet gap in the model's calls)."""
+    if not os.path.isdir(os.path.join(job_dir, "cases")):
+        raise KernelForgeError(f"{job_dir}: its cases were removed when its job finished "
+                               "(KFORGE_KEEP_CASES=1 keeps them)")
     # --parent: the worker dies with this process (and exits if it is gone already)
     cmd = [worker_path(), job_dir, "--progress", "--parent", str(os.getpid()), *extra_args,
            *(["--gate"] if gate else [])]

@@ -123,8 +123,12 @@ def write_job_from_captures(key: str, captures: list[list[torch.Tensor]], search
     fn = _jobs.resolve(info["op"])
     calls = [_jobs.call_from_args(fn, args, c) for c in captures]
     job_dir = _jobs.new_job_dir(info["op"], key)
-    _jobs.write_job(job_dir, key, calls, recorded=[True] * len(calls),
-                    random_inputs=random_inputs, search=search)
+    try:
+        _jobs.write_job(job_dir, key, calls, recorded=[True] * len(calls),
+                        random_inputs=random_inputs, search=search)
+    except BaseException:
+        shutil.rmtree(job_dir, ignore_errors=True)  # no half-written folder for the UI to list
+        raise
     return job_dir
 
 
@@ -595,7 +599,7 @@ class OnlineTuner(threading.Thread):
                 self.busy = True
                 for r in order:  # the first one this process may search (fleet: not leased)
                     self.done.add(r["key"])
-                    got = self.tune_chain(r, search) if r.get("spec") else self.tune_fleet(r, search)
+                    got = self.tune_pass(r, search)
                     if got == "ramped":
                         self.done.discard(r["key"])  # its deep search is still to come
                     if got == "retry":
@@ -697,6 +701,13 @@ class OnlineTuner(threading.Thread):
         log.info("online tuning: %s (%.1f%% of recorded time): job %s", row["signature"],
                  100 * row["share"], job_dir)
         return job_dir
+
+    def tune_pass(self, row: dict, search: dict) -> str:
+        """The next pass for a signature or chain; its job's cases go once it is "tuned"."""
+        got = self.tune_chain(row, search) if row.get("spec") else self.tune_fleet(row, search)
+        if got == "tuned":  # nothing more for it: a large signature's cases take a GB
+            _jobs.drop_cases(self.jobs.pop(row["key"], None))
+        return got
 
     def tune_chain(self, row: dict, search: dict) -> str:
         """One pass for a chain (tune_one's, less the confirmation: the chain speed guard of the

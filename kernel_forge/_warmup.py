@@ -26,6 +26,7 @@ import copy
 import json
 import os
 import runpy
+import shutil
 import subprocess
 import sys
 import time
@@ -308,8 +309,12 @@ def write_chain_from_captures(c: dict, take, plan: dict) -> str:
     if not calls:
         raise _jobs.NotTunable("its members were not called in the capture run")
     job_dir = _jobs.new_job_dir("kforge::chain", spec["sig_hex"][-16:])
-    _chainjobs.write_chain_job(job_dir, c, calls, recorded=[True] * len(calls),
-                               random_inputs=plan.get("random_inputs", 3), search=plan["search"])
+    try:
+        _chainjobs.write_chain_job(job_dir, c, calls, recorded=[True] * len(calls),
+                                   random_inputs=plan.get("random_inputs", 3), search=plan["search"])
+    except BaseException:
+        shutil.rmtree(job_dir, ignore_errors=True)
+        raise
     return job_dir
 
 
@@ -790,6 +795,9 @@ def warmup(script_cmd: list[str], *, iterations: int = 50, time_budget: float = 
             continue
         row["status"] = "disabled"
         row["detail"] = (row.get("detail", "") + "; " + why).lstrip("; ")
+    for j in jobs.values():  # every one written, searched or not: the next model needs the disk
+        if isinstance(j, dict):
+            _jobs.drop_cases(j.get("job_dir"))
     return {"rows": out_rows, "cache_dir": kf.cache_dir(), "skipped": skipped, "setup": setup,
             "bandwidth_gbs": p["bw"], "wall_s": time.monotonic() - t0}
 

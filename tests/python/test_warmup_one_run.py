@@ -3,6 +3,7 @@ forwards: the recording child ranks after that many and captures the chosen sign
 calls from the next ones. A script with fewer forwards runs a second time to capture, as before."""
 
 import json
+import os
 
 from conftest import run_python
 
@@ -40,6 +41,7 @@ def test_a_script_with_enough_forwards_is_run_once(tmp_path):
     with open(f"{gelu[0]['job_dir']}/job.json") as f:
         kinds = [c["kind"] for c in json.load(f)["cases"]]
     assert kinds.count("recorded") == 3  # the real calls of forwards 6..8
+    assert not os.path.exists(f"{gelu[0]['job_dir']}/cases")  # the warm-up is over: gone
 
 
 def test_a_script_with_few_forwards_runs_again_to_capture(tmp_path):
