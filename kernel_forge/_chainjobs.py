@@ -171,7 +171,10 @@ def output_members(members: list) -> list[int]:
 
 def eager_runner(spec: dict, members: list, inputs: list):
     """The chain's members back to back on `inputs` (a head writing in place writes them), with
-    no more Python per member than a model's own call: what eager_us times."""
+    no more Python per member than a model's own call: what eager_us times. A member's output is
+    let go after the last member that reads it, as a model's temporaries are (held to the run's
+    end, GPT-2's GELU on the host timed 1.3x slower than in the model: each output new memory,
+    and the heap trimmed and faulted in again), and no argument outlives its call."""
     plan, outs = [], []
     for k, mb in enumerate(members):  # each call's arguments once; tensor slots refilled per run
         pos, kw = mb.call(_wire(spec, k, inputs, outs))
@@ -189,10 +192,18 @@ def eager_runner(spec: dict, members: list, inputs: list):
         with _jobs.bypass():
             outs.append(_jobs.tensors_of(mb.fn(*pos, **kw))[0])
     H = spec["n_head_inputs"]
+    last = list(range(len(plan)))  # the last member that reads each member's output
+    for m, (_, _, _, slots) in enumerate(plan):
+        for _, r in slots:
+            if r[0] == "member":
+                last[r[1]] = m
+    # an output no member reads is what the chain gives the model: held to the run's end
+    done = [[k for k in range(m) if last[k] == m] for m in range(len(plan))]
+    outs.clear()
 
     def run():
-        res = []
-        for fn, pos, kw, slots in plan:
+        res = [None] * len(plan)
+        for m, (fn, pos, kw, slots) in enumerate(plan):
             for (i, j), r in slots:
                 t = inputs[r[1]] if r[0] == "head" else res[r[1]] if r[0] == "member" \
                     else inputs[H + r[1]]
@@ -201,7 +212,15 @@ def eager_runner(spec: dict, members: list, inputs: list):
                 else:
                     pos[i][j] = t
             o = fn(*pos, **kw)
-            res.append(o if isinstance(o, torch.Tensor) else o[0])
+            res[m] = o if isinstance(o, torch.Tensor) else o[0]
+            del o
+            for (i, j), _ in slots:
+                if j is None:
+                    pos[i] = None
+                else:
+                    pos[i][j] = None
+            for k in done[m]:
+                res[k] = None
     return run
 
 
