@@ -18,6 +18,9 @@ Options, the same for every script:
                          one process, kernel_forge.enable() and disable() in turn, so that the
                          process-to-process noise cancels (default 0: none)
   --save-output FILE     torch.save the last forward's output (on the CPU; floats as float32)
+  --profile N            with --plugin, last: torch.profiler (CPU activity) over blocks of N
+                         forwards enabled and disabled in turn; prints the ops whose host time
+                         per forward differs most, and `PROFILE {json}`
 
 The last line printed is `ZOO {json}`: the median, mean and min ms per forward (CUDA events
 around each forward, which starts on an idle GPU, so host-side costs are in the time; wall time
@@ -61,6 +64,8 @@ def parse(doc: str, *, dtype: str, iters: int = 30, warmup: int = 5):
     p.add_argument("--save-output", metavar="FILE", help="torch.save the last output")
     p.add_argument("--ab", type=int, default=0, metavar="BLOCKS",
                    help="with --plugin: blocks of forwards enabled and disabled in turn (0: none)")
+    p.add_argument("--profile", type=int, default=0, metavar="N",
+                   help="with --plugin: each op's host time per forward, enabled against disabled")
     a = p.parse_args()
     if a.plugin:
         import kernel_forge  # noqa: F401
@@ -162,6 +167,49 @@ def _ab(fn, a) -> dict:
             "disabled_host_ms": statistics.median(side[False][1]), "by_block": blocks}
 
 
+def _profile(fn, a) -> dict:
+    """Host time per forward of each op (torch.profiler, CPU activity: an intercepted call's time
+    includes the plugin's work), over blocks of a.profile forwards enabled and disabled in the
+    order on, off, off, on; the ops whose total differs most, and the whole forward's op time."""
+    from torch.profiler import ProfilerActivity, profile
+
+    kf = sys.modules["kernel_forge"]
+    per = {True: {}, False: {}}
+    n = {True: 0, False: 0}
+    try:
+        for on in (True, False, False, True):
+            (kf.enable if on else kf.disable)()
+            fn()
+            _sync(a)
+            with profile(activities=[ProfilerActivity.CPU]) as prof:
+                for _ in range(a.profile):
+                    fn()
+                _sync(a)
+            n[on] += a.profile
+            for e in prof.key_averages():
+                c, t, s = per[on].get(e.key, (0, 0.0, 0.0))
+                per[on][e.key] = (c + e.count, t + e.cpu_time_total, s + e.self_cpu_time_total)
+    finally:
+        kf.enable()
+    rows = []
+    for k in set(per[True]) | set(per[False]):
+        c1, t1, s1 = per[True].get(k, (0, 0.0, 0.0))
+        c0, t0, s0 = per[False].get(k, (0, 0.0, 0.0))
+        rows.append({"op": k, "calls_on": c1 / n[True], "calls_off": c0 / n[False],
+                     "us_on": t1 / n[True], "us_off": t0 / n[False],
+                     "self_us_on": s1 / n[True], "self_us_off": s0 / n[False]})
+    rows.sort(key=lambda r: -abs(r["us_on"] - r["us_off"]))
+    self_on = sum(r["self_us_on"] for r in rows)
+    self_off = sum(r["self_us_off"] for r in rows)
+    print(f"host time of the ops per forward (self, summed): enabled {self_on:.0f} us, disabled "
+          f"{self_off:.0f} us; per op, enabled vs disabled (calls per forward, us per forward):")
+    for r in rows[:25]:
+        print(f"  {r['op'][:40]:40s} calls {r['calls_on']:7.1f} / {r['calls_off']:7.1f}  us "
+              f"{r['us_on']:9.1f} / {r['us_off']:9.1f}  self {r['self_us_on']:8.1f} / "
+              f"{r['self_us_off']:8.1f}")
+    return {"forwards": a.profile, "self_us_on": self_on, "self_us_off": self_off, "ops": rows[:60]}
+
+
 def bench(name: str, fn, a, *, family: str, source: str, unit: str = "forward", **info):
     """Warm-up forwards, then a timed loop; prints `ZOO {json}` and returns the record."""
     t_built = time.perf_counter()
@@ -177,6 +225,7 @@ def bench(name: str, fn, a, *, family: str, source: str, unit: str = "forward", 
         _sync(a)
         ms, host_ms, out = _timed(fn, a, a.iters)
         ab = _ab(fn, a) if a.ab > 0 and "kernel_forge" in sys.modules else None
+        prof = _profile(fn, a) if a.profile > 0 and "kernel_forge" in sys.modules else None
     if a.save_output:
         torch.save(_saved(out), a.save_output)
     rec = {"model": name, "family": family, "source": source, "unit": unit,
@@ -188,6 +237,8 @@ def bench(name: str, fn, a, *, family: str, source: str, unit: str = "forward", 
            "torch": torch.__version__, **info}
     if ab is not None:
         rec["ab"] = ab
+    if prof is not None:
+        print("PROFILE " + json.dumps(prof), flush=True)
     if cuda:
         rec["gpu"] = torch.cuda.get_device_name(a.device)
     rec.update(plugin_stats())
