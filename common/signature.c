@@ -99,10 +99,8 @@ void kf_sig_begin_head(kf_sig *s, const kf_sig_head *h)
 
 static uint8_t align_log2(const void *p)
 {
-    uintptr_t a = (uintptr_t)p;
-    uint8_t k = 0;
-    while (k < KF_ALIGN_CAP_LOG2 && !(a & ((uintptr_t)1 << k))) k++;
-    return k;
+    const uintptr_t a = (uintptr_t)p | ((uintptr_t)1 << KF_ALIGN_CAP_LOG2); /* NULL: the cap */
+    return (uint8_t)__builtin_ctzll((unsigned long long)a);
 }
 
 static int tensor_dims(kf_sig *s, int ndim)

@@ -126,8 +126,8 @@ static void sig_tensor(kf_sig* sig, const at::Tensor& t) {
   }
   const c10::Device dev = t.device();
   const int dev_type = to_kf_device(dev.type()), dev_index = dev.has_index() ? dev.index() : 0;
-  kf_sig_device_hint(sig, dev_type, dev_index);
   if (!t.has_storage() && t.layout() == c10::kStrided && !t.is_meta()) {
+    kf_sig_device_hint(sig, dev_type, dev_index);  // kf_sig_tensor_parts gives it otherwise
     kf_sig_opaque(sig, "storage-less tensor");
     return;
   }
@@ -136,6 +136,7 @@ static void sig_tensor(kf_sig* sig, const at::Tensor& t) {
   const int64_t nd = t.dim();
   if (t.layout() != c10::kStrided || nd > KF_MAX_DIMS || dtype == KF_DTYPE_UNKNOWN ||
       t.is_conj() || t.is_neg()) {
+    kf_sig_device_hint(sig, dev_type, dev_index);
     std::string what = std::string(c10::toString(t.scalar_type())) + "/" +
                        c10::str(t.layout()) + (t.is_conj() ? "/conj" : "") +
                        (t.is_neg() ? "/neg" : "") + "/" + std::to_string(t.dim()) + "d";

@@ -255,10 +255,11 @@ struct TypedKernel {
     // Chain serving without boxing (before the call's own kernel, as Interceptor::run): a served
     // chain's next member gets its precomputed outputs; a chain's head is served, or runs eager
     // for the chain to observe. Anything else goes the boxed way.
+    const bool chains_on = ts.depth == 0 && kf_dispatch_chains_on(s.rt, &call);
+    bool may_chain = ts.depth == 0 && !chains_on && chain_may_apply(s.rt, call);  // once, usually
     bool chains_done = false;
     if constexpr (Outputs<Ret>::value && !(is_list<Args> || ...)) {
-      if (ts.depth == 0 && !call.learn && !call.capture && !kf_dispatch_chains_on(s.rt, &call) &&
-          chain_may_apply(s.rt, call)) {
+      if (may_chain && !call.learn && !call.capture) {
         TensorPtrs ins;
         (kernel_tensor(&ins, args), ...);
         c10::SmallVector<at::Tensor, 4> outs;
@@ -284,11 +285,11 @@ struct TypedKernel {
               break;
           }
         }
+        may_chain = chain_may_apply(s.rt, call);  // what the pending chain's step left
       }
     }
     // chain recording and serving need the call's tensors (top-level calls): boxed too
-    if (call.kernel || call.learn || call.capture ||
-        (ts.depth == 0 && (kf_dispatch_chains_on(s.rt, &call) || (!chains_done && chain_may_apply(s.rt, call))))) {
+    if (call.kernel || call.learn || call.capture || chains_on || (!chains_done && may_chain)) {
       // a served host call's time sample covers the boxing too: eager's sample is its typed call
       if (call.kernel && call.time_it && sig.device_type == KF_DEV_CPU) call.t0_ns = kf_now_ns();
       torch::jit::Stack stack = c10::impl::boxArgs<Args...>(args...);
