@@ -318,11 +318,19 @@ def write_chain_from_captures(c: dict, take, plan: dict) -> str:
     return job_dir
 
 
+def _per_call_us(row: dict) -> float:
+    """A row's time per call as its time_ms counts it (a preempted sample clipped, as the total
+    a chain's share is of), its mean eager sample while it has no calls counted."""
+    if row.get("calls", 0) > 0 and row.get("time_ms") is not None:
+        return max(1000.0 * row["time_ms"] / row["calls"], 0.0)
+    return max(row.get("eager_us") or 0.0, 0.0)
+
+
 def chain_candidates(chains: list[dict], rows: list[dict], min_share: float,
                      max_chains: int) -> list[dict]:
-    """The hottest fusable chains: share = calls x the fused members' eager time, over the
-    tunable time of the rows (steady_rows' basis); at least min_share, at most max_chains (0: no
-    limit). A chain whose spec head writes in place is left out: the plugin does not serve those
+    """The hottest fusable chains: share = calls x the fused members' time per call (their rows'
+    time_ms / calls), over the tunable time of the rows (steady_rows' basis); at least min_share,
+    at most max_chains (0: no limit). A chain whose spec head writes in place is left out: the plugin does not serve those
     yet. Chains whose fusable prefixes are the same spec (add -> LN, recorded alone and as the
     start of add -> LN -> add -> LN) are one job, with their calls summed; so are the recorded
     chains that hold a spec's members further in (the RMSNorm after a residual add that the next
@@ -362,7 +370,7 @@ def chain_candidates(chains: list[dict], rows: list[dict], min_share: float,
     for c in merged.values():
         spec = c["spec"]
         keys = spec_keys(c)
-        us = sum(max(by_key[k].get("eager_us") or 0.0, 0.0) for k in keys if k in by_key)
+        us = sum(_per_call_us(by_key[k]) for k in keys if k in by_key)
         time_ms = c["calls"] * us / 1000.0
         share = time_ms / total if total > 0 else 0.0
         if share < min_share:

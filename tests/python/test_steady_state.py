@@ -317,3 +317,16 @@ def test_a_chain_is_weighed_again_against_member_kernels_inserted_after_it(tmp_p
     (tmp_path / "job.json").write_text(json.dumps({"eager_us": 18.0, "members_eager_us": 30.0}))
     assert _warmup.members_beat_chain(row, ["a", "n"], rows, rec) == pytest.approx(18.0)
     assert _warmup.members_beat_chain(row, ["a", "n"], rows, dict(rec, n=-1.0)) == pytest.approx(18.0)
+
+
+def test_a_chain_is_timed_as_its_members_rows_count_their_calls():
+    # a preempted sample raises a member's mean eager sample, not its clipped time_ms: the
+    # chain's time is its members' time per call as their rows count it, its share at most theirs
+    from kernel_forge import _warmup
+
+    spec = {"sig_hex": "ab", "members": [{"op": "aten::add.Tensor"}, {"op": "aten::native_layer_norm"}]}
+    rows = [{"key": "add", "intercepted": True, "calls": 100, "time_ms": 2.0, "eager_us": 65.0},
+            {"key": "ln", "intercepted": True, "calls": 100, "time_ms": 3.0, "eager_us": 30.0}]
+    (c,) = _warmup.chain_candidates([{"id": "1", "calls": 100, "spec": spec, "keys": ["add", "ln"],
+                                      "writes": [False, False]}], rows, 0.0, 0)
+    assert c["eager_us"] == pytest.approx(50.0) and c["share"] == pytest.approx(1.0)
