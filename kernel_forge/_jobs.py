@@ -68,12 +68,52 @@ def check_disk(job_dir: str, need: int, what: str) -> None:
                          "(KFORGE_JOBS_MIN_FREE_GB)")
 
 
+JOB_IDLE_S = 600  # a job folder none of whose files changed for this long is no search's
+
+
+def _tree_bytes(path: str) -> int:
+    """Bytes of the regular files under path, links not followed."""
+    n = 0
+    for root, _, files in os.walk(path):
+        for f in files:
+            with contextlib.suppress(OSError):
+                st = os.lstat(os.path.join(root, f))
+                n += st.st_size if not os.path.islink(os.path.join(root, f)) else 0
+    return n
+
+
+def job_folders(root: str) -> list[dict]:
+    """Every job folder under root (one holding job.json): path, state ("done": result.json
+    written; "running": a file changed in the last JOB_IDLE_S; "unfinished"), bytes, case_bytes."""
+    out = []
+    try:
+        names = sorted(os.listdir(root))
+    except OSError:
+        return out
+    now = time.time()
+    for name in names:
+        path = os.path.join(root, name)
+        if os.path.islink(path) or not os.path.isfile(os.path.join(path, "job.json")):
+            continue
+        times = [os.path.getmtime(os.path.join(path, f)) for f in
+                 ("job.json", "progress.jsonl", "result.json") if os.path.exists(os.path.join(path, f))]
+        idle = now - max(times) >= JOB_IDLE_S
+        done = os.path.exists(os.path.join(path, "result.json"))
+        out.append({"path": path, "name": name,
+                    "state": "running" if not idle else "done" if done else "unfinished",
+                    "bytes": _tree_bytes(path), "case_bytes": _tree_bytes(os.path.join(path, "cases"))})
+    return out
+
+
 def drop_cases(job_dir: str | None) -> None:
     """Remove a finished job's cases (the inputs and eager's outputs of each call, a GB for one
     large signature); tree.json, the candidates and result.json stay. KFORGE_KEEP_CASES=1 keeps
     them, to run the worker on the folder again."""
-    if not job_dir or os.environ.get("KFORGE_KEEP_CASES") == "1":
-        return
+    if job_dir and os.environ.get("KFORGE_KEEP_CASES") != "1":
+        remove_cases(job_dir)
+
+
+def remove_cases(job_dir: str) -> None:
     shutil.rmtree(os.path.join(job_dir, "cases"), ignore_errors=True)
     with contextlib.suppress(FileNotFoundError):
         os.remove(os.path.join(job_dir, "confirm.pt"))

@@ -680,8 +680,8 @@ class OnlineTuner(threading.Thread):
         from ._warmup import chain_capture_keys, write_chain_from_captures
 
         key = row["key"]
-        if key in self.jobs:
-            return self.jobs[key]
+        if key in self.jobs and os.path.isdir(os.path.join(self.jobs[key], "cases")):
+            return self.jobs[key]  # (`kforge jobs clean` may have removed its cases: again)
         bytes_moved = sum(r.get("bytes_moved") or 0 for r in row["members"])
         if not self._may_prepare(dict(row, bytes_moved=bytes_moved)):
             return None
@@ -854,8 +854,8 @@ class OnlineTuner(threading.Thread):
     def _prepare(self, row: dict, search: dict) -> str | None:
         """The job folder of `row` (written once, from real calls), or None."""
         key = row["key"]
-        if key in self.jobs:
-            return self.jobs[key]
+        if key in self.jobs and os.path.isdir(os.path.join(self.jobs[key], "cases")):
+            return self.jobs[key]  # (`kforge jobs clean` may have removed its cases: again)
         if not self._may_prepare(row):
             return None
         captures = self._capture([key])[key]

@@ -11,6 +11,9 @@
   kforge cache ls|show|rm|clear|export|import|verify|push|pull
                                 the kernel cache folder (KFORGE_CACHE_DIR or --dir); push, pull
                                 and ls --remote: the fleet cache (KFORGE_REMOTE_CACHE)
+  kforge jobs ls|clean [--dir DIR] [--all]
+                                the job folders: their state and size; clean removes the cases
+                                (or with --all the folders) of the jobs not being searched
   kforge ui [--port N] [--host H] [--allow-host NAME] [--cache DIR] [--jobs DIR] [--stats FILE]
                                 a local web app: job folders, search trees, candidates, cache
 """
@@ -344,6 +347,37 @@ def cmd_cache(args) -> int:
     raise SystemExit(f"unknown cache action {args.action}")
 
 
+def cmd_jobs(args) -> int:
+    """List the job folders, or free their disk: `clean` removes the cases of every job not
+    searched in the last JOB_IDLE_S (`--all`: the whole folders)."""
+    import kernel_forge as kf
+    from . import _jobs
+
+    root = os.path.abspath(args.dir or os.environ.get("KFORGE_JOBS_DIR")
+                           or os.path.join(kf.cache_dir(), "jobs"))
+    jobs = _jobs.job_folders(root)
+    gb = lambda n: f"{n / 1e9:.2f} GB"  # noqa: E731
+    if args.action == "ls":
+        for j in jobs:
+            print(f"{j['state']:10s} {gb(j['bytes']):>9s}  cases {gb(j['case_bytes']):>9s}  {j['name']}")
+        print(f"{len(jobs)} job folders in {root}: {gb(sum(j['bytes'] for j in jobs))}, of which "
+              f"cases {gb(sum(j['case_bytes'] for j in jobs))}")
+        return 0
+    idle = [j for j in jobs if j["state"] != "running"]
+    freed = 0
+    for j in idle:
+        if args.all:
+            shutil.rmtree(j["path"], ignore_errors=True)
+            freed += j["bytes"]
+        else:  # asked for: whatever KFORGE_KEEP_CASES says
+            _jobs.remove_cases(j["path"])
+            freed += j["case_bytes"]
+    what = "job folders" if args.all else "jobs' cases"
+    print(f"kforge jobs clean: removed {len(idle)} {what} in {root} ({gb(freed)}); "
+          f"{len(jobs) - len(idle)} left alone (searched in the last {_jobs.JOB_IDLE_S // 60} min)")
+    return 0
+
+
 def cmd_ui(args) -> int:
     from .ui import serve
 
@@ -411,6 +445,11 @@ def main(argv=None) -> int:
                    help="ls: the fleet cache (KFORGE_REMOTE_CACHE) instead of the local folder")
     c.add_argument("--json", action="store_true", help="ls: print JSON")
     c.set_defaults(fn=cmd_cache)
+    j = sub.add_parser("jobs", help="list the job folders, or remove their cases (clean)")
+    j.add_argument("action", choices=["ls", "clean"])
+    j.add_argument("--dir", help="job folders (default: KFORGE_JOBS_DIR, else CACHE/jobs)")
+    j.add_argument("--all", action="store_true", help="clean: remove whole folders, not just cases")
+    j.set_defaults(fn=cmd_jobs)
     u = sub.add_parser("ui", help="a local web app over the job folders and the cache")
     u.add_argument("--port", type=int, default=8765, help="port (default 8765; 0: any free port)")
     u.add_argument("--host", default="127.0.0.1",

@@ -2,6 +2,7 @@
 finished job's cases (the inputs and eager's outputs of every case) are removed."""
 import json
 import os
+import time
 
 import pytest
 import torch
@@ -69,3 +70,36 @@ def test_the_online_tuner_drops_a_job_once_nothing_more_is_due(tmp_path, monkeyp
     assert t.tune_pass({"key": key}, {}) == got
     assert os.path.isdir(os.path.join(job, "cases")) == kept
     assert (key in t.jobs) == kept  # a later pass writes the job again
+
+
+def test_kforge_jobs_lists_and_cleans_the_idle_jobs(tmp_path, monkeypatch, capsys):
+    from kernel_forge import cli
+
+    monkeypatch.setenv("KFORGE_KEEP_CASES", "1")  # clean is asked for: it removes them anyway
+    _, old = _job(tmp_path, monkeypatch)
+    _, new = _job(tmp_path, monkeypatch)
+    with open(os.path.join(old, "result.json"), "w") as f:
+        f.write("{}")
+    past = time.time() - 2 * _jobs.JOB_IDLE_S
+    for f in ("job.json", "result.json"):
+        os.utime(os.path.join(old, f), (past, past))
+    os.symlink(old, tmp_path / "jobs" / "a-link")  # not a job folder of its own: not listed
+    assert cli.main(["jobs", "ls", "--dir", str(tmp_path / "jobs")]) == 0
+    out = capsys.readouterr().out
+    assert "2 job folders in" in out and out.count("done") == 1 and out.count("running") == 1, out
+    assert cli.main(["jobs", "clean", "--dir", str(tmp_path / "jobs")]) == 0
+    out = capsys.readouterr().out
+    assert "removed 1 jobs' cases" in out and "1 left alone" in out, out
+    assert not os.path.exists(os.path.join(old, "cases")) and os.path.isfile(os.path.join(old, "job.json"))
+    assert os.listdir(os.path.join(new, "cases"))  # searched a moment ago: kept
+    assert cli.main(["jobs", "clean", "--all", "--dir", str(tmp_path / "jobs")]) == 0
+    assert not os.path.exists(old) and os.path.isdir(new)
+
+
+def test_the_online_tuner_writes_a_job_again_when_its_cases_were_cleaned(tmp_path, monkeypatch):
+    key, job = _job(tmp_path, monkeypatch)
+    t = _tuner.OnlineTuner()
+    t.jobs[key] = job
+    _jobs.remove_cases(job)
+    monkeypatch.setattr(t, "_may_prepare", lambda row: False)  # it would write one: say where
+    assert t._prepare({"key": key}, {}) is None
