@@ -14,6 +14,7 @@ import ctypes
 import json
 import os
 import shutil
+import stat
 import statistics
 import subprocess
 import sys
@@ -78,7 +79,7 @@ def _tree_bytes(path: str) -> int:
         for f in files:
             with contextlib.suppress(OSError):
                 st = os.lstat(os.path.join(root, f))
-                n += st.st_size if not os.path.islink(os.path.join(root, f)) else 0
+                n += st.st_size if stat.S_ISREG(st.st_mode) else 0
     return n
 
 
@@ -114,6 +115,7 @@ def drop_cases(job_dir: str | None) -> None:
 
 
 def remove_cases(job_dir: str) -> None:
+    """drop_cases whatever KFORGE_KEEP_CASES says (`kforge jobs clean`)."""
     shutil.rmtree(os.path.join(job_dir, "cases"), ignore_errors=True)
     with contextlib.suppress(FileNotFoundError):
         os.remove(os.path.join(job_dir, "confirm.pt"))

@@ -330,8 +330,8 @@ def chain_candidates(chains: list[dict], rows: list[dict], min_share: float,
                      max_chains: int) -> list[dict]:
     """The hottest fusable chains: share = calls x the fused members' time per call (their rows'
     time_ms / calls), over the tunable time of the rows (steady_rows' basis); at least min_share,
-    at most max_chains (0: no limit). A chain whose spec head writes in place is left out: the plugin does not serve those
-    yet. Chains whose fusable prefixes are the same spec (add -> LN, recorded alone and as the
+    at most max_chains (0: no limit). A chain whose spec head writes in place is left out: the
+    plugin does not serve those yet. Chains whose fusable prefixes are the same spec (add -> LN, recorded alone and as the
     start of add -> LN -> add -> LN) are one job, with their calls summed; so are the recorded
     chains that hold a spec's members further in (the RMSNorm after a residual add that the next
     cast keeps out of that chain's spec), since the spec's kernel serves those calls too, unless
