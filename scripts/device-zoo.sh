@@ -14,6 +14,7 @@ T0=$(date +%s)
 t() { echo "== $(($(date +%s) - T0)) s: $*"; }
 bash scripts/device-build.sh > "$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
 t built
+rm -rf /tmp/zw  # an earlier call's work on a warm machine: its tables went back in its $OUT
 LEFT=$((${CALL_S:-585} - ($(date +%s) - T0)))
 python3 benchmarks/zoo/run.py --models-dir "${MODELS_DIR:-benchmarks/zoo/models}" --models "$MODELS" --budget 60 --no-compile --eager-runs 1 \
   --plugin-runs 2 --ab 4 --time-limit $((LEFT - 5)) --work /tmp/zw --out "$OUT/zoo" > "$OUT/zoo.log" 2>&1
