@@ -495,10 +495,13 @@ class OnlineTuner(threading.Thread):
 
     def shutdown(self):
         """Stop: the worker and confirmation running now are killed, and none is started after
-        (_search); a job being written is finished first (busy says when)."""
+        (_search); a job being written is finished first (busy says when). The jobs' cases go:
+        no later process searches this one's job folders."""
         self.stop.set()
         for p in list(self.procs):
             p.kill()
+        for job_dir in list(self.jobs.values()):
+            _jobs.drop_cases(job_dir)
 
     # ---- status (kernel_forge.tuner_status(), and a file for `kforge ui`)
     def status(self) -> dict:

@@ -103,3 +103,14 @@ def test_the_online_tuner_writes_a_job_again_when_its_cases_were_cleaned(tmp_pat
     _jobs.remove_cases(job)
     monkeypatch.setattr(t, "_may_prepare", lambda row: False)  # it would write one: say where
     assert t._prepare({"key": key}, {}) is None
+
+
+def test_a_stopped_tuner_leaves_no_cases(tmp_path, monkeypatch):
+    # a process that exits before a signature's deep pass: nothing else will search its job
+    monkeypatch.delenv("KFORGE_KEEP_CASES", raising=False)
+    key, job = _job(tmp_path, monkeypatch)
+    t = _tuner.OnlineTuner()
+    t._write_status = lambda: None
+    t.jobs[key] = job
+    t.shutdown()
+    assert not os.path.exists(os.path.join(job, "cases")) and os.path.isfile(os.path.join(job, "job.json"))
