@@ -55,12 +55,18 @@ def min_free_bytes(total: int) -> int:
     return max(2 * 10**9, total // 20)
 
 
+def existing_folder(path: str) -> str:
+    """path, or its nearest parent folder that exists (where a folder to be made will be)."""
+    where = os.path.abspath(path)
+    while not os.path.isdir(where) and os.path.dirname(where) != where:
+        where = os.path.dirname(where)
+    return where
+
+
 def check_disk(job_dir: str, need: int, what: str) -> None:
     """NotTunable when writing `need` bytes of cases to job_dir would leave less than
     min_free_bytes on its disk: a job is not worth filling the user's disk."""
-    where = os.path.abspath(job_dir)
-    while not os.path.isdir(where) and os.path.dirname(where) != where:  # tune()'s, made later
-        where = os.path.dirname(where)
+    where = existing_folder(job_dir)  # tune()'s job_dir is made later
     du = shutil.disk_usage(where)
     keep = min_free_bytes(du.total)
     if du.free - need < keep:

@@ -175,6 +175,15 @@ def cmd_doctor(_args) -> int:
     print(f"nvrtc           {_nvrtc_version()}")
     cache = info["cache_dir"]
     print(f"cache folder    {cache} ({'exists' if os.path.isdir(cache) else 'not created yet'})")
+    from . import _jobs
+
+    jobs_dir = _jobs.jobs_root()
+    folders = _jobs.job_folders(jobs_dir)
+    free = shutil.disk_usage(_jobs.existing_folder(jobs_dir)).free
+    print(f"job folders     {len(folders)} in {jobs_dir}: "
+          f"{sum(j['bytes'] for j in folders) / 1e9:.2f} GB, cases "
+          f"{sum(j['case_bytes'] for j in folders) / 1e9:.2f} GB (`kforge jobs clean`); "
+          f"{free / 1e9:.1f} GB free")
     cc = shutil.which(os.environ.get("CC", "cc"))
     cc_ver = "not found"
     if cc:
@@ -350,11 +359,9 @@ def cmd_cache(args) -> int:
 def cmd_jobs(args) -> int:
     """List the job folders, or free their disk: `clean` removes the cases of every job not
     searched in the last JOB_IDLE_S (`--all`: the whole folders)."""
-    import kernel_forge as kf
     from . import _jobs
 
-    root = os.path.abspath(args.dir or os.environ.get("KFORGE_JOBS_DIR")
-                           or os.path.join(kf.cache_dir(), "jobs"))
+    root = os.path.abspath(args.dir or _jobs.jobs_root())
     jobs = _jobs.job_folders(root)
     gb = lambda n: f"{n / 1e9:.2f} GB"  # noqa: E731
     if args.action == "ls":

@@ -192,8 +192,8 @@ def test_kforge_run_missing_script():
 def test_kforge_doctor():
     p = run_python(["-m", "kernel_forge.cli", "doctor"])
     assert p.returncode == 0, p.stdout + p.stderr
-    for text in ["torch", "nvrtc", "cache folder", "C compiler", "intercept list",
-                 "aten::_softmax", "CompositeImplicitAutograd"]:
+    for text in ["torch", "nvrtc", "cache folder", "job folders", "GB free", "C compiler",
+                 "intercept list", "aten::_softmax", "CompositeImplicitAutograd"]:
         assert text in p.stdout
 
 
