@@ -683,8 +683,8 @@ class OnlineTuner(threading.Thread):
         from ._warmup import chain_capture_keys, write_chain_from_captures
 
         key = row["key"]
-        if key in self.jobs and os.path.isdir(os.path.join(self.jobs[key], "cases")):
-            return self.jobs[key]  # (`kforge jobs clean` may have removed its cases: again)
+        if self._job_ready(key):
+            return self.jobs[key]
         bytes_moved = sum(r.get("bytes_moved") or 0 for r in row["members"])
         if not self._may_prepare(dict(row, bytes_moved=bytes_moved)):
             return None
@@ -704,6 +704,11 @@ class OnlineTuner(threading.Thread):
         log.info("online tuning: %s (%.1f%% of recorded time): job %s", row["signature"],
                  100 * row["share"], job_dir)
         return job_dir
+
+    def _job_ready(self, key: str) -> bool:
+        """Whether key's job folder was written and still has its cases (`kforge jobs clean` may
+        have removed them: the job is written again)."""
+        return key in self.jobs and os.path.isdir(os.path.join(self.jobs[key], "cases"))
 
     def tune_pass(self, row: dict, search: dict) -> str:
         """The next pass for a signature or chain; its job's cases go once it is "tuned"."""
@@ -857,8 +862,8 @@ class OnlineTuner(threading.Thread):
     def _prepare(self, row: dict, search: dict) -> str | None:
         """The job folder of `row` (written once, from real calls), or None."""
         key = row["key"]
-        if key in self.jobs and os.path.isdir(os.path.join(self.jobs[key], "cases")):
-            return self.jobs[key]  # (`kforge jobs clean` may have removed its cases: again)
+        if self._job_ready(key):
+            return self.jobs[key]
         if not self._may_prepare(row):
             return None
         captures = self._capture([key])[key]
