@@ -130,6 +130,11 @@ KF_API void kf_set_log_level(int level);
 
 KF_API void kf_set_enabled(kf_runtime *rt, int on);
 KF_API int kf_enabled(const kf_runtime *rt);
+/* Chain kernels start at new heads only while on (the default); off, the members run as they
+ * would without chain entries (their own kernels, or eager). A chain already started ends as
+ * it would. The warm-up's model check times forwards both ways. */
+KF_API void kf_set_chains_enabled(kf_runtime *rt, int on);
+KF_API int kf_chains_enabled(const kf_runtime *rt);
 /* Intercepted calls so far, every thread, every signature (one relaxed counter): the online
  * tuner reads it twice to see whether the model is calling (README, "Online tuning"). */
 KF_API uint64_t kf_total_calls(const kf_runtime *rt);

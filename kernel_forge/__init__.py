@@ -15,6 +15,7 @@ from . import _native
 
 __all__ = [
     "KernelForgeError", "library_path", "load", "enable", "disable", "enabled",
+    "enable_chains", "disable_chains", "chains_enabled",
     "intercepted_ops", "ops_info", "stats", "chains", "chain_entries", "add_chain_kernel", "signature_table", "reset_stats", "set_recording",
     "signature_key", "add_kernel", "cache_entries", "reload_cache", "cache_dir", "tune",
     "tuner_status", "__version__",
@@ -40,6 +41,21 @@ def disable() -> None:
 
 def enabled() -> bool:
     return bool(_native.lib().kf_enabled(_native.runtime()))
+
+
+def enable_chains() -> None:
+    """Start chain kernels at their heads again (the default)."""
+    _native.lib().kf_set_chains_enabled(_native.runtime(), 1)
+
+
+def disable_chains() -> None:
+    """Start no chain kernel: the members run as without chain entries (their own kernels or
+    eager); a chain already started ends as it would. Per-op kernels keep serving."""
+    _native.lib().kf_set_chains_enabled(_native.runtime(), 0)
+
+
+def chains_enabled() -> bool:
+    return bool(_native.lib().kf_chains_enabled(_native.runtime()))
 
 
 def ops_info() -> dict:

@@ -81,6 +81,8 @@ def _bind(lib):
         "kf_set_log_callback": ([_LOG_FN, c.c_void_p], None),
         "kf_set_enabled": ([c.c_void_p, c.c_int], None),
         "kf_enabled": ([c.c_void_p], c.c_int),
+        "kf_set_chains_enabled": ([c.c_void_p, c.c_int], None),
+        "kf_chains_enabled": ([c.c_void_p], c.c_int),
         "kf_total_calls": ([c.c_void_p], c.c_uint64),
         "kf_stats_json": ([c.c_void_p], c.c_void_p),
         "kf_chains_json": ([c.c_void_p, c.c_uint64], c.c_void_p),

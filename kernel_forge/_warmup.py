@@ -390,6 +390,10 @@ def _child(argv: list[str]) -> int:
         return _child_record(argv[2], argv[3:], argv[1])
     if argv[0] == "capture":
         return _child_capture(argv[1], argv[2], argv[3:])
+    if argv[0] == "check":
+        from ._modelcheck import child_check
+
+        return child_check(argv[1], argv[2:])
     raise SystemExit(f"unknown step {argv[0]}")
 
 
@@ -577,7 +581,7 @@ def warmup(script_cmd: list[str], *, iterations: int = 50, time_budget: float = 
            log=print, work_dir=None,
            chains: bool = True, max_chains: int = 0,
            proposer: str | None = None, llm_budget_usd: float | None = None,
-           llm_max_requests: int | None = None) -> dict:
+           llm_max_requests: int | None = None, check: bool = True) -> dict:
     """The whole warm-up; returns {"rows": [...], "cache_dir": ...} (the final table's rows)."""
     import tempfile
 
@@ -806,8 +810,56 @@ def warmup(script_cmd: list[str], *, iterations: int = 50, time_budget: float = 
     for j in jobs.values():  # every one written, searched or not: the next model needs the disk
         if isinstance(j, dict):
             _jobs.drop_cases(j.get("job_dir"))
+    verdict = None
+    if check and any(r["status"] == "inserted" for r in out_rows):
+        verdict = check_model(script_cmd, work, log)
+        gone = {e["key"]: verdict.get("why", "") for e in verdict.get("disabled", [])}
+        for row in out_rows:
+            if row.get("entry_key") in gone and row["status"] == "inserted":
+                row["status"] = "disabled"
+                row["detail"] = (row.get("detail", "") + "; " + gone[row["entry_key"]]).lstrip("; ")
     return {"rows": out_rows, "cache_dir": kf.cache_dir(), "skipped": skipped, "setup": setup,
-            "bandwidth_gbs": p["bw"], "wall_s": time.monotonic() - t0}
+            "bandwidth_gbs": p["bw"], "wall_s": time.monotonic() - t0, "check": verdict}
+
+
+def check_model(script_cmd: list[str], work: str, log) -> dict:
+    """The model check (_modelcheck): the script once more with the cache as it now is (again,
+    while its forwards give too few rounds and time is left); disables what made its forwards
+    slower as a whole. Its verdict, as _modelcheck.apply says it."""
+    import kernel_forge as kf
+    from . import _modelcheck
+
+    t = time.monotonic()
+    res = None
+    for run in range(_modelcheck.MAX_RUNS):
+        out = os.path.join(work, f"check{run}.json")
+        code = _step(["check", out], script_cmd, log)
+        try:
+            with open(out) as f:
+                got = json.load(f)
+        except (OSError, ValueError) as e:
+            log(f"kforge warmup: the model check run failed (exit {code}, {e})")
+            break
+        res = _modelcheck.merge(res, got)
+        if not _modelcheck.complete_rounds(got["rows"], got["arms"]) or \
+                not _modelcheck.wants_more(res, time.monotonic() - t):
+            break  # a run that timed no whole round: another would not either
+    if res is None:
+        return {"keep": "all", "why": "the check run failed", "disabled": [], "errors": [],
+                "ms": {}, "rounds": 0}
+    v = _modelcheck.apply(res, kf.cache_dir(), _disable_entry)
+    ms = ", ".join(f"{_modelcheck.LABELS[a]} {m:.3f} ms" for a, m in v["ms"].items())
+    log(f"kforge warmup: model check, {v['rounds']} rounds of forwards in {res['runs']} run"
+        f"{'' if res['runs'] == 1 else 's'} ({time.monotonic() - t:.0f} s"
+        f"{', GPU timeline' if res.get('cuda') else ''}): median {ms or 'no forward timed'}")
+    if v["keep"] == "all":
+        log(f"kforge warmup: model check: {v.get('why') or 'every kernel kept'}")
+    else:
+        log(f"kforge warmup: model check: disabled {len(v['disabled'])} entr"
+            f"{'y' if len(v['disabled']) == 1 else 'ies'}: {v['why']}")
+    for e in v["errors"]:
+        log(f"  could not disable {e['key']}: {e['error']}")
+    return v
 
 
 def cost_table(rows: list[dict]) -> str:

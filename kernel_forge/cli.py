@@ -116,7 +116,7 @@ def cmd_warmup(args) -> int:
                          stagnation=args.stagnation,
                          log=lambda m: print(m, file=sys.stderr),
                          proposer=args.proposer, llm_budget_usd=args.llm_budget_usd,
-                         llm_max_requests=args.llm_max_requests)
+                         llm_max_requests=args.llm_max_requests, check=not args.no_check)
     print("\nkforge warmup: results")
     print(_warmup.table(res["rows"]) if res["rows"] else "(nothing hot enough to tune)")
     if any(r.get("llm") for r in res["rows"]):
@@ -417,6 +417,11 @@ def main(argv=None) -> int:
                    help="do not tune recorded chains (runs of ops linked by dataflow) as fused "
                         "kernels; by default the fusable ones of at least --min-share are tuned, "
                         "in one priority order with the ops")
+    w.add_argument("--no-check", action="store_true",
+                   help="skip the model check: by default, once kernels were inserted, the script "
+                        "runs once more with its forwards timed with every kernel, with chain "
+                        "kernels off and with nothing served in turn, and what makes the model "
+                        "slower as a whole is disabled (stops the script once judged)")
     w.add_argument("--max-chains", type=int, default=0,
                    help="tune at most this many chains (hottest first; default: no limit)")
     w.add_argument("--stagnation", type=int, default=None, metavar="N",

@@ -268,7 +268,9 @@ int kf_chainserve_attached(kf_runtime *rt, const char *key_hex)
 
 int kf_chainserve_active(const kf_runtime *rt)
 {
-    return atomic_load_explicit(&((kf_runtime *)rt)->chain_entries, memory_order_relaxed) != NULL;
+    kf_runtime *r = (kf_runtime *)rt;
+    return atomic_load_explicit(&r->chain_entries, memory_order_relaxed) != NULL &&
+           !atomic_load_explicit(&r->chains_off, memory_order_relaxed);
 }
 
 /* The longest entry for head_key shorter than `than` (NULL: any) and, given `than`, its prefix. */

@@ -207,6 +207,16 @@ int kf_enabled(const kf_runtime *rt)
     return rt ? atomic_load(&((kf_runtime *)rt)->enabled) : 0;
 }
 
+void kf_set_chains_enabled(kf_runtime *rt, int on)
+{
+    if (rt) atomic_store(&rt->chains_off, on ? 0 : 1);
+}
+
+int kf_chains_enabled(const kf_runtime *rt)
+{
+    return rt ? !atomic_load(&((kf_runtime *)rt)->chains_off) : 0;
+}
+
 uint64_t kf_total_calls(const kf_runtime *rt)
 {
     return rt ? atomic_load_explicit(&((kf_runtime *)rt)->total_calls, memory_order_relaxed) : 0;

@@ -32,6 +32,7 @@ typedef struct kf_op_info {
 
 struct kf_runtime {
     _Atomic int enabled;
+    _Atomic int chains_off;    /* kf_set_chains_enabled(0): no chain head starts */
     kf_config cfg;
     kf_sigtable *sigs;
     kf_chains *chains;         /* recurring runs of calls (chains.h), recorded while observer_on */

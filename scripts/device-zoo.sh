@@ -22,3 +22,4 @@ t zoo
 sed -n '/^| model/,/^$/p' "$OUT/zoo/zoo.md"
 grep -E "^- " "$OUT/zoo/zoo.md" | cut -c1-1800
 grep -h "priority is time x headroom" /tmp/zw/logs/*-warmup.log 2>/dev/null | cut -c1-400
+grep -H "model check" /tmp/zw/logs/*-warmup.log 2>/dev/null | sed 's|^/tmp/zw/logs/||' | cut -c1-600

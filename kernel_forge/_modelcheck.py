@@ -1,0 +1,276 @@
+"""The warm-up's model check (README, "The model check"): the script runs once more with the new
+cache, its outermost module forwards timed in turn with every kernel served, with chain kernels
+off, and with nothing served. A job times one kernel against eager with its data hot; in a model,
+a served path that is fast alone can still cost the model more than it saves (its code and data
+cold once a forward, evicting what the interpreter and torch use next: the tiny Llama on the
+CPU, benchmarks/results/tiny-llama-cpu-host-2026-12-06/). Only the model's own time can say so.
+What the check finds slower as a whole is disabled in the cache, with the numbers as the reason.
+"""
+
+import json
+import os
+import statistics
+import sys
+import time
+
+ARMS = ("all", "ops", "none")  # everything served; chain kernels off; nothing served
+LABELS = {"all": "every kernel", "ops": "chain kernels off", "none": "nothing served"}
+SKIP_ROUNDS = 1   # the first round (first-use checks, the allocator's first blocks) is not timed
+MIN_ROUNDS = 6    # timed rounds needed for a verdict
+MAX_ROUNDS = 16   # then the check stops the script
+MAX_S = 30.0      # or after this long, once MIN_ROUNDS are in
+MAX_RUNS = 4      # the script runs again while its runs gave fewer than MAX_ROUNDS rounds,
+MORE_S = 60.0     # for this long at most
+# An arm beats another when its forwards are this much faster (the median over rounds of the
+# two arms' ratio), in at least AGREE of the rounds. Serving nothing must win by more: every
+# kernel already passed its own speed guard, and this verdict takes them all away.
+MARGIN = {"ops": 0.03, "none": 0.05}
+AGREE = 0.75
+
+
+class ForwardArms:
+    """Global module hooks: before each outermost forward, serve as the schedule says (rounds of
+    the arms, every other one reversed, so that a load that grows or fades weighs on each arm
+    alike); time it (CUDA events on the current stream when the model is on a GPU: the GPU's
+    timeline covers both a host-bound and a device-bound forward; else wall time)."""
+
+    def __init__(self, arms, on_done):
+        self.arms = list(arms)
+        self.on_done = on_done
+        self.depth = 0
+        self.n = 0          # outermost forwards started
+        self.samples = []   # [round, arm, start, end] (perf_counter seconds, or CUDA events)
+        self.cuda = None
+        self.t0 = None
+        self.done = False
+        self.overlap = False
+        self.handles = []
+
+    def install(self):
+        from torch.nn.modules import module as m
+
+        self.handles.append(m.register_module_forward_pre_hook(self._pre))
+        try:
+            self.handles.append(m.register_module_forward_hook(self._post, always_call=True))
+        except TypeError:
+            self.handles.append(m.register_module_forward_hook(self._post))
+
+    def remove(self):
+        for h in self.handles:
+            h.remove()
+        self.handles = []
+
+    def arm_of(self, i):
+        r, k = divmod(i, len(self.arms))
+        return r, (self.arms if r % 2 == 0 else self.arms[::-1])[k]
+
+    def _serve(self, arm):
+        import kernel_forge as kf
+
+        (kf.enable if arm != "none" else kf.disable)()
+        (kf.enable_chains if arm == "all" else kf.disable_chains)()
+
+    def _now(self):
+        if self.cuda:
+            import torch
+
+            e = torch.cuda.Event(enable_timing=True)
+            e.record()
+            return e
+        return time.perf_counter()
+
+    def _pre(self, mod, args):
+        self.depth += 1
+        if self.depth != 1 or self.done:
+            return
+        if self.cuda is None:
+            p = next(mod.parameters(), None)
+            self.cuda = bool(p is not None and p.is_cuda)
+            self.t0 = time.perf_counter()
+        r, arm = self.arm_of(self.n)
+        self._serve(arm)
+        self.samples.append([r, arm, self._now(), None])
+        self.n += 1
+
+    def _post(self, mod, args, out):
+        if self.depth <= 0:
+            self.overlap = True  # a forward that began on another thread, or before install
+            return
+        self.depth -= 1
+        if self.depth != 0 or self.done or not self.samples or self.samples[-1][3] is not None:
+            return
+        self.samples[-1][3] = self._now()
+        timed = self.n // len(self.arms) - SKIP_ROUNDS
+        if self.n % len(self.arms) == 0 and (timed >= MAX_ROUNDS or (
+                timed >= MIN_ROUNDS and time.perf_counter() - self.t0 > MAX_S)):
+            self.finish()
+            self.on_done()
+
+    def finish(self):
+        """Serve everything again; the timed forwards as [round, arm, ms]."""
+        if self.done:
+            return self.result
+        self.done = True
+        self._serve("all")
+        if self.cuda:
+            import torch
+
+            torch.cuda.synchronize()
+        rows = []
+        for r, arm, a, b in self.samples:
+            if b is None or r < SKIP_ROUNDS:
+                continue
+            ms = a.elapsed_time(b) if self.cuda else 1e3 * (b - a)
+            rows.append([r, arm, ms])
+        self.result = rows
+        return rows
+
+
+def beats(rows, a: str, b: str):
+    """Whether arm a's forwards are faster than arm b's, paired by round: (yes, median of b / a,
+    the part of the rounds where a was faster, rounds)."""
+    by = {}
+    for r, arm, ms in rows:
+        by.setdefault(r, {}).setdefault(arm, []).append(ms)
+    ratios = [statistics.median(v[b]) / statistics.median(v[a]) for v in by.values()
+              if v.get(a) and v.get(b) and min(v[a]) > 0]
+    if not ratios:
+        return False, 1.0, 0.0, 0
+    med = statistics.median(ratios)
+    frac = sum(1 for x in ratios if x > 1) / len(ratios)
+    return med > 1 + MARGIN[a] and frac >= AGREE, med, frac, len(ratios)
+
+
+def complete_rounds(rows, arms) -> int:
+    seen = {}
+    for r, arm, _ in rows:
+        seen.setdefault(r, set()).add(arm)
+    return sum(1 for v in seen.values() if set(arms) <= v)
+
+
+def verdict(rows, arms) -> dict:
+    """What to keep: "all", "ops" (chain kernels disabled) or "none" (every served kernel
+    disabled), with each arm's median ms per forward and the comparisons that decided."""
+    rounds = complete_rounds(rows, arms)
+    ms = {a: statistics.median([m for _, arm, m in rows if arm == a]) for a in arms
+          if any(arm == a for _, arm, _ in rows)}
+    out = {"rounds": rounds, "forwards": len(rows), "ms": ms, "keep": "all", "compared": []}
+    if rounds < MIN_ROUNDS:
+        out["why"] = f"{rounds} timed rounds of forwards, {MIN_ROUNDS} needed: not judged"
+        return out
+    cur = "all"
+    for cand in [a for a in ("ops", "none") if a in arms]:
+        yes, med, frac, n = beats(rows, cand, cur)
+        out["compared"].append({"faster": cand, "than": cur, "ratio": med, "agree": frac,
+                                "rounds": n, "decided": yes})
+        if yes:
+            cur = cand
+    out["keep"] = cur
+    return out
+
+
+def merge(acc: dict | None, res: dict) -> dict:
+    """A further check run's result added to the earlier ones' (its rounds after theirs)."""
+    if acc is None:
+        return dict(res, runs=1)
+    base = 1 + max((r for r, _, _ in acc["rows"]), default=0)
+    acc["rows"] += [[base + r, arm, ms] for r, arm, ms in res["rows"]]
+    if res["arms"] != acc["arms"]:  # a chain entry went away: compare what both runs had
+        acc["arms"] = [a for a in acc["arms"] if a in res["arms"]]
+    for kind in ("ops", "chains"):
+        have = {e["key"]: e for e in acc["served"][kind]}
+        for e in res["served"][kind]:
+            if e["key"] in have:
+                have[e["key"]]["served"] += e["served"]
+            else:
+                acc["served"][kind].append(e)
+    acc["runs"] += 1
+    acc["cuda"] = acc.get("cuda") or res.get("cuda")
+    return acc
+
+
+def wants_more(res: dict, spent_s: float) -> bool:
+    return complete_rounds(res["rows"], res["arms"]) < MAX_ROUNDS and spent_s < MORE_S and res["runs"] < MAX_RUNS
+
+
+def served_now() -> dict:
+    """The cache entries this process served: op entries (by their rows' signatures, or the
+    family entry) and chain entries, with the calls each served."""
+    import kernel_forge as kf
+
+    rows = [r for r in kf.stats() if r.get("served")]
+    sigs = {(r["op"], r["signature"]): r["served"] for r in rows}
+    fams = {r["family_entry"]: r["served"] for r in rows if r.get("family_entry")}
+    ops = []
+    for e in kf.cache_entries():
+        n = sigs.get((e["op"], e["signature"])) or fams.get(e["key"])
+        if n and e["op"] != "kforge::chain" and not e.get("disabled"):
+            ops.append({"key": e["key"], "signature": e["signature"], "served": n})
+    chains = [{"key": c["cache_key"], "signature": "chain: " + c["ops"], "served": c["heads"]}
+              for c in kf.chain_entries() if c.get("cache_key") and c.get("heads")]
+    return {"ops": ops, "chains": chains}
+
+
+def child_check(out: str, script_args: list[str]) -> int:
+    """The check run (a child of kforge warmup): the script with ForwardArms installed; writes
+    {"arms", "rows", "cuda", "served", "stopped"} to `out`. Stops the script once judged."""
+    import kernel_forge as kf
+    from ._warmup import run_script
+
+    module = script_args[0] == "-m"
+    if module:
+        script_args = script_args[1:]
+    arms = ARMS if kf.chain_entries() or _cache_has_chains() else ("all", "none")
+    state = {"stopped": False}
+
+    def write():
+        doc = {"arms": list(arms), "rows": fa.finish(), "cuda": bool(fa.cuda),
+               "served": served_now(), "stopped": state["stopped"], "overlap": fa.overlap}
+        with open(out, "w") as f:
+            json.dump(doc, f)
+
+    def done():  # judged: the rest of the script is not needed
+        state["stopped"] = True
+        fa.remove()
+        write()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
+
+    fa = ForwardArms(arms, done)
+    fa.install()
+    try:
+        code = run_script(script_args[0], script_args[1:], module)
+    finally:
+        fa.remove()
+        if not fa.done:
+            write()
+    return code
+
+
+def _cache_has_chains() -> bool:
+    import kernel_forge as kf
+
+    return any(e["op"] == "kforge::chain" and not e.get("disabled") for e in kf.cache_entries())
+
+
+def apply(res: dict, cache_dir: str, disable) -> dict:
+    """The parent's side: the verdict on a check run's result, and the entries it disables
+    (disable(cache_dir, key, why) -> '' or an error)."""
+    v = verdict(res.get("rows", []), res.get("arms", ARMS))
+    v["disabled"], v["errors"] = [], []
+    if v["keep"] == "all":
+        return v
+    last = [c for c in v["compared"] if c["decided"]][-1]
+    ms = v["ms"]
+    what = "chain kernels off" if v["keep"] == "ops" else "nothing served"
+    why = (f"the model's forwards ran {last.get('ratio', 1):.3f}x faster with {what} "
+           f"({ms.get(v['keep'], 0):.3f} ms against {ms.get('all', 0):.3f} ms with every kernel, "
+           f"{last.get('rounds', 0)} rounds; kforge warmup's model check)")
+    served = res.get("served", {})
+    gone = served.get("chains", []) + (served.get("ops", []) if v["keep"] == "none" else [])
+    for e in gone:
+        err = disable(cache_dir, e["key"], why)
+        (v["errors"] if err else v["disabled"]).append(dict(e, error=err) if err else e)
+    v["why"] = why
+    return v

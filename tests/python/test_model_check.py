@@ -1,0 +1,160 @@
+"""The warm-up's model check (kernel_forge/_modelcheck.py, README "The model check"): the script
+once more with its forwards timed with every kernel, with chain kernels off and with nothing
+served in turn; what makes the forwards slower as a whole is disabled in the cache. The verdict
+is tested on given timings (a CPU test cannot make a kernel lose in a model on demand); the
+runs, the switches and the disabling on real ones."""
+
+import json
+
+import torch
+
+import kernel_forge as kf
+from kernel_forge import _modelcheck as mc
+from kernel_forge import _warmup
+
+from conftest import run_python
+from test_chain_serving import attach, entry, keys_of, rms, warm
+
+ARMS = ["all", "ops", "none"]
+
+
+def rows_of(ms: dict, rounds: int, jitter=(1.0, 1.02, 0.99, 1.01)):
+    """Timed forwards [round, arm, ms]: each arm's ms, a little noise that every arm shares."""
+    return [[r, a, ms[a] * jitter[r % len(jitter)]] for r in range(1, rounds + 1) for a in ms]
+
+
+def test_chains_off_faster_keeps_the_op_kernels():
+    v = mc.verdict(rows_of({"all": 1.20, "ops": 1.08, "none": 1.10}, 8), ARMS)
+    assert v["keep"] == "ops" and v["rounds"] == 8, v
+    assert [c["decided"] for c in v["compared"]] == [True, False], v  # none does not beat ops
+
+
+def test_nothing_served_must_win_by_more():
+    v = mc.verdict(rows_of({"all": 1.00, "ops": 1.00, "none": 0.96}, 8), ARMS)
+    assert v["keep"] == "all", v  # 4% is not the 5% that takes every kernel away
+    v = mc.verdict(rows_of({"all": 1.00, "ops": 1.00, "none": 0.90}, 8), ARMS)
+    assert v["keep"] == "none", v
+
+
+def test_a_faster_median_alone_is_not_enough():
+    """Chains off faster in half the rounds only (by a lot): not judged slower."""
+    rows = []
+    for r in range(1, 11):
+        rows += [[r, "all", 1.3 if r % 2 else 1.0], [r, "ops", 1.0], [r, "none", 1.1]]
+    assert mc.verdict(rows, ARMS)["keep"] == "all"
+
+
+def test_too_few_rounds_are_not_judged():
+    v = mc.verdict(rows_of({"all": 2.0, "none": 1.0}, mc.MIN_ROUNDS - 1), ["all", "none"])
+    assert v["keep"] == "all" and "not judged" in v["why"], v
+    # a round that misses an arm (the script ended in it) is not a round
+    rows = rows_of({"all": 2.0, "none": 1.0}, mc.MIN_ROUNDS) + [[99, "all", 2.0]]
+    assert mc.verdict(rows, ["all", "none"])["rounds"] == mc.MIN_ROUNDS
+
+
+def test_merge_puts_later_runs_after_earlier_rounds():
+    a = {"arms": ARMS, "rows": rows_of({"all": 1, "ops": 1, "none": 1}, 3), "cuda": False,
+         "served": {"ops": [{"key": "k1", "served": 5}], "chains": []}}
+    b = {"arms": ["all", "none"], "rows": rows_of({"all": 1, "none": 1}, 3), "cuda": False,
+         "served": {"ops": [{"key": "k1", "served": 2}, {"key": "k2", "served": 1}], "chains": []}}
+    m = mc.merge(mc.merge(None, a), b)
+    assert m["runs"] == 2 and m["arms"] == ["all", "none"]
+    assert sorted({r for r, _, _ in m["rows"]}) == [1, 2, 3, 5, 6, 7]
+    assert {e["key"]: e["served"] for e in m["served"]["ops"]} == {"k1": 7, "k2": 1}
+    assert mc.complete_rounds(m["rows"], m["arms"]) == 6
+
+
+def test_apply_disables_what_the_verdict_names():
+    res = {"arms": ARMS, "rows": rows_of({"all": 1.2, "ops": 1.0, "none": 1.1}, 8),
+           "served": {"ops": [{"key": "op1", "served": 9}], "chains": [{"key": "ch1", "served": 9}]}}
+    gone = []
+    v = mc.apply(res, "/cache", lambda d, k, why: gone.append((d, k, why)) or "")
+    assert v["keep"] == "ops" and [k for _, k, _ in gone] == ["ch1"], v
+    assert "1.200x faster with chain kernels off (1.005 ms against 1.206 ms" in gone[0][2]
+    res["rows"] = rows_of({"all": 1.2, "ops": 1.2, "none": 1.0}, 8)
+    gone.clear()
+    v = mc.apply(res, "/cache", lambda d, k, why: gone.append(k) or ("locked" if k == "op1" else ""))
+    assert v["keep"] == "none" and gone == ["ch1", "op1"], v
+    assert [e["key"] for e in v["disabled"]] == ["ch1"] and v["errors"][0]["error"] == "locked"
+
+
+def test_disable_chains_runs_the_members_and_keeps_the_op_kernels():
+    spec, x, w = attach(7, 64)
+    warm(spec, x, w)
+    heads = entry(spec)["heads"]
+    kf.disable_chains()
+    try:
+        assert not kf.chains_enabled() and kf.enabled()
+        for _ in range(3):
+            y = rms(x, w)
+        assert entry(spec)["heads"] == heads  # no head started
+        kf.disable()
+        try:
+            assert torch.equal(y, rms(x, w))  # the members ran as eager runs them
+        finally:
+            kf.enable()
+    finally:
+        kf.enable_chains()
+    rms(x, w)
+    assert entry(spec)["heads"] == heads + 1 and kf.chains_enabled()
+    assert keys_of(spec)
+
+
+SCRIPT = """
+import sys, torch
+class M(torch.nn.Module):
+    def forward(self, x):
+        return torch.nn.functional.gelu(x * 1.5)
+m = M()
+x = torch.randn(64, 256)
+for _ in range(int(sys.argv[1])):
+    y = m(x)
+print("forwards done", file=sys.stderr)
+"""
+
+
+def warmup(tmp_path, forwards, *opts):
+    (tmp_path / "model.py").write_text(SCRIPT)
+    env = {"KFORGE_CACHE_DIR": str(tmp_path / "cache")}
+    p = run_python(["-m", "kernel_forge.cli", "warmup", "--iterations", "3", "--margin", "-100",
+                    *opts, "--json", str(tmp_path / "w.json"), str(tmp_path / "model.py"),
+                    str(forwards)], env, timeout=900)
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    with open(tmp_path / "w.json") as f:
+        return p, json.load(f)
+
+
+def test_the_warmup_checks_the_model_and_stops_the_script_once_judged(tmp_path):
+    p, res = warmup(tmp_path, 200)
+    out = p.stdout + p.stderr
+    assert any(r["status"] in ("inserted", "disabled") for r in res["rows"]), res["rows"]
+    v = res["check"]
+    assert v["rounds"] == mc.MAX_ROUNDS and set(v["ms"]) >= {"all", "none"}, v
+    assert "(check)" in out and "kforge warmup: model check, 16 rounds of forwards in 1 run" in out
+    assert out.count("forwards done") == 1  # the recording run's; the check run was stopped
+    disabled = {e["key"] for e in v["disabled"]}
+    for r in res["rows"]:  # the table says what the check disabled, and why
+        assert (r["status"] == "disabled") == (r.get("entry_key") in disabled) or \
+            "members with their own kernels" in r.get("detail", ""), r
+    if v["keep"] == "all":
+        assert "model check: every kernel kept" in out
+
+
+def test_a_short_script_runs_again_for_more_rounds_and_no_check_skips_it(tmp_path):
+    p, res = warmup(tmp_path, 12)
+    v = res["check"]
+    runs = p.stderr.count("(check)")
+    assert runs >= 2 and f"in {runs} runs" in p.stderr, p.stderr[-3000:]
+    assert v["rounds"] >= mc.MIN_ROUNDS, v
+    (tmp_path / "again").mkdir()
+    p, res = warmup(tmp_path / "again", 12, "--no-check")
+    assert res["check"] is None and "(check)" not in p.stderr
+
+
+def test_check_model_on_a_failing_script_judges_nothing(tmp_path):
+    (tmp_path / "bad.py").write_text("raise SystemExit(3)\n")
+    said = []
+    v = _warmup.check_model([str(tmp_path / "bad.py")], str(tmp_path), said.append)
+    assert v["keep"] == "all" and v["disabled"] == [] and v["rounds"] == 0, v
+    assert sum("(check)" in m for m in said) == 1, said  # no second run of a script that times none
+    assert any("not judged" in m for m in said), said
