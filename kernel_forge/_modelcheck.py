@@ -8,6 +8,7 @@ What the check finds slower as a whole is disabled in the cache, with the number
 """
 
 import json
+import math
 import os
 import statistics
 import sys
@@ -21,11 +22,12 @@ MAX_ROUNDS = 16   # then the check stops the script
 MAX_S = 30.0      # or after this long, once MIN_ROUNDS are in
 MAX_RUNS = 4      # the script runs again while its runs gave fewer than MAX_ROUNDS rounds,
 MORE_S = 60.0     # for this long at most
-# An arm beats another when its forwards are this much faster (the median over rounds of the
-# two arms' ratio), in at least AGREE of the rounds. Serving nothing must win by more: every
-# kernel already passed its own speed guard, and this verdict takes them all away.
+# An arm beats another when its forwards are faster by MARGIN (the median over rounds of the two
+# arms' ratio) and a one-sided Wilcoxon signed-rank test on the rounds' log ratios gives p below
+# P. Serving nothing must clear more: every kernel passed its own speed guard, and it takes them
+# all away.
 MARGIN = {"ops": 0.03, "none": 0.05}
-AGREE = 0.75
+P = {"ops": 0.05, "none": 0.02}
 
 
 class ForwardArms:
@@ -126,19 +128,41 @@ class ForwardArms:
         return rows
 
 
-def beats(rows, a: str, b: str):
-    """Whether arm a's forwards are faster than arm b's, paired by round: (yes, median of b / a,
-    the part of the rounds where a was faster, rounds)."""
+def signed_rank_p(d: list) -> float:
+    """One-sided p of a Wilcoxon signed-rank test that the values `d` lean above 0 (the normal
+    approximation with a continuity correction; ties get their average rank; zeros dropped)."""
+    d = [x for x in d if x != 0]
+    n = len(d)
+    if n == 0:
+        return 1.0
+    order = sorted(range(n), key=lambda i: abs(d[i]))
+    rank = [0.0] * n
+    i = 0
+    while i < n:
+        j = i
+        while j + 1 < n and abs(d[order[j + 1]]) == abs(d[order[i]]):
+            j += 1
+        for k in range(i, j + 1):
+            rank[order[k]] = (i + j) / 2 + 1
+        i = j + 1
+    w = sum(r for r, x in zip(rank, d) if x > 0)
+    mean, sd = n * (n + 1) / 4, math.sqrt(n * (n + 1) * (2 * n + 1) / 24)
+    return 0.5 * math.erfc((w - mean - 0.5) / sd / math.sqrt(2))
+
+
+def beats(rows, a: str, b: str, bar: str):
+    """Whether arm a's forwards are faster than arm b's by the bar of `bar` ("ops" or "none"),
+    paired by round: (yes, median of b / a, p, rounds)."""
     by = {}
     for r, arm, ms in rows:
         by.setdefault(r, {}).setdefault(arm, []).append(ms)
     ratios = [statistics.median(v[b]) / statistics.median(v[a]) for v in by.values()
-              if v.get(a) and v.get(b) and min(v[a]) > 0]
+              if v.get(a) and v.get(b) and min(v[a]) > 0 and min(v[b]) > 0]
     if not ratios:
-        return False, 1.0, 0.0, 0
+        return False, 1.0, 1.0, 0
     med = statistics.median(ratios)
-    frac = sum(1 for x in ratios if x > 1) / len(ratios)
-    return med > 1 + MARGIN[a] and frac >= AGREE, med, frac, len(ratios)
+    p = signed_rank_p([math.log(x) for x in ratios])
+    return med > 1 + MARGIN[bar] and p < P[bar], med, p, len(ratios)
 
 
 def complete_rounds(rows, arms) -> int:
@@ -158,13 +182,22 @@ def verdict(rows, arms) -> dict:
     if rounds < MIN_ROUNDS:
         out["why"] = f"{rounds} timed rounds of forwards, {MIN_ROUNDS} needed: not judged"
         return out
+
+    def compare(x, y, bar):
+        yes, med, p, n = beats(rows, x, y, bar)
+        out["compared"].append({"faster": x, "than": y, "ratio": med, "p": p, "rounds": n,
+                                "decided": yes})
+        return yes
+
+    # the least taken away that is not clearly slower: chains off where that beats everything
+    # served, or where nothing served does and is not clearly faster than chains off
+    ops = "ops" in arms and compare("ops", "all", "ops")
+    none = compare("none", "all", "none")
     cur = "all"
-    for cand in [a for a in ("ops", "none") if a in arms]:
-        yes, med, frac, n = beats(rows, cand, cur)
-        out["compared"].append({"faster": cand, "than": cur, "ratio": med, "agree": frac,
-                                "rounds": n, "decided": yes})
-        if yes:
-            cur = cand
+    if ops or none:
+        cur = "ops" if "ops" in arms else "none"
+        if cur == "ops" and none and compare("none", "ops", "none"):
+            cur = "none"
     out["keep"] = cur
     return out
 
@@ -261,12 +294,9 @@ def apply(res: dict, cache_dir: str, disable) -> dict:
     v["disabled"], v["errors"] = [], []
     if v["keep"] == "all":
         return v
-    last = [c for c in v["compared"] if c["decided"]][-1]
-    ms = v["ms"]
-    what = "chain kernels off" if v["keep"] == "ops" else "nothing served"
-    why = (f"the model's forwards ran {last.get('ratio', 1):.3f}x faster with {what} "
-           f"({ms.get(v['keep'], 0):.3f} ms against {ms.get('all', 0):.3f} ms with every kernel, "
-           f"{last.get('rounds', 0)} rounds; kforge warmup's model check)")
+    ms = ", ".join(f"{v['ms'][a]:.3f} ms with {LABELS[a]}" for a in ARMS if a in v["ms"])
+    why = (f"the model's forwards ran faster without it (kforge warmup's model check, "
+           f"{v['rounds']} rounds, medians: {ms})")
     served = res.get("served", {})
     gone = served.get("chains", []) + (served.get("ops", []) if v["keep"] == "none" else [])
     for e in gone:

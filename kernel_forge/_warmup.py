@@ -852,11 +852,14 @@ def check_model(script_cmd: list[str], work: str, log) -> dict:
     log(f"kforge warmup: model check, {v['rounds']} rounds of forwards in {res['runs']} run"
         f"{'' if res['runs'] == 1 else 's'} ({time.monotonic() - t:.0f} s"
         f"{', GPU timeline' if res.get('cuda') else ''}): median {ms or 'no forward timed'}")
+    said = "; ".join(f"{_modelcheck.LABELS[c['faster']]} / {_modelcheck.LABELS[c['than']]} "
+                     f"{c['ratio']:.3f}x faster, p {c['p']:.3f}" for c in v["compared"])
     if v["keep"] == "all":
-        log(f"kforge warmup: model check: {v.get('why') or 'every kernel kept'}")
+        log(f"kforge warmup: model check: {v.get('why') or 'every kernel kept'}"
+            + (f" ({said})" if said else ""))
     else:
-        log(f"kforge warmup: model check: disabled {len(v['disabled'])} entr"
-            f"{'y' if len(v['disabled']) == 1 else 'ies'}: {v['why']}")
+        log(f"kforge warmup: model check: kept {_modelcheck.LABELS[v['keep']]} ({said}); disabled "
+            f"{len(v['disabled'])} entr{'y' if len(v['disabled']) == 1 else 'ies'} the run served")
     for e in v["errors"]:
         log(f"  could not disable {e['key']}: {e['error']}")
     return v
