@@ -6,6 +6,7 @@ runs, the switches and the disabling on real ones."""
 
 import json
 
+import pytest
 import torch
 
 import kernel_forge as kf
@@ -109,6 +110,48 @@ def test_disable_chains_runs_the_members_and_keeps_the_op_kernels():
     rms(x, w)
     assert entry(spec)["heads"] == heads + 1 and kf.chains_enabled()
     assert keys_of(spec)
+
+
+class Tiny(torch.nn.Module):
+    seen: list = []  # per forward: (enabled, chains enabled) while it runs
+
+    def forward(self, x):
+        self.seen.append((kf.enabled(), kf.chains_enabled()))
+        return torch.nn.functional.gelu(x * 1.5)
+
+
+def run_arms(dev: str):
+    """ForwardArms in this process: the switches per forward, its stop, the timing it uses."""
+    stops = []
+    fa = mc.ForwardArms(["all", "ops", "none"], lambda: stops.append(fa.n))
+    m, x = Tiny().to(dev), torch.randn(64, 256, device=dev)
+    m.register_parameter("p", torch.nn.Parameter(torch.zeros(1, device=dev)))  # says the device
+    m.seen = []
+    fa.install()
+    try:
+        for _ in range(3 * (mc.SKIP_ROUNDS + mc.MAX_ROUNDS) + 5):
+            m(x)
+    finally:
+        fa.remove()
+    rows = fa.finish()
+    assert kf.enabled() and kf.chains_enabled()  # everything served again
+    return fa, stops, rows, m.seen
+
+
+@pytest.mark.parametrize("dev", ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)])
+def test_forward_arms_switch_per_forward_and_stop_once_judged(dev):
+    if dev == "cuda" and not torch.cuda.is_available():
+        pytest.skip("no CUDA device")
+    fa, stops, rows, seen = run_arms(dev)
+    assert fa.cuda == (dev == "cuda")
+    n = 3 * (mc.SKIP_ROUNDS + mc.MAX_ROUNDS)
+    assert stops == [n]  # judged after the last timed round, once
+    assert len(rows) == 3 * mc.MAX_ROUNDS and all(ms > 0 for _, _, ms in rows)
+    # round 0 (untimed) all, ops, none; round 1 reversed; round 2 as round 0
+    assert [a for _, a, _ in rows[:6]] == ["none", "ops", "all", "all", "ops", "none"]
+    want = {"all": (True, True), "ops": (True, False), "none": (False, False)}
+    assert seen[:n] == [want[fa.arm_of(i)[1]] for i in range(n)]
+    assert set(seen[n:]) == {(True, True)}  # after the stop: untouched
 
 
 SCRIPT = """
