@@ -223,7 +223,13 @@ def merge(acc: dict | None, res: dict) -> dict:
 
 
 def wants_more(res: dict, spent_s: float) -> bool:
-    return complete_rounds(res["rows"], res["arms"]) < MAX_ROUNDS and spent_s < MORE_S and res["runs"] < MAX_RUNS
+    """Another run of the script: while too few rounds and time is left, unless every kernel
+    served is already faster than each other arm (the median ratio: more rounds would not
+    disable anything)."""
+    v = verdict(res["rows"], res["arms"])
+    if v["rounds"] >= MIN_ROUNDS and all(c["ratio"] <= 1.0 for c in v["compared"]):
+        return False
+    return v["rounds"] < MAX_ROUNDS and spent_s < MORE_S and res["runs"] < MAX_RUNS
 
 
 def served_now() -> dict:

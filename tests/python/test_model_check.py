@@ -75,6 +75,17 @@ def test_merge_puts_later_runs_after_earlier_rounds():
     assert mc.complete_rounds(m["rows"], m["arms"]) == 6
 
 
+def test_more_runs_only_while_something_could_be_disabled():
+    res = {"arms": ARMS, "runs": 1, "rows": rows_of({"all": 1.0, "ops": 1.01, "none": 1.2}, mc.MIN_ROUNDS)}
+    assert not mc.wants_more(res, 1.0)  # every kernel served is already the fastest
+    res["rows"] = rows_of({"all": 1.0, "ops": 0.99, "none": 1.2}, mc.MIN_ROUNDS)
+    assert mc.wants_more(res, 1.0) and not mc.wants_more(res, mc.MORE_S)
+    res["runs"] = mc.MAX_RUNS
+    assert not mc.wants_more(res, 1.0)
+    res.update(runs=1, rows=rows_of({"all": 1.0, "ops": 1.0, "none": 1.0}, mc.MAX_ROUNDS))
+    assert not mc.wants_more(res, 1.0)
+
+
 def test_apply_disables_what_the_verdict_names():
     res = {"arms": ARMS, "rows": rows_of({"all": 1.2, "ops": 1.0, "none": 1.1}, 8),
            "served": {"ops": [{"key": "op1", "served": 9}], "chains": [{"key": "ch1", "served": 9}]}}
