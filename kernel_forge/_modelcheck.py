@@ -34,12 +34,17 @@ class ForwardArms:
     """Global module hooks: before each outermost forward, serve as the schedule says (rounds of
     the arms, every other one reversed, so that a load that grows or fades weighs on each arm
     alike); time it (CUDA events on the current stream when the model is on a GPU: the GPU's
-    timeline covers both a host-bound and a device-bound forward; else wall time)."""
+    timeline covers both a host-bound and a device-bound forward; else wall time). Forwards that
+    overlap on several threads cannot be given an arm each: then nothing is judged."""
 
     def __init__(self, arms, on_done):
+        import threading
+
         self.arms = list(arms)
         self.on_done = on_done
-        self.depth = 0
+        self.local = threading.local()  # module nesting depth, per thread
+        self.lock = threading.Lock()
+        self.active = 0     # outermost forwards under way, any thread
         self.n = 0          # outermost forwards started
         self.samples = []   # [round, arm, start, end] (perf_counter seconds, or CUDA events)
         self.cuda = None
@@ -82,8 +87,14 @@ class ForwardArms:
         return time.perf_counter()
 
     def _pre(self, mod, args):
-        self.depth += 1
-        if self.depth != 1 or self.done:
+        depth = getattr(self.local, "depth", 0) + 1
+        self.local.depth = depth
+        if depth != 1:
+            return
+        with self.lock:
+            self.active += 1
+            self.overlap = self.overlap or self.active > 1
+        if self.done:
             return
         if self.cuda is None:
             p = next(mod.parameters(), None)
@@ -95,11 +106,15 @@ class ForwardArms:
         self.n += 1
 
     def _post(self, mod, args, out):
-        if self.depth <= 0:
-            self.overlap = True  # a forward that began on another thread, or before install
+        depth = getattr(self.local, "depth", 0)
+        if depth <= 0:
+            return  # a forward that began before install
+        self.local.depth = depth - 1
+        if depth != 1:
             return
-        self.depth -= 1
-        if self.depth != 0 or self.done or not self.samples or self.samples[-1][3] is not None:
+        with self.lock:
+            self.active -= 1
+        if self.done or not self.samples or self.samples[-1][3] is not None:
             return
         self.samples[-1][3] = self._now()
         timed = self.n // len(self.arms) - SKIP_ROUNDS
@@ -119,7 +134,7 @@ class ForwardArms:
 
             torch.cuda.synchronize()
         rows = []
-        for r, arm, a, b in self.samples:
+        for r, arm, a, b in [] if self.overlap else self.samples:
             if b is None or r < SKIP_ROUNDS:
                 continue
             ms = a.elapsed_time(b) if self.cuda else 1e3 * (b - a)
@@ -218,6 +233,7 @@ def merge(acc: dict | None, res: dict) -> dict:
             else:
                 acc["served"][kind].append(e)
     acc["runs"] += 1
+    acc["overlap"] = acc.get("overlap") or res.get("overlap")
     acc["cuda"] = acc.get("cuda") or res.get("cuda")
     return acc
 
@@ -298,6 +314,8 @@ def apply(res: dict, cache_dir: str, disable) -> dict:
     (disable(cache_dir, key, why) -> '' or an error)."""
     v = verdict(res.get("rows", []), res.get("arms", ARMS))
     v["disabled"], v["errors"] = [], []
+    if res.get("overlap"):
+        v.update(keep="all", why="the script ran forwards on several threads at once: not judged")
     if v["keep"] == "all":
         return v
     ms = ", ".join(f"{v['ms'][a]:.3f} ms with {LABELS[a]}" for a in ARMS if a in v["ms"])

@@ -165,6 +165,34 @@ def test_forward_arms_switch_per_forward_and_stop_once_judged(dev):
     assert set(seen[n:]) == {(True, True)}  # after the stop: untouched
 
 
+def test_forwards_overlapping_on_threads_are_not_judged():
+    import threading
+
+    go = threading.Barrier(2)
+    fa = mc.ForwardArms(["all", "none"], lambda: None)
+
+    class Both(torch.nn.Module):
+        def forward(self, x):
+            go.wait(timeout=30)  # both threads inside a forward at once
+            return x + 1
+
+    m = Both()
+    fa.install()
+    try:
+        ts = [threading.Thread(target=lambda: [m(torch.ones(2)) for _ in range(8)]) for _ in range(2)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+    finally:
+        fa.remove()
+    assert fa.overlap and fa.finish() == [] and kf.enabled() and kf.chains_enabled()
+    v = mc.apply({"arms": ["all", "none"], "rows": [], "overlap": True,
+                  "served": {"ops": [{"key": "k", "served": 1}], "chains": []}}, "/c",
+                 lambda *a: "")
+    assert v["keep"] == "all" and "several threads" in v["why"] and not v["disabled"], v
+
+
 SCRIPT = """
 import sys, torch
 class M(torch.nn.Module):
