@@ -68,6 +68,9 @@ def settings() -> dict:
         # recorded fusable chains are tuned too (their kernels land without the confirmation:
         # the served process's chain speed guard judges them in place)
         "chains": bool(int(_env_num("KFORGE_TUNE_CHAINS", 1, 0))),
+        # once kernels landed, the model's next forwards are timed with every kernel, chain
+        # kernels off and nothing served (kernel_forge/_modelcheck.py), and what loses goes
+        "check": bool(int(_env_num("KFORGE_TUNE_CHECK", 1, 0))),
     }
 
 
@@ -478,6 +481,9 @@ class OnlineTuner(threading.Thread):
         self.wait_s = None  # the next wait for a quiet gap (None: quiet_wait_s; quiet())
         self.misses = 0  # waits in a row that saw no gap (quiet())
         self.device = "cpu"  # the device of the signature being tuned (quiet())
+        self.check = None  # the model check under way (_modelcheck.ForwardArms), if any
+        self.check_done = False  # it has judged: the tuner thread applies the verdict
+        self.checked = 0  # kernels landed when the last check started
         self.state = {"enabled": True, "pid": os.getpid(), "settings": dict(self.cfg),
                       "phase": "waiting", "queue": [], "current": None, "hot_at": {},
                       # what the current pass is doing: prepare, worker, confirm, land (None:
@@ -487,7 +493,7 @@ class OnlineTuner(threading.Thread):
                                        "worker_cpu": 0.0, "duty_wait": 0.0, "confirm": 0.0,
                                        "look": 0.0},
                       "looks": 0,  # the rankings made (each: stats, chains, the ranking)
-                      "landed": [], "refused": [], "searches": 0,
+                      "landed": [], "refused": [], "searches": 0, "checks": [],
                       # timings that waited for a quiet gap in the model's calls (quiet()):
                       # found one, waited in vain (timed anyway), seconds waited
                       "gates": {"quiet": 0, "busy": 0, "wait_s": 0.0}}
@@ -498,6 +504,9 @@ class OnlineTuner(threading.Thread):
         (_search); a job being written is finished first (busy says when). The jobs' cases go:
         no later process searches this one's job folders."""
         self.stop.set()
+        if self.check is not None:
+            self.check.remove()
+            self.check.finish()  # every kernel served again
         for p in list(self.procs):
             p.kill()
         for job_dir in list(self.jobs.values()):
@@ -553,6 +562,8 @@ class OnlineTuner(threading.Thread):
         while not self.stop.wait(self.cfg["interval_s"]):
             t_look = time.monotonic()
             try:
+                if self.check_done:
+                    self._end_check()
                 # the time since the last look ranks, not since the start, and only what was also
                 # called in the look before: a script's one-time setup (weights copied to the GPU,
                 # casts) is never ranked, and the repeated work is
@@ -613,6 +624,7 @@ class OnlineTuner(threading.Thread):
                     self.done.discard(r["key"])
                     self.later[r["key"]] = time.monotonic() + 2 * self.cfg["interval_s"]
                 reload_cache()
+                self._start_check()
             except Stopped:
                 pass
             except Exception as e:  # the user's process must never be harmed by tuning
@@ -620,6 +632,52 @@ class OnlineTuner(threading.Thread):
             finally:
                 self.busy = False
                 self._note(current=None, phase="waiting", step=None)
+
+    # ---- the model check, in this process (README, "The model check")
+    def _start_check(self):
+        """Kernels landed since the last check: time the model's next forwards in turn with every
+        kernel, chain kernels off and nothing served (ForwardArms' hooks, on the model's
+        threads); _end_check applies the verdict once it is in."""
+        from . import chain_entries
+        from ._modelcheck import ARMS, ForwardArms
+
+        with self.lock:
+            n = len(self.state["landed"])
+        if not self.cfg["check"] or self.check is not None or n == self.checked:
+            return
+        self.checked = n
+        arms = ARMS if chain_entries() else ("all", "none")
+
+        def judged():
+            self.check_done = True
+
+        self.check = ForwardArms(arms, judged)
+        self.check.install()
+
+    def _end_check(self):
+        """The check judged: the entries it names are disabled in the cache (no later process
+        serves them) and in this process the arm it kept is what serves from now on."""
+        from . import cache_dir, disable, disable_chains
+        from ._modelcheck import LABELS, apply, served_now
+        from ._warmup import _disable_entry
+
+        fa, self.check, self.check_done = self.check, None, False
+        fa.remove()
+        res = {"arms": fa.arms, "rows": fa.finish(), "overlap": fa.overlap, "served": served_now()}
+        v = apply(res, cache_dir(), _disable_entry)
+        if v["keep"] == "ops":
+            disable_chains()
+        elif v["keep"] == "none":
+            disable()
+        rec = {"keep": v["keep"], "rounds": v["rounds"], "ms": v["ms"], "why": v.get("why", ""),
+               "compared": v["compared"], "disabled": [e["key"] for e in v["disabled"]],
+               "at_s": time.monotonic() - self.t0}
+        with self.lock:
+            self.state["checks"].append(rec)
+        self._write_status()
+        log.info("online tuning: model check, %d rounds: %s%s", v["rounds"],
+                 "every kernel kept" if v["keep"] == "all" else f"kept {LABELS[v['keep']]}",
+                 f" ({v['why']})" if v.get("why") else "")
 
     def tune_fleet(self, row: dict, search: dict) -> str:
         """With a fleet cache (KFORGE_REMOTE_CACHE): its entry if published, else a search under

@@ -102,7 +102,7 @@ def test_apply_disables_what_the_verdict_names():
 
 
 def test_disable_chains_runs_the_members_and_keeps_the_op_kernels():
-    spec, x, w = attach(7, 64)
+    spec, x, w = attach(53, 64)  # a shape of its own: entries live as long as the process
     warm(spec, x, w)
     heads = entry(spec)["heads"]
     kf.disable_chains()
@@ -251,3 +251,45 @@ def test_check_model_on_a_failing_script_judges_nothing(tmp_path):
     assert v["keep"] == "all" and v["disabled"] == [] and v["rounds"] == 0, v
     assert sum("(check)" in m for m in said) == 1, said  # no second run of a script that times none
     assert any("not judged" in m for m in said), said
+
+
+ONLINE = r'''
+import json, time
+import torch, torch.nn.functional as F
+import kernel_forge as kf
+torch.manual_seed(0)
+class M(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w, self.b = torch.nn.Parameter(torch.randn(512)), torch.nn.Parameter(torch.randn(512))
+    def forward(self, y):
+        for _ in range(3):
+            y = torch.softmax(F.layer_norm(y, (512,), self.w, self.b), -1)
+        return y
+m, x = M(), torch.randn(128, 512)
+end = time.time() + 150
+with torch.no_grad():
+    while time.time() < end and not kf.tuner_status()["checks"]:
+        m(x)
+        time.sleep(0.001)
+print("RESULT " + json.dumps({"status": kf.tuner_status(), "enabled": kf.enabled(),
+                              "chains": kf.chains_enabled()}))
+'''
+
+
+def test_online_tuning_checks_the_model_once_kernels_land(tmp_path):
+    p = run_python(ONLINE, {"KFORGE_CACHE_DIR": str(tmp_path / "cache"), "KFORGE_TUNE": "1",
+                            "KFORGE_TUNE_INTERVAL": "0.5", "KFORGE_RELOAD_MS": "100",
+                            "KFORGE_TUNE_MARGIN": "-100", "KFORGE_TUNE_MIN_SHARE": "0.2",
+                            "KFORGE_TUNE_QUIET_WAIT": "0.5", "KFORGE_LOG": "info",
+                            "OMP_NUM_THREADS": "1"}, timeout=300)
+    assert p.returncode == 0, p.stderr[-3000:]
+    res = json.loads(p.stdout.split("RESULT ")[-1])
+    st = res["status"]
+    assert st["landed"] and st["settings"]["check"], st
+    (c,) = st["checks"]
+    assert c["rounds"] == mc.MAX_ROUNDS and set(c["ms"]) >= {"all", "none"}, c
+    # what serves from now on in this process is the arm the check kept
+    assert res["enabled"] == (c["keep"] != "none"), res
+    assert res["chains"] == (c["keep"] != "ops"), res  # (nothing served: chains switch no more)
+    assert "online tuning: model check, 16 rounds" in p.stderr, p.stderr[-3000:]
