@@ -14,6 +14,8 @@ import statistics
 import sys
 import time
 
+from ._forwards import OutermostForwards
+
 ARMS = ("all", "ops", "none")  # everything served; chain kernels off; nothing served
 LABELS = {"all": "every kernel", "ops": "chain kernels off", "none": "nothing served"}
 SKIP_ROUNDS = 1   # the first round (first-use checks, the allocator's first blocks) is not timed
@@ -30,42 +32,23 @@ MARGIN = {"ops": 0.03, "none": 0.05}
 P = {"ops": 0.05, "none": 0.02}
 
 
-class ForwardArms:
-    """Global module hooks: before each outermost forward, serve as the schedule says (rounds of
-    the arms, every other one reversed, so that a load that grows or fades weighs on each arm
-    alike); time it (CUDA events on the current stream when the model is on a GPU: the GPU's
-    timeline covers both a host-bound and a device-bound forward; else wall time). Forwards that
-    overlap on several threads cannot be given an arm each: then nothing is judged."""
+class ForwardArms(OutermostForwards):
+    """Before each outermost forward, serve as the schedule says (rounds of the arms, every other
+    one reversed, so that a load that grows or fades weighs on each arm alike); time it (CUDA
+    events on the current stream when the model is on a GPU: the GPU's timeline covers both a
+    host-bound and a device-bound forward; else wall time). Forwards that overlap on several
+    threads cannot be given an arm each: then nothing is judged. on_done runs once judged."""
 
     def __init__(self, arms, on_done):
-        import threading
-
+        super().__init__()
         self.arms = list(arms)
         self.on_done = on_done
-        self.local = threading.local()  # module nesting depth, per thread
-        self.lock = threading.Lock()
-        self.active = 0     # outermost forwards under way, any thread
         self.n = 0          # outermost forwards started
         self.samples = []   # [round, arm, start, end] (perf_counter seconds, or CUDA events)
         self.cuda = None
         self.t0 = None
         self.done = False
         self.overlap = False
-        self.handles = []
-
-    def install(self):
-        from torch.nn.modules import module as m
-
-        self.handles.append(m.register_module_forward_pre_hook(self._pre))
-        try:
-            self.handles.append(m.register_module_forward_hook(self._post, always_call=True))
-        except TypeError:
-            self.handles.append(m.register_module_forward_hook(self._post))
-
-    def remove(self):
-        for h in self.handles:
-            h.remove()
-        self.handles = []
 
     def arm_of(self, i):
         r, k = divmod(i, len(self.arms))
@@ -86,14 +69,8 @@ class ForwardArms:
             return e
         return time.perf_counter()
 
-    def _pre(self, mod, args):
-        depth = getattr(self.local, "depth", 0) + 1
-        self.local.depth = depth
-        if depth != 1:
-            return
-        with self.lock:
-            self.active += 1
-            self.overlap = self.overlap or self.active > 1
+    def begin(self, mod):
+        self.overlap = self.overlap or self.active > 1
         if self.done:
             return
         if self.cuda is None:
@@ -105,23 +82,16 @@ class ForwardArms:
         self.samples.append([r, arm, self._now(), None])
         self.n += 1
 
-    def _post(self, mod, args, out):
-        depth = getattr(self.local, "depth", 0)
-        if depth <= 0:
-            return  # a forward that began before install
-        self.local.depth = depth - 1
-        if depth != 1:
-            return
-        with self.lock:
-            self.active -= 1
+    def end(self):
         if self.done or not self.samples or self.samples[-1][3] is not None:
-            return
+            return None
         self.samples[-1][3] = self._now()
         timed = self.n // len(self.arms) - SKIP_ROUNDS
         if self.n % len(self.arms) == 0 and (timed >= MAX_ROUNDS or (
                 timed >= MIN_ROUNDS and time.perf_counter() - self.t0 > MAX_S)):
             self.finish()
-            self.on_done()
+            return self.on_done
+        return None
 
     def finish(self):
         """Serve everything again; the timed forwards as [round, arm, ms]."""

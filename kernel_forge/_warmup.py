@@ -15,9 +15,11 @@ with the plugin serves the winners (after its own first-use check).
     python -m kernel_forge._warmup record OUT.json [-m] SCRIPT [ARGS...]
     python -m kernel_forge._warmup rank OPTS.json OUT.json [-m] SCRIPT [ARGS...]
     python -m kernel_forge._warmup capture PLAN.json OUT.json [-m] SCRIPT [ARGS...]
+    python -m kernel_forge._warmup check OUT.json [-m] SCRIPT [ARGS...]
 are the child steps (used by the CLI, not meant to be run by hand): rank records, plans with
 OPTS (make_plan's) after RANK_AFTER_FORWARDS forwards and captures in the same run, writing
-OUT.json (the record), OUT.plan.json and OUT.jobs.json.
+OUT.json (the record), OUT.plan.json and OUT.jobs.json; check is the model check's run
+(_modelcheck.child_check).
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ import shutil
 import subprocess
 import sys
 import time
+
+from ._forwards import OutermostForwards
 
 
 def run_script(script: str, args: list[str], module: bool) -> int:
@@ -50,69 +54,40 @@ def run_script(script: str, args: list[str], module: bool) -> int:
     return 0
 
 
-class ForwardWindows:
+class ForwardWindows(OutermostForwards):
     """Which calls the plugin records while an nn.Module forward runs, in any thread: the work a
     script repeats, as opposed to its setup (building the model, moving and casting weights,
-    loading a state dict), which runs outside any forward. Global module hooks see the outermost
-    forward start and end; a stats snapshot at each edge adds the calls between to the window."""
+    loading a state dict), which runs outside any forward. A stats snapshot when the first
+    outermost forward starts and when the last one under way ends adds the calls between to
+    the window."""
 
     def __init__(self, stats):
-        import threading
-
+        super().__init__()
         self.stats = stats
-        self.lock = threading.Lock()
-        self.local = threading.local()
-        self.active = 0
         self.forwards = 0
         self.start: dict = {}
         self.window: dict = {}
-        self.handles = []
         self.on_forward = None  # called with the count after each outermost forward
 
-    def install(self):
-        from torch.nn.modules import module as m
+    def begin(self, mod):
+        if self.active == 1:
+            from ._tuner import snapshot
 
-        self.handles.append(m.register_module_forward_pre_hook(self._pre))
-        try:
-            self.handles.append(m.register_module_forward_hook(self._post, always_call=True))
-        except TypeError:  # a torch without always_call: a forward that raises ends no window
-            self.handles.append(m.register_module_forward_hook(self._post))
+            self.start = snapshot(self.stats())
 
-    def remove(self):
-        for h in self.handles:
-            h.remove()
-        self.handles = []
+    def end(self):
+        if self.active:
+            return None
+        from ._tuner import stats_delta
 
-    def _pre(self, mod, args):
-        depth = getattr(self.local, "depth", 0)
-        self.local.depth = depth + 1
-        if depth == 0:
-            with self.lock:
-                self.active += 1
-                if self.active == 1:
-                    from ._tuner import snapshot
-
-                    self.start = snapshot(self.stats())
-
-    def _post(self, mod, args, out):
-        depth = getattr(self.local, "depth", 0)
-        if depth <= 0:
-            return
-        self.local.depth = depth - 1
-        if depth == 1:
-            ended = 0
-            with self.lock:
-                self.active -= 1
-                if self.active == 0:
-                    from ._tuner import stats_delta
-
-                    self.forwards += 1
-                    ended = self.forwards
-                    for k, w in stats_delta(self.stats(), self.start).items():
-                        acc = self.window.setdefault(k, {"calls": 0})
-                        acc["calls"] += w["calls"]
-            if ended and self.on_forward is not None:
-                self.on_forward(ended)
+        self.forwards += 1
+        ended = self.forwards
+        for k, w in stats_delta(self.stats(), self.start).items():
+            acc = self.window.setdefault(k, {"calls": 0})
+            acc["calls"] += w["calls"]
+        if self.on_forward is not None:
+            return lambda: self.on_forward(ended)
+        return None
 
 
 def record_doc(fw: ForwardWindows) -> dict:

@@ -15,6 +15,8 @@ from kernel_forge import _warmup
 
 from conftest import run_python
 from test_chain_serving import attach, entry, keys_of, rms, warm
+from test_online_tuning import online_env
+from test_warmup_one_run import SCRIPT  # gelu(x * 1.5) for argv[1] forwards
 
 ARMS = ["all", "ops", "none"]
 
@@ -193,19 +195,6 @@ def test_forwards_overlapping_on_threads_are_not_judged():
     assert v["keep"] == "all" and "several threads" in v["why"] and not v["disabled"], v
 
 
-SCRIPT = """
-import sys, torch
-class M(torch.nn.Module):
-    def forward(self, x):
-        return torch.nn.functional.gelu(x * 1.5)
-m = M()
-x = torch.randn(64, 256)
-for _ in range(int(sys.argv[1])):
-    y = m(x)
-print("forwards done", file=sys.stderr)
-"""
-
-
 def warmup(tmp_path, forwards, *opts):
     (tmp_path / "model.py").write_text(SCRIPT)
     env = {"KFORGE_CACHE_DIR": str(tmp_path / "cache")}
@@ -278,11 +267,7 @@ print("RESULT " + json.dumps({"status": kf.tuner_status(), "enabled": kf.enabled
 
 
 def test_online_tuning_checks_the_model_once_kernels_land(tmp_path):
-    p = run_python(ONLINE, {"KFORGE_CACHE_DIR": str(tmp_path / "cache"), "KFORGE_TUNE": "1",
-                            "KFORGE_TUNE_INTERVAL": "0.5", "KFORGE_RELOAD_MS": "100",
-                            "KFORGE_TUNE_MARGIN": "-100", "KFORGE_TUNE_MIN_SHARE": "0.2",
-                            "KFORGE_TUNE_QUIET_WAIT": "0.5", "KFORGE_LOG": "info",
-                            "OMP_NUM_THREADS": "1"}, timeout=300)
+    p = run_python(ONLINE, online_env(tmp_path), timeout=300)
     assert p.returncode == 0, p.stderr[-3000:]
     res = json.loads(p.stdout.split("RESULT ")[-1])
     st = res["status"]
