@@ -365,6 +365,8 @@ class App:
 
         landed = [x for x in doc.get("landed") or [] if isinstance(x, dict)]
         refused = [x for x in doc.get("refused") or [] if isinstance(x, dict)]
+        checks = [x for x in doc.get("checks") or [] if isinstance(x, dict)]
+        keep = checks[-1].get("keep") if checks else None
         cur = doc.get("current") if isinstance(doc.get("current"), dict) else None
         spent = doc.get("time_spent_s") if isinstance(doc.get("time_spent_s"), dict) else {}
         return {"pid": num(doc.get("pid")), "phase": text(doc.get("phase")),
@@ -374,6 +376,8 @@ class App:
                 "landed": len(landed), "refused": len(refused),
                 "first_landed_s": num(landed[0].get("after_hot_s")) if landed else None,
                 "last_refusal": text(refused[-1].get("reason")) if refused else None,
+                "checks": len(checks),  # the model checks: what the last one kept
+                "last_check": keep if keep in ("all", "ops", "none") else None,
                 "worker_busy_s": num(spent.get("worker_busy")), "elapsed_s": num(doc.get("elapsed_s")),
                 "duty": num((doc.get("settings") or {}).get("duty"))
                 if isinstance(doc.get("settings"), dict) else None,

@@ -278,3 +278,8 @@ def test_online_tuning_checks_the_model_once_kernels_land(tmp_path):
     assert res["enabled"] == (c["keep"] != "none"), res
     assert res["chains"] == (c["keep"] != "ops"), res  # (nothing served: chains switch no more)
     assert "online tuning: model check, 16 rounds" in p.stderr, p.stderr[-3000:]
+    # kforge ui's tuner line reads the status file the tuner wrote
+    from kernel_forge.ui.server import App
+
+    t = App(str(tmp_path / "cache"), str(tmp_path / "cache" / "jobs")).tuner()
+    assert t["checks"] == 1 and t["last_check"] == c["keep"], t

@@ -198,6 +198,7 @@ async function viewOverview() {
     (t.current ? ` ${t.current_pass} pass on ${t.current}` : "") +
     ` · ${t.queue} queued · ${t.landed} landed` + (num(t.first_landed_s) ? ` (first ${t.first_landed_s.toFixed(1)} s after it was hot)` : "") +
     ` · ${t.refused} refused` + (t.last_refusal ? ` (last: ${t.last_refusal})` : "") +
+    (t.last_check ? ` · model check: ${{ all: "every kernel kept", ops: "chain kernels off", none: "nothing served" }[t.last_check]}` : "") +
     (num(t.worker_busy_s) ? ` · worker busy ${t.worker_busy_s.toFixed(1)} s of ${num(t.elapsed_s) ? t.elapsed_s.toFixed(0) : "?"} s (duty ${fmtPct(t.duty)})` : "") }) : null;
   page(el("h1", { text: "Overview" }),
     el("div", { class: "muted", text: `cache ${o.cache_dir} · jobs ${o.jobs_dir}` + (o.stats_file ? ` · run ${o.stats_file}` : "") }),
