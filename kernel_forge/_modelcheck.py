@@ -289,7 +289,7 @@ def apply(res: dict, cache_dir: str, disable) -> dict:
     if v["keep"] == "all":
         return v
     ms = ", ".join(f"{v['ms'][a]:.3f} ms with {LABELS[a]}" for a in ARMS if a in v["ms"])
-    why = (f"the model's forwards ran faster without it (kforge warmup's model check, "
+    why = (f"the model's forwards ran faster without it (the model check, "
            f"{v['rounds']} rounds, medians: {ms})")
     served = res.get("served", {})
     gone = served.get("chains", []) + (served.get("ops", []) if v["keep"] == "none" else [])
