@@ -611,8 +611,11 @@ def warmup(script_cmd: list[str], *, iterations: int = 50, time_budget: float = 
     if chain_cands:
         log(f"kforge warmup: {len(chain_cands)} hot fusable chain"
             f"{'' if len(chain_cands) == 1 else 's'} to tune as fused kernels (--no-chains: none)")
+    # the cache served the recording run already (an earlier warm-up's entries): checked too
+    served = any(r.get("served") for r in rec["rows"])
     if plan is None:
-        return {"rows": [], "cache_dir": kf.cache_dir(), "skipped": skipped, "setup": setup}
+        return {"rows": [], "cache_dir": kf.cache_dir(), "skipped": skipped, "setup": setup,
+                "check": check_model(script_cmd, work, log) if check and served else None}
 
     llm_args = []
     if llm_budget_usd is not None:
@@ -786,7 +789,7 @@ def warmup(script_cmd: list[str], *, iterations: int = 50, time_budget: float = 
         if isinstance(j, dict):
             _jobs.drop_cases(j.get("job_dir"))
     verdict = None
-    if check and any(r["status"] == "inserted" for r in out_rows):
+    if check and (served or any(r["status"] == "inserted" for r in out_rows)):
         verdict = check_model(script_cmd, work, log)
         gone = {e["key"]: verdict.get("why", "") for e in verdict.get("disabled", [])}
         for row in out_rows:

@@ -233,6 +233,15 @@ def test_a_short_script_runs_again_for_more_rounds_and_no_check_skips_it(tmp_pat
     assert res["check"] is None and "(check)" not in p.stderr
 
 
+def test_a_warm_cache_that_serves_the_script_is_checked_too(tmp_path):
+    """A second warm-up finds its signatures served by the first one's entries (nothing or
+    little left to insert): the model is checked all the same."""
+    warmup(tmp_path, 40, "--no-check")
+    p, res = warmup(tmp_path, 40)
+    assert res["check"] is not None and res["check"]["rounds"] >= mc.MIN_ROUNDS, p.stderr[-3000:]
+    assert "kforge warmup: model check," in p.stderr
+
+
 def test_check_model_on_a_failing_script_judges_nothing(tmp_path):
     (tmp_path / "bad.py").write_text("raise SystemExit(3)\n")
     said = []
