@@ -418,7 +418,8 @@ def main(argv=None) -> int:
                         "kernels; by default the fusable ones of at least --min-share are tuned, "
                         "in one priority order with the ops")
     w.add_argument("--no-check", action="store_true",
-                   help="skip the model check: by default, once kernels were inserted, the script "
+                   help="skip the model check: by default, once kernels were inserted (or the "
+                        "cache served the script already), the script "
                         "runs once more with its forwards timed with every kernel, with chain "
                         "kernels off and with nothing served in turn, and what makes the model "
                         "slower as a whole is disabled (stops the script once judged)")
