@@ -518,8 +518,11 @@ kf_status kf_eval_run(kf_eval *ev, kf_compiler_i *cc, kf_compiled *k, const kf_l
     if ((rc = place_all(ev, EV_PLACE_END, ptrs, err, sizeof err)))
         return backend_failed(res, rc, -1, "placing the buffers", err);
 
-    /* timing on case 0; an in-place argument gets its input back before every run */
-    int reps = job->search.bench_reps > 0 ? job->search.bench_reps : 1;
+    /* timing on case 0; an in-place argument gets its input back before every run. Under
+     * memcheck (exact mode) one run: it checks the timed path's placement, not the time, and
+     * each instrumented rep costs the warm-up seconds per inserted kernel */
+    int reps = ev->exact ? 1 : job->search.bench_reps > 0 ? job->search.bench_reps : 1;
+    const int warmup = ev->exact ? 0 : EV_WARMUP;
     double *t = malloc((size_t)reps * sizeof *t);
     if (!t) {
         fail(res, KF_NODE_CRASH, -1, "eval: out of memory");
@@ -530,7 +533,7 @@ kf_status kf_eval_run(kf_eval *ev, kf_compiler_i *cc, kf_compiled *k, const kf_l
         st = backend_failed(res, rc, 0, "preparing the timed runs", err);
         goto free_times;
     }
-    for (int r = 0; r < EV_WARMUP + reps; r++) {
+    for (int r = 0; r < warmup + reps; r++) {
         double us = 0;
         if (r && (rc = prepare(ev, 0, 0, 0, err, sizeof err))) {
             st = backend_failed(res, rc, 0, "preparing a timed run", err);
@@ -547,7 +550,7 @@ kf_status kf_eval_run(kf_eval *ev, kf_compiler_i *cc, kf_compiled *k, const kf_l
             st = rc ? backend_failed(res, rc, 0, "checking the guards", err) : KF_OK;
             goto free_times;
         }
-        if (r >= EV_WARMUP) t[r - EV_WARMUP] = us;
+        if (r >= warmup) t[r - warmup] = us;
     }
     qsort(t, (size_t)reps, sizeof *t, cmp_double);
     res->status = KF_NODE_VERIFIED;
