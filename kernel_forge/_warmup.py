@@ -393,6 +393,7 @@ def _child_step(step: str, arg_path: str, arg: dict, out: str, script_cmd: list[
 WRITE_SHARE = 0.3  # of the budget left after the capture run, at most, for writing jobs
 RANK_AFTER_FORWARDS = 5  # the recording run plans after this many module forwards, then captures
 MIN_FIRST_SHARE = 0.1  # of the time budget, at least, for the hottest job's search
+RAMP_SHARE = 0.75  # of the time budget for the first pass (start points), the rest for deeper ones
 MIN_JOB_S = 2.5  # a search's own floor: worker start and a few candidates (most bests are the first)
 # Less than this left is a spent budget: the worker reads --time-budget 0 as none, so a remainder
 # printed as "0.0" ran a whole search (likely how one ResNet-50 search took 40 s of a 60 s budget).
@@ -661,10 +662,16 @@ def warmup(script_cmd: list[str], *, iterations: int = 50, time_budget: float = 
             if lease:
                 lease.release()
 
+    # Under a time budget, two passes: first each job's template start points (the worker's
+    # --starts-only: most winners are one), hottest first, in RAMP_SHARE of the budget, so that
+    # every hot signature gets a kernel; then deeper searches, hottest first, in what is left.
+    ramp_until = deadline and deadline - (1 - RAMP_SHARE) * time_budget
+    ramped = []  # (r, row, j) whose ramp pass ran: candidates for a deep search
+
     def search_one(i, r, row, j):
         extra = []
         if time_budget:
-            left = deadline - time.time()  # write_jobs set it: the plan has the budget
+            left = ramp_until - time.time()  # write_jobs set the deadline: the plan has the budget
             if i == 0:  # the hottest signature is searched, for a tenth of the budget at least
                 left = max(left, MIN_FIRST_SHARE * time_budget)
             rest = [c["share"] for c in work_list[i:] if not in_chain(c)
@@ -673,7 +680,7 @@ def warmup(script_cmd: list[str], *, iterations: int = 50, time_budget: float = 
             if budget < MIN_BUDGET_S:
                 row["status"] = "not tuned: time budget spent"
                 return
-            extra = ["--time-budget", f"{budget:.1f}"]
+            extra = ["--starts-only", "--time-budget", f"{budget:.1f}"]
         bar = _jobs.ProgressBar(f"[{i + 1}/{len(work_list)}] {r['signature']}")
         try:
             res = _jobs.run_worker(j["job_dir"], extra_args=llm_args + extra, on_progress=bar)
@@ -690,6 +697,47 @@ def warmup(script_cmd: list[str], *, iterations: int = 50, time_budget: float = 
                    detail=res.get("detail", ""))
         if res.get("best_us") and res.get("roofline_us"):
             row["roofline_pct"] = 100 * res["roofline_us"] / res["best_us"]
+        if time_budget and res.get("stop_reason") == "start candidates evaluated" and \
+                res["status"] in ("inserted", "no_faster_kernel"):
+            ramped.append((r, row, j))
+
+    def deepen():
+        """The second pass: the ramped jobs, hottest first, each for its share of the time left,
+        replaying its start points' timings (--timings-from), a kernel inserted only where it
+        beats the ramp's by 1% (--better-than)."""
+        todo = [t for t in ramped if t[0]["op"] == "kforge::chain" or in_chain(t[0]) is None]
+        for k, (r, row, j) in enumerate(todo):
+            budget = job_time_budget(deadline - time.time(), r["share"],
+                                     [t[0]["share"] for t in todo[k:]])
+            if budget < MIN_BUDGET_S:
+                return
+            extra = ["--timings-from", j["job_dir"], "--time-budget", f"{budget:.1f}"]
+            if row.get("status") == "inserted" and row.get("best_us"):
+                extra += ["--better-than", repr(row["best_us"])]
+            bar = _jobs.ProgressBar(f"[deeper {k + 1}/{len(todo)}] {r['signature']}")
+            try:
+                res = _jobs.run_worker(j["job_dir"], extra_args=llm_args + extra, on_progress=bar)
+            except kf.KernelForgeError as e:
+                bar.close()
+                row["detail"] = (row.get("detail", "") + f"; deeper search failed: {e}").lstrip("; ")
+                continue
+            bar.close()
+            row["iterations"] += res["iterations"]
+            row["wall_s"] = row.get("wall_s", 0) + res.get("wall_s", 0)
+            row["stop_reason"] = res.get("stop_reason", "")
+            if res["status"] != "inserted":
+                continue
+            _remote.publish(res, kf.cache_dir(), r.get("cache_key"))
+            before = row.get("best_us") if row.get("status") == "inserted" else None
+            if r["op"] == "kforge::chain" and before is None:
+                chain_rows.append((row, r))  # weighed against its members' kernels below
+            row.update(entry_key=res.get("cache_key"), best_us=res.get("best_us"),
+                       speedup=res.get("speedup"), status="inserted")
+            if res.get("best_us") and res.get("roofline_us"):
+                row["roofline_pct"] = 100 * res["roofline_us"] / res["best_us"]
+            if before:
+                row["detail"] = (row.get("detail", "") + f"; deeper search: {before:.1f} -> "
+                                 f"{res['best_us']:.1f} us").lstrip("; ")
 
     for i, r in enumerate(work_list):
         if r["op"] == "kforge::chain":  # a chain row: ops in order; no fleet cache for chains yet
@@ -772,6 +820,8 @@ def warmup(script_cmd: list[str], *, iterations: int = 50, time_budget: float = 
             deferred.remove(item)
         if deferred:
             time.sleep(min(1.0, remote.cfg["poll_s"]))
+    if time_budget:
+        deepen()
     # a chain inserted before kernels for its members were: the members with those may be faster
     for row, r in chain_rows:
         own = members_beat_chain(row, r["keys"], op_rows, rec_us) if row["status"] == "inserted" else None

@@ -4,8 +4,8 @@
  *                 [--timeout SECONDS] [--cache DIR | --no-insert] [--timings-from JOB_DIR]
  *                 [--progress] [--sabotage crash,hang,oob [--sabotage-every N]]
  *                 [--proposer builtin|llm|mixed] [--llm-budget-usd USD] [--llm-max-requests N]
- *                 [--starts-only] [--duty F] [--duty-credit S] [--nice N] [--cores N] [--gate]
- *                 [--parent PID]
+ *                 [--starts-only] [--better-than US] [--duty F] [--duty-credit S] [--nice N]
+ *                 [--cores N] [--gate] [--parent PID]
  *   kforge-worker --check JOB_DIR SOURCE_FILE LAUNCH_FILE   (one candidate: forge/eval/eval_check.h)
  *   kforge-worker --eval JOB_DIR      (internal: the evaluator child) */
 #include <errno.h>
@@ -32,8 +32,8 @@ static void usage(FILE *f)
             "                     [--cache DIR | --no-insert] [--timings-from JOB_DIR] [--progress]\n"
             "                     [--sabotage crash,hang,oob [--sabotage-every N]]\n"
             "                     [--proposer builtin|llm|mixed] [--llm-budget-usd USD]\n"
-            "                     [--llm-max-requests N] [--starts-only] [--duty F]\n"
-            "                     [--duty-credit S]\n"
+            "                     [--llm-max-requests N] [--starts-only] [--better-than US]\n"
+            "                     [--duty F] [--duty-credit S]\n"
             "                     [--nice N] [--cores N] [--gate] [--parent PID]\n"
             "Runs the kernel search for one job folder (written by kernel_forge) and inserts a\n"
             "verified winner into the cache. See README, \"Tuning\".\n");
@@ -155,6 +155,9 @@ int main(int argc, char **argv)
         } else if (!strcmp(a, "--parent")) {
             if (parse_num(a, v, 1, &d)) return 2;
             parent = (pid_t)d, i++;
+        } else if (!strcmp(a, "--better-than")) {
+            if (parse_num(a, v, 0, &d)) return 2;
+            o.better_than_us = d, i++;
         } else if (!strcmp(a, "--starts-only")) {
             o.starts_only = 1;
         } else if (!strcmp(a, "--gate")) {

@@ -559,7 +559,14 @@ kf_status kf_worker_run(const kf_worker_opts *o, char *err, size_t errcap)
     run_loop(&w);
     char key[KF_KEY_HEX] = "", detail[512] = "";
     const char *status;
-    int mc_failed = 0;
+    int mc_failed = 0, not_better = 0;
+    if (w.best_id >= 0 && o->better_than_us > 0 &&
+        w.nodes[w.best_id].latency_us > 0.99 * o->better_than_us) {
+        not_better = 1; /* the earlier pass's kernel stays: no memcheck, no insert */
+        snprintf(detail, sizeof detail, "none 1%% faster than the earlier pass's kernel (%.3g us)",
+                 o->better_than_us);
+        w.best_id = -1;
+    }
     if (w.best_id >= 0) { /* the winner once under memcheck before it can be inserted */
         int id = w.best_id;
         memcheck_node(&w, id, w.best_blob, w.best_blob_len);
@@ -578,6 +585,8 @@ kf_status kf_worker_run(const kf_worker_opts *o, char *err, size_t errcap)
     } else if (w.best_id >= 0) {
         status = "found";
         snprintf(detail, sizeof detail, "not inserted: no cache folder given");
+    } else if (not_better) {
+        status = "no_better_kernel";
     } else if (mc_failed) {
         status = "no_correct_kernel"; /* the one to insert is not: detail says why */
     } else if (kf_mcts_best(w.tree) >= 0) {

@@ -33,6 +33,8 @@ typedef struct kf_worker_opts {
     FILE *progress;           /* one JSON line per node and one at the end (NULL: none) */
     int starts_only;          /* the ramp pass: only each template's start point (first_start),
                                  then stop ("start candidates evaluated") */
+    double better_than_us;    /* > 0: insert only a winner at least 1% faster than this (an
+                                 earlier pass's kernel for the job); else "no_better_kernel" */
     double duty;              /* (0, 1): sleep between nodes so that the time spent working
                                  (all but those sleeps) is at most this share of the wall time;
                                  <= 0 or >= 1: never sleep */
