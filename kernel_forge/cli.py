@@ -407,7 +407,9 @@ def main(argv=None) -> int:
     w.add_argument("--iterations", type=int, default=50, help="candidates per signature (default 50)")
     w.add_argument("--time-budget", type=float, default=0,
                    help="seconds for all the tuning together, from the end of the script's "
-                        "run: writing the jobs and the searches (default: no limit)")
+                        "run: writing the jobs and the searches, every job's template start "
+                        "points first, then deeper searches (default: no limit, one full "
+                        "search per job)")
     w.add_argument("--ops", action="append", default=[],
                    help="only these ops: a comma list, or the option repeated (aten::_softmax)")
     w.add_argument("--min-share", type=float, default=0.01,
