@@ -662,9 +662,12 @@ def warmup(script_cmd: list[str], *, iterations: int = 50, time_budget: float = 
             if lease:
                 lease.release()
 
-    # Under a time budget, two passes: first each job's template start points (the worker's
+    # Under a time budget, two passes: first each op job's template start points (the worker's
     # --starts-only: most winners are one), hottest first, in RAMP_SHARE of the budget, so that
     # every hot signature gets a kernel; then deeper searches, hottest first, in what is left.
+    # A chain is searched whole in the first pass: its start points seldom win (the UNet's
+    # norm chains went from 18-43 us there to 11-28 us), and its kernel, once inserted, spares
+    # its members their searches.
     ramp_until = deadline and deadline - (1 - RAMP_SHARE) * time_budget
     ramped = []  # (r, row, j) whose ramp pass ran: candidates for a deep search
 
@@ -680,7 +683,8 @@ def warmup(script_cmd: list[str], *, iterations: int = 50, time_budget: float = 
             if budget < MIN_BUDGET_S:
                 row["status"] = "not tuned: time budget spent"
                 return
-            extra = ["--starts-only", "--time-budget", f"{budget:.1f}"]
+            extra = (["--starts-only"] if r["op"] != "kforge::chain" else []) + \
+                ["--time-budget", f"{budget:.1f}"]
         bar = _jobs.ProgressBar(f"[{i + 1}/{len(work_list)}] {r['signature']}")
         try:
             res = _jobs.run_worker(j["job_dir"], extra_args=llm_args + extra, on_progress=bar)
@@ -705,7 +709,7 @@ def warmup(script_cmd: list[str], *, iterations: int = 50, time_budget: float = 
         """The second pass: the ramped jobs, hottest first, each for its share of the time left,
         replaying its start points' timings (--timings-from), a kernel inserted only where it
         beats the ramp's by 1% (--better-than)."""
-        todo = [t for t in ramped if t[0]["op"] == "kforge::chain" or in_chain(t[0]) is None]
+        todo = [t for t in ramped if in_chain(t[0]) is None]
         for k, (r, row, j) in enumerate(todo):
             budget = job_time_budget(deadline - time.time(), r["share"],
                                      [t[0]["share"] for t in todo[k:]])
@@ -729,8 +733,6 @@ def warmup(script_cmd: list[str], *, iterations: int = 50, time_budget: float = 
                 continue
             _remote.publish(res, kf.cache_dir(), r.get("cache_key"))
             before = row.get("best_us") if row.get("status") == "inserted" else None
-            if r["op"] == "kforge::chain" and before is None:
-                chain_rows.append((row, r))  # weighed against its members' kernels below
             row.update(entry_key=res.get("cache_key"), best_us=res.get("best_us"),
                        speedup=res.get("speedup"), status="inserted")
             if res.get("best_us") and res.get("roofline_us"):
