@@ -23,60 +23,7 @@ static int probe_wants(const kf_sig *sig)
     return sig->len > n && sig->buf[0] == n && memcmp(sig->buf + 1, t_probe.op, n) == 0;
 }
 
-struct kf_memo {
-    _Atomic(kf_slot *) slot;
-    _Atomic uint64_t fp; /* its signature's fingerprint (memo_fp) */
-};
-
-kf_memo *kf_memo_create(void)
-{
-    return calloc(1, sizeof(kf_memo));
-}
-
-void kf_memo_free(kf_memo *m)
-{
-    free(m);
-}
-
-/* The last 16 bytes (the last tensor's strides, or the trailing scalars) and the length: what
- * differs between an op's signatures, in a few instructions. Only a hint: the key decides. */
-static uint64_t memo_fp(const kf_sig *sig)
-{
-    uint64_t a, b;
-    memcpy(&a, sig->buf + sig->len - 8, 8);
-    memcpy(&b, sig->buf + sig->len - 16, 8);
-    return (a * 0x9E3779B97F4A7C15ull) ^ b ^ sig->len;
-}
-
-/* The signature's slot, pinned (or NULL), and its hash. */
-static kf_slot *lookup(kf_runtime *rt, kf_memo *m, const kf_sig *sig, uint64_t *hash)
-{
-    uint64_t fp = 0;
-    if (m && sig->len >= 16) {
-        fp = memo_fp(sig);
-        kf_slot *s = atomic_load_explicit(&m->slot, memory_order_acquire);
-        if (s && atomic_load_explicit(&m->fp, memory_order_relaxed) == fp &&
-            kf_slot_pin_key(s, sig->buf, sig->len)) {
-            *hash = atomic_load_explicit(&s->hash, memory_order_relaxed);
-            return s;
-        }
-    }
-    *hash = kf_sig_hash(sig->buf, sig->len);
-    kf_slot *s = kf_sigtable_get(rt->sigs, *hash, sig->buf, sig->len, sig->flags, sig->device_type,
-                                 sig->device_index);
-    if (s && fp) { /* two stores, not one: a reader that sees them mismatched only misses */
-        atomic_store_explicit(&m->slot, s, memory_order_release);
-        atomic_store_explicit(&m->fp, fp, memory_order_relaxed);
-    }
-    return s;
-}
-
 void kf_dispatch_begin(kf_runtime *rt, const kf_sig *sig, kf_call *c)
-{
-    kf_dispatch_begin_memo(rt, NULL, sig, c);
-}
-
-void kf_dispatch_begin_memo(kf_runtime *rt, kf_memo *m, const kf_sig *sig, kf_call *c)
 {
     memset(c, 0, sizeof *c);
     c->gpu_token = -1;
@@ -87,8 +34,9 @@ void kf_dispatch_begin_memo(kf_runtime *rt, kf_memo *m, const kf_sig *sig, kf_ca
     atomic_store_explicit(&rt->total_calls,
                           atomic_load_explicit(&rt->total_calls, memory_order_relaxed) + 1,
                           memory_order_relaxed);
-    uint64_t h;
-    kf_slot *s = lookup(rt, m, sig, &h);
+    uint64_t h = kf_sig_hash(sig->buf, sig->len);
+    kf_slot *s = kf_sigtable_get(rt->sigs, h, sig->buf, sig->len, sig->flags, sig->device_type,
+                                 sig->device_index);
     if (!s) {
         atomic_fetch_add_explicit(&rt->dropped, 1, memory_order_relaxed);
         return;

@@ -46,14 +46,6 @@ typedef struct kf_call {
 } kf_call;
 
 void kf_dispatch_begin(kf_runtime *rt, const kf_sig *sig, kf_call *c);
-/* One op's last signature slot: when the op comes again with the same signature (a cheap
- * fingerprint says so, the pinned slot's key compared in full), kf_dispatch_begin_memo spares
- * the hash and the table's scan. Owned by the op's interceptor; shared by its threads. */
-typedef struct kf_memo kf_memo;
-kf_memo *kf_memo_create(void);
-void kf_memo_free(kf_memo *m);
-/* kf_dispatch_begin with the op's memo (NULL: none). */
-void kf_dispatch_begin_memo(kf_runtime *rt, kf_memo *m, const kf_sig *sig, kf_call *c);
 /* Chain recording (plugin/chains.h), on while the observer is: 1 when this call should be
  * reported, after it finished, with its tensors' identities (whether it writes one of its
  * arguments, which inputs are new to the thread: bit i for input i, when the thread first saw each, and each one's storage and byte offset in it:

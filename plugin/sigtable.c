@@ -99,15 +99,6 @@ static int pin_ready(kf_slot *s, const uint8_t *key, uint64_t hash, uint32_t len
     return 0;
 }
 
-int kf_slot_pin_key(kf_slot *s, const uint8_t *key, uint32_t len)
-{
-    uint64_t c = atomic_fetch_add_explicit(&s->ctl, 1, memory_order_acquire);
-    if (ctl_state(c) == SLOT_READY && s->len == len && s->key && memcmp(s->key, key, len) == 0)
-        return 1;
-    kf_slot_unpin(s);
-    return 0;
-}
-
 uint32_t kf_slot_gen(const kf_slot *s)
 {
     return ctl_gen(atomic_load_explicit(&((kf_slot *)s)->ctl, memory_order_relaxed));

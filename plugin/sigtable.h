@@ -87,9 +87,6 @@ uint32_t kf_sigtable_capacity(const kf_sigtable *t);
  * all pinned, holding kernels, or another thread is recycling in that set. */
 kf_slot *kf_sigtable_get(kf_sigtable *t, uint64_t hash, const uint8_t *key, uint32_t len,
                          uint32_t flags, int device_type, int device_index);
-/* Pin s if it is READY and holds exactly this key (1), else leave it unpinned (0): a lookup
- * without the hash, for a slot remembered from an earlier call (kf_memo). */
-int kf_slot_pin_key(kf_slot *s, const uint8_t *key, uint32_t len);
 /* The slot whose hash equals `hash`, pinned, or NULL. */
 kf_slot *kf_sigtable_find_hash(kf_sigtable *t, uint64_t hash);
 /* Give back the pin of a slot returned by get or find_hash (NULL: a no-op). */

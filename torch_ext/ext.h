@@ -25,8 +25,6 @@ struct OpSchemaInfo {
   int hidden_when = -1;        // ... only when this bool argument is True (-1: always)
   int cfg_op = -1;             // its index in the intercept list (kf_runtime_op_cached)
   kf_sig_head head{};          // the signature's first bytes (over `name`, which stays put)
-  // the op's last signature slot (kf_memo; null without memory: every call hashes)
-  std::unique_ptr<kf_memo, void (*)(kf_memo*)> memo{kf_memo_create(), kf_memo_free};
 };
 
 // A call made inside another intercepted op's eager kernel (CPU relu -> clamp_min, _to_copy ->

@@ -152,7 +152,7 @@ void Interceptor::operator()(const c10::OperatorHandle& op, c10::DispatchKeySet 
     return;
   }
   kf_call call;
-  kf_dispatch_begin_memo(rt_, info_->memo.get(), &sig, &call);
+  kf_dispatch_begin(rt_, &sig, &call);
   CallDone call_done{rt_, &call};
   run(call, sig, ts, op, ks, stack);
 }

@@ -250,7 +250,7 @@ struct TypedKernel {
       return s.kernel().template call<Ret, Args...>(s.op, ks, args...);
     }
     kf_call call;
-    kf_dispatch_begin_memo(s.rt, s.info->memo.get(), &sig, &call);
+    kf_dispatch_begin(s.rt, &sig, &call);
     CallDone call_done{s.rt, &call};
     // Chain serving without boxing (before the call's own kernel, as Interceptor::run): a served
     // chain's next member gets its precomputed outputs; a chain's head is served, or runs eager

@@ -900,94 +900,6 @@ static void test_outlier_sample(kf_runtime *rt)
     kf_reset_stats(rt);
 }
 
-/* A memo (the op's last slot) serves only a slot holding exactly the call's key: after another
- * signature of the op, after its slot was recycled for another key, for a key whose fingerprint
- * (the last 16 bytes and the length) is the same, and under threads sharing it. */
-static int slot_holds(const kf_slot *slot, const kf_sig *s)
-{
-    return slot && slot->len == s->len && !memcmp(slot->key, s->buf, s->len);
-}
-
-typedef struct {
-    kf_runtime *rt;
-    kf_memo *memo;
-    const kf_sig *sig;
-    _Atomic int *bad;
-} memo_arg;
-
-static void *memo_worker(void *p)
-{
-    memo_arg *a = p;
-    for (int i = 0; i < 20000; i++) {
-        kf_call c;
-        kf_dispatch_begin_memo(a->rt, a->memo, a->sig, &c);
-        if (c.slot && !slot_holds(c.slot, a->sig)) atomic_fetch_add(a->bad, 1);
-        kf_dispatch_end(a->rt, &c, 0, NULL);
-        kf_dispatch_done(a->rt, &c);
-    }
-    return NULL;
-}
-
-static void test_memo(void)
-{
-    setenv("KFORGE_SIGNATURES", "10", 1); /* one set of 16 slots: easy to recycle */
-    kf_runtime *rt = new_runtime();
-    unsetenv("KFORGE_SIGNATURES");
-    kf_memo *m = kf_memo_create();
-    CHECK(m != NULL);
-    static kf_sig a, b, mul, other;
-    softmax_sig(&a, 4);
-    softmax_sig(&b, 5);
-    kf_call c;
-    kf_slot *sa = NULL;
-    for (int i = 0; i < 3; i++) {
-        kf_dispatch_begin_memo(rt, m, &a, &c);
-        CHECK(slot_holds(c.slot, &a));
-        if (!sa) sa = c.slot;
-        CHECK(c.slot == sa);
-        kf_dispatch_done(rt, &c);
-    }
-    kf_dispatch_begin_memo(rt, m, &b, &c);
-    CHECK(slot_holds(c.slot, &b) && c.slot != sa);
-    kf_dispatch_done(rt, &c);
-    kf_dispatch_begin_memo(rt, m, &a, &c);
-    CHECK(c.slot == sa);
-    kf_dispatch_done(rt, &c);
-    CHECK_EQ_U64(atomic_load(&sa->calls), 4);
-    /* the same last 16 bytes and length, another op of as long a name */
-    unary_sig(&mul, "aten::neg", 4);
-    unary_sig(&other, "aten::abs", 4);
-    kf_dispatch_begin_memo(rt, m, &mul, &c);
-    CHECK(slot_holds(c.slot, &mul));
-    kf_dispatch_done(rt, &c);
-    kf_dispatch_begin_memo(rt, m, &other, &c);
-    CHECK(slot_holds(c.slot, &other));
-    kf_dispatch_done(rt, &c);
-    /* a's slot recycled for other keys: the memo, pointing at it, must not serve it */
-    kf_dispatch_begin_memo(rt, m, &a, &c);
-    kf_dispatch_done(rt, &c);
-    static kf_sig churn;
-    for (int i = 0; i < 200; i++) {
-        kf_sig_begin(&churn, "aten::_softmax");
-        kf_sig_int(&churn, 1000 + i);
-        kf_call d = call_eager(rt, &churn);
-        kf_dispatch_done(rt, &d);
-    }
-    kf_dispatch_begin_memo(rt, m, &a, &c);
-    CHECK(slot_holds(c.slot, &a));
-    CHECK_EQ_U64(atomic_load(&c.slot->calls), 1); /* a new row: the old one was evicted */
-    kf_dispatch_done(rt, &c);
-    /* two threads, two signatures, one memo */
-    _Atomic int bad = 0;
-    memo_arg args[2] = {{rt, m, &a, &bad}, {rt, m, &b, &bad}};
-    pthread_t th[2];
-    for (int i = 0; i < 2; i++) CHECK_EQ_INT(pthread_create(&th[i], NULL, memo_worker, &args[i]), 0);
-    for (int i = 0; i < 2; i++) pthread_join(th[i], NULL);
-    CHECK_EQ_INT(atomic_load(&bad), 0);
-    kf_memo_free(m);
-    kf_runtime_free(rt);
-}
-
 int main(void)
 {
     test_runtime_basics();
@@ -1009,6 +921,5 @@ int main(void)
 
     test_threads();
     test_table_full();
-    test_memo();
     return check_done("test_dispatch");
 }
