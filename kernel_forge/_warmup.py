@@ -655,6 +655,12 @@ def warmup(script_cmd: list[str], *, iterations: int = 50, time_budget: float = 
             return None
         return max(cs, key=lambda c: c["calls"])
 
+    def set_best(row, res):
+        row.update(entry_key=res.get("cache_key"), best_us=res.get("best_us"),
+                   speedup=res.get("speedup"))
+        if res.get("best_us") and res.get("roofline_us"):
+            row["roofline_pct"] = 100 * res["roofline_us"] / res["best_us"]
+
     def run_job(i, r, row, j, lease):
         try:
             search_one(i, r, row, j)
@@ -694,13 +700,11 @@ def warmup(script_cmd: list[str], *, iterations: int = 50, time_budget: float = 
             return
         bar.close()
         _remote.publish(res, kf.cache_dir(), r.get("cache_key"))
-        row.update(entry_key=res.get("cache_key"), eager_us=res["eager_us"], best_us=res.get("best_us"),
-                   speedup=res.get("speedup"), iterations=res["iterations"], status=res["status"],
+        row.update(eager_us=res["eager_us"], iterations=res["iterations"], status=res["status"],
                    wall_s=res.get("wall_s", 0),
                    llm=res.get("llm"), stop_reason=res.get("stop_reason", ""),
                    detail=res.get("detail", ""))
-        if res.get("best_us") and res.get("roofline_us"):
-            row["roofline_pct"] = 100 * res["roofline_us"] / res["best_us"]
+        set_best(row, res)
         if time_budget and res.get("stop_reason") == "start candidates evaluated" and \
                 res["status"] in ("inserted", "no_faster_kernel"):
             ramped.append((r, row, j))
@@ -733,10 +737,8 @@ def warmup(script_cmd: list[str], *, iterations: int = 50, time_budget: float = 
                 continue
             _remote.publish(res, kf.cache_dir(), r.get("cache_key"))
             before = row.get("best_us") if row.get("status") == "inserted" else None
-            row.update(entry_key=res.get("cache_key"), best_us=res.get("best_us"),
-                       speedup=res.get("speedup"), status="inserted")
-            if res.get("best_us") and res.get("roofline_us"):
-                row["roofline_pct"] = 100 * res["roofline_us"] / res["best_us"]
+            row["status"] = "inserted"
+            set_best(row, res)
             if before:
                 row["detail"] = (row.get("detail", "") + f"; deeper search: {before:.1f} -> "
                                  f"{res['best_us']:.1f} us").lstrip("; ")
