@@ -65,7 +65,9 @@ def test_run_tiny_bert_and_a_broken_script(tmp_path):
     out, work = tmp_path / "out", tmp_path / "work"
     r = run_python([os.path.join(ZOO, "run.py"), "--models", "broken,bert_base,no_such_model",
                     "--models-dir", str(models), "--budget", "0",
-                    "--warmup-args", "--ops native_layer_norm --iterations 3",
+                    # --no-check: the harness's mechanics; the model check's verdict on a tiny
+                    # model on a busy 2-core box is timing (test_model_check.py tests it)
+                    "--warmup-args", "--ops native_layer_norm --iterations 3 --no-check",
                     "--model-args", "--device cpu --tiny --iters 4 --warmup 2",
                     "--eager-runs", "1", "--plugin-runs", "1", "--settle", "0", "--no-compile",
                     "--ab", "1",
