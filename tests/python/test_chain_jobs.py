@@ -322,7 +322,7 @@ def test_warmup_tunes_hot_chains_by_default(tmp_path):
     script = tmp_path / "model.py"
     script.write_text(WARMUP_SCRIPT)
     env = {"KFORGE_CACHE_DIR": str(tmp_path / "cache")}
-    p = run_python(["-m", "kernel_forge.cli", "warmup", "--iterations", "3", "--max-jobs", "1",
+    p = run_python(["-m", "kernel_forge.cli", "warmup", "--iterations", "3", "--max-jobs", "1", "--no-check",
                     "--time-budget", "300", "--json", str(tmp_path / "w.json"), str(script)], env, timeout=900)
     assert p.returncode == 0, p.stdout + p.stderr
     with open(tmp_path / "w.json") as f:
@@ -339,7 +339,7 @@ def test_warmup_tunes_hot_chains_by_default(tmp_path):
     assert kinds.count("recorded") == 3 and kinds.count("random") == 3
     assert job["op"] == "kforge::chain" and len(job["outputs"]) == 6
 
-    p = run_python(["-m", "kernel_forge.cli", "warmup", "--iterations", "2", "--max-jobs", "1",
+    p = run_python(["-m", "kernel_forge.cli", "warmup", "--iterations", "2", "--max-jobs", "1", "--no-check",
                     "--no-chains", "--json", str(tmp_path / "w2.json"), str(script)], env,
                    timeout=900)
     assert p.returncode == 0, p.stdout + p.stderr

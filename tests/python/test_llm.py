@@ -226,7 +226,7 @@ def test_warmup_with_the_llm_proposer_prints_the_cost_table(stub, tmp_path):
     env["KFORGE_CACHE_DIR"] = str(tmp_path / "cache")
     env["KFORGE_LLM_PRICES"] = str(tmp_path / "prices.json")
     (tmp_path / "prices.json").write_text(json.dumps({"stub-model": {"input": 3.0, "output": 15.0}}))
-    p = subprocess.run([sys.executable, "-m", "kernel_forge.cli", "warmup", "--proposer", "llm",
+    p = subprocess.run([sys.executable, "-m", "kernel_forge.cli", "warmup", "--no-check", "--proposer", "llm",
                         "--iterations", "2", "--ops", "aten::relu", "--json",
                         str(tmp_path / "w.json"), str(script)],
                        env=env, capture_output=True, text=True, timeout=600, cwd=ROOT)

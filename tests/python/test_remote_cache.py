@@ -382,7 +382,7 @@ def test_warmup_takes_the_fleets_entry_instead_of_searching(server, tmp_path):
         env = env_for(server, tmp_path, name, "warm")
         out = tmp_path / f"{name}.json"
         # any verified kernel is inserted: A's search must publish one whatever this box's load
-        p = run_python(["-m", "kernel_forge", "warmup", "--iterations", "4", "--ops", "_softmax",
+        p = run_python(["-m", "kernel_forge", "warmup", "--no-check", "--iterations", "4", "--ops", "_softmax",
                         "--margin", "-100", "--json", str(out), str(script)], env, timeout=300)
         assert p.returncode == 0, p.stdout + p.stderr
         runs[name] = json.loads(out.read_text())["rows"]
@@ -401,7 +401,7 @@ def test_two_warmups_at_once_run_one_search(server, tmp_path):
     script = tmp_path / "model.py"
     script.write_text(WARM_SCRIPT)
     procs = [popen(env_for(server, tmp_path, n, "warm2"),
-                   ["-m", "kernel_forge", "warmup", "--iterations", "30", "--ops", "_softmax",
+                   ["-m", "kernel_forge", "warmup", "--no-check", "--iterations", "30", "--ops", "_softmax",
                     "--margin", "-100", "--json", str(tmp_path / f"{n}.json"), str(script)])
              for n in "ab"]
     outs = [p.communicate(timeout=300) for p in procs]

@@ -57,7 +57,7 @@ def test_record_ranks_the_forward_not_the_setup(tmp_path):
 def test_warmup_with_default_options_tunes_the_forward(tmp_path):
     (tmp_path / "model.py").write_text(SCRIPT)
     env = {"KFORGE_CACHE_DIR": str(tmp_path / "cache")}
-    p = run_python(["-m", "kernel_forge.cli", "warmup", "--iterations", "3", "--json",
+    p = run_python(["-m", "kernel_forge.cli", "warmup", "--iterations", "3", "--no-check", "--json",
                     str(tmp_path / "w.json"), str(tmp_path / "model.py")], env, timeout=900)
     assert p.returncode == 0, p.stdout + p.stderr
     # 40 forwards: ranked after the first 5, captured from the next ones in the same run
