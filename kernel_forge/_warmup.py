@@ -550,6 +550,16 @@ def _same_plan(path: str, plan: dict) -> bool:
             and [c["id"] for c in theirs.get("chains", [])] == [c["id"] for c in plan["chains"]])
 
 
+def job_bytes(job_dir: str):
+    """The bytes a job's kernel moves (its job.json's bytes_moved), or None."""
+    try:
+        with open(os.path.join(job_dir, "job.json")) as f:
+            n = json.load(f).get("bytes_moved")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return n if isinstance(n, (int, float)) and n > 0 else None
+
+
 def warmup(script_cmd: list[str], *, iterations: int = 50, time_budget: float = 0,
            ops: list[str] | None = None, min_share: float = 0.01, min_calls: int = 1,
            max_jobs: int = 0, captures: int = 3, seed: int = 1, margin: float = 0.03,
@@ -657,7 +667,7 @@ def warmup(script_cmd: list[str], *, iterations: int = 50, time_budget: float = 
 
     def set_best(row, res):
         row.update(entry_key=res.get("cache_key"), best_us=res.get("best_us"),
-                   speedup=res.get("speedup"))
+                   speedup=res.get("speedup"), roofline_us=res.get("roofline_us") or None)
         if res.get("best_us") and res.get("roofline_us"):
             row["roofline_pct"] = 100 * res["roofline_us"] / res["best_us"]
 
@@ -701,7 +711,7 @@ def warmup(script_cmd: list[str], *, iterations: int = 50, time_budget: float = 
         bar.close()
         _remote.publish(res, kf.cache_dir(), r.get("cache_key"))
         row.update(eager_us=res["eager_us"], iterations=res["iterations"], status=res["status"],
-                   wall_s=res.get("wall_s", 0),
+                   wall_s=res.get("wall_s", 0), bytes_moved=job_bytes(j["job_dir"]),
                    llm=res.get("llm"), stop_reason=res.get("stop_reason", ""),
                    detail=res.get("detail", ""))
         set_best(row, res)

@@ -147,20 +147,28 @@ def e2e_row(times: dict[str, list[float]], rounds: dict[str, list[float]] | None
 CHAIN_COUNTERS = ("heads", "completed", "dropped", "skipped")
 
 
-def chain_rows(before: list[dict], after: list[dict], forwards: int) -> list[dict]:
+def chain_rows(before: list[dict], after: list[dict], forwards: int,
+               warmup_rows: list[dict] | None = None) -> list[dict]:
     """The chain kernels attached (kernel_forge.chain_entries()), their counters over the
     plugin's timed forwards (`after` minus `before`), per forward: each completed chain ran one
-    kernel where eager ran one call per member."""
+    kernel where eager ran one call per member. With the warm-up's rows, the bytes its kernel
+    moves (its job's) and its share of the copy bandwidth at its fastest in-process time
+    (`kernel_us`, the speed guard's): the roofline time of those bytes over that time."""
     old = {e["sig_hex"]: e for e in before}
+    tuned = {r["entry_key"]: r for r in warmup_rows or [] if r.get("entry_key")}
     rows = []
     for e in after:
         b = old.get(e["sig_hex"], {})
         n = {k: e.get(k, 0) - b.get(k, 0) for k in CHAIN_COUNTERS}
         members = len(e["ops"].split(" -> "))
+        w = tuned.get(e.get("cache_key"), {})
+        k_us, roof = e.get("kernel_us") or -1, w.get("roofline_us")
         rows.append({"ops": e["ops"], "members": members, "state": e["state"],
                      "reason": e.get("reason", ""), "stopped": e.get("stopped", ""),
                      **{k: v / forwards if forwards else None for k, v in n.items()},
                      "kernel_us": e.get("kernel_us"), "eager_us": e.get("eager_us"),
+                     "bytes_moved": w.get("bytes_moved"),
+                     "copy_bw_pct": 100 * roof / k_us if roof and k_us > 0 else None,
                      "launches_saved": n["completed"] * (members - 1) / forwards if forwards else None})
     return sorted(rows, key=lambda r: -(r["completed"] or 0))
 
@@ -303,9 +311,12 @@ def markdown(res: dict, top: int = 30) -> str:
                  _f(c["heads"], "{:g}"), _f(c["completed"], "{:g}"), _f(c["dropped"], "{:g}"),
                  _f(c["skipped"], "{:g}"), _f(c["kernel_us"] if (c["kernel_us"] or -1) > 0 else None),
                  _f(c["eager_us"] if (c["eager_us"] or -1) > 0 else None),
+                 _f(c.get("bytes_moved") and c["bytes_moved"] / 1e6, "{:.2f}"),
+                 _f(c.get("copy_bw_pct"), "{:.0f}%"),
                  _f(c["launches_saved"], "{:g}")] for c in chains]
         out += [_table(["chain", "state", "heads", "completed", "dropped", "skipped",
-                        "kernel us (fastest)", "members' eager us", "launches saved"], body), ""]
+                        "kernel us (fastest)", "members' eager us", "MB moved", "% copy BW",
+                        "launches saved"], body), ""]
 
     cs = res.get("cold_start")
     if cs:

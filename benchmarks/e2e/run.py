@@ -218,7 +218,8 @@ def rounds(run, s, compiled):
                 host[name] += s.host_ms
                 meds[name].append(harness.median(ts))
         run.res["chains"] = report.chain_rows(chains_before, kf.chain_entries(),
-                                              run.a.rounds * run.a.iters)
+                                              run.a.rounds * run.a.iters,
+                                              (run.res.get("warmup") or {}).get("rows"))
         kf.enable()
         final = recorded_stats(lambda: s.time_ms(run.a.iters))  # served calls after the rounds
         e = run.res["e2e"] = report.e2e_row(times, meds, host)

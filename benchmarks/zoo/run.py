@@ -221,7 +221,7 @@ def run_model(name: str, info: dict, a, work: str, deadline: float | None, extra
         return res
     if e1["record"].get("plugin_loaded"):  # the baseline must be torch alone
         res["notes"].append("eager: kernel_forge was loaded in the eager process")
-    eagers, plugins, p, c = [e1], [], None, None
+    eagers, plugins, p, c, w = [e1], [], None, None, None
     if not a.compile_only:
         w = warmup_step(name, info, a, work, cache, margs, step)
         if w is not None and w["error"] and not any(n.startswith("warmup:") for n in res["notes"]):
@@ -267,7 +267,7 @@ def run_model(name: str, info: dict, a, work: str, deadline: float | None, extra
         res["served_ops"] = served_ops(pr.get("served", []))
         res["cache_entries"] = pr.get("cache_entries", 0)
         res["stopped"] = pr.get("stopped", [])
-        res["chains"] = pr.get("chains", [])
+        res["chains"] = chain_bytes(pr.get("chains", []), (w or {}).get("rows") or [])
         res["check_plugin"] = compare(e1["output_file"], p["output_file"])
         abs_ = [x["record"]["ab"] for x in plugins if x["record"].get("ab")]
         if abs_:
@@ -315,11 +315,26 @@ def warmup_step(name, info, a, work, cache, margs, step):
             s = "not tuned (" + " ".join(s[len("not tuned: "):].split()[:6]) + ")"
         w["statuses"][s] = w["statuses"].get(s, 0) + 1
     w["rows"] = [{k: r.get(k) for k in ("op", "signature", "share", "eager_us", "best_us",
-                                         "speedup", "status")} for r in rows]
+                                         "speedup", "status", "entry_key", "bytes_moved",
+                                         "roofline_us")} for r in rows]
     counts = ", ".join(f"{k} {v}" for k, v in w["statuses"].items())
     log(f"{name}: warm-up: {w['inserted']} of {w['tuned']} signatures inserted "
         f"({counts or 'nothing hot enough'})")
     return w
+
+
+def chain_bytes(chains: list[dict], warmup_rows: list[dict]) -> list[dict]:
+    """Each chain kernel of the plugin process with the bytes it moves (its warm-up job's) and
+    its share of the copy bandwidth at its fastest in-process time (the roofline time of those
+    bytes over kernel_us)."""
+    tuned = {r["entry_key"]: r for r in warmup_rows if r.get("entry_key")}
+    out = []
+    for c in chains:
+        w = tuned.get(c.get("cache_key"), {})
+        k_us, roof = c.get("kernel_us") or -1, w.get("roofline_us")
+        out.append(dict(c, bytes_moved=w.get("bytes_moved"),
+                        copy_bw_pct=100 * roof / k_us if roof and k_us > 0 else None))
+    return out
 
 
 def kforge_command() -> list[str]:

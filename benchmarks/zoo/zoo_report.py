@@ -127,6 +127,8 @@ def details(r: dict) -> str:
             f" {c['completed']}/{c['heads']} heads completed"
             f"{', ' + str(c['skipped']) + ' skipped' if c.get('skipped') else ''}, kernel {fmt(c.get('kernel_us'), '{:.1f}')} us"
             f" vs eager {fmt(c.get('eager_us'), '{:.1f}')} us"
+            + (f", {c['bytes_moved'] / 1e6:.2f} MB" if c.get("bytes_moved") else "")
+            + (f", {c['copy_bw_pct']:.0f}% of copy bandwidth" if c.get("copy_bw_pct") else "")
             + (f" (members served {fmt(c['members_us'], '{:.1f}')} us)"
                if c.get("members_us") not in (None, c.get("eager_us")) else "") for c in r["chains"][:6]))
     if r.get("warmup_statuses"):

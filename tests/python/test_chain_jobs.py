@@ -338,6 +338,7 @@ def test_warmup_tunes_hot_chains_by_default(tmp_path):
     kinds = [c["kind"] for c in job["cases"]]
     assert kinds.count("recorded") == 3 and kinds.count("random") == 3
     assert job["op"] == "kforge::chain" and len(job["outputs"]) == 6
+    assert row["bytes_moved"] == job["bytes_moved"] > 0  # the reports' bytes per chain
 
     p = run_python(["-m", "kernel_forge.cli", "warmup", "--iterations", "2", "--max-jobs", "1", "--no-check",
                     "--no-chains", "--json", str(tmp_path / "w2.json"), str(script)], env,

@@ -163,6 +163,26 @@ def test_e2e_row_medians_and_speedups():
     assert "host time to issue a forward (median ms" in md and "eager 9.500, plugin 6.500" in md
 
 
+def test_chain_rows_per_forward_with_bytes_and_bandwidth():
+    entry = {"sig_hex": "aa", "ops": "add.Tensor -> native_layer_norm", "state": "served",
+             "cache_key": "k1", "kernel_us": 20.0, "eager_us": 50.0,
+             "heads": 30, "completed": 28, "dropped": 2, "skipped": 0}
+    before = [dict(entry, heads=10, completed=8, dropped=2)]
+    warm = [{"entry_key": "k1", "bytes_moved": 40e6, "roofline_us": 10.0},
+            {"entry_key": None, "bytes_moved": 1}]
+    (row,) = report.chain_rows(before, [entry], 10, warm)
+    assert row["heads"] == 2 and row["completed"] == 2 and row["dropped"] == 0
+    assert row["launches_saved"] == 2  # a completed two-member chain saves one launch
+    # 40 MB whose roofline time is 10 us, served in 20 us: half the copy bandwidth
+    assert row["bytes_moved"] == 40e6 and row["copy_bw_pct"] == pytest.approx(50.0)
+    md = report.markdown({"model": "m", "chains": [row]})
+    assert "| 40.00 | 50% |" in md
+    (row,) = report.chain_rows([], [dict(entry, kernel_us=-1)], 10, warm)
+    assert row["copy_bw_pct"] is None  # no kernel sample yet
+    (row,) = report.chain_rows([], [entry], 10)
+    assert row["bytes_moved"] is None and row["copy_bw_pct"] is None
+
+
 def test_report_flags_eager_that_moved_during_the_run():
     res = {"model": "resnet50", "e2e": report.e2e_row({"eager": [7.9], "plugin": [6.9]})}
     res["e2e"]["eager_before_warmup_ms"] = 4.98  # run I: the other lane's warm-up began

@@ -163,6 +163,19 @@ def row(model, eager_runs, plugin=None, compile_ms=None, **kw):
     return r
 
 
+def test_chains_get_their_bytes_and_copy_bandwidth_from_the_warm_up():
+    chains = [{"ops": "a -> b", "cache_key": "k1", "kernel_us": 8.0, "state": "served",
+               "completed": 5, "heads": 5},
+              {"ops": "c -> d", "cache_key": "k2", "kernel_us": -1, "state": "checking",
+               "completed": 0, "heads": 0}]
+    rows = [{"entry_key": "k1", "bytes_moved": 2e6, "roofline_us": 6.0},
+            {"entry_key": "k2", "bytes_moved": 1e6, "roofline_us": 3.0}]
+    a, b = zoo.chain_bytes(chains, rows)
+    assert a["bytes_moved"] == 2e6 and a["copy_bw_pct"] == pytest.approx(75.0)
+    assert b["bytes_moved"] == 1e6 and b["copy_bw_pct"] is None  # never timed
+    assert "2.00 MB, 75% of copy bandwidth" in report.details({"model": "m", "chains": [a, b]})
+
+
 def test_noise_verdict_and_summary():
     assert report.verdict(row("a", [10.0, 10.1], plugin=10.2)) == "same"      # 2% slower, 3% floor
     assert report.verdict(row("a", [10.0, 10.1], plugin=10.6)) == "slower"    # 5% slower

@@ -111,7 +111,8 @@ def plugin_stats() -> dict:
         "served": [{k: r[k] for k in ("op", "signature", "calls", "served", "fallback", "eager_us",
                                        "served_us")} for r in served[:20]],
         "chains": [{k: c.get(k) for k in ("ops", "state", "reason", "stopped", "heads", "completed",
-                                          "dropped", "skipped", "kernel_us", "eager_us", "members_us")}
+                                          "dropped", "skipped", "kernel_us", "eager_us", "members_us",
+                                          "cache_key")}
                    for c in kf.chain_entries()],
     }
 
