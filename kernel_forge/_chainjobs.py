@@ -311,6 +311,13 @@ def write_chain_job(job_dir: str, chain: dict, calls: list[list], *, recorded: l
     if "sig_hex" in spec and spec["sig_hex"] != sig.hex():
         raise NotTunable(f"{readable(spec)}: the spec's sig_hex is not its canonical bytes")
     names = [n for n, _ in head.tensors] + [f"ext.{e}" for e in range(E)]
+    # each kernel input's index bound where a gather reads it: the head's own, or the first
+    # member's that takes an external as its indices (FNet's position and token-type embeddings)
+    bounds = [_jobs.index_bound(head.op, n, head.args) for n, _ in head.tensors] + [None] * E
+    for mb, m in zip(members[1:], spec["members"][1:]):
+        for (name, _), ref in zip(mb.tensors, m["inputs"]):
+            if ref[0] == "ext" and bounds[H + ref[1]] is None:
+                bounds[H + ref[1]] = _jobs.index_bound(mb.op, name, mb.args)
     inputs = []
     for i, t in enumerate(first):
         p = t.data_ptr()
@@ -359,9 +366,9 @@ def write_chain_job(job_dir: str, chain: dict, calls: list[list], *, recorded: l
     for ins, rec in zip(calls, recorded):
         add_case("recorded" if rec else "example", list(ins))
     for v in range(random_inputs):
-        # a head gather's indices drawn in range (any other value is eager's error, not a case)
-        add_case("random", [_jobs.random_like(t, v, head.op, n, gen, index_bound=_jobs.index_bound(
-            head.op, n, head.args) if i < H else None) for i, (t, n) in enumerate(zip(first, names))])
+        # a gather's indices drawn in range (any other value is eager's error, not a case)
+        add_case("random", [_jobs.random_like(t, v, head.op, n, gen, index_bound=bounds[i])
+                            for i, (t, n) in enumerate(zip(first, names))])
 
     work = [_jobs.clone_exact(t) for t in first]
     with _jobs.bypass():

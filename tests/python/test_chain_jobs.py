@@ -226,6 +226,27 @@ def test_indices_a_member_computes_are_refused_with_the_reason(tmp_path):
         write(tmp_path, chain, inputs)
 
 
+def test_indices_from_outside_stay_in_range_in_random_cases(tmp_path):
+    """FNet's embeddings: the token-type lookup joins the word lookup's chain, its indices an
+    external; random cases draw them below its table's rows (here 3), as eager needs."""
+    w1, w2 = torch.randn(1000, 32), torch.randn(3, 32)
+    ids, tt = torch.randint(0, 1000, (2, 16)), torch.zeros(2, 16, dtype=torch.long)
+
+    def embed(i, t):
+        return torch.nn.functional.embedding(i, w1) + torch.nn.functional.embedding(t, w2)
+
+    chain = record_chain(5, embed, ids, tt)
+    members = chain["spec"]["members"]
+    assert [m["op"] for m in members] == ["aten::embedding", "aten::embedding", "aten::add.Tensor"]
+    assert members[1]["inputs"] == [["ext", 0], ["ext", 1]]  # the second table and its indices
+    job = write(tmp_path, chain, [w1, ids, w2, tt], random_inputs=3)
+    assert [c["kind"] for c in job["cases"]].count("random") == 3
+    for c in job["cases"]:
+        idx = torch.from_file(str(tmp_path / "job" / "cases" / c["inputs"][3]),
+                              size=tt.numel(), dtype=torch.long)
+        assert 0 <= int(idx.min()) and int(idx.max()) < 3, c["kind"]
+
+
 def test_a_layer_norm_after_ten_members_has_too_many_outputs(tmp_path):
     def long_chain(x, w, b):  # 10 pointwise members, then the norm's 3 outputs: 13 > 12
         y = ((((x * 1.1 + 1.0) * 0.9) - 0.5) * 1.2) + 0.3
