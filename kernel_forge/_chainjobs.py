@@ -240,8 +240,9 @@ def _downstream_of(spec: dict, src: int) -> set[int]:
 def output_tolerances(spec: dict, members: list, outs: list) -> list[list[float]]:
     """Per output: the member op's kf_tolerance, widened to a reduction's for the members
     downstream of it (their error is the reduction's, carried on), and to kf_tolerance_flipped
-    for those that read a downstream value stored in bf16 or f16: summed in another order, it may
-    round one ulp apart (a Llama RMSNorm's weight mul after its cast back: 2 ulps)."""
+    of the value's dtype for those that read a downstream value stored in bf16 or f16: summed in
+    another order, it may round one ulp apart (a Llama RMSNorm's weight mul after its cast back:
+    2 ulps; RecurrentGemma's cast of that bf16 value back to float32 carries its ulp)."""
     of = output_members(members)
     first = {m: j for j, m in reversed(list(enumerate(of)))}  # a member's first output
     tol = [list(_jobs.tolerance(members[m].op, o.dtype)) for m, o in zip(of, outs)]
@@ -254,9 +255,10 @@ def output_tolerances(spec: dict, members: list, outs: list) -> list[list[float]
                     tol[j] = [max(tol[j][0], ra), max(tol[j][1], rr)]
                 reads = [(ref[1], ref[2]) for ref in spec["members"][m]["inputs"]
                          if ref[0] == "member"]
-                if any(p in down and outs[first[p] + o].dtype in (torch.bfloat16, torch.float16)
-                       for p, o in reads):
-                    tol[j][1] = max(tol[j][1], _jobs.tolerance_flipped(outs[j].dtype))
+                low = [outs[first[p] + o].dtype for p, o in reads if p in down and
+                       outs[first[p] + o].dtype in (torch.bfloat16, torch.float16)]
+                for dt in low + [outs[j].dtype] * bool(low):
+                    tol[j][1] = max(tol[j][1], _jobs.tolerance_flipped(dt))
     return tol
 
 

@@ -41,6 +41,12 @@ def hf_rms(h, w):  # transformers' RMSNorm on a bf16 model: its casts are member
     return w * x.to(torch.bfloat16)
 
 
+def gemma_rms_back_to_f32(h, w):  # RecurrentGemma: the norm's bf16 result read as float32
+    x = h.to(torch.float32)
+    x = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6)
+    return (x * (1.0 + w.float())).to(torch.bfloat16).to(torch.float32)
+
+
 def add_gelu(x, b):
     return torch.nn.functional.gelu(x + b)
 
@@ -90,6 +96,8 @@ CHAINS = {
     "rmsnorm": (rms, lambda: (torch.randn(256, 512), torch.randn(512)), 6, (1, 1), 6),
     "rmsnorm_bf16_casts": (hf_rms, lambda: (torch.randn(256, 512).bfloat16(),
                                             torch.randn(512).bfloat16()), 8, (1, 1), 8),
+    "rmsnorm_bf16_back_to_f32": (gemma_rms_back_to_f32, lambda: (torch.randn(256, 512).bfloat16(),
+                                                             torch.randn(512).bfloat16()), 11, (1, 1), 11),
     "add_gelu": (add_gelu, lambda: (torch.randn(4, 8, 32), torch.randn(32)), 2, (2, 0), 2),
     "mul_add_sigmoid": (mul_add_sigmoid, lambda: (torch.randn(16, 24), torch.randn(16, 24),
                                                   torch.randn(24)), 3, (2, 1), 3),
@@ -132,6 +140,9 @@ def test_chain_job_verifies_and_inserts_a_chain_entry(name, tmp_path):
     assert torch.equal(last, want.reshape(-1))
     if name == "rmsnorm_bf16_casts":  # the weight mul reads the bf16 cast after the mean
         assert job["output_tol"][7][1] == 2 ** -6 and job["output_tol"][6][1] == 1e-2, \
+            job["output_tol"]
+    if name == "rmsnorm_bf16_back_to_f32":  # a float32 copy of a bf16 value one ulp apart
+        assert job["output_tol"][-1][1] == 2 ** -6 and job["output_tol"][-2][1] == 1e-2, \
             job["output_tol"]
     if name == "rmsnorm":  # downstream of the mean: the reduction's tolerance
         mean_tol = _jobs.tolerance("aten::mean.dim", torch.float32)
