@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <iterator>
 #include <unordered_map>
+#include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "torch_ext/ext.h"
@@ -38,6 +40,12 @@ struct RecHolder {
 
 thread_local RecHolder t_rec;
 
+struct PlaceHash {
+  size_t operator()(const std::pair<uintptr_t, int64_t>& p) const {
+    return std::hash<uintptr_t>()(p.first) ^ (std::hash<int64_t>()(p.second) * 0x9e3779b97f4a7c15ull);
+  }
+};
+
 // The tensors this thread's recorded calls took or made, by identity, each held by a weak
 // reference (so no new tensor takes a listed one's address), with the count of calls when it
 // was first listed: an input not listed is new, made since by something the plugin does not see
@@ -54,6 +62,11 @@ struct Seen {
   // lives (a StorageImpl's address can: a freed temporary's is soon another's). Holding each
   // StorageImpl block weakly instead slowed every recorded call ~30%.
   std::unordered_map<uintptr_t, uintptr_t> st;
+  // the places (base identity, byte offset) of the tensors seen over each listed storage: a
+  // view at a place new to it is new data to a chain (a recurrence's `x[:, t]`, another row at
+  // every step, which no earlier run's tensor can predict), one at a known place is not
+  // (rotary's `sin.unsqueeze(1)` in every layer)
+  std::unordered_set<std::pair<uintptr_t, int64_t>, PlaceHash> places;
   size_t prune_at = 4096;
   uint64_t calls = 0;  // this thread's recorded calls so far
   // the identity of the live listed base of t's storage, or 0
@@ -71,22 +84,28 @@ struct Seen {
   bool seen(const at::Tensor& t, uint64_t* at, uintptr_t* storage) {
     const auto id = reinterpret_cast<uintptr_t>(t.unsafeGetTensorImpl());
     const uintptr_t base = t.has_storage() ? base_of(t) : 0;
-    if (t.has_storage() && !base) st[reinterpret_cast<uintptr_t>(t.storage().unsafeGetStorageImpl())] = id;
+    const int64_t off = t.has_storage() ? t.storage_offset() * static_cast<int64_t>(t.itemsize()) : 0;
+    if (t.has_storage() && !base) {
+      st[reinterpret_cast<uintptr_t>(t.storage().unsafeGetStorageImpl())] = id;
+      places.insert({id, off});
+    }
     *storage = !t.has_storage() ? 0 : base ? base : id;
     auto it = m.find(id);
     if (it != m.end() && !it->second.t.expired()) {
       *at = it->second.at;
       return true;
     }
-    *at = base ? m.find(base)->second.at : calls;
+    const bool known = base && !places.insert({base, off}).second;
+    *at = known ? m.find(base)->second.at : calls;
     if (it != m.end()) it->second = Entry{WeakImpl(t.getIntrusivePtr()), *at};
     else m.emplace(id, Entry{WeakImpl(t.getIntrusivePtr()), *at});
     if (m.size() >= prune_at) {
       for (auto i = m.begin(); i != m.end();) i = i->second.t.expired() ? m.erase(i) : std::next(i);
       for (auto i = st.begin(); i != st.end();) i = m.count(i->second) ? std::next(i) : st.erase(i);
+      for (auto i = places.begin(); i != places.end();) i = m.count(i->first) ? std::next(i) : places.erase(i);
       prune_at = std::max<size_t>(4096, 2 * m.size());
     }
-    return base != 0;
+    return known;
   }
 };
 
