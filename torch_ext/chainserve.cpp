@@ -774,8 +774,6 @@ bool start_head(kf_runtime* rt, kf_chain_entry* e, const OpSchemaInfo& info, kf_
   }
   // an observed run (no prediction yet, or a drop predicted) only learns the chain's outcome and
   // externals: its members run as without chains, each by its own kernel where one is attached
-  // (RecurrentGemma's norm, observed at 5 places a forward where it drops, ran its cast and mean
-  // eager there: the tiny model 7% slower on a CPU)
   p.members_served = p.mode == Mode::Observe;
   // the speed guard: time this head's kernel, or run the members (timed) instead
   const int plan = p.mode == Mode::Serve ? kf_chain_entry_plan(e, p.cuda, p.stream) : KF_CHAIN_PLAN_SERVE;

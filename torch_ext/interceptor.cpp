@@ -225,6 +225,8 @@ void Interceptor::run(kf_call& call, const kf_sig& sig, ThreadState& ts, const c
   }
   if (call.kernel &&
       (call.validate ? serve_checked(call, op, ks, stack, stream) : serve(call, stack, stream))) {
+    // an observed chain's member run by its own kernel: the chain takes its outputs as eager's
+    if (chain.active) chain_after(rt_, *info_, *stack, &chain);
     if (chains) chain_report(rt_, call, chain_in, *info_, *stack);
     keep_capture();
     return;
