@@ -16,6 +16,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 def rows_from_jobs(work: str) -> list[dict]:
     """The warm-up's rows from its job folders, when it was stopped before returning them."""
+    from kernel_forge import _warmup
+
     try:
         with open(os.path.join(work, "plan.json")) as f:
             plan = json.load(f)
@@ -27,12 +29,15 @@ def rows_from_jobs(work: str) -> list[dict]:
     for p in plan["jobs"]:
         row = {"key": p["key"], "signature": p["signature"], "iterations": 0, "wall_s": 0.0,
                "status": "not tuned: the warm-up was stopped"}
-        path = os.path.join(jobs.get(p["key"], {}).get("job_dir") or "", "result.json")
+        job_dir = jobs.get(p["key"], {}).get("job_dir") or ""
+        path = os.path.join(job_dir, "result.json")
         if os.path.exists(path):
             with open(path) as f:
                 r = json.load(f)
-            keep = ("status", "eager_us", "best_us", "speedup", "iterations", "wall_s", "llm")
-            row.update({k: r.get(k) for k in keep})
+            keep = ("status", "eager_us", "best_us", "speedup", "iterations", "wall_s", "llm",
+                    "roofline_us")
+            row.update({k: r.get(k) for k in keep}, entry_key=r.get("cache_key"),
+                       bytes_moved=_warmup.job_bytes(job_dir))
         rows.append(row)
     return rows
 

@@ -233,13 +233,17 @@ def test_warmup_rows_recovered_from_job_folders(tmp_path):
     busy.mkdir()
     (done / "result.json").write_text(json.dumps({"status": "inserted", "eager_us": 9.0,
                                                   "best_us": 3.0, "speedup": 3.0,
-                                                  "iterations": 5, "wall_s": 2.0}))
+                                                  "iterations": 5, "wall_s": 2.0,
+                                                  "cache_key": "k1", "roofline_us": 1.5}))
+    (done / "job.json").write_text(json.dumps({"bytes_moved": 4096}))
     (tmp_path / "plan.json").write_text(json.dumps({"jobs": [{"key": "a", "signature": "sa"},
                                                              {"key": "b", "signature": "sb"}]}))
     (tmp_path / "jobs.json").write_text(json.dumps({"a": {"job_dir": str(done)},
                                                     "b": {"job_dir": str(busy)}}))
     a, b = warm.rows_from_jobs(str(tmp_path))
     assert a["status"] == "inserted" and a["iterations"] == 5
+    # what the chain table joins on: the entry, its bytes and roofline time
+    assert (a["entry_key"], a["bytes_moved"], a["roofline_us"]) == ("k1", 4096, 1.5)
     assert b["status"] == "not tuned: the warm-up was stopped"
     s = warm.summary({"rows": [a, b], "error": "stopped"}, 100, "builtin", 50.0)
     assert (s["planned"], s["jobs"], s["inserted"], s["error"]) == (2, 1, 1, "stopped")
