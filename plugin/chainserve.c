@@ -465,6 +465,7 @@ char *kf_chain_entries_json(kf_runtime *rt)
         cJSON_AddNumberToObject(o, "completed", (double)atomic_load(&e->n[KF_CHAIN_COMPLETED]));
         cJSON_AddNumberToObject(o, "dropped", (double)atomic_load(&e->n[KF_CHAIN_DROPPED]));
         cJSON_AddNumberToObject(o, "skipped", (double)atomic_load(&e->n[KF_CHAIN_SKIPPED]));
+        cJSON_AddNumberToObject(o, "observed", (double)atomic_load(&e->n[KF_CHAIN_OBSERVED]));
         static const char *const stopped[] = {"other", "slower", "dropped"};
         const int why = atomic_load(&e->stopped);
         cJSON_AddStringToObject(o, "stopped", st == KF_CHAIN_REFUSED && ready && why >= 0 && why <= 2 ? stopped[why] : "");

@@ -46,7 +46,10 @@ typedef struct kf_chain_def {
 enum { KF_CHAIN_CHECKING = 0, KF_CHAIN_SERVING = 1, KF_CHAIN_REFUSED = 2 };
 /* KF_CHAIN_SKIPPED: heads run eager (observed) because the thread predicted, from the outcomes
  * of its last heads, that the chain would not complete at this place of the model */
-enum { KF_CHAIN_HEADS, KF_CHAIN_COMPLETED, KF_CHAIN_DROPPED, KF_CHAIN_SKIPPED, KF_CHAIN_N_COUNTERS };
+/* KF_CHAIN_OBSERVED: heads whose run was observed (members run as without the chain, the
+ * outcome and externals learnt), skipped ones included */
+enum { KF_CHAIN_HEADS, KF_CHAIN_COMPLETED, KF_CHAIN_DROPPED, KF_CHAIN_SKIPPED, KF_CHAIN_OBSERVED,
+       KF_CHAIN_N_COUNTERS };
 
 #define KF_CHAIN_MAX_ARGS 16   /* kernel arguments: head inputs, externals, outputs */
 #define KF_CHAIN_GUARD_HEADS 32 /* heads before the drop-rate guard judges a chain */

@@ -775,6 +775,7 @@ bool start_head(kf_runtime* rt, kf_chain_entry* e, const OpSchemaInfo& info, kf_
   // an observed run (no prediction yet, or a drop predicted) only learns the chain's outcome and
   // externals: its members run as without chains, each by its own kernel where one is attached
   p.members_served = p.mode == Mode::Observe;
+  if (p.mode == Mode::Observe) kf_chain_entry_count(e, rt, KF_CHAIN_OBSERVED);
   // the speed guard: time this head's kernel, or run the members (timed) instead
   const int plan = p.mode == Mode::Serve ? kf_chain_entry_plan(e, p.cuda, p.stream) : KF_CHAIN_PLAN_SERVE;
   if (plan == KF_CHAIN_PLAN_EAGER || plan == KF_CHAIN_PLAN_MEMBERS) {

@@ -117,6 +117,18 @@ def test_apply_disables_what_the_verdict_names():
     assert [e["key"] for e in v["disabled"]] == ["ch1"] and v["errors"][0]["error"] == "locked"
 
 
+def test_a_chain_entry_whose_heads_only_observed_counts_as_served(monkeypatch):
+    """Chain kernels off measured every attached entry whose head came: one that never completes
+    is observed at each head (a cost), so it is disabled with the others."""
+    entries = [{"cache_key": "c1", "ops": "a -> b", "heads": 3, "observed": 0},
+               {"cache_key": "c2", "ops": "c -> d", "heads": 0, "observed": 5},
+               {"cache_key": "c3", "ops": "e -> f", "heads": 0, "observed": 0}]
+    monkeypatch.setattr(kf, "chain_entries", lambda: entries)
+    monkeypatch.setattr(kf, "stats", lambda: [])
+    monkeypatch.setattr(kf, "cache_entries", lambda: [])
+    assert [c["key"] for c in mc.served_now()["chains"]] == ["c1", "c2"]
+
+
 def test_disable_chains_runs_the_members_and_keeps_the_op_kernels():
     spec, x, w = attach(53, 64)  # a shape of its own: entries live as long as the process
     warm(spec, x, w)
