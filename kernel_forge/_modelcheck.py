@@ -235,7 +235,8 @@ def served_now() -> dict:
         if n and e["op"] != "kforge::chain" and not e.get("disabled"):
             ops.append({"key": e["key"], "signature": e["signature"], "served": n})
     chains = [{"key": c["cache_key"], "signature": "chain: " + c["ops"], "served": c["heads"]}
-              for c in kf.chain_entries() if c.get("cache_key") and (c.get("heads") or c.get("observed"))]
+              for c in kf.chain_entries()
+              if c.get("cache_key") and (c.get("heads") or c.get("observed"))]
     return {"ops": ops, "chains": chains}
 
 

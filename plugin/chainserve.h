@@ -44,7 +44,7 @@ typedef struct kf_chain_def {
 } kf_chain_def;
 
 enum { KF_CHAIN_CHECKING = 0, KF_CHAIN_SERVING = 1, KF_CHAIN_REFUSED = 2 };
-/* KF_CHAIN_SKIPPED: heads run eager (observed) because the thread predicted, from the outcomes
+/* KF_CHAIN_SKIPPED: heads observed, not served, because the thread predicted, from the outcomes
  * of its last heads, that the chain would not complete at this place of the model */
 /* KF_CHAIN_OBSERVED: heads whose run was observed (members run as without the chain, the
  * outcome and externals learnt), skipped ones included */
