@@ -124,8 +124,12 @@ class _Member:
         if any(o["alias_arg"] >= 0 for o in outs[1:]):
             raise NotTunable(f"chain member {k} ({self.op}): a later output aliases an argument")
         self.alias = outs[0]["alias_arg"]
-        if self.alias >= 0 and k > 0:
-            raise NotTunable(f"chain member {k} ({self.op}) writes in place: only the head may")
+        # a later member may write in place only its self, an earlier member's output (deferred
+        # mode's bn -> relu_)
+        if self.alias >= 0 and k > 0 and (self.alias != 0 or len(outs) != 1 or
+                                          m["inputs"][0][0] != "member"):
+            raise NotTunable(f"chain member {k} ({self.op}) writes in place: only the head may, or "
+                             f"in deferred mode an in-place op its self, an earlier member's output")
 
     def call(self, tensors: list):
         for (name, desc), t in zip(self.tensors, tensors):
@@ -153,7 +157,7 @@ def run_chain(spec: dict, members: list, inputs: list) -> list:
     outs, firsts = [], []
     for k, mb in enumerate(members):
         pos, kw = mb.call(_wire(spec, k, inputs, firsts))
-        if mb.alias >= 0:
+        if mb.alias >= 0 and k == 0:  # a later one writes a member's output: that is the chain's
             pos, kw = _jobs.clone_written(mb.fn, pos, kw)
         with _jobs.bypass():
             r = _jobs.tensors_of(mb.fn(*pos, **kw))
@@ -162,6 +166,26 @@ def run_chain(spec: dict, members: list, inputs: list) -> list:
         outs += r
         firsts.append(r[0])
     return outs
+
+
+def aliased_outputs(members: list, outs: list) -> list:
+    """Per output (run_chain's order): None, or for an in-place member's the earlier output it is
+    (the tensor its self was: deferred mode's relu_ after a batch norm writes the norm's)."""
+    of, res = output_members(members), []
+    for j, (m, o) in enumerate(zip(of, outs)):
+        first = j == 0 or of[j - 1] != m
+        res.append(next((i for i in range(j) if outs[i] is o), None)
+                   if first and m > 0 and members[m].alias >= 0 else None)
+        if first and m > 0 and members[m].alias >= 0 and res[-1] is None:
+            raise NotTunable(f"chain member {m} ({members[m].op}): writes in place a tensor that "
+                             f"is no earlier member's output")
+    return [a if a is None else _root(res, a) for a in res]
+
+
+def _root(res: list, j: int) -> int:
+    while res[j] is not None:
+        j = res[j]
+    return j
 
 
 def output_members(members: list) -> list[int]:
@@ -330,7 +354,11 @@ def write_chain_job(job_dir: str, chain: dict, calls: list[list], *, recorded: l
     if head.alias >= 0:  # the head's schema argument index -> its tensor index
         arg_idx = [i for i, a in enumerate(head.args["args"]) if a["kind"] == "tensor"]
         outputs[0]["alias"] = arg_idx.index(head.alias)
-    fresh = sum(1 for o in outputs if o["alias"] < 0)
+    same = aliased_outputs(members, outs0)
+    for j, o in enumerate(same):
+        if o is not None:
+            outputs[j]["alias_output"] = o
+    fresh = sum(1 for o, a in zip(outputs, same) if o["alias"] < 0 and a is None)
     if len(inputs) + fresh > _jobs.MAX_KERNEL_TENSORS:
         raise NotTunable(f"{readable(spec)}: {len(inputs)} inputs and {fresh} outputs; a kernel "
                          f"takes at most {_jobs.MAX_KERNEL_TENSORS} tensors")
@@ -379,11 +407,14 @@ def write_chain_job(job_dir: str, chain: dict, calls: list[list], *, recorded: l
     moved = 0
     for t in first:
         moved += min(_jobs.span_numel(t), t.numel()) * t.element_size()
-    for o in outs0:
-        moved += o.numel() * o.element_size()
+    for o, a in zip(outs0, same):
+        moved += o.numel() * o.element_size() if a is None else 0
     with _jobs.bypass():
         bw = _jobs.copy_bandwidth_gbs(device, moved)
     tol = output_tolerances(spec, members, outs0)
+    for j, o in enumerate(same):  # one tensor: the widest of its writers' tolerances
+        if o is not None:
+            tol[o] = tol[j] = [max(tol[o][0], tol[j][0]), max(tol[o][1], tol[j][1])]
     search = dict(search or {})
     if not search.get("candidate_timeout_s"):
         search["candidate_timeout_s"] = round(10 + 10 * case_bytes / 1e9, 1)

@@ -539,9 +539,24 @@ static int reads_extra(const chain_shape *s, int m, int from)
     return 0;
 }
 
-/* Ops with several outputs that a chain continues after: a norm and its mean and rstd, which the
- * chain templates compute with the pointwise members after it (docs/chains.md). */
-static const char *const k_continues[] = {"aten::native_layer_norm", "aten::native_group_norm"};
+/* Ops with several outputs that a chain continues after: a norm and its mean and rstd (an eval
+ * batch norm's are empty), which the chain templates compute with the pointwise members after it
+ * (docs/chains.md). */
+static const char *const k_continues[] = {"aten::native_layer_norm", "aten::native_group_norm",
+                                          "aten::native_batch_norm"};
+
+/* Whether member m writes in place (an op named `..._`, on its self) an earlier member's first
+ * output from `from` on: deferred mode's in-place member (ResNet's bn -> relu_), whose write is
+ * the chain's own, done at the last member. */
+static int writes_member(const chain_shape *s, int m, int from, kf_chain_lookup_fn lookup, void *user,
+                         kf_chain_member_info *mi)
+{
+    if (!s->writes[m] || s->n_in[m] < 1 || s->src[m][0][0] >= FROM_VIEW || s->src[m][0][0] < from ||
+        s->src[m][0][0] >= m || s->src[m][0][1] != 0 || !lookup(user, s->key[m], mi))
+        return 0;
+    const char *dot = strchr(mi->op, '.'), *end = dot ? dot : mi->op + strlen(mi->op);
+    return end > mi->op && end[-1] == '_';
+}
 
 static int continues_after(const chain_shape *s, int m, kf_chain_lookup_fn lookup, void *user,
                            kf_chain_member_info *mi)
@@ -579,12 +594,13 @@ static int cat_before_norm(const chain_shape *s, int m, kf_chain_lookup_fn looku
 }
 
 /* The end of the fusable part that starts at member `from` (make_spec's cuts). */
-static int fusable_end(const chain_shape *s, int from, kf_chain_lookup_fn lookup, void *user,
+static int fusable_end(const chain_shape *s, int from, int inplace, kf_chain_lookup_fn lookup, void *user,
                        kf_chain_member_info *mi)
 {
     int n = from + 1, norm = s->n_out[from] > 1;
     if (cat_before_norm(s, from, lookup, user, mi)) return n;
-    while (n < s->n && !s->writes[n] && !reads_extra(s, n, from) &&
+    while (n < s->n && (!s->writes[n] || (inplace && writes_member(s, n, from, lookup, user, mi))) &&
+           !reads_extra(s, n, from) &&
            !cat_before_norm(s, n, lookup, user, mi) &&
            continues_after(s, n - 1, lookup, user, mi) &&
            (!norm || joins_epilogue(s, n, lookup, user, mi))) {
@@ -606,12 +622,12 @@ static int fusable_end(const chain_shape *s, int from, kf_chain_lookup_fn lookup
  * outside only a tensor from outside the run that the head could predict in most runs (best_spec
  * ends the part before any other), not the run's own (its head's input, an earlier member's
  * output), which is another tensor at every run. */
-static cJSON *make_spec(const chain_shape *s, int from, int limit, kf_chain_lookup_fn lookup,
+static cJSON *make_spec(const chain_shape *s, int from, int limit, int inplace, kf_chain_lookup_fn lookup,
                         void *user, kf_chain_member_info *mi, int *first, char *why, size_t cap)
 {
-    int s0 = from, n = fusable_end(s, from, lookup, user, mi);
+    int s0 = from, n = fusable_end(s, from, inplace, lookup, user, mi);
     if (s->writes[from] && s->n > from + 2 && !s->writes[from + 1]) {
-        int n1 = fusable_end(s, from + 1, lookup, user, mi);
+        int n1 = fusable_end(s, from + 1, inplace, lookup, user, mi);
         if (n1 - (from + 1) >= 2) s0 = from + 1, n = n1;
     }
     const int cut = n <= limit; /* the fusable part ends first, not the caller's limit */
@@ -634,7 +650,8 @@ static cJSON *make_spec(const chain_shape *s, int from, int limit, kf_chain_look
             snprintf(why, cap, "member %d reads another output than the first of a member (a chain "
                                "kernel's members read first outputs only)", n);
         else if (cut)
-            snprintf(why, cap, "member %d writes in place (only the head may)", n);
+            snprintf(why, cap, "member %d writes in place (only the head may; in deferred mode, an "
+                               "in-place op on a member's output too)", n);
         else
             why[0] = 0; /* the caller says why it set the limit */
         return NULL;
@@ -736,18 +753,20 @@ static cJSON *best_spec(const chain_entry *e, kf_chain_lookup_fn lookup, void *u
     cJSON *best = NULL;
     int best_n = 0, fm = -1;
     /* deferred mode (opt-in): a chain whose later members read what the head cannot have (a
-     * linear's output: SwiGLU) is one spec, its kernel launched at the last member */
-    for (int m = 1; deferred && m < e->shape.n; m++) {
-        if (!unpredicted(e, m)) continue;
+     * linear's output: SwiGLU) or write an earlier member's output in place (ResNet's bn ->
+     * relu_) is one spec, its kernel launched at the last member */
+    if (deferred) {
         char w[256] = "";
-        int f = 0;
-        cJSON *spec = make_spec(&e->shape, 0, e->shape.n, lookup, user, mi, &f, w, sizeof w);
-        if (spec && f == 0) {
+        int f = 0, needs = 0;
+        cJSON *spec = make_spec(&e->shape, 0, e->shape.n, 1, lookup, user, mi, &f, w, sizeof w);
+        const int n = spec ? cJSON_GetArraySize(cJSON_GetObjectItem(spec, "members")) : 0;
+        for (int m = 1; f == 0 && m < n; m++)
+            needs |= unpredicted(e, m) || writes_member(&e->shape, m, 0, lookup, user, mi);
+        if (needs) {
             cJSON_AddTrueToObject(spec, "deferred");
             if (spec_bytes(spec, why, cap)) return *first = 0, spec;
         }
         cJSON_Delete(spec);
-        break;
     }
     for (int from = 0; from < e->shape.n - 1; from++) {
         if (from > 0 && !unpredicted(e, from) && !cat_before_norm(&e->shape, from - 1, lookup, user, mi))
@@ -758,7 +777,7 @@ static cJSON *best_spec(const chain_entry *e, kf_chain_lookup_fn lookup, void *u
         char w[256] = "";
         int f = 0;
         const int own = from == 0 && limit == e->shape.n; /* its reason is the chain's */
-        cJSON *spec = make_spec(&e->shape, from, limit, lookup, user, mi, &f, own ? why : w,
+        cJSON *spec = make_spec(&e->shape, from, limit, 0, lookup, user, mi, &f, own ? why : w,
                                 own ? cap : sizeof w);
         const int n = spec ? cJSON_GetArraySize(cJSON_GetObjectItem(spec, "members")) : 0;
         if (n > best_n) {
@@ -770,7 +789,7 @@ static cJSON *best_spec(const chain_entry *e, kf_chain_lookup_fn lookup, void *u
     }
     if (!best && fm >= 0) { /* the reason: what ends the part from the start without the limit */
         int f = 0;
-        cJSON_Delete(make_spec(&e->shape, 0, e->shape.n, lookup, user, mi, &f, why, cap));
+        cJSON_Delete(make_spec(&e->shape, 0, e->shape.n, 0, lookup, user, mi, &f, why, cap));
     }
     if (!best && fm >= 0 && !why[0] && fresh_mostly(e, fm))
         snprintf(why, cap, "member %d reads a tensor new to the plugin in %" PRIu64 " of %" PRIu64

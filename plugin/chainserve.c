@@ -140,18 +140,25 @@ static kf_status fill_outs(const char *outputs_json, kf_chain_def *d, char *err,
         cJSON_Delete(part);
         kf_status ls = kf_layout_from_json(text, &d->outs[m]);
         free(text);
-        if (ls != KF_OK || (m > 0 && d->outs[m].n && d->outs[m].o[0].alias_arg >= 0)) {
+        /* deferred mode's in-place member writes its self, an earlier member's output (bn -> relu_) */
+        const int inplace = ls == KF_OK && m > 0 && d->outs[m].n && d->outs[m].o[0].alias_arg >= 0;
+        if (ls != KF_OK || (inplace && (!d->deferred || d->outs[m].n != 1 || d->outs[m].o[0].alias_arg != 0 ||
+                                        d->ref[m][0][0] != KF_CHAIN_IN_MEMBER || d->ref[m][0][2] != 0))) {
             char which[48];
             snprintf(which, sizeof which, "member %d", m);
-            fail(err, cap, "chain outputs: a bad layout (only the head may write an argument)", which);
+            fail(err, cap, "chain outputs: a bad layout (only the head may write an argument; in "
+                           "deferred mode, an in-place op its self, an earlier member's output)", which);
             goto out;
         }
-        for (int k = 0; k < d->outs[m].n; k++)
+        const int src = d->ref[m][0][1];
+        d->writes_of[m] = (int8_t)(!inplace ? -1 : d->writes_of[src] >= 0 ? d->writes_of[src] : src);
+        for (int k = 0; k < d->outs[m].n && !inplace; k++)
             if (d->outs[m].o[k].alias_arg >= 0) {
                 fail(err, cap, "chain outputs: a head writing an argument in place is not served yet", NULL);
                 goto out;
             }
         d->n_outputs += d->outs[m].n;
+        d->n_args_out += inplace ? 0 : d->outs[m].n;
         first = i;
         m++;
     }
@@ -165,7 +172,7 @@ static kf_status fill_outs(const char *outputs_json, kf_chain_def *d, char *err,
                 fail(err, cap, "chain spec: an input names an output its member does not have", NULL);
                 goto out;
             }
-    if (d->n_head + d->n_ext + d->n_outputs > KF_CHAIN_MAX_ARGS) {
+    if (d->n_head + d->n_ext + d->n_args_out > KF_CHAIN_MAX_ARGS) {
         fail(err, cap, "chain: more kernel arguments than a launch takes", NULL);
         goto out;
     }

@@ -25,7 +25,7 @@ typedef struct kf_chain_entry kf_chain_entry;
 
 /* What an entry says about its chain; immutable once the entry is published. */
 typedef struct kf_chain_def {
-    int n, n_head, n_ext, n_outputs;
+    int n, n_head, n_ext, n_outputs, n_args_out; /* outputs: all; the kernel's (fresh) */
     uint64_t key[KF_CHAIN_SPEC_MAX_MEMBERS]; /* the members' signature keys */
     int n_in[KF_CHAIN_SPEC_MAX_MEMBERS];
     uint8_t ref[KF_CHAIN_SPEC_MAX_MEMBERS][KF_CHAIN_SPEC_MAX_INPUTS][3]; /* kind, a, b */
@@ -39,6 +39,9 @@ typedef struct kf_chain_def {
     int64_t view_sizes[KF_CHAIN_SPEC_MAX_EXT][KF_MAX_DIMS], view_strides[KF_CHAIN_SPEC_MAX_EXT][KF_MAX_DIMS];
     double atol, rtol;                             /* of the first-use check */
     int deferred;                                  /* its kernel runs at the last member */
+    /* per member: -1, or (deferred mode's in-place member, ResNet's relu_ after a batch norm) the
+     * member whose output it writes in place, its own output that tensor, not a kernel argument */
+    int8_t writes_of[KF_CHAIN_SPEC_MAX_MEMBERS];
     char op[KF_CHAIN_SPEC_MAX_MEMBERS][64];        /* each member's op, "aten::mul.Tensor" */
     char ops[256];                                 /* "pow -> mean -> add -> ..." */
 } kf_chain_def;

@@ -132,7 +132,10 @@ void ids_of(const c10::IValue* v, size_t n, ChainIds* ids) {
 
 void chain_inputs(const OpSchemaInfo& info, const torch::jit::Stack& stack, ChainIds* in) {
   in->now = ++t_seen.calls;
-  ids_of(stack.data() + (stack.size() - info.n_args), info.n_args, in);
+  const c10::IValue* args = stack.data() + (stack.size() - info.n_args);
+  in->writes = false;
+  for (size_t i = 0; i < info.n_args && !in->writes; i++) in->writes = writes_arg(info, args, i);
+  ids_of(args, info.n_args, in);
 }
 
 void chain_report(kf_runtime* rt, const kf_call& call, const ChainIds& in, const OpSchemaInfo& info,
@@ -143,9 +146,7 @@ void chain_report(kf_runtime* rt, const kf_call& call, const ChainIds& in, const
   ids_of(rets, info.n_returns, &out);
   for (size_t r = 0; r < info.n_returns; r++)
     if (rets[r].isTensor() && rets[r].toTensor().defined()) t_rec.keep(rets[r].toTensor());
-  bool writes = info.hidden_writes != 0;
-  for (size_t i = 0; i < info.n_args && !writes; i++) writes = info.written[i];
-  kf_dispatch_chain_call(rt, t_rec.rec, &call, writes, in.fresh, in.id, in.seen_at, in.storage,
+  kf_dispatch_chain_call(rt, t_rec.rec, &call, in.writes, in.fresh, in.id, in.seen_at, in.storage,
                          in.byte_off, in.n, out.id, out.n, in.now);
 }
 

@@ -513,6 +513,23 @@ void complete(kf_runtime* rt) {
   clear(p);
 }
 
+// Member m's output written in place by a later member (deferred mode): its value is gone by the
+// chain's end, so a check compares the last writer's alone.
+bool overwritten(const kf_chain_def* d, int m) {
+  const int root = d->writes_of[m] >= 0 ? d->writes_of[m] : m;
+  for (int j = m + 1; j < d->n; j++)
+    if (d->writes_of[j] == root) return true;
+  return false;
+}
+
+// The version member m's output has once it returned, from its allocation's: each in-place member
+// up to m that writes it bumps its counter on the way out (ADInplaceOrView, above the plugin).
+uint32_t inplace_writes(const kf_chain_def* d, int m) {
+  uint32_t n = 0;
+  for (int j = 1; j <= m && d->writes_of[m] >= 0; j++) n += d->writes_of[j] == d->writes_of[m];
+  return n;
+}
+
 // Every member's outputs, allocated as eager lays them out, on the device of `like` (a head input).
 bool allocate(const kf_chain_def* d, const at::Tensor& like, std::vector<std::vector<at::Tensor>>* outs) {
   const c10::Device device = like.device();
@@ -520,6 +537,10 @@ bool allocate(const kf_chain_def* d, const at::Tensor& like, std::vector<std::ve
   outs->resize(d->n);
   for (int m = 0; m < d->n; m++) {
     (*outs)[m].clear();
+    if (d->writes_of[m] >= 0) {  // an in-place member's output is the tensor it writes
+      (*outs)[m].push_back((*outs)[d->writes_of[m]][0]);
+      continue;
+    }
     for (int o = 0; o < d->outs[m].n; o++) {
       const auto& l = d->outs[m].o[o];
       (*outs)[m].push_back(
@@ -562,8 +583,9 @@ bool launch(kf_runtime* rt, kf_chain_entry* e, Pending& p, c10::ArrayRef<const a
       if (ts[n].device_type != ts[0].device_type || ts[n].device_index != ts[0].device_index) return false;
       n++;
     }
-    for (auto& mo : p.outs)
-      for (const at::Tensor& t : mo) {
+    for (int m = 0; m < d->n; m++)
+      for (const at::Tensor& t : p.outs[m]) {
+        if (d->writes_of[m] >= 0) break;  // written through its member's output, not passed again
         if (!to_kf_tensor(t, &ts[n++])) return false;
         if (p.mode == Mode::Check) poison(t);  // an output the kernel forgets cannot match by luck
       }
@@ -584,6 +606,12 @@ bool launch(kf_runtime* rt, kf_chain_entry* e, Pending& p, c10::ArrayRef<const a
               "instead)", d->ops, rc);
   }
   return false;
+}
+
+// Member m comes next: the write watch lets its call through when it writes the chain's own
+// output in place (deferred mode's relu_ after a batch norm).
+void expect_next(const Pending& p, int m) {
+  watch_writes_next(m < p.d->n && p.d->writes_of[m] >= 0 ? p.d->op[m] : "");
 }
 
 // Deferred mode: an output read before the chain could write it is written now.
@@ -804,6 +832,7 @@ bool start_head(kf_runtime* rt, kf_chain_entry* e, const OpSchemaInfo& info, kf_
     drop(rt, "this thread's calls cannot be watched");
     return false;
   }
+  expect_next(tc().p, 1);
   Pending& q = tc().p;
   if (q.deferred) {
     const void* st[kMaxWatchedStorages];
@@ -825,6 +854,7 @@ bool start_head(kf_runtime* rt, kf_chain_entry* e, const OpSchemaInfo& info, kf_
           drop(rt, "an output that cannot be held");
           return false;
         }
+        if (h.versioned) h.version += inplace_writes(d, m);
         q.seen[m].push_back(std::move(h));
       }
     served(rt, call);
@@ -886,7 +916,7 @@ bool chain_before(kf_runtime* rt, const OpSchemaInfo& info, kf_call& call, torch
           p.calls.push_back({eager, args_of(info, *stack)});
           watch_reads_next(p.d->op[m + 1]);
         }
-        p.next++;
+        expect_next(p, ++p.next);
         served(rt, call);
         replace_args(info, stack, p.outs[m]);
         member_handed_out(rt, p, m, hand_t0);
@@ -976,7 +1006,7 @@ static bool check_run(kf_runtime* rt) {
   Pending& p = tc().p;
   if (p.eager.size() != static_cast<size_t>(p.d->n)) throw std::runtime_error("the check kept no outputs");
   for (int m = 0; m < p.d->n; m++)
-    for (size_t o = 0; o < p.eager[m].size(); o++) {
+    for (size_t o = 0; o < p.eager[m].size() && !overwritten(p.d, m); o++) {
       std::string why;
       Bypass bypass;
       if (!matches_eager(p.outs[m][o], p.eager[m][o], p.d->atol, p.d->rtol, &why))
@@ -1015,6 +1045,7 @@ void chain_after(kf_runtime* rt, const OpSchemaInfo& info, c10::ArrayRef<c10::IV
         drop(rt, "an output without a version counter, on a thread that cannot be watched");
         return;
       }
+      if (p.d->writes_of[m] >= 0 && h.versioned) h.version++;  // bumped on its way out, above us
       p.seen[m].push_back(std::move(h));
       if (p.mode != Mode::Check) continue;
       if (p.outs[m][o].strides() != t.strides()) {
@@ -1026,7 +1057,8 @@ void chain_after(kf_runtime* rt, const OpSchemaInfo& info, c10::ArrayRef<c10::IV
       p.eager[m].push_back(t.clone());  // as it is now: a later in-place member may change t
       p.names[m] = info.name;
     }
-    if (++p.next == p.d->n && p.mode == Mode::Check && p.d->deferred && !launch(rt, p.e, p, head_of(p), false)) {
+    expect_next(p, ++p.next);
+    if (p.next == p.d->n && p.mode == Mode::Check && p.d->deferred && !launch(rt, p.e, p, head_of(p), false)) {
       clear(p);  // deferred mode's check launches now, every input known; not launched: not checked
       return;
     }

@@ -37,6 +37,7 @@ struct WatchState {
   kf_runtime* rt;
   WriteHandler on_write;
   at::CallbackHandle handle;
+  char next[96];  // the chain's next member when it writes in place (its own write), else ""
 };
 thread_local WatchState t_watch{};
 
@@ -91,9 +92,22 @@ Writes writes_of(const at::RecordFunction& fn) {
   return w;
 }
 
+bool is_next(const at::RecordFunction& fn, const char* next) {
+  const char* name = fn.name();
+  const size_t n = strlen(name);
+  if (strncmp(name, next, n) != 0) return false;
+  if (next[n] == 0) return true;
+  const auto op = fn.operator_name();
+  return next[n] == '.' && op && op->overload_name == next + n + 1;
+}
+
 std::unique_ptr<at::ObserverContext> on_call(const at::RecordFunction& fn) {
   WatchState& w = t_watch;
   if (!w.on || t_quiet || thread_state().depth > 0) return nullptr;
+  if (!w.top && w.next[0] && is_next(fn, w.next)) {  // the chain's own in-place member
+    w.top = &fn;
+    return nullptr;
+  }
   Writes wr;
   try {
     wr = writes_of(fn);
@@ -108,14 +122,6 @@ std::unique_ptr<at::ObserverContext> on_call(const at::RecordFunction& fn) {
   return nullptr;
 }
 
-bool is_next(const at::RecordFunction& fn, const char* next) {
-  const char* name = fn.name();
-  const size_t n = strlen(name);
-  if (strncmp(name, next, n) != 0) return false;
-  if (next[n] == 0) return true;
-  const auto op = fn.operator_name();
-  return next[n] == '.' && op && op->overload_name == next + n + 1;
-}
 
 bool over_watched(const at::Tensor& t) {
   if (!t.defined() || !t.has_storage()) return false;
@@ -155,6 +161,7 @@ bool watch_begin(kf_runtime* rt, WriteHandler on_write) {
   w.handle = at::addThreadLocalCallback(
       at::RecordFunctionCallback(on_call, on_return).needsInputs(false).scopes({at::RecordScope::FUNCTION}));
   w.top = nullptr;
+  w.next[0] = 0;
   w.rt = rt;
   w.on_write = on_write;
   w.on = true;
@@ -168,6 +175,8 @@ void watch_end() {
   w.top = nullptr;
   at::removeCallback(w.handle);
 }
+
+void watch_writes_next(const char* next) { snprintf(t_watch.next, sizeof t_watch.next, "%s", next); }
 
 void watch_forget() { t_watch.on = t_read.on = false; }
 

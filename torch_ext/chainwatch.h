@@ -15,6 +15,9 @@ using WriteHandler = void (*)(kf_runtime*);
 // schema does not mark (plugin/writes.c), calls on_write(rt) first. False: this thread's calls
 // cannot be watched (RecordFunction is disabled on it). True at once if already watching.
 bool watch_begin(kf_runtime* rt, WriteHandler on_write);
+// The chain's next member (`next`, "aten::relu_") writes in place a tensor the chain made (deferred
+// mode): its call is not a write to watch. "" for none.
+void watch_writes_next(const char* next);
 // The callback removed; nothing if not watching.
 void watch_end();
 // Thread exit: the callback goes with the thread's RecordFunction state, never called again.

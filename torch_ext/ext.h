@@ -165,6 +165,7 @@ struct ChainIds {
   uintptr_t storage[KF_CHAIN_MAX_IO];  // each one's storage (its live base's identity) and byte offset in it: views
   int64_t byte_off[KF_CHAIN_MAX_IO];
   uint64_t now = 0;
+  bool writes = false;  // the call writes an argument (a batch norm's stats only when training)
 };
 void chain_inputs(const OpSchemaInfo& info, const torch::jit::Stack& stack, ChainIds* in);
 void chain_report(kf_runtime* rt, const kf_call& call, const ChainIds& in, const OpSchemaInfo& info,

@@ -367,7 +367,8 @@ static int check_case(kf_eval *ev, int c, const char *pl, kf_eval_result *res, i
         }
     }
     for (int j = 0; j < sig->n_out; j++) {
-        ev_buf *buf = sig->out_alias[j] ? &ev->in[sig->out_alias[j] - 1] : &ev->out[j];
+        const int a = sig->out_alias[j]; /* written through an input, or an earlier output */
+        ev_buf *buf = a > 0 ? &ev->in[a - 1] : a < 0 ? &ev->out[-a - 1] : &ev->out[j];
         if ((*rc = ev->be->view(ev, buf, &v, err, errcap))) return -1;
         ev_cmp cmp;
         kf_ev_compare(&sig->out[j], v, ev->case_out[c][j], job->out_atol[j], job->out_rtol[j],

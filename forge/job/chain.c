@@ -151,9 +151,9 @@ kf_status kf_job_chain_parse(const cJSON *spec, const cJSON *layout, const kf_jo
             if (v && !cJSON_IsString(v))
                 return bad(err, cap, "member %d (%s): \"%s\" must be a string", k, opn, f);
         }
-        if (k > 0 && job->out_alias[ch->out0[k]])
-            return bad(err, cap, "member %d (%s) writes in place: only the head may (its result "
-                                 "would be visible between the two calls)", k, opn);
+        if (k > 0 && job->out_alias[ch->out0[k]] > 0)
+            return bad(err, cap, "member %d (%s) writes an input in place: only the head may (its "
+                                 "result would be visible between the two calls)", k, opn);
         const cJSON *in = cJSON_GetObjectItemCaseSensitive(m, "inputs");
         int ni = cJSON_IsArray(in) ? cJSON_GetArraySize(in) : -1;
         if (ni < 0 || ni > KF_JOB_MAX_TENSORS)
@@ -173,12 +173,22 @@ kf_status kf_job_chain_parse(const cJSON *spec, const cJSON *layout, const kf_jo
                                                        : job->in[kf_job_chain_arg(ch, k, i)];
         }
         jm->sig.n_in = ni;
+        /* deferred mode's in-place member (bn -> relu_): it writes its input 0, an earlier
+         * member's output, which is the output it aliases (as that member's own may alias one) */
+        const int own = job->out_alias[ch->out0[k]];
+        if (own < 0) {
+            int src = ni > 0 && jm->ref[0].kind == KF_CHAIN_MEMBER ? ch->out0[jm->ref[0].a] : -1;
+            if (src >= 0 && job->out_alias[src] < 0) src = -job->out_alias[src] - 1;
+            if (src != -own - 1)
+                return bad(err, cap, "member %d (%s): its output aliases outputs[%d], which is not "
+                                     "its input 0's", k, opn, -own - 1);
+        }
         for (int j = 0; j < jm->sig.n_out; j++) {
             const int o = ch->out0[k] + j;
             if (j > 0 && job->out_alias[o])
                 return bad(err, cap, "member %d (%s): outputs[%d] aliases an input", k, opn, o);
             jm->sig.out[j] = job->out[o];
-            jm->sig.out_alias[j] = k == 0 && j == 0 ? job->out_alias[0] : 0;
+            jm->sig.out_alias[j] = k == 0 && j == 0 ? job->out_alias[0] : j == 0 && own < 0 ? 1 : 0;
         }
     }
     for (int e = 0; e < ch->n_ext; e++)

@@ -5,8 +5,9 @@
  * code the one-op templates use.
  *
  * The job's tensors: inputs = the head's tensor inputs (n_head), then the externals (n_ext);
- * outputs = every member's, in member order (the head's first may alias one of its inputs, a
- * later member's are always fresh): one each, or up to KF_CHAIN_EXTRA_OUTPUTS more where
+ * outputs = every member's, in member order (the head's first may alias one of its inputs; a
+ * later member's is fresh, or in deferred mode, where it writes its input 0 in place (relu_ after
+ * a batch norm), "alias_output": the earlier output it writes, also its member's): one each, or up to KF_CHAIN_EXTRA_OUTPUTS more where
  * "outputs_layout" marks them with their member (a norm's mean and rstd, which no member reads;
  * without the marks only the last member may have them). A member's input is one of: the
  * head's input i, an earlier member's (first) output, an external e. Scalars are named

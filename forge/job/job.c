@@ -280,6 +280,17 @@ static kf_status parse_aliases(loader *L, const cJSON *root, kf_job_sig *sig)
         /* A fresh output comes from torch's allocator (at::empty_strided when served): at least
          * 16-byte aligned, as the kernels may assume; one written in place is its input. */
         sig->out[j].align = k < 0 ? 16 : sig->in[k].align;
+        const cJSON *ao = field(cJSON_GetArrayItem(arr, j), "alias_output");
+        if (ao) { /* a chain member writing an earlier member's output in place (chain.h) */
+            int64_t o;
+            if (k >= 0 || !get_int(ao, 0, j - 1, &o) || sig->out_alias[o] != 0 ||
+                !same_layout(&sig->out[j], &sig->out[o]))
+                return bad(L, "outputs[%d].alias_output must be a fresh earlier output laid out as "
+                              "it is, on an output whose alias is -1", j);
+            sig->out_alias[j] = -(int)o - 1;
+            sig->out[j].align = sig->out[o].align;
+            continue;
+        }
         if (k < 0) continue;
         for (int i = 0; i < j; i++)
             if (sig->out_alias[i] == sig->out_alias[j])
@@ -676,6 +687,8 @@ static kf_status parse_job(loader *L, const cJSON *root, kf_job *job)
     if (job->sig.n_in + n_fresh > KF_LAUNCH_MAX_ARGS)
         return bad(L, "%d inputs and %d fresh output%s: a kernel takes at most %d tensors",
                    job->sig.n_in, n_fresh, n_fresh == 1 ? "" : "s", KF_LAUNCH_MAX_ARGS);
+    for (int j = 0; strcmp(job->op, KF_CHAIN_OP) && j < job->sig.n_out; j++)
+        if (job->sig.out_alias[j] < 0) return bad(L, "outputs[%d].alias_output: a chain job's only", j);
     if ((s = !strcmp(job->op, KF_CHAIN_OP) ? parse_chain(L, root, job)
                                            : parse_scalars(L, root, "", &job->sig)))
         return s;

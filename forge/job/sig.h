@@ -65,7 +65,9 @@ typedef struct kf_job_sig {
     int n_out;
     kf_job_tensor out[KF_JOB_MAX_OUTPUTS];
     /* 0: out[j] is a fresh tensor, passed to the kernel after in[]; k > 0: out[j] IS in[k-1]
-     * (in-place and out= ops), written through that argument and not passed a second time. */
+     * (in-place and out= ops), written through that argument and not passed a second time;
+     * k < 0 (chain jobs only): out[j] IS out[-k-1], an earlier fresh output that a later chain
+     * member writes in place (deferred mode), not passed a second time either. */
     int out_alias[KF_JOB_MAX_OUTPUTS];
     int n_scalars;
     kf_job_scalar scalars[KF_JOB_MAX_SCALARS];

@@ -112,6 +112,11 @@ static void contract(kf_strbuf *b, const kf_job *j)
                              s->out_alias[i] - 1);
             continue;
         }
+        if (s->out_alias[i] < 0) {
+            kf_strbuf_printf(b, "- output %d is output %d, written again in place by its member (not "
+                                "passed again; it ends holding this member's value)\n", i, -s->out_alias[i] - 1);
+            continue;
+        }
         tensor_line(b, j, "output", arg++, &s->out[i]);
     }
     if (s->n_scalars && !s->chain) kf_strbuf_printf(b, "Non-tensor arguments (bake them in as constants):\n");

@@ -198,6 +198,46 @@ static int gn_bind(kf_chain_bind *b, int k, char *why, size_t cap)
     return 1;
 }
 
+/* native_batch_norm in eval (chain.h): a phase-0 member of an [N, C, ...] chain, its input of the
+ * chain's full shape (an earlier member's output or a kernel input), its running stats (and the
+ * weight and bias, each optional) [C] from outside the chain, read by channel; its save_mean and
+ * save_invstd outputs empty, as eval gives them. */
+static int bn_bind(kf_chain_bind *b, int k, char *why, size_t cap)
+{
+    const kf_job_sig *m = &b->ch->m[k].sig;
+    static const char *const names[] = {"input", "weight", "bias", "running_mean", "running_var"};
+    static const int optional[] = {0, 1, 1, 0, 0};
+    const kf_job_scalar *tr = kf_job_scalar_find(m, "training"), *eps = kf_job_scalar_find(m, "eps");
+    if (!tr || tr->kind != 'b' || tr->i || !eps || (eps->kind != 'd' && eps->kind != 'i') ||
+        (eps->kind == 'd' && !isfinite(eps->d)))
+        return why_(why, cap, "member %d (%s): only eval (training false, a finite eps) is fused", k, m->op);
+    if (b->nd < 2 || m->n_out != 3 || kf_job_tensor_numel(&m->out[1]) || kf_job_tensor_numel(&m->out[2]))
+        return why_(why, cap, "member %d (%s): an [N, C, ...] chain, its save_mean and save_invstd "
+                              "empty", k, m->op);
+    const int dt = m->in[0].dtype;
+    if ((dt != KF_F32 && dt != KF_F16 && dt != KF_BF16) || m->out[0].dtype != dt ||
+        !same_sizes(&m->in[0], b->nd, b->full) || !same_sizes(&m->out[0], b->nd, b->full))
+        return why_(why, cap, "member %d (%s): it must normalize the chain's full shape in f32, f16 "
+                              "or bf16", k, m->op);
+    if (kf_template_tensor_args(m, names, optional, 5, b->bn_in[k]) < 0)
+        return why_(why, cap, "member %d (%s): which of its tensors are given is unclear", k, m->op);
+    for (int a = 1; a < 5; a++) {
+        const int li = b->bn_in[k][a];
+        if (li < 0) continue;
+        const kf_job_tensor *p = &m->in[li];
+        const int arg = kf_job_chain_arg(b->ch, k, li);
+        if (arg < 0 || p->ndim != 1 || p->sizes[0] != b->full[1] || !is_float(p->dtype) || p->dtype == KF_F64)
+            return why_(why, cap, "member %d (%s): its weight, bias and running stats must be [C] "
+                                  "float tensors from outside the chain", k, m->op);
+        b->chan[arg] = 1;
+    }
+    b->pb[k].dest_in = -1; /* not a pointwise member: writes no input */
+    b->bn[k] = 1;
+    b->bn_eps[k] = eps->kind == 'd' ? eps->d : (double)eps->i;
+    b->phase[k] = 0;
+    return 1;
+}
+
 /* _softmax of the last dim (chain.h): of an earlier member's output of the chain's full shape,
  * in its dtype (f32, f16, bf16; no half_to_float); pointwise members may follow it (its epilogue) */
 static int sm_bind(kf_chain_bind *b, int k, char *why, size_t cap)
@@ -377,6 +417,32 @@ static void memory_order(kf_chain_bind *b, const kf_job_tensor *F)
     for (int d = 0; d + 1 < nd; d++) b->R *= b->full[d];
 }
 
+/* A chain of pointwise members walks rows of at least KF_CHAIN_ROW_MIN elements where the memory
+ * allows: the walk's last two dims are one where every input and strided output steps across them
+ * as over one dim (an NCHW activation's H and W, a batch norm's [C] broadcast over both), so that
+ * a row is a plane, not 28 elements with a row's setup each; no longer, so that the rows still
+ * spread over threads and blocks. */
+#define KF_CHAIN_ROW_MIN 512
+static void coalesce(kf_chain_bind *b, const kf_job_sig *sig)
+{
+    if (b->red >= 0 || b->tail >= 0 || b->cat >= 0) return;
+    for (int k = 0; k < b->n; k++)
+        if (b->col[k]) return;
+    while (b->nd >= 2 && b->C < KF_CHAIN_ROW_MIN) {
+        const int d = b->nd - 2, l = b->nd - 1;
+        int ok = 1;
+        for (int i = 0; ok && i < sig->n_in; i++) ok = b->st[i][d] == b->st[i][l] * b->full[l];
+        for (int k = 0; ok && k < b->n; k++) ok = !b->ostrided[k] || b->ost[k][d] == b->ost[k][l] * b->full[l];
+        if (!ok) return;
+        b->R /= b->full[d];
+        b->full[d] *= b->full[l];
+        for (int i = 0; i < sig->n_in; i++) b->st[i][d] = b->st[i][l];
+        for (int k = 0; k < b->n; k++) b->ost[k][d] = b->ost[k][l];
+        b->nd--;
+        b->C = b->full[d];
+    }
+}
+
 int kf_chain_bind_sig(const kf_job_sig *sig, kf_chain_bind *b, char *why, size_t cap)
 {
     if (!sig || !b) return why_(why, cap, "no signature");
@@ -386,7 +452,7 @@ int kf_chain_bind_sig(const kf_job_sig *sig, kf_chain_bind *b, char *why, size_t
     b->ch = ch;
     b->n = ch->n_members;
     b->red = b->ln = b->ln_w = b->ln_b = b->sm = b->tail = b->tail_arg = b->cat = -1;
-    for (int k = 0; k < KF_CHAIN_MAX_MEMBERS; k++) b->seg_part[k] = -1;
+    for (int k = 0; k < KF_CHAIN_MAX_MEMBERS; k++) b->seg_part[k] = -1, b->store_to[k] = k;
     for (int i = 0; i < KF_JOB_MAX_TENSORS; i++) b->in_part[i] = -1;
     if (b->n < 2 || b->n > KF_CHAIN_MAX_MEMBERS || sig->n_out < b->n)
         return why_(why, cap, "malformed chain");
@@ -429,6 +495,14 @@ int kf_chain_bind_sig(const kf_job_sig *sig, kf_chain_bind *b, char *why, size_t
         }
         if (!strcmp(m->op, "aten::_softmax")) {
             if (!sm_bind(b, k, why, cap)) return 0;
+            continue;
+        }
+        if (!strcmp(m->op, "aten::native_batch_norm")) {
+            if (!bn_bind(b, k, why, cap)) return 0;
+            const int ct = m->in[0].dtype == KF_F64 ? KF_F64 : KF_F32; /* eager's opmath */
+            if (!have_ct) b->ct = ct, have_ct = 1;
+            if (b->ct != ct || b->p_bool)
+                return why_(why, cap, "member %d (%s): computes in another type than member 0", k, m->op);
             continue;
         }
         if (m->n_out != 1)
@@ -500,6 +574,27 @@ int kf_chain_bind_sig(const kf_job_sig *sig, kf_chain_bind *b, char *why, size_t
             return why_(why, cap, "member %d (%s): its output is not contiguous (only a chain "
                                   "without a reduction or a row tail stores strided outputs)", k,
                         ch->m[k].sig.op);
+    for (int k = 0; k < b->n; k++) {
+        if (b->bn[k] && (b->red >= 0 || b->tail >= 0 || b->cat >= 0))
+            return why_(why, cap, "member %d (%s): a batch norm in a chain with a reduction, a row "
+                                  "tail or a cat", k, ch->m[k].sig.op);
+        for (int i = 0; !b->bn[k] && i < ch->m[k].sig.n_in; i++) { /* [C] by channel: bn's alone */
+            const int arg = kf_job_chain_arg(ch, k, i);
+            if (arg >= 0 && b->chan[arg])
+                return why_(why, cap, "member %d (%s): reads a batch norm's [C] tensor", k, ch->m[k].sig.op);
+        }
+    }
+    for (int k = 1; k < b->n; k++) { /* an in-place member: its value goes where it writes */
+        const int a = sig->out_alias[ch->out0[k]];
+        if (a >= 0) continue;
+        if (b->red >= 0 || b->tail >= 0 || b->cat >= 0 || b->phase[k] != 0 || b->col[k])
+            return why_(why, cap, "member %d (%s): writes in place in a chain with a reduction, a row "
+                                  "tail or a cat", k, ch->m[k].sig.op);
+        const int root = ch->out_member[-a - 1];
+        for (int j = root; j < k; j++)
+            if (b->store_to[j] == root) b->dead[j] = 1;
+        b->store_to[k] = root;
+    }
     if (b->cat >= 0 && (b->red >= 0 || b->tail >= 0))
         return why_(why, cap, "member %d (aten::cat): a cat in a chain with a reduction or a row "
                               "tail", b->cat);
@@ -520,6 +615,10 @@ int kf_chain_bind_sig(const kf_job_sig *sig, kf_chain_bind *b, char *why, size_t
     for (int i = 0; i < sig->n_in; i++) {
         const kf_job_tensor *t = &sig->in[i];
         if (b->gn && (i == b->ln_w || i == b->ln_b)) continue; /* read by channel (st 0) */
+        if (b->chan[i]) { /* a batch norm's [C]: along F's dim 1 */
+            for (int d = 0; d < b->nd; d++) b->st[i][d] = d == 1 ? t->strides[0] : 0;
+            continue;
+        }
         if (t->ndim > b->nd) return why_(why, cap, "input %d has more dims than the chain", i);
         int off = b->nd - t->ndim;
         for (int d = 0; d < b->nd; d++) {
@@ -532,6 +631,7 @@ int kf_chain_bind_sig(const kf_job_sig *sig, kf_chain_bind *b, char *why, size_t
         }
     }
     memory_order(b, mout(b, sig, widest));
+    coalesce(b, sig);
     for (int k = 0; k < b->n; k++)
         if (b->ostrided[k] && malias(b, sig, k))
             return why_(why, cap, "member %d (%s): its output is not contiguous", k, ch->m[k].sig.op);
@@ -578,7 +678,7 @@ void kf_chain_emit_defs(kf_strbuf *s, const kf_chain_bind *b, int cuda, const ch
     kf_strbuf_printf(s, " */\n");
     kf_pw_emit_math(s, b->ct, b->p_bool, cuda);
     for (int k = 0; k < b->n; k++) {
-        if (k == b->red || k == b->tail || k == b->cat) continue;
+        if (k == b->red || k == b->tail || k == b->cat || b->bn[k]) continue;
         char sfx[8];
         snprintf(sfx, sizeof sfx, "_m%d", k);
         kf_pw_emit_op(s, &b->pb[k], cuda, sfx);
@@ -641,6 +741,7 @@ static void out_ptr(char *buf, size_t cap, const kf_chain_bind *b, int k)
 {
     const kf_pw_bind *pb = &b->pb[k];
     if (k == 0 && k != b->red && pb->dest_in >= 0) snprintf(buf, cap, "p%d", pb->dest_in);
+    else if (b->store_to[k] != k) out_ptr(buf, cap, b, b->store_to[k]);
     else snprintf(buf, cap, "y%d", k);
 }
 
@@ -734,6 +835,72 @@ static void tail_in(kf_strbuf *s, const kf_chain_bind *b, int cuda)
     load_expr(s, b->ch->m[b->tail].sig.in[0].dtype, cuda, x);
 }
 
+/* Batch norm member k in eval: v<k>, its value of element (r, c) as eager computes it in kf_ct,
+ * invstd = 1 / sqrt(var + eps): on CUDA ((x - mean) * invstd) * w + b, on the CPU x * alpha + beta
+ * with alpha = invstd * w and beta = b - mean * alpha. */
+static void emit_bn(kf_strbuf *s, const kf_chain_bind *b, int k, const char *cix, int cuda, int vec,
+                    const char *ind)
+{
+    const kf_job_member *jm = &b->ch->m[k];
+    kf_strbuf x[5] = {{0}};
+    for (int a = 0; a < 5; a++) {
+        const int li = b->bn_in[k][a];
+        char v[112], sp[16], so[64];
+        if (li < 0) continue;
+        if (jm->ref[li].kind == KF_CHAIN_MEMBER) snprintf(v, sizeof v, "v%d", jm->ref[li].a);
+        else ext_src(b, k, li, cix, vec, sp, sizeof sp, so, sizeof so), snprintf(v, sizeof v, "%s[%s]", sp, so);
+        load_expr(&x[a], jm->sig.in[li].dtype, cuda, v);
+    }
+    kf_strbuf_printf(s, "%sconst %s v%d = ", ind, kf_pw_ctype(member_dtype(b, k), cuda), k);
+    kf_strbuf e = {0}, inv = {0}, al = {0};
+    kf_strbuf_printf(&inv, "((kf_ct)1 / kf_sqrt(%s + (kf_ct)%.17g))", x[4].p, b->bn_eps[k]);
+    if (cuda) { /* ((x - mean) * invstd) * w + b */
+        kf_strbuf_printf(&e, "((%s - %s) * %s)", x[0].p, x[3].p, inv.p);
+        if (x[1].p) kf_strbuf_printf(&e, " * %s", x[1].p);
+        if (x[2].p) kf_strbuf_printf(&e, " + %s", x[2].p);
+    } else { /* the CPU's: x * alpha + beta, alpha = invstd * w, beta = b - mean * alpha */
+        kf_strbuf_printf(&al, "(%s%s%s)", inv.p, x[1].p ? " * " : "", x[1].p ? x[1].p : "");
+        kf_strbuf_printf(&e, "%s * %s + (%s - %s * %s)", x[0].p, al.p, x[2].p ? x[2].p : "(kf_ct)0",
+                         x[3].p, al.p);
+    }
+    store_expr(s, member_dtype(b, k), cuda, e.p);
+    kf_strbuf_free(&inv);
+    kf_strbuf_free(&al);
+    kf_strbuf_printf(s, ";\n");
+    kf_strbuf_free(&e);
+    for (int a = 0; a < 5; a++) kf_strbuf_free(&x[a]);
+}
+
+/* Pointwise member k: v<k>, its op's element function of its inputs (members' values or kernel
+ * inputs' elements), stored as its output's dtype. */
+static void emit_pw_value(kf_strbuf *s, const kf_chain_bind *b, int k, const char *cix, int cuda, int vec,
+                          const char *ind)
+{
+    const kf_job_member *jm = &b->ch->m[k];
+    char sfx[8];
+    snprintf(sfx, sizeof sfx, "_m%d", k);
+    const kf_pw_bind *pb = &b->pb[k];
+    const char *src[KF_PW_MAX_OPS] = {0}, *off[KF_PW_MAX_OPS] = {0};
+    char sb[KF_PW_MAX_OPS][16], ob[KF_PW_MAX_OPS][64];
+    for (int q = 0; q < pb->n; q++) {
+        int li = pb->in_idx[q];
+        if (li < 0) continue;
+        const kf_chain_ref *r = &jm->ref[li];
+        if (r->kind == KF_CHAIN_MEMBER) {
+            snprintf(sb[q], sizeof sb[q], "(&v%d)", r->a);
+            snprintf(ob[q], sizeof ob[q], "0");
+        } else {
+            ext_src(b, k, li, cix, vec, sb[q], sizeof sb[q], ob[q], sizeof ob[q]);
+        }
+        src[q] = sb[q];
+        off[q] = ob[q];
+    }
+    kf_strbuf_printf(s, "%sconst %s v%d = KF_ST%s(", ind, kf_pw_ctype(member_dtype(b, k), cuda),
+                     k, sfx);
+    kf_pw_emit_call_as(s, pb, sfx, src, off);
+    kf_strbuf_printf(s, ");\n");
+}
+
 static void emit_phase_(kf_strbuf *s, const kf_chain_bind *b, int phase, int cuda, const char *ind,
                         const char *store_guard, int vec, int part)
 {
@@ -751,9 +918,8 @@ static void emit_phase_(kf_strbuf *s, const kf_chain_bind *b, int phase, int cud
     }
     for (int k = 0; k < b->n; k++) {
         const kf_job_member *jm = &ch->m[k];
-        char p[16], sfx[8];
+        char p[16];
         out_ptr(p, sizeof p, b, k);
-        snprintf(sfx, sizeof sfx, "_m%d", k);
         if (phase == 0 && k == b->red) { /* fold the reduction's input */
             const kf_chain_ref *r = &jm->ref[0];
             char v[112], sp[16], so[64];
@@ -773,26 +939,9 @@ static void emit_phase_(kf_strbuf *s, const kf_chain_bind *b, int phase, int cud
             emit_cat(s, b, cuda, ind, part);
             continue;
         }
-        const kf_pw_bind *pb = &b->pb[k];
-        const char *src[KF_PW_MAX_OPS] = {0}, *off[KF_PW_MAX_OPS] = {0};
-        char sb[KF_PW_MAX_OPS][16], ob[KF_PW_MAX_OPS][64];
-        for (int q = 0; q < pb->n; q++) {
-            int li = pb->in_idx[q];
-            if (li < 0) continue;
-            const kf_chain_ref *r = &jm->ref[li];
-            if (r->kind == KF_CHAIN_MEMBER) {
-                snprintf(sb[q], sizeof sb[q], "(&v%d)", r->a);
-                snprintf(ob[q], sizeof ob[q], "0");
-            } else {
-                ext_src(b, k, li, cix, vec, sb[q], sizeof sb[q], ob[q], sizeof ob[q]);
-            }
-            src[q] = sb[q];
-            off[q] = ob[q];
-        }
-        kf_strbuf_printf(s, "%sconst %s v%d = KF_ST%s(", ind, kf_pw_ctype(member_dtype(b, k), cuda),
-                         k, sfx);
-        kf_pw_emit_call_as(s, pb, sfx, src, off);
-        kf_strbuf_printf(s, ");\n");
+        if (b->bn[k]) emit_bn(s, b, k, cix, cuda, vec, ind);
+        else emit_pw_value(s, b, k, cix, cuda, vec, ind);
+        if (b->dead[k]) continue;
         if (phase == 1) kf_strbuf_printf(s, "%s%s%s[r] = v%d;\n", ind, store_guard, p, k);
         else if (vec) kf_strbuf_printf(s, "%so%d.v[e] = v%d;\n", ind, k, k);
         else if (b->col[k]) kf_strbuf_printf(s, "%sif (r == 0) %s[c] = v%d;\n", ind, p, k);
@@ -878,7 +1027,7 @@ void kf_chain_emit_phase_vec(kf_strbuf *s, const kf_chain_bind *b, int phase, co
                             "KF_VW> *>(%s + r * KF_C + c0);\n", ind, t, m, t, p);
     }
     for (int k = 0; k < b->n; k++)
-        if (b->phase[k] == phase && k != b->red && k != b->tail)
+        if (b->phase[k] == phase && k != b->red && k != b->tail && !b->dead[k])
             kf_strbuf_printf(s, "%skf_pack<%s, KF_VW> o%d;\n", ind, kf_pw_ctype(member_dtype(b, k), 1), k);
     char in2[32];
     snprintf(in2, sizeof in2, "%s    ", ind);
@@ -886,7 +1035,7 @@ void kf_chain_emit_phase_vec(kf_strbuf *s, const kf_chain_bind *b, int phase, co
     emit_phase_(s, b, phase, 1, in2, "", 1, -1);
     kf_strbuf_printf(s, "%s}\n", ind);
     for (int k = 0; k < b->n; k++) {
-        if (b->phase[k] != phase || k == b->red || k == b->tail) continue;
+        if (b->phase[k] != phase || k == b->red || k == b->tail || b->dead[k]) continue;
         const char *t = kf_pw_ctype(member_dtype(b, k), 1);
         char p[16];
         out_ptr(p, sizeof p, b, k);

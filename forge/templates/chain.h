@@ -1,5 +1,6 @@
 /* The chain templates (host_chain.c, cuda_chain.c): one kernel for a chain job (forge/job/chain.h)
- * whose members are pointwise-engine ops (pointwise_ops.c) with at most one last-dim keepdim
+ * whose members are pointwise-engine ops (pointwise_ops.c) or an eval batch norm (per element,
+ * its running stats and affine read by channel) with at most one last-dim keepdim
  * reduction (sum / mean / amax) among them, e.g. RMSNorm as pow -> mean -> add -> rsqrt -> mul ->
  * mul. Each member's value is its own op's element function, stored as that member's output
  * dtype exactly as eager stores it, and read by later members from that stored value, so a
@@ -52,6 +53,19 @@ typedef struct kf_chain_bind {
      * weight and bias [C] read by channel */
     int gn;
     int64_t gn_ng, gn_rg, gn_rpc, gn_ch;
+    /* per member: 1 for an eval batch norm (native_batch_norm, training false), a phase-0 member
+     * y = (x - mean[c]) * (1 / sqrt(var[c] + eps)) * w[c] + b[c] of channel c (dim 1); bn_in its
+     * input, weight, bias, running mean and var (their kernel inputs, -1 for None; the input
+     * may be a member's) */
+    int bn[KF_CHAIN_MAX_MEMBERS];
+    int bn_in[KF_CHAIN_MAX_MEMBERS][5];
+    double bn_eps[KF_CHAIN_MAX_MEMBERS];
+    int chan[KF_JOB_MAX_TENSORS];            /* per kernel input: 1 when read by channel (a [C]) */
+    /* deferred mode's in-place members (an output's alias_output, forge/job/chain.h): per member,
+     * the member whose output pointer it stores through (itself, or the first writer of the
+     * tensor it writes in place), and 1 for a dead store (a later member writes it again) */
+    int store_to[KF_CHAIN_MAX_MEMBERS];
+    int dead[KF_CHAIN_MAX_MEMBERS];
     int sm;                                  /* the softmax member (-1: none) */
     int tail;                                /* ln or sm: the row tail (-1: none) */
     int tail_arg;                            /* the tail's input when a kernel input (a norm

@@ -277,8 +277,10 @@ static void run_case(const ccase *c)
         }
         if (!CHECK_EQ_INT(cc.launch(cc.self, kc, bufs, na, NULL), 0)) goto next;
         long bad = 0;
+        const void *ys[MAXT];
         for (int k = 0, fi = s->n_in; k < s->n_out; k++) {
-            const void *y = s->out_alias[k] ? bufs[s->out_alias[k] - 1] : bufs[fi++];
+            const int a = s->out_alias[k]; /* an input written, or an earlier output written again */
+            const void *y = ys[k] = a > 0 ? bufs[a - 1] : a < 0 ? ys[-a - 1] : bufs[fi++];
             int64_t n = kf_job_tensor_numel(&s->out[k]);
             for (int64_t e = 0; e < n; e++) {
                 double got = get(y, s->out[k].dtype, e), want = rout[k][e];
@@ -859,6 +861,65 @@ static void cl_ref(int64_t R, int64_t C, double *const *in, double **out)
     }
 }
 
+/* eval batch norm heading its chain, then its activation: ResNet's bn -> relu, on [2, 8, 3, 5]
+ * f32 (NCHW; the running stats and affine [8] by channel) and on CL's channels_last bf16 */
+#define BN4 "{\"dtype\": \"f32\", \"sizes\": [2, 8, 3, 5], \"strides\": [120, 15, 5, 1]"
+#define EMPTY "{\"dtype\": \"f32\", \"sizes\": [0], \"strides\": [1], \"alias\": -1}"
+#define BN_SCALARS                                                                                 \
+    "\"scalars\": [{\"name\": \"m0.training\", \"kind\": \"b\", \"value\": false}, "                    \
+    "{\"name\": \"m0.momentum\", \"kind\": \"d\", \"value\": 0.1}, "                                     \
+    "{\"name\": \"m0.eps\", \"kind\": \"d\", \"value\": 1e-5}], "
+#define BN_MEMBERS(act)                                                                            \
+    "\"chain\": {\"version\": 1, \"n_head_inputs\": 5, \"n_ext\": 0, \"members\": ["                     \
+    "{\"op\": \"aten::native_batch_norm\", \"inputs\": [[\"head\", 0], [\"head\", 1], [\"head\", 2], "  \
+    "[\"head\", 3], [\"head\", 4]]}, {\"op\": \"aten::" act "\", \"inputs\": [[\"member\", 0, 0]]}]}"
+static const char bn_json[] =
+    LAYOUT(M(0) ", " M(0) ", " M(0) ", " M(1))
+    "\"inputs\": [" BN4 ", \"align\": 16}, " T1("f32", 8) ", " T1("f32", 8) ", " T1("f32", 8) ", "
+    T1("f32", 8) "], "
+    "\"outputs\": [" BN4 ", \"alias\": -1}, " EMPTY ", " EMPTY ", " BN4 ", \"alias\": -1}], "
+    BN_SCALARS BN_MEMBERS("relu");
+static const char bncl_json[] =
+    LAYOUT(M(0) ", " M(0) ", " M(0) ", " M(1))
+    "\"inputs\": [" CL("bf16") ", \"align\": 16}, " T1("bf16", 16) ", " T1("bf16", 16) ", "
+    T1("f32", 16) ", " T1("f32", 16) "], "
+    "\"outputs\": [" CL("bf16") ", \"alias\": -1}, " EMPTY ", " EMPTY ", " CL("bf16") ", \"alias\": -1}], "
+    BN_SCALARS BN_MEMBERS("relu");
+
+/* element e of an [N, ch, ...] tensor stored with `strides` (the case's layout): its channel */
+static void bn_ref_(int64_t n, int64_t ch, int64_t cstride, int dt, double *const *in, double **out)
+{
+    for (int64_t e = 0; e < n; e++) {
+        const int64_t c = (e / cstride) % ch;
+        const float rs = 1.0f / sqrtf((float)in[4][c] + 1e-5f), a = rs * (float)in[1][c];
+        const float v = (float)in[0][e] * a + ((float)in[2][c] - (float)in[3][c] * a); /* the CPU's */
+        out[0][e] = store_as(dt, v);
+        out[3][e] = out[0][e] < 0 ? 0 : out[0][e];
+    }
+}
+/* deferred mode's in-place activation: bn -> relu_ writes the norm's output again (one buffer,
+ * which ends holding relu's values) */
+static const char bnip_json[] =
+    LAYOUT(M(0) ", " M(0) ", " M(0) ", " M(1))
+    "\"inputs\": [" CL("bf16") ", \"align\": 16}, " T1("bf16", 16) ", " T1("bf16", 16) ", "
+    T1("f32", 16) ", " T1("f32", 16) "], "
+    "\"outputs\": [" CL("bf16") ", \"alias\": -1}, " EMPTY ", " EMPTY ", " CL("bf16")
+    ", \"alias\": -1, \"alias_output\": 0}], "
+    BN_SCALARS BN_MEMBERS("relu_");
+static void bnip_ref(int64_t R, int64_t C, double *const *in, double **out)
+{
+    bn_ref_(R * C, 16, 1, KF_BF16, in, out);
+    memcpy(out[0], out[3], (size_t)(R * C) * sizeof(double));
+}
+static void bn_ref(int64_t R, int64_t C, double *const *in, double **out)
+{
+    bn_ref_(R * C, 8, 15, KF_F32, in, out);
+}
+static void bncl_ref(int64_t R, int64_t C, double *const *in, double **out)
+{
+    bn_ref_(R * C, 16, 1, KF_BF16, in, out); /* channels_last: the channel is the fastest dim */
+}
+
 static const ccase cases[] = {
     {"gemma rmsnorm bf16 with its weight's cast", gem_json, gem_ref, 6, 40, KF_BF16, 8e-3, 1},
     {"add->cast->softmax->cast bf16", smc_json, smc_ref, 6, 40, KF_BF16, 8e-3, 1},
@@ -879,6 +940,9 @@ static const ccase cases[] = {
     {"amax->sub->exp", amax_json, amax_ref, 7, 33, KF_F32, 1e-6, 0},
     {"channels_last mul->add bf16", cl_json, cl_ref, 24, 16, KF_BF16, 8e-3, 1},
     {"channels_last add_->relu in place", clinpl_json, inpl_ref, 24, 16, KF_F32, 0, 1},
+    {"batch_norm (eval)->relu f32", bn_json, bn_ref, 48, 5, KF_F32, 1e-6, 0},
+    {"channels_last batch_norm (eval)->relu bf16", bncl_json, bncl_ref, 24, 16, KF_BF16, 8e-3, 1},
+    {"channels_last batch_norm (eval)->relu_ in place bf16", bnip_json, bnip_ref, 24, 16, KF_BF16, 8e-3, 1},
 };
 
 /* ---- refusals ---- */
@@ -937,7 +1001,7 @@ static void test_refusals(void)
     expect_load_error(s, 2, 2, "member 1 (aten::relu): inputs[0] reads the head's input 0, which the head writes in place");
     free(s);
     s = swap(pw_json, "\"alias\": -1}], \"scalars\"", "\"alias\": 0}], \"scalars\"");
-    expect_load_error(s, 3, 3, "member 2 (aten::mul.Tensor) writes in place: only the head may");
+    expect_load_error(s, 3, 3, "member 2 (aten::mul.Tensor) writes an input in place: only the head may");
     free(s);
     s = swap(rms_json, ", {\"op\": \"aten::rsqrt\", \"inputs\": [[\"member\", 2, 0]]}, "
                        "{\"op\": \"aten::mul.Tensor\", \"inputs\": [[\"head\", 0], [\"member\", 3, 0]]}, "
