@@ -211,9 +211,16 @@ static int bn_bind(kf_chain_bind *b, int k, char *why, size_t cap)
     if (!tr || tr->kind != 'b' || tr->i || !eps || (eps->kind != 'd' && eps->kind != 'i') ||
         (eps->kind == 'd' && !isfinite(eps->d)))
         return why_(why, cap, "member %d (%s): only eval (training false, a finite eps) is fused", k, m->op);
-    if (b->nd < 2 || m->n_out != 3 || kf_job_tensor_numel(&m->out[1]) || kf_job_tensor_numel(&m->out[2]))
-        return why_(why, cap, "member %d (%s): an [N, C, ...] chain, its save_mean and save_invstd "
-                              "empty", k, m->op);
+    if (b->nd < 2 || m->n_out != 3)
+        return why_(why, cap, "member %d (%s): an [N, C, ...] chain", k, m->op);
+    for (int j = 1; j < 3; j++) { /* eval's save_mean / save_invstd: empty (CPU) or [C] (CUDA) */
+        const kf_job_tensor *t = &m->out[j];
+        const int64_t n = kf_job_tensor_numel(t);
+        if (n && (n != b->full[1] || t->ndim != 1 || !kf_job_tensor_contiguous(t) || !is_float(t->dtype) ||
+                  t->dtype == KF_F64))
+            return why_(why, cap, "member %d (%s): its save_mean and save_invstd must be empty or "
+                                  "[C] float", k, m->op);
+    }
     const int dt = m->in[0].dtype;
     if ((dt != KF_F32 && dt != KF_F16 && dt != KF_BF16) || m->out[0].dtype != dt ||
         !same_sizes(&m->in[0], b->nd, b->full) || !same_sizes(&m->out[0], b->nd, b->full))
@@ -835,6 +842,45 @@ static void tail_in(kf_strbuf *s, const kf_chain_bind *b, int cuda)
     load_expr(s, b->ch->m[b->tail].sig.in[0].dtype, cuda, x);
 }
 
+/* eager's invstd of a channel whose running var is `var` (kf_ct): rsqrtf on CUDA, with eps as a
+ * float, as torch's CUDA kernels compute it; 1 / sqrt on the CPU */
+static void bn_invstd(kf_strbuf *s, int cuda, const char *var, double eps)
+{
+    if (cuda) kf_strbuf_printf(s, "rsqrtf(%s + (float)%.17g)", var, eps);
+    else kf_strbuf_printf(s, "((kf_ct)1 / kf_sqrt(%s + (kf_ct)%.17g))", var, eps);
+}
+
+void kf_chain_emit_prologue(kf_strbuf *s, const kf_chain_bind *b, int cuda, const char *ind)
+{
+    const kf_job_chain *ch = b->ch;
+    for (int k = 0; k < b->n; k++) {
+        const kf_job_sig *m = &ch->m[k].sig;
+        if (!b->bn[k] || !kf_job_tensor_numel(&m->out[1])) continue;
+        const int rm = b->bn_in[k][3], rv = b->bn_in[k][4];
+        char v[64];
+        kf_strbuf mean = {0}, var = {0}, inv = {0};
+        snprintf(v, sizeof v, "p%d[c * %lldLL]", kf_job_chain_arg(ch, k, rm), (long long)m->in[rm].strides[0]);
+        load_expr(&mean, m->in[rm].dtype, cuda, v);
+        snprintf(v, sizeof v, "p%d[c * %lldLL]", kf_job_chain_arg(ch, k, rv), (long long)m->in[rv].strides[0]);
+        load_expr(&var, m->in[rv].dtype, cuda, v);
+        bn_invstd(&inv, cuda, var.p, b->bn_eps[k]);
+        const long long nc = (long long)m->in[rm].sizes[0]; /* C (F's dims may be permuted by now) */
+        if (cuda)
+            kf_strbuf_printf(s, "%sfor (long long c = (long long)blockIdx.x * blockDim.x + threadIdx.x; c < "
+                                "%lldLL; c += (long long)gridDim.x * blockDim.x) {\n", ind, nc);
+        else
+            kf_strbuf_printf(s, "%sfor (long long c = 0; c < %lldLL; c++) {\n", ind, nc);
+        kf_strbuf_printf(s, "%s    y%d_1[c] = ", ind, k);
+        store_expr(s, m->out[1].dtype, cuda, mean.p);
+        kf_strbuf_printf(s, ";\n%s    y%d_2[c] = ", ind, k);
+        store_expr(s, m->out[2].dtype, cuda, inv.p);
+        kf_strbuf_printf(s, ";\n%s}\n", ind);
+        kf_strbuf_free(&mean);
+        kf_strbuf_free(&var);
+        kf_strbuf_free(&inv);
+    }
+}
+
 /* Batch norm member k in eval: v<k>, its value of element (r, c) as eager computes it in kf_ct,
  * invstd = 1 / sqrt(var + eps): on CUDA ((x - mean) * invstd) * w + b, on the CPU x * alpha + beta
  * with alpha = invstd * w and beta = b - mean * alpha. */
@@ -853,7 +899,7 @@ static void emit_bn(kf_strbuf *s, const kf_chain_bind *b, int k, const char *cix
     }
     kf_strbuf_printf(s, "%sconst %s v%d = ", ind, kf_pw_ctype(member_dtype(b, k), cuda), k);
     kf_strbuf e = {0}, inv = {0}, al = {0};
-    kf_strbuf_printf(&inv, "((kf_ct)1 / kf_sqrt(%s + (kf_ct)%.17g))", x[4].p, b->bn_eps[k]);
+    bn_invstd(&inv, cuda, x[4].p, b->bn_eps[k]);
     if (cuda) { /* ((x - mean) * invstd) * w + b */
         kf_strbuf_printf(&e, "((%s - %s) * %s)", x[0].p, x[3].p, inv.p);
         if (x[1].p) kf_strbuf_printf(&e, " * %s", x[1].p);

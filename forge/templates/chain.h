@@ -153,6 +153,9 @@ const char *kf_chain_group_loop(int cuda);
 void kf_chain_emit_tail(kf_strbuf *s, const kf_chain_bind *b, int cuda, int inline_exp,
                         const char *ind);
 const char *kf_chain_tail_simd(const kf_chain_bind *b);
+/* Before the walk: an eval batch norm's save_mean and save_invstd where they are [C] (CUDA's:
+ * the running mean and eager's invstd), over the grid's threads on CUDA */
+void kf_chain_emit_prologue(kf_strbuf *s, const kf_chain_bind *b, int cuda, const char *ind);
 /* "const long long rb0 = kf_rb0(r), ...;" for every input */
 void kf_chain_emit_rowbases(kf_strbuf *s, const kf_chain_bind *b, const char *ind);
 

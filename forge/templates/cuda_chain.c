@@ -126,6 +126,7 @@ static kf_status render(const kf_job_sig *sig, const int *knob_idx, char **sourc
                      cl > 1 ? "__cluster_dims__(KF_CL, 1, 1) " : "");
     int na = kf_chain_emit_params(&b, &cb, sig, 1, types, args);
     kf_strbuf_printf(&b, ")\n{\n");
+    kf_chain_emit_prologue(&b, &cb, 1, "    ");
     /* the columns a thread takes of its row, the same in phases 0 and 2 */
     const char *cols = vw > 1 ? "        for (long long c0 = (long long)KF_LANE * KF_VW; c0 < KF_C; "
                                 "c0 += KF_LANES * KF_VW) {\n"

@@ -76,6 +76,7 @@ static kf_status render(const kf_job_sig *sig, const int *knob_idx, char **sourc
     kf_strbuf_printf(&b, "\nvoid kf_kernel(");
     int na = kf_chain_emit_params(&b, &cb, sig, 0, types, args);
     kf_strbuf_printf(&b, ")\n{\n");
+    kf_chain_emit_prologue(&b, &cb, 0, "    ");
     const int64_t units = cb.gn ? cb.gn_ng : cb.R; /* a thread's rows: one, or a group's */
     int omp = cb.R * cb.C >= 32768 && units > 1 ? vals[0] : 0;
     if (omp != vals[0]) kf_strbuf_printf(&b, "    /* omp = %d: too few elements or rows */\n", vals[0]);

@@ -911,6 +911,21 @@ static void bnip_ref(int64_t R, int64_t C, double *const *in, double **out)
     bn_ref_(R * C, 16, 1, KF_BF16, in, out);
     memcpy(out[0], out[3], (size_t)(R * C) * sizeof(double));
 }
+/* the same as CUDA's eval returns it: save_mean and save_invstd [C] f32 (the running mean and
+ * the invstd), written too */
+#define STAT16 "{\"dtype\": \"f32\", \"sizes\": [16], \"strides\": [1], \"alias\": -1}"
+static const char bnst_json[] =
+    LAYOUT(M(0) ", " M(0) ", " M(0) ", " M(1))
+    "\"inputs\": [" CL("bf16") ", \"align\": 16}, " T1("bf16", 16) ", " T1("bf16", 16) ", "
+    T1("f32", 16) ", " T1("f32", 16) "], "
+    "\"outputs\": [" CL("bf16") ", \"alias\": -1}, " STAT16 ", " STAT16 ", " CL("bf16")
+    ", \"alias\": -1, \"alias_output\": 0}], "
+    BN_SCALARS BN_MEMBERS("relu_");
+static void bnst_ref(int64_t R, int64_t C, double *const *in, double **out)
+{
+    bnip_ref(R, C, in, out);
+    for (int c = 0; c < 16; c++) out[1][c] = (float)in[3][c], out[2][c] = 1.0f / sqrtf((float)in[4][c] + 1e-5f);
+}
 static void bn_ref(int64_t R, int64_t C, double *const *in, double **out)
 {
     bn_ref_(R * C, 8, 15, KF_F32, in, out);
@@ -943,6 +958,7 @@ static const ccase cases[] = {
     {"batch_norm (eval)->relu f32", bn_json, bn_ref, 48, 5, KF_F32, 1e-6, 0},
     {"channels_last batch_norm (eval)->relu bf16", bncl_json, bncl_ref, 24, 16, KF_BF16, 8e-3, 1},
     {"channels_last batch_norm (eval)->relu_ in place bf16", bnip_json, bnip_ref, 24, 16, KF_BF16, 8e-3, 1},
+    {"batch_norm (eval, [C] stats)->relu_ in place bf16", bnst_json, bnst_ref, 24, 16, KF_BF16, 8e-3, 1},
 };
 
 /* ---- refusals ---- */

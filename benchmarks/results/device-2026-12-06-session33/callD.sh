@@ -2,7 +2,8 @@
 # warm-up and the plugin's processes: bn -> relu_ and bn -> add_ -> relu_ fused) beside
 # torch.compile, then the same without the opt-in (no compile), one machine, fresh processes.
 #   bash scripts/device-snapshot.sh && cp benchmarks/results/device-2026-12-06-session33/callD.sh .snap/
-#   run(carry=[".snap"], command="cd .snap && bash callD.sh")
+#   run(carry=[".snap"], command="cd .snap && bash callD.sh")                       # callD1/
+#   run(carry=[".snap"], command="cd .snap && FIRST_S=170 DEFAULT=0 DEFERRED_ARGS=--no-compile bash callD.sh")  # callD2/
 set -u
 export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD
 T0=$(date +%s)
@@ -21,5 +22,6 @@ run_zoo() {  # $1 name, $2 models, $3 seconds, the rest: more run.py options
   grep -h "chain" /tmp/zw-$name/logs/*-warmup.log 2>/dev/null | grep -v ETA | cut -c1-300 | tail -8
   cp /tmp/zw-$name/logs/*-warmup.log "$OUT/$name/" 2>/dev/null
 }
-run_zoo deferred ${MODELS:-resnet50} $((${FIRST_S:-300})) --env KFORGE_CHAIN_DEFERRED=1
-run_zoo default ${MODELS:-resnet50} $((${CALL_S:-570} - ($(date +%s) - T0) - 5)) --no-compile
+# DEFAULT=0: the opt-in run alone; DEFERRED_ARGS: more run.py options for it (--no-compile)
+run_zoo deferred ${MODELS:-resnet50} $((${FIRST_S:-300})) --env KFORGE_CHAIN_DEFERRED=1 ${DEFERRED_ARGS:-}
+[ "${DEFAULT:-1}" = 1 ] && run_zoo default ${MODELS:-resnet50} $((${CALL_S:-570} - ($(date +%s) - T0) - 5)) --no-compile
