@@ -929,11 +929,13 @@ def cost_table(rows: list[dict]) -> str:
 
 
 def status_text(r: dict) -> str:
-    """A row's status; why, when no candidate was correct (the first failure, its member)."""
+    """A row's status; why, when no candidate was correct (the first failure, its member) or no
+    template took a chain (the member it could not bind, and why)."""
     from ._text import shorten
 
-    if r["status"] == "no_correct_kernel" and r.get("detail"):
-        return shorten(f"no_correct_kernel: {r['detail']}", 240)
+    if (r["status"] == "no_correct_kernel" or
+            (r["status"] == "no_template" and r["op"] == "kforge::chain")) and r.get("detail"):
+        return shorten(f"{r['status']}: {r['detail']}", 240)
     return r["status"]
 
 

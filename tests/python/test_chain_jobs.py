@@ -294,6 +294,22 @@ def test_no_correct_kernel_says_which_member_differed(tmp_path):
     assert "no_correct_kernel: none of 4 candidates was correct (4 wrong); node 0" in line, line
 
 
+def test_a_chain_no_template_binds_says_which_member_and_why(tmp_path):
+    # a softmax over the first dim: the chain templates take a softmax of the last dim only
+    x, b = torch.randn(24, 40), torch.randn(40)
+    chain = record_chain(5, lambda x, b: torch.softmax(x + b, 0), x, b)
+    write(tmp_path, chain, [x, b])
+    res = run(tmp_path / "job", tmp_path / "cache")
+    assert res["status"] == "no_template" and "member 1 (aten::_softmax)" in res["detail"], res
+    from kernel_forge import _warmup
+
+    row = {"op": "kforge::chain", "signature": "chain: add -> _softmax", "share": 1.0,
+           "eager_us": res["eager_us"], "best_us": None, "speedup": None, "roofline_pct": None,
+           "iterations": 0, "wall_s": 0.0, "status": res["status"], "detail": res["detail"]}
+    line = _warmup.table([row]).splitlines()[-1]
+    assert "no_template: " in line and "member 1 (aten::_softmax)" in line, line
+
+
 def test_worker_refuses_a_job_whose_sig_hex_is_another_chains(tmp_path):
     x, b = torch.randn(4, 8, 32), torch.randn(32)
     chain = record_chain(5, add_gelu, x, b)
