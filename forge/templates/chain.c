@@ -427,9 +427,10 @@ static void memory_order(kf_chain_bind *b, const kf_job_tensor *F)
 /* A chain of pointwise members walks rows of at least KF_CHAIN_ROW_MIN elements where the memory
  * allows: the walk's last two dims are one where every input and strided output steps across them
  * as over one dim (an NCHW activation's H and W, a batch norm's [C] broadcast over both), so that
- * a row is a plane, not 28 elements with a row's setup each; no longer, so that the rows still
- * spread over threads and blocks. */
+ * a row is a plane, not 28 elements with a row's setup each; no longer, and not down to fewer than
+ * KF_CHAIN_ROWS_MIN rows, so that the rows still spread over threads and blocks. */
 #define KF_CHAIN_ROW_MIN 512
+#define KF_CHAIN_ROWS_MIN 128
 static void coalesce(kf_chain_bind *b, const kf_job_sig *sig)
 {
     if (b->red >= 0 || b->tail >= 0 || b->cat >= 0) return;
@@ -440,7 +441,7 @@ static void coalesce(kf_chain_bind *b, const kf_job_sig *sig)
         int ok = 1;
         for (int i = 0; ok && i < sig->n_in; i++) ok = b->st[i][d] == b->st[i][l] * b->full[l];
         for (int k = 0; ok && k < b->n; k++) ok = !b->ostrided[k] || b->ost[k][d] == b->ost[k][l] * b->full[l];
-        if (!ok) return;
+        if (!ok || b->R / b->full[d] < KF_CHAIN_ROWS_MIN) return;
         b->R /= b->full[d];
         b->full[d] *= b->full[l];
         for (int i = 0; i < sig->n_in; i++) b->st[i][d] = b->st[i][l];
@@ -842,8 +843,9 @@ static void tail_in(kf_strbuf *s, const kf_chain_bind *b, int cuda)
     load_expr(s, b->ch->m[b->tail].sig.in[0].dtype, cuda, x);
 }
 
-/* eager's invstd of a channel whose running var is `var` (kf_ct): rsqrtf on CUDA, with eps as a
- * float, as torch's CUDA kernels compute it; 1 / sqrt on the CPU */
+/* eager's invstd of a channel whose running var is `var` (kf_ct, float: the binding takes f32,
+ * f16 and bf16 inputs only): rsqrtf on CUDA, with eps as a float, as torch's CUDA kernels compute
+ * it; 1 / sqrt on the CPU */
 static void bn_invstd(kf_strbuf *s, int cuda, const char *var, double eps)
 {
     if (cuda) kf_strbuf_printf(s, "rsqrtf(%s + (float)%.17g)", var, eps);
@@ -883,7 +885,7 @@ void kf_chain_emit_prologue(kf_strbuf *s, const kf_chain_bind *b, int cuda, cons
 
 /* Batch norm member k in eval: v<k>, its value of element (r, c) as eager computes it in kf_ct,
  * invstd = 1 / sqrt(var + eps): on CUDA ((x - mean) * invstd) * w + b, on the CPU x * alpha + beta
- * with alpha = invstd * w and beta = b - mean * alpha. */
+ * with alpha = invstd * w and beta = b - mean * alpha, both multiply-adds fused. */
 static void emit_bn(kf_strbuf *s, const kf_chain_bind *b, int k, const char *cix, int cuda, int vec,
                     const char *ind)
 {
@@ -904,10 +906,11 @@ static void emit_bn(kf_strbuf *s, const kf_chain_bind *b, int k, const char *cix
         kf_strbuf_printf(&e, "((%s - %s) * %s)", x[0].p, x[3].p, inv.p);
         if (x[1].p) kf_strbuf_printf(&e, " * %s", x[1].p);
         if (x[2].p) kf_strbuf_printf(&e, " + %s", x[2].p);
-    } else { /* the CPU's: x * alpha + beta, alpha = invstd * w, beta = b - mean * alpha */
+    } else { /* the CPU's, its multiply-adds fused as its vectorized kernel's are (host_norm_batch.c):
+              * alpha = invstd * w, beta = fma(-mean, alpha, b), y = fma(x, alpha, beta) */
         kf_strbuf_printf(&al, "(%s%s%s)", inv.p, x[1].p ? " * " : "", x[1].p ? x[1].p : "");
-        kf_strbuf_printf(&e, "%s * %s + (%s - %s * %s)", x[0].p, al.p, x[2].p ? x[2].p : "(kf_ct)0",
-                         x[3].p, al.p);
+        kf_strbuf_printf(&e, "fmaf(%s, %s, fmaf(-%s, %s, %s))", x[0].p, al.p, x[3].p, al.p,
+                         x[2].p ? x[2].p : "(kf_ct)0");
     }
     store_expr(s, member_dtype(b, k), cuda, e.p);
     kf_strbuf_free(&inv);

@@ -892,7 +892,7 @@ static void bn_ref_(int64_t n, int64_t ch, int64_t cstride, int dt, double *cons
     for (int64_t e = 0; e < n; e++) {
         const int64_t c = (e / cstride) % ch;
         const float rs = 1.0f / sqrtf((float)in[4][c] + 1e-5f), a = rs * (float)in[1][c];
-        const float v = (float)in[0][e] * a + ((float)in[2][c] - (float)in[3][c] * a); /* the CPU's */
+        const float v = fmaf((float)in[0][e], a, fmaf(-(float)in[3][c], a, (float)in[2][c])); /* the CPU's */
         out[0][e] = store_as(dt, v);
         out[3][e] = out[0][e] < 0 ? 0 : out[0][e];
     }
