@@ -294,6 +294,26 @@ def test_no_correct_kernel_says_which_member_differed(tmp_path):
     assert "no_correct_kernel: none of 4 candidates was correct (4 wrong); node 0" in line, line
 
 
+def test_an_eval_batch_norm_and_its_activation_verify_bit_for_bit(tmp_path):
+    # running variances near zero: invstd near 1 / sqrt(eps) magnifies any rounding the kernel
+    # does unlike eager's (its multiply-adds fused), which the tolerance would not forgive
+    bn = torch.nn.BatchNorm2d(16).eval()
+    with torch.no_grad():
+        bn.running_var.uniform_(0, 1e-6)
+        bn.running_mean.uniform_(-3, 3)
+        bn.weight.uniform_(0.5, 1.5)
+        bn.bias.uniform_(-1, 1)
+    x = torch.randn(4, 16, 12, 12) * 3
+    with torch.no_grad():
+        chain = record_chain(5, lambda x: torch.relu(bn(x)), x)
+    assert [m["op"] for m in chain["spec"]["members"]] == ["aten::native_batch_norm", "aten::relu"]
+    write(tmp_path, chain, [x, bn.weight.detach(), bn.bias.detach(), bn.running_mean, bn.running_var])
+    res = run(tmp_path / "job", tmp_path / "cache")
+    assert res["status"] in ("inserted", "found", "no_faster_kernel"), res
+    tree = nodes(tmp_path / "job")
+    assert tree and all(n["status"] not in ("wrong", "untouched") for n in tree), tree
+
+
 def test_a_chain_no_template_binds_says_which_member_and_why(tmp_path):
     # a softmax over the first dim: the chain templates take a softmax of the last dim only
     x, b = torch.randn(24, 40), torch.randn(40)
