@@ -169,23 +169,17 @@ def run_chain(spec: dict, members: list, inputs: list) -> list:
 
 
 def aliased_outputs(members: list, outs: list) -> list:
-    """Per output (run_chain's order): None, or for an in-place member's the earlier output it is
-    (the tensor its self was: deferred mode's relu_ after a batch norm writes the norm's)."""
-    of, res = output_members(members), []
-    for j, (m, o) in enumerate(zip(of, outs)):
-        first = j == 0 or of[j - 1] != m
-        res.append(next((i for i in range(j) if outs[i] is o), None)
-                   if first and m > 0 and members[m].alias >= 0 else None)
-        if first and m > 0 and members[m].alias >= 0 and res[-1] is None:
+    """Per output (run_chain's order): None, or for an in-place member's the first output that is
+    the same tensor (the one its self was: deferred mode's relu_ after a batch norm writes the
+    norm's)."""
+    res = []
+    for j, (m, o) in enumerate(zip(output_members(members), outs)):
+        inplace = m > 0 and members[m].alias >= 0
+        res.append(next((i for i in range(j) if outs[i] is o), None) if inplace else None)
+        if inplace and res[-1] is None:
             raise NotTunable(f"chain member {m} ({members[m].op}): writes in place a tensor that "
                              f"is no earlier member's output")
-    return [a if a is None else _root(res, a) for a in res]
-
-
-def _root(res: list, j: int) -> int:
-    while res[j] is not None:
-        j = res[j]
-    return j
+    return res
 
 
 def output_members(members: list) -> list[int]:
@@ -412,9 +406,11 @@ def write_chain_job(job_dir: str, chain: dict, calls: list[list], *, recorded: l
     with _jobs.bypass():
         bw = _jobs.copy_bandwidth_gbs(device, moved)
     tol = output_tolerances(spec, members, outs0)
-    for j, o in enumerate(same):  # one tensor: the widest of its writers' tolerances
-        if o is not None:
-            tol[o] = tol[j] = [max(tol[o][0], tol[j][0]), max(tol[o][1], tol[j][1])]
+    for root in set(same) - {None}:  # one tensor: each of its writers the widest tolerance
+        group = [root] + [j for j, o in enumerate(same) if o == root]
+        wide = [max(tol[j][0] for j in group), max(tol[j][1] for j in group)]
+        for j in group:
+            tol[j] = list(wide)
     search = dict(search or {})
     if not search.get("candidate_timeout_s"):
         search["candidate_timeout_s"] = round(10 + 10 * case_bytes / 1e9, 1)

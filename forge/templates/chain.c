@@ -201,7 +201,7 @@ static int gn_bind(kf_chain_bind *b, int k, char *why, size_t cap)
 /* native_batch_norm in eval (chain.h): a phase-0 member of an [N, C, ...] chain, its input of the
  * chain's full shape (an earlier member's output or a kernel input), its running stats (and the
  * weight and bias, each optional) [C] from outside the chain, read by channel; its save_mean and
- * save_invstd outputs empty, as eval gives them. */
+ * save_invstd outputs empty (the CPU's eval) or [C] (CUDA's: kf_chain_emit_prologue writes them). */
 static int bn_bind(kf_chain_bind *b, int k, char *why, size_t cap)
 {
     const kf_job_sig *m = &b->ch->m[k].sig;

@@ -11,7 +11,7 @@ import json
 import pytest
 
 from conftest import run_python
-from fixtures.chain_warmup import serving
+from fixtures.chain_warmup import SERVE_TAIL, serving
 
 MODEL = """
 import torch
@@ -44,15 +44,7 @@ def run(n):
     return y
 """
 
-SERVE = MODEL + """
-import json, kernel_forge as kf
-y = run(12)
-kf.disable()
-want = run(1)
-kf.enable()
-print(json.dumps({"equal": torch.equal(y, want), "err": ((y - want).abs().max() / want.abs().max()).item(),
-                  "entries": kf.chain_entries()}))
-"""
+SERVE = MODEL + SERVE_TAIL
 
 BN_RELU, BLOCK_END = "chain: native_batch_norm -> relu_", "chain: native_batch_norm -> add_ -> relu_"
 
