@@ -611,7 +611,7 @@ bool launch(kf_runtime* rt, kf_chain_entry* e, Pending& p, c10::ArrayRef<const a
 // Member m comes next: the write watch lets its call through when it writes the chain's own
 // output in place (deferred mode's relu_ after a batch norm).
 void expect_next(const Pending& p, int m) {
-  watch_writes_next(m < p.d->n && p.d->writes_of[m] >= 0 ? p.d->op[m] : "");
+  watch_writes_next(m < p.d->n && p.d->writes_of[m] >= 0 ? p.d->op[m] : nullptr);
 }
 
 // Deferred mode: an output read before the chain could write it is written now.

@@ -176,7 +176,12 @@ void watch_end() {
   at::removeCallback(w.handle);
 }
 
-void watch_writes_next(const char* next) { snprintf(t_watch.next, sizeof t_watch.next, "%s", next); }
+void watch_writes_next(const char* next) {
+  if (next)
+    snprintf(t_watch.next, sizeof t_watch.next, "%s", next);
+  else
+    t_watch.next[0] = 0;  // every served member passes here: no formatting
+}
 
 void watch_forget() { t_watch.on = t_read.on = false; }
 

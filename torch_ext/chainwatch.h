@@ -16,7 +16,7 @@ using WriteHandler = void (*)(kf_runtime*);
 // cannot be watched (RecordFunction is disabled on it). True at once if already watching.
 bool watch_begin(kf_runtime* rt, WriteHandler on_write);
 // The chain's next member (`next`, "aten::relu_") writes in place a tensor the chain made (deferred
-// mode): its call is not a write to watch. "" for none.
+// mode): its call is not a write to watch. nullptr for none.
 void watch_writes_next(const char* next);
 // The callback removed; nothing if not watching.
 void watch_end();
