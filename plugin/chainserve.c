@@ -122,7 +122,7 @@ static kf_status fill_outs(const char *outputs_json, kf_chain_def *d, char *err,
         fail(err, cap, "chain outputs: not an array with at least one layout per member", NULL);
         goto out;
     }
-    int m = 0, first = 0;
+    int m = 0, first = 0, n_args_out = 0; /* the kernel's outputs: an in-place member's is not one */
     for (int i = 0; i <= n; i++) {
         const cJSON *o = i < n ? cJSON_GetArrayItem(arr, i) : NULL;
         const cJSON *mv = o ? cJSON_GetObjectItemCaseSensitive(o, "member") : NULL;
@@ -158,7 +158,7 @@ static kf_status fill_outs(const char *outputs_json, kf_chain_def *d, char *err,
                 goto out;
             }
         d->n_outputs += d->outs[m].n;
-        d->n_args_out += inplace ? 0 : d->outs[m].n;
+        n_args_out += inplace ? 0 : d->outs[m].n;
         first = i;
         m++;
     }
@@ -172,7 +172,7 @@ static kf_status fill_outs(const char *outputs_json, kf_chain_def *d, char *err,
                 fail(err, cap, "chain spec: an input names an output its member does not have", NULL);
                 goto out;
             }
-    if (d->n_head + d->n_ext + d->n_args_out > KF_CHAIN_MAX_ARGS) {
+    if (d->n_head + d->n_ext + n_args_out > KF_CHAIN_MAX_ARGS) {
         fail(err, cap, "chain: more kernel arguments than a launch takes", NULL);
         goto out;
     }

@@ -25,7 +25,7 @@ typedef struct kf_chain_entry kf_chain_entry;
 
 /* What an entry says about its chain; immutable once the entry is published. */
 typedef struct kf_chain_def {
-    int n, n_head, n_ext, n_outputs, n_args_out; /* outputs: all; the kernel's (fresh) */
+    int n, n_head, n_ext, n_outputs;
     uint64_t key[KF_CHAIN_SPEC_MAX_MEMBERS]; /* the members' signature keys */
     int n_in[KF_CHAIN_SPEC_MAX_MEMBERS];
     uint8_t ref[KF_CHAIN_SPEC_MAX_MEMBERS][KF_CHAIN_SPEC_MAX_INPUTS][3]; /* kind, a, b */
