@@ -577,11 +577,11 @@ int kf_chain_bind_sig(const kf_job_sig *sig, kf_chain_bind *b, char *why, size_t
     }
     if (!have_ct) return why_(why, cap, "no pointwise member");
     if (!col_phases(b, why, cap)) return 0;
-    for (int k = 0; k < b->n; k++)
-        if (b->ostrided[k] && (b->red >= 0 || b->tail >= 0))
+    for (int k = 0; k < b->n; k++) /* a layer norm's phase 0 stores strided: whisper's residual */
+        if (b->ostrided[k] && (b->red >= 0 || (b->tail >= 0 && (b->ln < 0 || b->gn || b->phase[k]))))
             return why_(why, cap, "member %d (%s): its output is not contiguous (only a chain "
-                                  "without a reduction or a row tail stores strided outputs)", k,
-                        ch->m[k].sig.op);
+                                  "without a reduction, or the members before a layer norm, store "
+                                  "strided outputs)", k, ch->m[k].sig.op);
     for (int k = 0; k < b->n; k++) {
         if (b->bn[k] && (b->red >= 0 || b->tail >= 0 || b->cat >= 0))
             return why_(why, cap, "member %d (%s): a batch norm in a chain with a reduction, a row "
@@ -1169,7 +1169,7 @@ const char *kf_chain_cols_loop(char *buf, size_t cap, int cuda, const char *ind)
 static void tail_x(kf_strbuf *sx, const kf_chain_bind *b, int cuda)
 {
     int xm = b->ch->m[b->tail].ref[0].a;
-    char xp[16], x[80];
+    char xp[16], x[128];
     if (cuda == 2) {
         kf_strbuf_printf(sx, "kf_x[j]");
         return;
@@ -1178,8 +1178,10 @@ static void tail_x(kf_strbuf *sx, const kf_chain_bind *b, int cuda)
         tail_in(sx, b, cuda != 0);
         return;
     }
+    char at[96];
     out_ptr(xp, sizeof xp, b, xm);
-    snprintf(x, sizeof x, "%s[r * KF_C + c]", xp);
+    out_at(at, sizeof at, b, xm, "c", b->C);
+    snprintf(x, sizeof x, "%s[%s]", xp, at);
     load_expr(sx, member_dtype(b, xm), cuda, x);
 }
 
@@ -1327,6 +1329,26 @@ static void emit_gn(kf_strbuf *s, const kf_chain_bind *b, int cuda, const char *
     kf_strbuf_free(&sb);
 }
 
+/* A layer norm's y at (r, c) from its input x (kf_ct), kf_mean and kf_rstd (the host's kf_ml
+ * too) and the row bases in scope: weight and bias applied, stored, then its epilogue */
+static void emit_ln_y(kf_strbuf *s, const kf_chain_bind *b, int cuda, const char *x, const char *ind)
+{
+    const kf_job_member *jm = &b->ch->m[b->ln];
+    const int w = b->ln_w, bi = b->ln_b;
+    char v[96];
+    kf_strbuf_printf(s, "%s    kf_ct v = (%s - kf_mean%s) * kf_rstd;\n", ind, x, cuda ? "" : " - kf_ml");
+    for (int a = 0; a < 2; a++) {
+        const int arg = a ? bi : w;
+        if (arg < 0) continue;
+        kf_strbuf e = {0};
+        snprintf(v, sizeof v, "p%d[rb%d + c * %lldLL]", arg, arg, (long long)b->st[arg][b->nd - 1]);
+        load_expr(&e, jm->sig.in[a && w >= 0 ? 2 : 1].dtype, cuda, v);
+        kf_strbuf_printf(s, "%s    v %s= %s;\n", ind, a ? "+" : "*", e.p);
+        kf_strbuf_free(&e);
+    }
+    store_tail_y(s, b, member_dtype(b, b->ln), cuda, ind, "");
+}
+
 void kf_chain_emit_tail(kf_strbuf *s, const kf_chain_bind *b, int cuda, int inline_exp,
                         const char *ind)
 {
@@ -1341,21 +1363,10 @@ void kf_chain_emit_tail(kf_strbuf *s, const kf_chain_bind *b, int cuda, int inli
     if (b->ln < 0) return;
     const kf_job_member *jm = &b->ch->m[b->ln];
     int k = b->ln, lp = cuda;
-    int ydt = member_dtype(b, k), mdt = jm->sig.out[1].dtype, rdt = jm->sig.out[2].dtype;
-    char wv[96] = "", bv[96] = "";
-    kf_strbuf sx = {0}, sw = {0}, sb = {0};
+    int mdt = jm->sig.out[1].dtype, rdt = jm->sig.out[2].dtype;
+    kf_strbuf sx = {0};
     tail_x(&sx, b, cuda);
     cuda = cuda != 0;
-    if (b->ln_w >= 0) {
-        snprintf(wv, sizeof wv, "p%d[rb%d + c * %lldLL]", b->ln_w, b->ln_w,
-                 (long long)b->st[b->ln_w][b->nd - 1]);
-        load_expr(&sw, b->ch->m[k].sig.in[1].dtype, cuda, wv);
-    }
-    if (b->ln_b >= 0) {
-        snprintf(bv, sizeof bv, "p%d[rb%d + c * %lldLL]", b->ln_b, b->ln_b,
-                 (long long)b->st[b->ln_b][b->nd - 1]);
-        load_expr(&sb, b->ch->m[k].sig.in[b->ln_w >= 0 ? 2 : 1].dtype, cuda, bv);
-    }
     char lb[256];
     const char *loop = kf_chain_cols_loop(lb, sizeof lb, lp, ind);
     if (cuda) { /* float math as eager's CUDA kernel, the block's threads over the row */
@@ -1379,13 +1390,16 @@ void kf_chain_emit_tail(kf_strbuf *s, const kf_chain_bind *b, int cuda, int inli
     store_expr(s, mdt, cuda, "kf_mean");
     kf_strbuf_printf(s, ";\n%s    y%d_2[r] = ", ind, k);
     store_expr(s, rdt, cuda, "kf_rstd");
-    kf_strbuf_printf(s, ";\n%s}\n%s%s%s\n%s    kf_ct v = (%s - kf_mean%s) * kf_rstd;\n", ind,
-                     cuda ? "" : "#pragma omp simd\n", ind, loop, ind, sx.p, cuda ? "" : " - kf_ml");
-    if (b->ln_w >= 0) kf_strbuf_printf(s, "%s    v *= %s;\n", ind, sw.p);
-    if (b->ln_b >= 0) kf_strbuf_printf(s, "%s    v += %s;\n", ind, sb.p);
-    store_tail_y(s, b, ydt, cuda, ind, "");
+    kf_strbuf_printf(s, ";\n%s}\n%s%s%s\n", ind, cuda ? "" : "#pragma omp simd\n", ind, loop);
+    emit_ln_y(s, b, cuda, sx.p, ind);
     kf_strbuf_printf(s, "%s}\n", ind);
     kf_strbuf_free(&sx);
-    kf_strbuf_free(&sw);
-    kf_strbuf_free(&sb);
+}
+
+void kf_chain_emit_ln_tile_y(kf_strbuf *s, const kf_chain_bind *b, const char *xs, const char *ind)
+{
+    kf_strbuf x = {0};
+    load_expr(&x, member_dtype(b, b->ch->m[b->ln].ref[0].a), 1, xs);
+    emit_ln_y(s, b, 1, x.p, ind);
+    kf_strbuf_free(&x);
 }

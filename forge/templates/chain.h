@@ -153,6 +153,10 @@ const char *kf_chain_group_loop(int cuda);
 void kf_chain_emit_tail(kf_strbuf *s, const kf_chain_bind *b, int cuda, int inline_exp,
                         const char *ind);
 const char *kf_chain_tail_simd(const kf_chain_bind *b);
+/* cuda_chain's tile walk: a layer norm's y at (r, c) from its input as stored (xs, an lvalue of
+ * the input member's dtype), with kf_mean, kf_rstd and the row bases in scope: weight and bias,
+ * the store, then the norm's epilogue */
+void kf_chain_emit_ln_tile_y(kf_strbuf *s, const kf_chain_bind *b, const char *xs, const char *ind);
 /* Before the walk: an eval batch norm's save_mean and save_invstd where they are [C] (CUDA's:
  * the running mean and eager's invstd), over the grid's threads on CUDA */
 void kf_chain_emit_prologue(kf_strbuf *s, const kf_chain_bind *b, int cuda, const char *ind);

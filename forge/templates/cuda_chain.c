@@ -19,7 +19,14 @@
  * softmax does the same), so that its passes do not read the stored member back. A group norm
  * ending the chain: a block per group (a run of rows), or (rows = 0: few groups, e.g. a VAE's 32
  * at batch 1) a cluster of 4 or 8 blocks (warp 0 / 1) summing through distributed shared memory
- * (sm_90), the threads striding the group's elements in phase 0 and the norm's passes alike. */
+ * (sm_90), the threads striding the group's elements in phase 0 and the norm's passes alike.
+ * A layer norm whose members before it read or store across the row with a stride (Whisper's
+ * residual stream, transposed from its convolutions: rows adjacent in memory, a row's elements
+ * T apart) takes the tile walk instead (rows = 1; rows = 0 the row walk): a block per tile of
+ * KF_TR consecutive rows (warp = 1: 16, 0: 32), lanes over the tile's rows and groups of them
+ * over the columns, so that a strided tensor is read and written in runs of adjacent rows; the
+ * norm's input kept in shared memory as stored, its row sums combined there, then y written
+ * along the rows (coalesced: eager's contiguous y). */
 #include <stdio.h>
 #include <string.h>
 
@@ -37,6 +44,33 @@ static const kf_knob_def knobs[] = {
 #define NKNOBS ((int)(sizeof knobs / sizeof knobs[0]))
 #define KF_WARP_MAX_C 1024 /* longer rows: a lane would take over 32 elements */
 #define KF_CACHE_MAX_CPL 16 /* registers per thread for the row tail's input */
+#define KF_TILE_SMEM (46 * 1024) /* the tile walk's static shared memory */
+
+static int member_dtype_of(const kf_chain_bind *cb, int k) { return cb->ch->m[k].sig.out[0].dtype; }
+
+/* The tile walk's shared memory for tr rows of nt threads: the norm's input as stored, a pad
+ * per row so that a warp's rows fall in different banks, and the sums */
+static int64_t tile_smem(const kf_chain_bind *cb, int tr, int nt)
+{
+    const int es = kf_dtype_size(member_dtype_of(cb, cb->ch->m[cb->ln].ref[0].a));
+    return (int64_t)tr * (cb->C + (es == 2 ? 2 : 1)) * es + ((int64_t)nt + 2 * tr) * 4;
+}
+
+/* A layer norm after members that read or store across the row with a stride (the tile walk) */
+static int tile_walk_applies(const kf_chain_bind *cb, const kf_job_sig *sig)
+{
+    if (cb->ln < 0 || cb->gn || cb->red >= 0 || cb->cat >= 0 || cb->tail_arg >= 0 || cb->nd < 2 ||
+        tile_smem(cb, 8, 64) > KF_TILE_SMEM || sig->out[cb->ch->out0[cb->ln] + 1].dtype != KF_F32 ||
+        sig->out[cb->ch->out0[cb->ln] + 2].dtype != KF_F32) /* mean and rstd: CUDA's f32 */
+        return 0;
+    int strided = 0;
+    for (int k = 0; k < cb->n; k++) {
+        if (cb->col[k]) return 0;
+        strided |= cb->ostrided[k] && cb->ost[k][cb->nd - 1] != 1;
+    }
+    for (int i = 0; i < sig->n_in; i++) strided |= cb->st[i][cb->nd - 1] > 1;
+    return strided;
+}
 
 static int applies(const kf_job_sig *sig)
 {
@@ -71,6 +105,77 @@ const kf_template kf_tmpl_cuda_chain = {
     .start = start,
 };
 
+/* The tile walk (the comment at the top): phase 0 with the lanes over the tile's rows, each
+ * thread's row sums meeting in shared memory (mean, then the squared deviations from the stored
+ * input), then y and the epilogue along the rows. */
+static kf_status render_tile(const kf_template *t, const kf_job_sig *sig, const kf_chain_bind *cb,
+                             const int *vals, char **source, char **launch_json, char *err,
+                             size_t errcap)
+{
+    int nt = vals[0], gs = vals[1], tr = vals[4] ? 16 : 32;
+    while (tr > 8 && (tile_smem(cb, tr, nt) > KF_TILE_SMEM || tr > nt)) tr /= 2;
+    const int xm = cb->ch->m[cb->ln].ref[0].a, k = cb->ln;
+    const int es = kf_dtype_size(member_dtype_of(cb, xm));
+    unsigned grid = kf_template_grid((cb->R + tr - 1) / tr, nt, &gs);
+    kf_strbuf b = {0};
+    kf_template_cuda_prologue(&b, t, sig, vals);
+    kf_chain_emit_defs(&b, cb, 1, "__device__ __forceinline__");
+    kf_strbuf_printf(&b, "#define KF_NT %d\n#define KF_TR %d /* rows per tile%s */\n"
+                         "#define KF_XPAD %d\n#define KF_NG (KF_NT / KF_TR) /* column groups */\n",
+                     nt, tr, tr != (vals[4] ? 16 : 32) ? ": what the shared memory and threads allow" : "",
+                     es == 2 ? 2 : 1);
+    char types[KF_JOB_MAX_TENSORS + KF_JOB_MAX_OUTPUTS][40];
+    const char *args[KF_JOB_MAX_TENSORS + KF_JOB_MAX_OUTPUTS];
+    kf_strbuf_printf(&b, "\nextern \"C\" __global__ void __launch_bounds__(KF_NT) kf_kernel(");
+    int na = kf_chain_emit_params(&b, cb, sig, 1, types, args);
+    kf_strbuf_printf(&b, ")\n{\n");
+    kf_strbuf_printf(&b, "    __shared__ %s kf_xs[KF_TR][KF_C + KF_XPAD];\n"
+                         "    __shared__ kf_ct kf_ps[KF_NT], kf_ms[KF_TR], kf_rs[KF_TR];\n"
+                         "    const int kf_tx = threadIdx.x %% KF_TR, kf_ty = threadIdx.x / KF_TR;\n"
+                         "    for (long long r0 = (long long)blockIdx.x * KF_TR; r0 < KF_R; "
+                         "r0 += (long long)gridDim.x * KF_TR) {\n"
+                         "        kf_ct kf_s = (kf_ct)0;\n"
+                         "        if (r0 + kf_tx < KF_R) {\n"
+                         "            const long long r = r0 + kf_tx;\n",
+                     kf_pw_ctype(member_dtype_of(cb, xm), 1));
+    kf_chain_emit_rowbases(&b, cb, "            ");
+    kf_strbuf_printf(&b, "            for (long long c = kf_ty; c < KF_C; c += KF_NG) {\n");
+    kf_chain_emit_phase(&b, cb, 0, 1, "                ", "");
+    kf_strbuf_printf(&b, "                kf_xs[kf_tx][c] = v%d;\n            }\n        }\n", xm);
+    /* the row's sums: each thread's columns, then its row's column groups in order */
+    static const char sums[] =
+        "        kf_ps[threadIdx.x] = %s;\n        __syncthreads();\n"
+        "        if (threadIdx.x < KF_TR) {\n            kf_ct t = (kf_ct)0;\n"
+        "            for (int g = 0; g < KF_NG; g++) t += kf_ps[g * KF_TR + threadIdx.x];\n";
+    kf_strbuf_printf(&b, sums, "kf_s");
+    kf_strbuf_printf(&b, "            kf_ms[threadIdx.x] = t / (kf_ct)KF_C;\n        }\n"
+                         "        __syncthreads();\n        kf_ct kf_q = (kf_ct)0;\n"
+                         "        if (r0 + kf_tx < KF_R) {\n            const kf_ct kf_mean = kf_ms[kf_tx];\n"
+                         "            for (long long c = kf_ty; c < KF_C; c += KF_NG) {\n"
+                         "                const kf_ct d = %s(kf_xs[kf_tx][c]) - kf_mean;\n"
+                         "                kf_q += d * d;\n            }\n        }\n",
+                     es == 2 ? "(kf_ct)kf_to_f" : "(kf_ct)");
+    kf_strbuf_printf(&b, sums, "kf_q");
+    kf_strbuf_printf(&b, "            const kf_ct kf_rstd = rsqrtf(t / (kf_ct)KF_C + (kf_ct)KF_LN_EPS);\n"
+                         "            kf_rs[threadIdx.x] = kf_rstd;\n"
+                         "            if (r0 + threadIdx.x < KF_R) {\n"
+                         "                y%d_1[r0 + threadIdx.x] = kf_ms[threadIdx.x];\n"
+                         "                y%d_2[r0 + threadIdx.x] = kf_rstd;\n            }\n"
+                         "        }\n        __syncthreads();\n",
+                     k, k);
+    /* y along the rows: consecutive threads, consecutive columns of a row */
+    kf_strbuf_printf(&b, "        for (int e = threadIdx.x; e < KF_TR * (int)KF_C; e += KF_NT) {\n"
+                         "            const int kf_i = e / (int)KF_C;\n"
+                         "            const long long c = e - kf_i * KF_C, r = r0 + kf_i;\n"
+                         "            if (r >= KF_R) break;\n"
+                         "            const kf_ct kf_mean = kf_ms[kf_i], kf_rstd = kf_rs[kf_i];\n");
+    kf_chain_emit_rowbases(&b, cb, "            ");
+    kf_chain_emit_ln_tile_y(&b, cb, "kf_xs[kf_i][c]", "        ");
+    kf_strbuf_printf(&b, "        }\n        __syncthreads(); /* the next tile's rows */\n    }\n}\n");
+    const unsigned g[3] = {grid, 1, 1}, blk[3] = {(unsigned)nt, 1, 1};
+    return kf_template_cuda_finish(t, &b, args, na, g, blk, 0, source, launch_json, err, errcap);
+}
+
 static kf_status render(const kf_job_sig *sig, const int *knob_idx, char **source,
                         char **launch_json, char *err, size_t errcap)
 {
@@ -82,6 +187,7 @@ static kf_status render(const kf_job_sig *sig, const int *knob_idx, char **sourc
     kf_chain_bind_sig(sig, &cb, NULL, 0);
     int nt = vals[0], gs = vals[1];
     int64_t n = cb.R * cb.C;
+    if (vals[2] && tile_walk_applies(&cb, sig)) return render_tile(t, sig, &cb, vals, source, launch_json, err, errcap);
     int rows = cb.red >= 0 || cb.tail >= 0 || (vals[2] && cb.C >= 32); /* a block per row */
     int warp = rows && !cb.gn && vals[4] && cb.C <= KF_WARP_MAX_C;      /* a warp per row */
     int vw = vals[3] && !cb.gn && cb.tail_arg < 0 ? kf_chain_vec_width(&cb, sig) : 1;

@@ -324,7 +324,12 @@ static void run_case(const ccase *c)
             if (cuda_t->knobs[3].values[vec] && !CHECK_EQ_INT(strstr(src, "KF_VW") != NULL, c->packs))
                 printf("     %s: packs %s\n", label, c->packs ? "expected" : "not expected");
             /* a row tail's input in registers wherever no packs are taken (the rows are short) */
-            int cached = cb.tail >= 0 && cb.tail_arg < 0 && cb.red < 0 && !cb.gn && !strstr(src, "KF_VW");
+            int cached = cb.tail >= 0 && cb.tail_arg < 0 && cb.red < 0 && !cb.gn && !strstr(src, "KF_VW") &&
+                         !strstr(src, "KF_TR ");
+            /* a layer norm after a strided member: the tile walk, unless the rows knob says not */
+            int tile = cb.ln >= 0 && cb.ostrided[0] && cuda_t->knobs[2].values[rows];
+            if (!CHECK_EQ_INT(strstr(src, "kf_xs[KF_TR]") != NULL, tile))
+                printf("     %s: the tile walk %s\n", label, tile ? "expected" : "not expected");
             if (!CHECK_EQ_INT(strstr(src, "kf_x[KF_CPL]") != NULL, cached))
                 printf("     %s: registers for the tail's input %s\n", label, cached ? "expected" : "not expected");
             if (nt == 0 && vec == 0 && ly[2] == 0 && getenv("KF_TEST_CHAIN_SHOW"))
@@ -585,6 +590,37 @@ static void ln_ref(int64_t R, int64_t C, double *const *in, double **out)
     for (int64_t e = 0; e < R * C; e++) out[0][e] = (float)(in[0][e] + in[1][e]);
     norm_ref(R, C, KF_F32, 1e-5, out[0], in[2], in[3], out[1], out[2], out[3]);
 }
+
+/* Whisper's residual stream, transposed from its convolutions: x [2, 24, 40] with strides
+ * [960, 1, 24] plus a contiguous h, the sum stored with x's strides (eager's layout), then
+ * native_layer_norm(., [40], w, b) stored contiguous; cuda_chain's tile walk */
+#define TX3(dt, what) "{\"dtype\": \"" dt "\", \"sizes\": [2, 24, 40], \"strides\": [960, 1, 24], " what "}"
+#define X3(dt, what) "{\"dtype\": \"" dt "\", \"sizes\": [2, 24, 40], \"strides\": [960, 40, 1], " what "}"
+#define TLN_JSON(dt)                                                                               \
+    "\"inputs\": [" TX3(dt, "\"align\": 16") ", " X3(dt, "\"align\": 16") ", " T1(dt, 40) ", " T1(dt, 40) "], " \
+    "\"outputs\": [" TX3(dt, "\"alias\": -1") ", " X3(dt, "\"alias\": -1") ", "                          \
+    "{\"dtype\": \"f32\", \"sizes\": [2, 24, 1], \"strides\": [24, 1, 1], \"alias\": -1}, "                  \
+    "{\"dtype\": \"f32\", \"sizes\": [2, 24, 1], \"strides\": [24, 1, 1], \"alias\": -1}], "                 \
+    "\"scalars\": [{\"name\": \"m0.alpha\", \"kind\": \"i\", \"value\": 1}, "                              \
+    "{\"name\": \"m1.normalized_shape\", \"kind\": \"l\", \"value\": [40]}, "                               \
+    "{\"name\": \"m1.eps\", \"kind\": \"d\", \"value\": 1e-5}], "                                          \
+    "\"chain\": {\"version\": 1, \"n_head_inputs\": 2, \"n_ext\": 2, \"members\": ["                          \
+    "{\"op\": \"aten::add.Tensor\", \"inputs\": [[\"head\", 0], [\"head\", 1]]}, "                             \
+    "{\"op\": \"aten::native_layer_norm\", \"inputs\": [[\"member\", 0, 0], [\"ext\", 0], [\"ext\", 1]]}]}"
+static const char tln_json[] = TLN_JSON("f32");
+static const char tlnbf_json[] = TLN_JSON("bf16");
+
+static void tln_ref_(int dt, double *const *in, double **out)
+{
+    double h[2 * 24 * 40];
+    for (int64_t e = 0; e < 2 * 24 * 40; e++) { /* e = (b, t, c) in row-major order */
+        const int64_t b = e / 960, t = e / 40 % 24, c = e % 40, xo = b * 960 + c * 24 + t;
+        out[0][xo] = h[e] = store_as(dt, in[0][xo] + in[1][e]);
+    }
+    norm_ref(48, 40, dt, 1e-5, h, in[2], in[3], out[1], out[2], out[3]);
+}
+static void tln_ref(int64_t R, int64_t C, double *const *in, double **out) { (void)R, (void)C, tln_ref_(KF_F32, in, out); }
+static void tlnbf_ref(int64_t R, int64_t C, double *const *in, double **out) { (void)R, (void)C, tln_ref_(KF_BF16, in, out); }
 
 /* bf16, no bias: x * 0.5 -> native_layer_norm(., [24], w, None), mean and rstd in f32 (CUDA's) */
 static const char lnbf_json[] =
@@ -942,6 +978,8 @@ static const ccase cases[] = {
     {"mul->softmax bf16", smbf_json, smbf_ref, 8, 24, KF_BF16, 8e-3, 1},
     {"add->layer_norm f32", ln_json, ln_ref, 6, 40, KF_F32, 1e-5, 1},
     {"mul->layer_norm bf16 (no bias)", lnbf_json, lnbf_ref, 8, 24, KF_BF16, 8e-3, 1},
+    {"transposed add->layer_norm f32", tln_json, tln_ref, 48, 40, KF_F32, 1e-5, 0},
+    {"transposed add->layer_norm bf16", tlnbf_json, tlnbf_ref, 48, 40, KF_BF16, 8e-3, 0},
     {"add->group_norm f32", gn_json, gn_ref, 16, 5, KF_F32, 1e-5, 0},
     {"add->group_norm->silu f32", gns_json, gns_ref, 16, 5, KF_F32, 1e-5, 0},
     {"group_norm->silu f32 (the norm heads)", gnh_json, gnh_ref, 16, 5, KF_F32, 1e-5, 0},
