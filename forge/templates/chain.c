@@ -459,7 +459,7 @@ int kf_chain_bind_sig(const kf_job_sig *sig, kf_chain_bind *b, char *why, size_t
     if (!ch || strcmp(sig->op, KF_CHAIN_OP)) return why_(why, cap, "not a chain job");
     b->ch = ch;
     b->n = ch->n_members;
-    b->red = b->ln = b->ln_w = b->ln_b = b->sm = b->tail = b->tail_arg = b->cat = -1;
+    b->red = b->ln = b->ln_w = b->ln_b = b->sm = b->tail = b->tail_arg = b->cat = b->staged = -1;
     for (int k = 0; k < KF_CHAIN_MAX_MEMBERS; k++) b->seg_part[k] = -1, b->store_to[k] = k;
     for (int i = 0; i < KF_JOB_MAX_TENSORS; i++) b->in_part[i] = -1;
     if (b->n < 2 || b->n > KF_CHAIN_MAX_MEMBERS || sig->n_out < b->n)
@@ -766,7 +766,8 @@ static void ext_src(const kf_chain_bind *b, int k, int li, const char *cix, int 
 {
     int i = kf_job_chain_arg(b->ch, k, li);
     int64_t sl = b->st[i][b->nd - 1];
-    if (vec && sl == 1) snprintf(src, scap, "a%d.v", i), snprintf(off, ocap, "e");
+    if (i == b->staged) snprintf(src, scap, "kf_xs[kf_tx]"), snprintf(off, ocap, "%s", cix);
+    else if (vec && sl == 1) snprintf(src, scap, "a%d.v", i), snprintf(off, ocap, "e");
     else if (vec) snprintf(src, scap, "p%d", i), snprintf(off, ocap, "rb%d", i);
     else snprintf(src, scap, "p%d", i), snprintf(off, ocap, "rb%d + %s * %lldLL", i, cix, (long long)sl);
 }

@@ -88,6 +88,9 @@ typedef struct kf_chain_bind {
      * phase, and stored by row 0 */
     int col[KF_CHAIN_MAX_MEMBERS];
     int64_t ost[KF_CHAIN_MAX_MEMBERS][KF_MAX_DIMS];
+    /* cuda_chain's tile walk: the kernel input its block stages in shared memory along the rows,
+     * read by phase 0 as kf_xs[kf_tx][c] (-1: none; the binding leaves it so) */
+    int staged;
     int ct, p_bool;                          /* the members' compute type (all alike) */
     int nd;                                  /* dims of F (at least 1) */
     int64_t full[KF_MAX_DIMS];               /* F */

@@ -44,23 +44,41 @@ static const kf_knob_def knobs[] = {
 #define NKNOBS ((int)(sizeof knobs / sizeof knobs[0]))
 #define KF_WARP_MAX_C 1024 /* longer rows: a lane would take over 32 elements */
 #define KF_CACHE_MAX_CPL 16 /* registers per thread for the row tail's input */
-#define KF_TILE_SMEM (46 * 1024) /* the tile walk's static shared memory */
+#define KF_TILE_SMEM (96 * 1024) /* the tile walk's dynamic shared memory: 2 blocks of 256 fit */
 
 static int member_dtype_of(const kf_chain_bind *cb, int k) { return cb->ch->m[k].sig.out[0].dtype; }
 
-/* The tile walk's shared memory for tr rows of nt threads: the norm's input as stored, a pad
- * per row so that a warp's rows fall in different banks, and the sums */
-static int64_t tile_smem(const kf_chain_bind *cb, int tr, int nt)
+/* The tile walk's dynamic shared memory for tr rows: the norm's input as stored, a pad per row
+ * so that a warp's rows fall in different banks (its sums are static) */
+static int64_t tile_smem(const kf_chain_bind *cb, int tr)
 {
     const int es = kf_dtype_size(member_dtype_of(cb, cb->ch->m[cb->ln].ref[0].a));
-    return (int64_t)tr * (cb->C + (es == 2 ? 2 : 1)) * es + ((int64_t)nt + 2 * tr) * 4;
+    return ((int64_t)tr * (cb->C + (es == 2 ? 2 : 1)) * es + 15) / 16 * 16;
+}
+
+/* The tile walk's staged input: one read along the row (contiguous in it, varying across rows)
+ * by phase-0 members alone, in the norm's input's dtype, so that its block loads it into kf_xs
+ * along the rows (coalesced) where its lanes, over the rows, would each touch another line; phase
+ * 0 then overwrites each element with the norm's input. -1: none. */
+static int staged_input(const kf_chain_bind *cb, const kf_job_sig *sig)
+{
+    const int nd = cb->nd, dt = member_dtype_of(cb, cb->ch->m[cb->ln].ref[0].a);
+    for (int i = 0; i < sig->n_in; i++) {
+        if (cb->st[i][nd - 1] != 1 || !cb->st[i][nd - 2] || sig->in[i].dtype != dt) continue;
+        int ok = 1;
+        for (int k = 0; ok && k < cb->n; k++)
+            for (int a = 0; ok && a < cb->ch->m[k].sig.n_in; a++)
+                ok = cb->phase[k] == 0 || kf_job_chain_arg(cb->ch, k, a) != i;
+        if (ok) return i;
+    }
+    return -1;
 }
 
 /* A layer norm after members that read or store across the row with a stride (the tile walk) */
 static int tile_walk_applies(const kf_chain_bind *cb, const kf_job_sig *sig)
 {
     if (cb->ln < 0 || cb->gn || cb->red >= 0 || cb->cat >= 0 || cb->tail_arg >= 0 || cb->nd < 2 ||
-        tile_smem(cb, 8, 64) > KF_TILE_SMEM || sig->out[cb->ch->out0[cb->ln] + 1].dtype != KF_F32 ||
+        tile_smem(cb, 8) > KF_TILE_SMEM || sig->out[cb->ch->out0[cb->ln] + 1].dtype != KF_F32 ||
         sig->out[cb->ch->out0[cb->ln] + 2].dtype != KF_F32) /* mean and rstd: CUDA's f32 */
         return 0;
     int strided = 0;
@@ -108,12 +126,14 @@ const kf_template kf_tmpl_cuda_chain = {
 /* The tile walk (the comment at the top): phase 0 with the lanes over the tile's rows, each
  * thread's row sums meeting in shared memory (mean, then the squared deviations from the stored
  * input), then y and the epilogue along the rows. */
-static kf_status render_tile(const kf_template *t, const kf_job_sig *sig, const kf_chain_bind *cb,
+static kf_status render_tile(const kf_template *t, const kf_job_sig *sig, const kf_chain_bind *bind,
                              const int *vals, char **source, char **launch_json, char *err,
                              size_t errcap)
 {
+    kf_chain_bind sb = *bind, *cb = &sb;
+    cb->staged = staged_input(cb, sig);
     int nt = vals[0], gs = vals[1], tr = vals[4] ? 16 : 32;
-    while (tr > 8 && (tile_smem(cb, tr, nt) > KF_TILE_SMEM || tr > nt)) tr /= 2;
+    while (tr > 8 && (tile_smem(cb, tr) > KF_TILE_SMEM || tr > nt)) tr /= 2;
     const int xm = cb->ch->m[cb->ln].ref[0].a, k = cb->ln;
     const int es = kf_dtype_size(member_dtype_of(cb, xm));
     unsigned grid = kf_template_grid((cb->R + tr - 1) / tr, nt, &gs);
@@ -129,15 +149,24 @@ static kf_status render_tile(const kf_template *t, const kf_job_sig *sig, const 
     kf_strbuf_printf(&b, "\nextern \"C\" __global__ void __launch_bounds__(KF_NT) kf_kernel(");
     int na = kf_chain_emit_params(&b, cb, sig, 1, types, args);
     kf_strbuf_printf(&b, ")\n{\n");
-    kf_strbuf_printf(&b, "    __shared__ %s kf_xs[KF_TR][KF_C + KF_XPAD];\n"
+    const char *xt = kf_pw_ctype(member_dtype_of(cb, xm), 1);
+    kf_strbuf_printf(&b, "    extern __shared__ __align__(16) unsigned char kf_dyn[];\n"
+                         "    %s (*const kf_xs)[KF_C + KF_XPAD] = reinterpret_cast<%s (*)[KF_C + KF_XPAD]>(kf_dyn);\n"
                          "    __shared__ kf_ct kf_ps[KF_NT], kf_ms[KF_TR], kf_rs[KF_TR];\n"
                          "    const int kf_tx = threadIdx.x %% KF_TR, kf_ty = threadIdx.x / KF_TR;\n"
                          "    for (long long r0 = (long long)blockIdx.x * KF_TR; r0 < KF_R; "
-                         "r0 += (long long)gridDim.x * KF_TR) {\n"
-                         "        kf_ct kf_s = (kf_ct)0;\n"
+                         "r0 += (long long)gridDim.x * KF_TR) {\n",
+                     xt, xt);
+    if (cb->staged >= 0) /* its rows in shared memory first, read along them */
+        kf_strbuf_printf(&b, "        for (int e = threadIdx.x; e < KF_TR * (int)KF_C; e += KF_NT) {\n"
+                             "            const int kf_i = e / (int)KF_C;\n"
+                             "            const long long c = e - kf_i * KF_C, r = r0 + kf_i;\n"
+                             "            if (r >= KF_R) break;\n"
+                             "            kf_xs[kf_i][c] = p%d[kf_rb%d(r) + c];\n        }\n"
+                             "        __syncthreads();\n", cb->staged, cb->staged);
+    kf_strbuf_printf(&b, "        kf_ct kf_s = (kf_ct)0;\n"
                          "        if (r0 + kf_tx < KF_R) {\n"
-                         "            const long long r = r0 + kf_tx;\n",
-                     kf_pw_ctype(member_dtype_of(cb, xm), 1));
+                         "            const long long r = r0 + kf_tx;\n");
     kf_chain_emit_rowbases(&b, cb, "            ");
     kf_strbuf_printf(&b, "            for (long long c = kf_ty; c < KF_C; c += KF_NG) {\n");
     kf_chain_emit_phase(&b, cb, 0, 1, "                ", "");
@@ -173,7 +202,8 @@ static kf_status render_tile(const kf_template *t, const kf_job_sig *sig, const 
     kf_chain_emit_ln_tile_y(&b, cb, "kf_xs[kf_i][c]", "        ");
     kf_strbuf_printf(&b, "        }\n        __syncthreads(); /* the next tile's rows */\n    }\n}\n");
     const unsigned g[3] = {grid, 1, 1}, blk[3] = {(unsigned)nt, 1, 1};
-    return kf_template_cuda_finish(t, &b, args, na, g, blk, 0, source, launch_json, err, errcap);
+    return kf_template_cuda_finish(t, &b, args, na, g, blk, (unsigned)tile_smem(cb, tr), source,
+                                   launch_json, err, errcap);
 }
 
 static kf_status render(const kf_job_sig *sig, const int *knob_idx, char **source,

@@ -328,7 +328,9 @@ static void run_case(const ccase *c)
                          !strstr(src, "KF_TR ");
             /* a layer norm after a strided member: the tile walk, unless the rows knob says not */
             int tile = cb.ln >= 0 && cb.ostrided[0] && cuda_t->knobs[2].values[rows];
-            if (!CHECK_EQ_INT(strstr(src, "kf_xs[KF_TR]") != NULL, tile))
+            if (tile && !CHECK(!strstr(lj, "\"smem\":0,") && strstr(src, "KF_LD1_m0(kf_xs[kf_tx], c)")))
+                printf("     %s: the tile's shared memory or its staged input missing\n", label);
+            if (!CHECK_EQ_INT(strstr(src, "(*const kf_xs)[KF_C + KF_XPAD]") != NULL, tile))
                 printf("     %s: the tile walk %s\n", label, tile ? "expected" : "not expected");
             if (!CHECK_EQ_INT(strstr(src, "kf_x[KF_CPL]") != NULL, cached))
                 printf("     %s: registers for the tail's input %s\n", label, cached ? "expected" : "not expected");

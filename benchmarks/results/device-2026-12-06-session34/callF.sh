@@ -1,5 +1,6 @@
 # Session 34, call F: the tile walk (a layer norm after a strided residual add, cuda_chain.c) on the
-# GPU: its test, then Whisper's encoder (zoo) beside torch.compile, fresh processes, defaults.
+# GPU: its test, then Whisper's encoder (zoo) beside torch.compile, then the held-out MLP-Mixer
+# (no compile), fresh processes, defaults.
 #   bash scripts/device-snapshot.sh && cp benchmarks/results/device-2026-12-06-session34/callF.sh .snap/
 #   run(carry=[".snap"], command="cd .snap && bash callF.sh")
 set -u
@@ -24,4 +25,6 @@ run_zoo() {  # $1 name, $2 models dir, $3 models, $4 seconds, the rest: more run
   grep -h "chain" /tmp/zw-$name/logs/*-warmup.log 2>/dev/null | grep -v ETA | cut -c1-240 | tail -8
   rm -f "$OUT/$name/zoo-logs.tgz"
 }
-run_zoo zoo benchmarks/zoo/models "${MODELS:-whisper_encoder}" $((${CALL_S:-570} - ($(date +%s) - T0) - 5)) ${ZOO_ARGS:-}
+run_zoo zoo benchmarks/zoo/models "${MODELS:-whisper_encoder}" ${FIRST_S:-290} ${ZOO_ARGS:-}
+# timm's MLP-Mixer keeps its residual stream transposed from its patch embedding, as Whisper does
+run_zoo held benchmarks/heldout "${MODELS_HELD:-mixer_b16}" $((${CALL_S:-575} - ($(date +%s) - T0) - 5)) --no-compile
