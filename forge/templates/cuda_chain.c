@@ -23,10 +23,12 @@
  * A layer norm whose members before it read or store across the row with a stride (Whisper's
  * residual stream, transposed from its convolutions: rows adjacent in memory, a row's elements
  * T apart) takes the tile walk instead (rows = 1; rows = 0 the row walk): a block per tile of
- * KF_TR consecutive rows (warp = 1: 16, 0: 32), lanes over the tile's rows and groups of them
- * over the columns, so that a strided tensor is read and written in runs of adjacent rows; the
- * norm's input kept in shared memory as stored, its row sums combined there, then y written
- * along the rows (coalesced: eager's contiguous y). */
+ * KF_TR consecutive rows (warp = 1: 32, 0: 64; fewer where the shared memory does not hold
+ * them), lanes over the tile's rows and groups of them over the columns, so that a strided
+ * tensor is read and written in runs of adjacent rows (64 or 128 bytes of a 2-byte type: 16
+ * rows' 32-byte runs held the kernel near half of copy bandwidth); the norm's input kept in
+ * shared memory as stored (a row-contiguous input staged there first, read along its rows), its
+ * row sums combined there, then y written along the rows (coalesced: eager's contiguous y). */
 #include <stdio.h>
 #include <string.h>
 
@@ -132,7 +134,7 @@ static kf_status render_tile(const kf_template *t, const kf_job_sig *sig, const 
 {
     kf_chain_bind sb = *bind, *cb = &sb;
     cb->staged = staged_input(cb, sig);
-    int nt = vals[0], gs = vals[1], tr = vals[4] ? 16 : 32;
+    int nt = vals[0], gs = vals[1], tr = vals[4] ? 32 : 64;
     while (tr > 8 && (tile_smem(cb, tr) > KF_TILE_SMEM || tr > nt)) tr /= 2;
     const int xm = cb->ch->m[cb->ln].ref[0].a, k = cb->ln;
     const int es = kf_dtype_size(member_dtype_of(cb, xm));
@@ -142,7 +144,7 @@ static kf_status render_tile(const kf_template *t, const kf_job_sig *sig, const 
     kf_chain_emit_defs(&b, cb, 1, "__device__ __forceinline__");
     kf_strbuf_printf(&b, "#define KF_NT %d\n#define KF_TR %d /* rows per tile%s */\n"
                          "#define KF_XPAD %d\n#define KF_NG (KF_NT / KF_TR) /* column groups */\n",
-                     nt, tr, tr != (vals[4] ? 16 : 32) ? ": what the shared memory and threads allow" : "",
+                     nt, tr, tr != (vals[4] ? 32 : 64) ? ": what the shared memory and threads allow" : "",
                      es == 2 ? 2 : 1);
     char types[KF_JOB_MAX_TENSORS + KF_JOB_MAX_OUTPUTS][40];
     const char *args[KF_JOB_MAX_TENSORS + KF_JOB_MAX_OUTPUTS];
