@@ -1397,6 +1397,14 @@ void kf_chain_emit_tail(kf_strbuf *s, const kf_chain_bind *b, int cuda, int inli
     kf_strbuf_free(&sx);
 }
 
+void kf_chain_emit_store(kf_strbuf *s, const kf_chain_bind *b, int k, const char *v, const char *ind)
+{
+    char p[16], at[96];
+    out_ptr(p, sizeof p, b, k);
+    out_at(at, sizeof at, b, k, "c", b->C);
+    kf_strbuf_printf(s, "%s%s[%s] = %s;\n", ind, p, at, v);
+}
+
 void kf_chain_emit_ln_tile_y(kf_strbuf *s, const kf_chain_bind *b, const char *xs, const char *ind)
 {
     kf_strbuf x = {0};

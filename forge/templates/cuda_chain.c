@@ -134,9 +134,12 @@ static kf_status render_tile(const kf_template *t, const kf_job_sig *sig, const 
 {
     kf_chain_bind sb = *bind, *cb = &sb;
     cb->staged = staged_input(cb, sig);
+    const int xm = cb->ch->m[cb->ln].ref[0].a, k = cb->ln;
+    /* the norm's input stored dense (its input alone strided): from kf_xs along the rows */
+    const int xlate = !cb->ostrided[xm];
+    cb->dead[xm] |= xlate;
     int nt = vals[0], gs = vals[1], tr = vals[4] ? 32 : 64;
     while (tr > 8 && (tile_smem(cb, tr) > KF_TILE_SMEM || tr > nt)) tr /= 2;
-    const int xm = cb->ch->m[cb->ln].ref[0].a, k = cb->ln;
     const int es = kf_dtype_size(member_dtype_of(cb, xm));
     unsigned grid = kf_template_grid((cb->R + tr - 1) / tr, nt, &gs);
     kf_strbuf b = {0};
@@ -201,6 +204,7 @@ static kf_status render_tile(const kf_template *t, const kf_job_sig *sig, const 
                          "            if (r >= KF_R) break;\n"
                          "            const kf_ct kf_mean = kf_ms[kf_i], kf_rstd = kf_rs[kf_i];\n");
     kf_chain_emit_rowbases(&b, cb, "            ");
+    if (xlate) kf_chain_emit_store(&b, cb, xm, "kf_xs[kf_i][c]", "            ");
     kf_chain_emit_ln_tile_y(&b, cb, "kf_xs[kf_i][c]", "        ");
     kf_strbuf_printf(&b, "        }\n        __syncthreads(); /* the next tile's rows */\n    }\n}\n");
     const unsigned g[3] = {grid, 1, 1}, blk[3] = {(unsigned)nt, 1, 1};

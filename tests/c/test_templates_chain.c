@@ -327,9 +327,12 @@ static void run_case(const ccase *c)
             int cached = cb.tail >= 0 && cb.tail_arg < 0 && cb.red < 0 && !cb.gn && !strstr(src, "KF_VW") &&
                          !strstr(src, "KF_TR ");
             /* a layer norm after a strided member: the tile walk, unless the rows knob says not */
-            int tile = cb.ln >= 0 && cb.ostrided[0] && cuda_t->knobs[2].values[rows];
-            if (tile && !CHECK(!strstr(lj, "\"smem\":0,") && strstr(src, "KF_LD1_m0(kf_xs[kf_tx], c)")))
+            int tile = cb.ln >= 0 && (cb.ostrided[0] || cb.st[1][cb.nd - 1] > 1) && cuda_t->knobs[2].values[rows];
+            if (tile && !CHECK(!strstr(lj, "\"smem\":0,") && strstr(src, "(kf_xs[kf_tx], c)")))
                 printf("     %s: the tile's shared memory or its staged input missing\n", label);
+            /* a dense sum is stored from the tile along the rows, not by phase 0 across them */
+            if (tile && !CHECK_EQ_INT(strstr(src, "y0[r * KF_C + c] = kf_xs[kf_i][c];") != NULL, !cb.ostrided[0]))
+                printf("     %s: the dense sum's store\n", label);
             if (!CHECK_EQ_INT(strstr(src, "(*const kf_xs)[KF_C + KF_XPAD]") != NULL, tile))
                 printf("     %s: the tile walk %s\n", label, tile ? "expected" : "not expected");
             if (!CHECK_EQ_INT(strstr(src, "kf_x[KF_CPL]") != NULL, cached))
@@ -610,6 +613,18 @@ static void ln_ref(int64_t R, int64_t C, double *const *in, double **out)
     "{\"op\": \"aten::add.Tensor\", \"inputs\": [[\"head\", 0], [\"head\", 1]]}, "                             \
     "{\"op\": \"aten::native_layer_norm\", \"inputs\": [[\"member\", 0, 0], [\"ext\", 0], [\"ext\", 1]]}]}"
 static const char tln_json[] = TLN_JSON("f32");
+/* the contiguous h first: the sum dense, its one strided input x read along the tile's rows */
+static const char tlnd_json[] =
+    "\"inputs\": [" X3("bf16", "\"align\": 16") ", " TX3("bf16", "\"align\": 16") ", " T1("bf16", 40) ", "
+    T1("bf16", 40) "], \"outputs\": [" X3("bf16", "\"alias\": -1") ", " X3("bf16", "\"alias\": -1") ", "
+    "{\"dtype\": \"f32\", \"sizes\": [2, 24, 1], \"strides\": [24, 1, 1], \"alias\": -1}, "
+    "{\"dtype\": \"f32\", \"sizes\": [2, 24, 1], \"strides\": [24, 1, 1], \"alias\": -1}], "
+    "\"scalars\": [{\"name\": \"m0.alpha\", \"kind\": \"i\", \"value\": 1}, "
+    "{\"name\": \"m1.normalized_shape\", \"kind\": \"l\", \"value\": [40]}, "
+    "{\"name\": \"m1.eps\", \"kind\": \"d\", \"value\": 1e-5}], "
+    "\"chain\": {\"version\": 1, \"n_head_inputs\": 2, \"n_ext\": 2, \"members\": ["
+    "{\"op\": \"aten::add.Tensor\", \"inputs\": [[\"head\", 0], [\"head\", 1]]}, "
+    "{\"op\": \"aten::native_layer_norm\", \"inputs\": [[\"member\", 0, 0], [\"ext\", 0], [\"ext\", 1]]}]}";
 static const char tlnbf_json[] = TLN_JSON("bf16");
 
 static void tln_ref_(int dt, double *const *in, double **out)
@@ -620,6 +635,14 @@ static void tln_ref_(int dt, double *const *in, double **out)
         out[0][xo] = h[e] = store_as(dt, in[0][xo] + in[1][e]);
     }
     norm_ref(48, 40, dt, 1e-5, h, in[2], in[3], out[1], out[2], out[3]);
+}
+static void tlnd_ref(int64_t R, int64_t C, double *const *in, double **out)
+{
+    for (int64_t e = 0; e < R * C; e++) { /* e = (b, t, c) in row-major order */
+        const int64_t b = e / 960, t = e / 40 % 24, c = e % 40;
+        out[0][e] = store_as(KF_BF16, in[0][e] + in[1][b * 960 + c * 24 + t]);
+    }
+    norm_ref(R, C, KF_BF16, 1e-5, out[0], in[2], in[3], out[1], out[2], out[3]);
 }
 static void tln_ref(int64_t R, int64_t C, double *const *in, double **out) { (void)R, (void)C, tln_ref_(KF_F32, in, out); }
 static void tlnbf_ref(int64_t R, int64_t C, double *const *in, double **out) { (void)R, (void)C, tln_ref_(KF_BF16, in, out); }
@@ -982,6 +1005,7 @@ static const ccase cases[] = {
     {"mul->layer_norm bf16 (no bias)", lnbf_json, lnbf_ref, 8, 24, KF_BF16, 8e-3, 1},
     {"transposed add->layer_norm f32", tln_json, tln_ref, 48, 40, KF_F32, 1e-5, 0},
     {"transposed add->layer_norm bf16", tlnbf_json, tlnbf_ref, 48, 40, KF_BF16, 8e-3, 0},
+    {"add of a transposed input->layer_norm bf16", tlnd_json, tlnd_ref, 48, 40, KF_BF16, 8e-3, 0},
     {"add->group_norm f32", gn_json, gn_ref, 16, 5, KF_F32, 1e-5, 0},
     {"add->group_norm->silu f32", gns_json, gns_ref, 16, 5, KF_F32, 1e-5, 0},
     {"group_norm->silu f32 (the norm heads)", gnh_json, gnh_ref, 16, 5, KF_F32, 1e-5, 0},
