@@ -223,7 +223,8 @@ static kf_status render(const kf_job_sig *sig, const int *knob_idx, char **sourc
     kf_chain_bind_sig(sig, &cb, NULL, 0);
     int nt = vals[0], gs = vals[1];
     int64_t n = cb.R * cb.C;
-    if (vals[2] && tile_walk_applies(&cb, sig)) return render_tile(t, sig, &cb, vals, source, launch_json, err, errcap);
+    if (vals[2] && tile_walk_applies(&cb, sig))
+        return render_tile(t, sig, &cb, vals, source, launch_json, err, errcap);
     int rows = cb.red >= 0 || cb.tail >= 0 || (vals[2] && cb.C >= 32); /* a block per row */
     int warp = rows && !cb.gn && vals[4] && cb.C <= KF_WARP_MAX_C;      /* a warp per row */
     int vw = vals[3] && !cb.gn && cb.tail_arg < 0 ? kf_chain_vec_width(&cb, sig) : 1;

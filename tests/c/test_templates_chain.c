@@ -1067,6 +1067,17 @@ static void expect_unbound(const char *fields, int n_in, int n_out, const char *
 
 static void test_refusals(void)
 {
+    /* a strided sum before a softmax: only the members before a layer norm store strided */
+    expect_unbound("\"inputs\": [" TX3("f32", "\"align\": 16") ", " X3("f32", "\"align\": 16") "], "
+                   "\"outputs\": [" TX3("f32", "\"alias\": -1") ", " X3("f32", "\"alias\": -1") "], "
+                   "\"scalars\": [{\"name\": \"m0.alpha\", \"kind\": \"i\", \"value\": 1}, "
+                   "{\"name\": \"m1.dim\", \"kind\": \"i\", \"value\": -1}, "
+                   "{\"name\": \"m1.half_to_float\", \"kind\": \"b\", \"value\": false}], "
+                   "\"chain\": {\"version\": 1, \"n_head_inputs\": 2, \"n_ext\": 0, \"members\": ["
+                   "{\"op\": \"aten::add.Tensor\", \"inputs\": [[\"head\", 0], [\"head\", 1]]}, "
+                   "{\"op\": \"aten::_softmax\", \"inputs\": [[\"member\", 0, 0]]}]}",
+                   2, 2, "member 0 (aten::add.Tensor): its output is not contiguous (only a chain "
+                   "without a reduction, or the members before a layer norm, store strided outputs)");
     char *s;
     s = swap(rms_json, "[[\"member\", 2, 0]]", "[[\"member\", 4, 0]]");
     expect_load_error(s, 2, 6, "member 3 (aten::rsqrt): inputs[0]: [\"member\", m, o] must name an earlier");

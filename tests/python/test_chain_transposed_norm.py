@@ -53,9 +53,7 @@ SERVE = MODEL + SERVE_DICT_TAIL
 @pytest.mark.parametrize("dev", ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)])
 def test_a_transposed_residual_add_and_the_next_norm_are_one_kernel(tmp_path, dev):
     model = MODEL.replace('DEV = "cpu"', f'DEV = "{dev}"')
-    env, rows = warm_chains(tmp_path, model + "run(20)\n")
-    names = {s: r for s, r in rows.items() if s == "chain: add -> native_layer_norm"}
-    assert names, rows
+    env, _ = warm_chains(tmp_path, model + "run(20)\n")
     with open(tmp_path / "w.json") as f:
         chains = [r for r in json.load(f)["rows"] if r["signature"] == "chain: add -> native_layer_norm"]
     # one chain per dtype, each bound (no "not contiguous" refusal) and verified; inserted where
