@@ -996,9 +996,9 @@ static void emit_phase_(kf_strbuf *s, const kf_chain_bind *b, int phase, int cud
         else if (vec) kf_strbuf_printf(s, "%so%d.v[e] = v%d;\n", ind, k, k);
         else if (b->col[k]) kf_strbuf_printf(s, "%sif (r == 0) %s[c] = v%d;\n", ind, p, k);
         else {
-            char at[96];
-            out_at(at, sizeof at, b, k, "c", b->C);
-            kf_strbuf_printf(s, "%s%s[%s] = v%d;\n", ind, p, at, k);
+            char v[16];
+            snprintf(v, sizeof v, "v%d", k);
+            kf_chain_emit_store(s, b, k, v, ind);
         }
     }
     if (phase == 0 && b->tail >= 0) { /* the norm's sum or the softmax's max, folded */
@@ -1405,10 +1405,15 @@ void kf_chain_emit_store(kf_strbuf *s, const kf_chain_bind *b, int k, const char
     kf_strbuf_printf(s, "%s%s[%s] = %s;\n", ind, p, at, v);
 }
 
+void kf_chain_emit_tile_x(kf_strbuf *s, const kf_chain_bind *b, const char *xs)
+{
+    load_expr(s, member_dtype(b, b->ch->m[b->ln].ref[0].a), 1, xs);
+}
+
 void kf_chain_emit_ln_tile_y(kf_strbuf *s, const kf_chain_bind *b, const char *xs, const char *ind)
 {
     kf_strbuf x = {0};
-    load_expr(&x, member_dtype(b, b->ch->m[b->ln].ref[0].a), 1, xs);
+    kf_chain_emit_tile_x(&x, b, xs);
     emit_ln_y(s, b, 1, x.p, ind);
     kf_strbuf_free(&x);
 }

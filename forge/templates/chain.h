@@ -160,6 +160,8 @@ const char *kf_chain_tail_simd(const kf_chain_bind *b);
  * the input member's dtype), with kf_mean, kf_rstd and the row bases in scope: weight and bias,
  * the store, then the norm's epilogue */
 void kf_chain_emit_ln_tile_y(kf_strbuf *s, const kf_chain_bind *b, const char *xs, const char *ind);
+/* the same's input as kf_ct, from xs as stored */
+void kf_chain_emit_tile_x(kf_strbuf *s, const kf_chain_bind *b, const char *xs);
 /* member k's (full) output at (r, c) := v, through its pointer and layout */
 void kf_chain_emit_store(kf_strbuf *s, const kf_chain_bind *b, int k, const char *v, const char *ind);
 /* Before the walk: an eval batch norm's save_mean and save_invstd where they are [C] (CUDA's:

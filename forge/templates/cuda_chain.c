@@ -50,13 +50,27 @@ static const kf_knob_def knobs[] = {
 
 static int member_dtype_of(const kf_chain_bind *cb, int k) { return cb->ch->m[k].sig.out[0].dtype; }
 
-/* The tile walk's dynamic shared memory for tr rows: the norm's input as stored, a pad per row
- * so that a warp's rows fall in different banks (its sums are static) */
+/* The tile walk's pad per row of the norm's input, so that a warp's rows fall in different
+ * banks: elements of its dtype */
+static int tile_pad(const kf_chain_bind *cb)
+{
+    return kf_dtype_size(member_dtype_of(cb, cb->ch->m[cb->ln].ref[0].a)) == 2 ? 2 : 1;
+}
+
+/* The tile walk's dynamic shared memory for tr rows: the norm's input as stored, padded (its
+ * sums are static) */
 static int64_t tile_smem(const kf_chain_bind *cb, int tr)
 {
     const int es = kf_dtype_size(member_dtype_of(cb, cb->ch->m[cb->ln].ref[0].a));
-    return ((int64_t)tr * (cb->C + (es == 2 ? 2 : 1)) * es + 15) / 16 * 16;
+    return ((int64_t)tr * (cb->C + tile_pad(cb)) * es + 15) / 16 * 16;
 }
+
+/* The loop over the tile's elements along its rows (kf_i, c, r declared), "{" left open */
+static const char tile_elems[] =
+    "        for (int e = threadIdx.x; e < KF_TR * (int)KF_C; e += KF_NT) {\n"
+    "            const int kf_i = e / (int)KF_C;\n"
+    "            const long long c = e - kf_i * KF_C, r = r0 + kf_i;\n"
+    "            if (r >= KF_R) break;\n";
 
 /* The tile walk's staged input: one read along the row (contiguous in it, varying across rows)
  * by phase-0 members alone, in the norm's input's dtype, so that its block loads it into kf_xs
@@ -140,7 +154,6 @@ static kf_status render_tile(const kf_template *t, const kf_job_sig *sig, const 
     cb->dead[xm] |= xlate;
     int nt = vals[0], gs = vals[1], tr = vals[4] ? 32 : 64;
     while (tr > 8 && (tile_smem(cb, tr) > KF_TILE_SMEM || tr > nt)) tr /= 2;
-    const int es = kf_dtype_size(member_dtype_of(cb, xm));
     unsigned grid = kf_template_grid((cb->R + tr - 1) / tr, nt, &gs);
     kf_strbuf b = {0};
     kf_template_cuda_prologue(&b, t, sig, vals);
@@ -148,7 +161,7 @@ static kf_status render_tile(const kf_template *t, const kf_job_sig *sig, const 
     kf_strbuf_printf(&b, "#define KF_NT %d\n#define KF_TR %d /* rows per tile%s */\n"
                          "#define KF_XPAD %d\n#define KF_NG (KF_NT / KF_TR) /* column groups */\n",
                      nt, tr, tr != (vals[4] ? 32 : 64) ? ": what the shared memory and threads allow" : "",
-                     es == 2 ? 2 : 1);
+                     tile_pad(cb));
     char types[KF_JOB_MAX_TENSORS + KF_JOB_MAX_OUTPUTS][40];
     const char *args[KF_JOB_MAX_TENSORS + KF_JOB_MAX_OUTPUTS];
     kf_strbuf_printf(&b, "\nextern \"C\" __global__ void __launch_bounds__(KF_NT) kf_kernel(");
@@ -163,12 +176,8 @@ static kf_status render_tile(const kf_template *t, const kf_job_sig *sig, const 
                          "r0 += (long long)gridDim.x * KF_TR) {\n",
                      xt, xt);
     if (cb->staged >= 0) /* its rows in shared memory first, read along them */
-        kf_strbuf_printf(&b, "        for (int e = threadIdx.x; e < KF_TR * (int)KF_C; e += KF_NT) {\n"
-                             "            const int kf_i = e / (int)KF_C;\n"
-                             "            const long long c = e - kf_i * KF_C, r = r0 + kf_i;\n"
-                             "            if (r >= KF_R) break;\n"
-                             "            kf_xs[kf_i][c] = p%d[kf_rb%d(r) + c];\n        }\n"
-                             "        __syncthreads();\n", cb->staged, cb->staged);
+        kf_strbuf_printf(&b, "%s            kf_xs[kf_i][c] = p%d[kf_rb%d(r) + c];\n        }\n"
+                             "        __syncthreads();\n", tile_elems, cb->staged, cb->staged);
     kf_strbuf_printf(&b, "        kf_ct kf_s = (kf_ct)0;\n"
                          "        if (r0 + kf_tx < KF_R) {\n"
                          "            const long long r = r0 + kf_tx;\n");
@@ -182,13 +191,15 @@ static kf_status render_tile(const kf_template *t, const kf_job_sig *sig, const 
         "        if (threadIdx.x < KF_TR) {\n            kf_ct t = (kf_ct)0;\n"
         "            for (int g = 0; g < KF_NG; g++) t += kf_ps[g * KF_TR + threadIdx.x];\n";
     kf_strbuf_printf(&b, sums, "kf_s");
+    kf_strbuf x = {0};
+    kf_chain_emit_tile_x(&x, cb, "kf_xs[kf_tx][c]");
     kf_strbuf_printf(&b, "            kf_ms[threadIdx.x] = t / (kf_ct)KF_C;\n        }\n"
                          "        __syncthreads();\n        kf_ct kf_q = (kf_ct)0;\n"
                          "        if (r0 + kf_tx < KF_R) {\n            const kf_ct kf_mean = kf_ms[kf_tx];\n"
                          "            for (long long c = kf_ty; c < KF_C; c += KF_NG) {\n"
-                         "                const kf_ct d = %s(kf_xs[kf_tx][c]) - kf_mean;\n"
-                         "                kf_q += d * d;\n            }\n        }\n",
-                     es == 2 ? "(kf_ct)kf_to_f" : "(kf_ct)");
+                         "                const kf_ct d = %s - kf_mean;\n"
+                         "                kf_q += d * d;\n            }\n        }\n", x.p);
+    kf_strbuf_free(&x);
     kf_strbuf_printf(&b, sums, "kf_q");
     kf_strbuf_printf(&b, "            const kf_ct kf_rstd = rsqrtf(t / (kf_ct)KF_C + (kf_ct)KF_LN_EPS);\n"
                          "            kf_rs[threadIdx.x] = kf_rstd;\n"
@@ -198,11 +209,8 @@ static kf_status render_tile(const kf_template *t, const kf_job_sig *sig, const 
                          "        }\n        __syncthreads();\n",
                      k, k);
     /* y along the rows: consecutive threads, consecutive columns of a row */
-    kf_strbuf_printf(&b, "        for (int e = threadIdx.x; e < KF_TR * (int)KF_C; e += KF_NT) {\n"
-                         "            const int kf_i = e / (int)KF_C;\n"
-                         "            const long long c = e - kf_i * KF_C, r = r0 + kf_i;\n"
-                         "            if (r >= KF_R) break;\n"
-                         "            const kf_ct kf_mean = kf_ms[kf_i], kf_rstd = kf_rs[kf_i];\n");
+    kf_strbuf_printf(&b, "%s            const kf_ct kf_mean = kf_ms[kf_i], kf_rstd = kf_rs[kf_i];\n",
+                     tile_elems);
     kf_chain_emit_rowbases(&b, cb, "            ");
     if (xlate) kf_chain_emit_store(&b, cb, xm, "kf_xs[kf_i][c]", "            ");
     kf_chain_emit_ln_tile_y(&b, cb, "kf_xs[kf_i][c]", "        ");

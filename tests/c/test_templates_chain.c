@@ -601,9 +601,10 @@ static void ln_ref(int64_t R, int64_t C, double *const *in, double **out)
  * native_layer_norm(., [40], w, b) stored contiguous; cuda_chain's tile walk */
 #define TX3(dt, what) "{\"dtype\": \"" dt "\", \"sizes\": [2, 24, 40], \"strides\": [960, 1, 24], " what "}"
 #define X3(dt, what) "{\"dtype\": \"" dt "\", \"sizes\": [2, 24, 40], \"strides\": [960, 40, 1], " what "}"
-#define TLN_JSON(dt)                                                                               \
-    "\"inputs\": [" TX3(dt, "\"align\": 16") ", " X3(dt, "\"align\": 16") ", " T1(dt, 40) ", " T1(dt, 40) "], " \
-    "\"outputs\": [" TX3(dt, "\"alias\": -1") ", " X3(dt, "\"alias\": -1") ", "                          \
+/* the chain over inputs laid out L0 and L1, the sum laid out LO (TX3 or X3) */
+#define TLN_JSON(dt, L0, L1, LO)                                                                   \
+    "\"inputs\": [" L0(dt, "\"align\": 16") ", " L1(dt, "\"align\": 16") ", " T1(dt, 40) ", " T1(dt, 40) "], " \
+    "\"outputs\": [" LO(dt, "\"alias\": -1") ", " X3(dt, "\"alias\": -1") ", "                           \
     "{\"dtype\": \"f32\", \"sizes\": [2, 24, 1], \"strides\": [24, 1, 1], \"alias\": -1}, "                  \
     "{\"dtype\": \"f32\", \"sizes\": [2, 24, 1], \"strides\": [24, 1, 1], \"alias\": -1}], "                 \
     "\"scalars\": [{\"name\": \"m0.alpha\", \"kind\": \"i\", \"value\": 1}, "                              \
@@ -612,20 +613,10 @@ static void ln_ref(int64_t R, int64_t C, double *const *in, double **out)
     "\"chain\": {\"version\": 1, \"n_head_inputs\": 2, \"n_ext\": 2, \"members\": ["                          \
     "{\"op\": \"aten::add.Tensor\", \"inputs\": [[\"head\", 0], [\"head\", 1]]}, "                             \
     "{\"op\": \"aten::native_layer_norm\", \"inputs\": [[\"member\", 0, 0], [\"ext\", 0], [\"ext\", 1]]}]}"
-static const char tln_json[] = TLN_JSON("f32");
+static const char tln_json[] = TLN_JSON("f32", TX3, X3, TX3);
+static const char tlnbf_json[] = TLN_JSON("bf16", TX3, X3, TX3);
 /* the contiguous h first: the sum dense, its one strided input x read along the tile's rows */
-static const char tlnd_json[] =
-    "\"inputs\": [" X3("bf16", "\"align\": 16") ", " TX3("bf16", "\"align\": 16") ", " T1("bf16", 40) ", "
-    T1("bf16", 40) "], \"outputs\": [" X3("bf16", "\"alias\": -1") ", " X3("bf16", "\"alias\": -1") ", "
-    "{\"dtype\": \"f32\", \"sizes\": [2, 24, 1], \"strides\": [24, 1, 1], \"alias\": -1}, "
-    "{\"dtype\": \"f32\", \"sizes\": [2, 24, 1], \"strides\": [24, 1, 1], \"alias\": -1}], "
-    "\"scalars\": [{\"name\": \"m0.alpha\", \"kind\": \"i\", \"value\": 1}, "
-    "{\"name\": \"m1.normalized_shape\", \"kind\": \"l\", \"value\": [40]}, "
-    "{\"name\": \"m1.eps\", \"kind\": \"d\", \"value\": 1e-5}], "
-    "\"chain\": {\"version\": 1, \"n_head_inputs\": 2, \"n_ext\": 2, \"members\": ["
-    "{\"op\": \"aten::add.Tensor\", \"inputs\": [[\"head\", 0], [\"head\", 1]]}, "
-    "{\"op\": \"aten::native_layer_norm\", \"inputs\": [[\"member\", 0, 0], [\"ext\", 0], [\"ext\", 1]]}]}";
-static const char tlnbf_json[] = TLN_JSON("bf16");
+static const char tlnd_json[] = TLN_JSON("bf16", X3, TX3, X3);
 
 static void tln_ref_(int dt, double *const *in, double **out)
 {
