@@ -570,14 +570,15 @@ static int continues_after(const chain_shape *s, int m, kf_chain_lookup_fn looku
 
 /* Whether member m, after a norm, joins the norm's epilogue: one output, no sum of its own (a
  * chain kernel's one reduction is the norm), and not the input of a later norm of the run, which
- * it heads the chain of (add -> LN -> add -> LN is two add -> LN chains). */
+ * it heads the chain of (add -> LN -> add -> LN is two add -> LN chains). Another op with several
+ * outputs reading it (a stem's bn -> relu -> max_pool2d_with_indices) only ends the chain there. */
 static int joins_epilogue(const chain_shape *s, int m, kf_chain_lookup_fn lookup, void *user,
                           kf_chain_member_info *mi)
 {
     if (s->n_out[m] > 1) return 0;
     for (int j = m + 1; j < s->n; j++)
         for (int i = 0; s->n_out[j] > 1 && i < s->n_in[j]; i++)
-            if (s->src[j][i][0] == m) return 0;
+            if (s->src[j][i][0] == m && continues_after(s, j, lookup, user, mi)) return 0;
     return lookup(user, s->key[m], mi) && !kf_op_accumulates(mi->op);
 }
 

@@ -119,6 +119,7 @@ static void test_full_table_drops(void)
 #define KEY_LN 0x1ee
 #define KEY_MEAN 0x1ef
 #define KEY_CAT 0x2ef
+#define KEY_POOL 0x1f0
 static int lookup(void *user, uint64_t key, kf_chain_member_info *out)
 {
     (void)user;
@@ -128,6 +129,7 @@ static int lookup(void *user, uint64_t key, kf_chain_member_info *out)
     if (key == KEY_LN) snprintf(op, sizeof op, "aten::native_layer_norm");
     if (key == KEY_MEAN) snprintf(op, sizeof op, "aten::mean.dim");
     if (key == KEY_CAT) snprintf(op, sizeof op, "aten::cat");
+    if (key == KEY_POOL) snprintf(op, sizeof op, "aten::max_pool2d_with_indices");
     kf_sig s;
     kf_sig_begin(&s, op);
     kf_tensor t = {.dtype = KF_F32, .ndim = 1, .sizes = {4}, .strides = {1}};
@@ -149,7 +151,7 @@ static void observe_run(kf_chains *c, kf_chain_rec *r, const uint64_t *keys, con
     for (int k = from; k < n; k++) {
         in[0] = a[k], in[1] = b[k], outs[0] = out0 + (uintptr_t)k;
         kf_chain_observe(c, r, keys[k], KF_CHAIN_SERVABLE, in, (int)(keys[k] >> 8), outs,
-                         keys[k] == KEY_LN ? 3 : 1);
+                         keys[k] == KEY_LN ? 3 : keys[k] == KEY_POOL ? 2 : 1);
     }
     kf_chain_flush(c, r);
 }
@@ -276,6 +278,19 @@ static void test_spec(void)
         ch = only_chain(c);
         spec = cJSON_GetObjectItem(ch, "spec");
         CHECK_EQ_INT(cJSON_GetArraySize(cJSON_GetObjectItem(spec, "members")), red ? 2 : 4);
+        cJSON_Delete(ch);
+        kf_chains_reset(c);
+    }
+
+    /* an op with two outputs that is no norm (a stem's max_pool2d_with_indices) after norm -> relu
+     * ends the spec before it: norm -> relu is one */
+    {
+        const uint64_t keys[3] = {KEY_LN, 0x102, KEY_POOL};
+        const uintptr_t a[3] = {70, 71, 72}, b[3] = {0, 0, 0};
+        observe_run(c, r, keys, a, b, 0, 3, 71, 5000);
+        ch = only_chain(c);
+        spec = cJSON_GetObjectItem(ch, "spec");
+        CHECK_EQ_INT(cJSON_GetArraySize(cJSON_GetObjectItem(spec, "members")), 2);
         cJSON_Delete(ch);
         kf_chains_reset(c);
     }
