@@ -13,7 +13,10 @@ call and reported as quantiles (the minimum and 10th percentile are the least di
     python benchmarks/chain_host_cost.py --device cuda --measure 400 --no-plugin   (eager alone)
 
 Options: --shape B,T,D (default 64,197,384: DeiT-Small's), --dtype f32|f16|bf16 (default bf16 on
-CUDA, f32 on the CPU), --grad-mode inference|no_grad. Without --measure it runs 40 forwards (the
+CUDA, f32 on the CPU), --grad-mode inference|no_grad. --transposed keeps the residual stream
+transposed as Whisper's encoder and MLP-Mixer do (`[B, D, T]` permuted to `[B, T, D]`):
+`h = h + r; y = layer_norm(h)` per block, the sum stored with the stream's strides (cuda_chain's
+tile walk). Each side also reports its device GB/s for the bytes the fused chain moves. Without --measure it runs 40 forwards (the
 warm-up's recording). The last line is `HOST {json}`: per side the host and device microseconds
 per chain run (quantiles), on - off, and what kernel_forge.chain_entries() says was served.
 """
@@ -35,6 +38,7 @@ p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu
 p.add_argument("--dtype", choices=sorted(DTYPES))
 p.add_argument("--shape", default="64,197,384")
 p.add_argument("--grad-mode", choices=("inference", "no_grad"), default="inference")
+p.add_argument("--transposed", action="store_true", help="a transposed residual stream")
 p.add_argument("--measure", type=int, default=0, metavar="STEPS", help="steps of on and off each")
 p.add_argument("--no-plugin", action="store_true", help="do not import kernel_forge (eager only)")
 a = p.parse_args()
@@ -48,6 +52,8 @@ shape = [int(s) for s in a.shape.split(",")]
 d = shape[-1]
 torch.manual_seed(0)
 x = torch.randn(shape).to(dev, dtype)
+if a.transposed:
+    x = torch.randn(shape[0], d, *shape[1:-1]).to(dev, dtype).movedim(1, -1)
 rs = [torch.randn(shape).to(dev, dtype) for _ in range(BLOCKS)]
 ws = [torch.randn(d).to(dev, dtype) for _ in range(BLOCKS)]
 bs = [torch.randn(d).to(dev, dtype) for _ in range(BLOCKS)]
@@ -58,8 +64,18 @@ sync = torch.cuda.synchronize if cuda else (lambda: None)
 def forward():
     h = x
     for i in range(BLOCKS):
-        h = F.layer_norm(h + rs[i], (d,), ws[i], bs[i])
-    return h
+        if a.transposed:
+            h = h + rs[i]
+            y = F.layer_norm(h, (d,), ws[i], bs[i])
+        else:
+            h = F.layer_norm(h + rs[i], (d,), ws[i], bs[i])
+    return y if a.transposed else h
+
+
+# what the fused chain moves per run: the two inputs read, the sum and the norm's output written
+# (the transposed stream's sum is a chain output), the mean and rstd (f32 per row)
+ELEMS = x.numel()
+BYTES = ELEMS * x.element_size() * 4 + 8 * (ELEMS // d)
 
 
 def once():
@@ -108,9 +124,10 @@ with ctx():
         kf.enable()
 rec = {"device": str(dev), "gpu": torch.cuda.get_device_name(dev) if cuda else None,
        "dtype": str(dtype).replace("torch.", ""), "shape": shape, "grad_mode": a.grad_mode,
-       "steps": a.measure, "torch": torch.__version__}
+       "steps": a.measure, "transposed": a.transposed, "bytes": BYTES, "torch": torch.__version__}
 for side, (h, g) in got.items():
     rec[side] = {"host_us": quant(h), "device_us": quant(g)}
+    rec[side]["device_gbps"] = round(BYTES / rec[side]["device_us"]["min"] / 1e3, 1)
 if kf:
     rec["on_minus_off_host_us"] = {q: round(rec["on"]["host_us"][q] - rec["off"]["host_us"][q], 2)
                                    for q in ("min", "p10", "median")}
@@ -118,5 +135,6 @@ if kf:
                      for e in kf.chain_entries()]
 for side in sides:
     q = rec[side]
-    print(f"{side:5s} host us per chain run {q['host_us']}, device {q['device_us']}")
+    print(f"{side:5s} host us per chain run {q['host_us']}, device {q['device_us']} "
+          f"({q['device_gbps']} GB/s at its min)")
 print("HOST " + json.dumps(rec))

@@ -29,7 +29,11 @@ def test_warmed_chain_is_served_and_both_sides_measured(tmp_path):
     # 30 warm forwards and 30 measured ones enabled, 12 heads each: all but the first few served
     assert served and served[0]["state"] == "served" and served[0]["completed"] >= 600, r["chains"]
 
-    e = run_python([SCRIPT] + shape + ["--measure", "5", "--no-plugin"], env)
+    # eager alone, on a transposed stream: the bytes the fused chain would move (two inputs, the
+    # sum and the norm's output, f32 mean and rstd per row) and GB/s over them
+    e = run_python([SCRIPT] + shape + ["--measure", "5", "--no-plugin", "--transposed"], env)
     assert e.returncode == 0, e.stderr[-3000:]
     r = json.loads(e.stdout.strip().splitlines()[-1].removeprefix("HOST "))
     assert "eager" in r and "on" not in r and "chains" not in r
+    assert r["transposed"] and r["bytes"] == 3 * 11 * 96 * 4 * 4 + 8 * 3 * 11
+    assert r["eager"]["device_gbps"] > 0
