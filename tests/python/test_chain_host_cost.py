@@ -12,8 +12,9 @@ SCRIPT = os.path.join(ROOT, "benchmarks", "chain_host_cost.py")
 def test_warmed_chain_is_served_and_both_sides_measured(tmp_path):
     env = {"KFORGE_CACHE_DIR": str(tmp_path / "cache"), "OMP_NUM_THREADS": "1"}
     shape = ["--device", "cpu", "--shape", "3,11,96"]
-    w = run_python(["-m", "kernel_forge", "warmup", "--time-budget", "30", "--no-check", SCRIPT] + shape,
-                   env)  # serving is what is measured here, not the model check's verdict
+    # serving is what is measured here, not the model check's verdict nor the 2-core host's timing
+    w = run_python(["-m", "kernel_forge", "warmup", "--time-budget", "30", "--no-check", "--margin", "-100",
+                    SCRIPT] + shape, env)
     assert w.returncode == 0, w.stdout[-3000:] + w.stderr[-3000:]
     assert "chain: add -> native_layer_norm" in w.stdout, w.stdout[-3000:]
 
