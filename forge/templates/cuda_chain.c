@@ -28,7 +28,8 @@
  * tensor is read and written in runs of adjacent rows (64 or 128 bytes of a 2-byte type: 16
  * rows' 32-byte runs held the kernel near half of copy bandwidth); the norm's input kept in
  * shared memory as stored (a row-contiguous input staged there first, read along its rows), its
- * row sums combined there, then y written along the rows (coalesced: eager's contiguous y). */
+ * row sums combined there, then y written along the rows (coalesced: eager's contiguous y);
+ * vec = 1 unrolls its loops by 8, so that each thread has that many loads in flight. */
 #include <stdio.h>
 #include <string.h>
 
@@ -65,12 +66,12 @@ static int64_t tile_smem(const kf_chain_bind *cb, int tr)
     return ((int64_t)tr * (cb->C + tile_pad(cb)) * es + 15) / 16 * 16;
 }
 
-/* The loop over the tile's elements along its rows (kf_i, c, r declared), "{" left open */
+/* The loop over the tile's elements along its rows (kf_i, c, r declared), "{" left open, after
+ * its pragma (unroll); its bound kf_n is the tile's last element, so that it unrolls */
 static const char tile_elems[] =
-    "        for (int e = threadIdx.x; e < KF_TR * (int)KF_C; e += KF_NT) {\n"
+    "        for (int e = threadIdx.x; e < kf_n; e += KF_NT) {\n"
     "            const int kf_i = e / (int)KF_C;\n"
-    "            const long long c = e - kf_i * KF_C, r = r0 + kf_i;\n"
-    "            if (r >= KF_R) break;\n";
+    "            const long long c = e - kf_i * KF_C, r = r0 + kf_i;\n";
 
 /* The tile walk's staged input: one read along the row (contiguous in it, varying across rows)
  * by phase-0 members alone, in the norm's input's dtype, so that its block loads it into kf_xs
@@ -162,6 +163,8 @@ static kf_status render_tile(const kf_template *t, const kf_job_sig *sig, const 
                          "#define KF_XPAD %d\n#define KF_NG (KF_NT / KF_TR) /* column groups */\n",
                      nt, tr, tr != (vals[4] ? 32 : 64) ? ": what the shared memory and threads allow" : "",
                      tile_pad(cb));
+    char unroll[40]; /* vec: loads in flight per thread */
+    snprintf(unroll, sizeof unroll, "#pragma unroll %d\n", vals[3] ? 8 : 1);
     char types[KF_JOB_MAX_TENSORS + KF_JOB_MAX_OUTPUTS][40];
     const char *args[KF_JOB_MAX_TENSORS + KF_JOB_MAX_OUTPUTS];
     kf_strbuf_printf(&b, "\nextern \"C\" __global__ void __launch_bounds__(KF_NT) kf_kernel(");
@@ -173,16 +176,17 @@ static kf_status render_tile(const kf_template *t, const kf_job_sig *sig, const 
                          "    __shared__ kf_ct kf_ps[KF_NT], kf_ms[KF_TR], kf_rs[KF_TR];\n"
                          "    const int kf_tx = threadIdx.x %% KF_TR, kf_ty = threadIdx.x / KF_TR;\n"
                          "    for (long long r0 = (long long)blockIdx.x * KF_TR; r0 < KF_R; "
-                         "r0 += (long long)gridDim.x * KF_TR) {\n",
+                         "r0 += (long long)gridDim.x * KF_TR) {\n"
+                         "        const int kf_n = (int)(KF_R - r0 < KF_TR ? KF_R - r0 : KF_TR) * (int)KF_C;\n",
                      xt, xt);
     if (cb->staged >= 0) /* its rows in shared memory first, read along them */
-        kf_strbuf_printf(&b, "%s            kf_xs[kf_i][c] = p%d[kf_rb%d(r) + c];\n        }\n"
-                             "        __syncthreads();\n", tile_elems, cb->staged, cb->staged);
+        kf_strbuf_printf(&b, "%s%s            kf_xs[kf_i][c] = p%d[kf_rb%d(r) + c];\n        }\n"
+                             "        __syncthreads();\n", unroll, tile_elems, cb->staged, cb->staged);
     kf_strbuf_printf(&b, "        kf_ct kf_s = (kf_ct)0;\n"
                          "        if (r0 + kf_tx < KF_R) {\n"
                          "            const long long r = r0 + kf_tx;\n");
     kf_chain_emit_rowbases(&b, cb, "            ");
-    kf_strbuf_printf(&b, "            for (long long c = kf_ty; c < KF_C; c += KF_NG) {\n");
+    kf_strbuf_printf(&b, "%s            for (long long c = kf_ty; c < KF_C; c += KF_NG) {\n", unroll);
     kf_chain_emit_phase(&b, cb, 0, 1, "                ", "");
     kf_strbuf_printf(&b, "                kf_xs[kf_tx][c] = v%d;\n            }\n        }\n", xm);
     /* the row's sums: each thread's columns, then its row's column groups in order */
@@ -209,8 +213,8 @@ static kf_status render_tile(const kf_template *t, const kf_job_sig *sig, const 
                          "        }\n        __syncthreads();\n",
                      k, k);
     /* y along the rows: consecutive threads, consecutive columns of a row */
-    kf_strbuf_printf(&b, "%s            const kf_ct kf_mean = kf_ms[kf_i], kf_rstd = kf_rs[kf_i];\n",
-                     tile_elems);
+    kf_strbuf_printf(&b, "%s%s            const kf_ct kf_mean = kf_ms[kf_i], kf_rstd = kf_rs[kf_i];\n",
+                     unroll, tile_elems);
     kf_chain_emit_rowbases(&b, cb, "            ");
     if (xlate) kf_chain_emit_store(&b, cb, xm, "kf_xs[kf_i][c]", "            ");
     kf_chain_emit_ln_tile_y(&b, cb, "kf_xs[kf_i][c]", "        ");
