@@ -1034,8 +1034,11 @@ int kf_chain_vec_width(const kf_chain_bind *b, const kf_job_sig *sig)
     for (int k = 0; k < b->n; k++)
         if (b->ostrided[k]) return 1;
     int es = 1;
-    for (int k = 0; k < sig->n_out; k++)
+    for (int k = 0; k < sig->n_out; k++) {
+        const int m = b->ch->out_member[k];
+        if (m == b->ln && k > b->ch->out0[m]) continue; /* the norm's mean and rstd: one per row */
         if (!sig->out_alias[k] && kf_dtype_size(sig->out[k].dtype) > es) es = kf_dtype_size(sig->out[k].dtype);
+    }
     for (int i = 0; i < sig->n_in; i++)
         if (b->st[i][b->nd - 1] == 1 && kf_dtype_size(sig->in[i].dtype) > es)
             es = kf_dtype_size(sig->in[i].dtype);
@@ -1051,7 +1054,7 @@ int kf_chain_vec_width(const kf_chain_bind *b, const kf_job_sig *sig)
     return vw;
 }
 
-void kf_chain_emit_phase_vec(kf_strbuf *s, const kf_chain_bind *b, int phase, const char *ind)
+static void phase_vec(kf_strbuf *s, const kf_chain_bind *b, int phase, int cache, const char *ind)
 {
     const kf_job_chain *ch = b->ch;
     int loaded[KF_JOB_MAX_TENSORS] = {0};
@@ -1083,6 +1086,13 @@ void kf_chain_emit_phase_vec(kf_strbuf *s, const kf_chain_bind *b, int phase, co
     snprintf(in2, sizeof in2, "%s    ", ind);
     kf_strbuf_printf(s, "#pragma unroll\n%sfor (int e = 0; e < KF_VW; e++) {\n", ind);
     emit_phase_(s, b, phase, 1, in2, "", 1, -1);
+    if (cache) {
+        char v[16];
+        snprintf(v, sizeof v, "v%d", b->ch->m[b->tail].ref[0].a);
+        kf_strbuf_printf(s, "%skf_x[jp * KF_VW + e] = ", in2);
+        load_expr(s, member_dtype(b, b->ch->m[b->tail].ref[0].a), 1, v);
+        kf_strbuf_printf(s, ";\n");
+    }
     kf_strbuf_printf(s, "%s}\n", ind);
     for (int k = 0; k < b->n; k++) {
         if (b->phase[k] != phase || k == b->red || k == b->tail || b->dead[k]) continue;
@@ -1092,6 +1102,67 @@ void kf_chain_emit_phase_vec(kf_strbuf *s, const kf_chain_bind *b, int phase, co
         kf_strbuf_printf(s, "%s%s*reinterpret_cast<kf_pack<%s, KF_VW> *>(%s + %sc0) = o%d;\n", ind,
                          b->col[k] ? "if (r == 0) " : "", t, p, b->col[k] ? "" : "r * KF_C + ", k);
     }
+}
+
+void kf_chain_emit_phase_vec(kf_strbuf *s, const kf_chain_bind *b, int phase, const char *ind)
+{
+    phase_vec(s, b, phase, 0, ind);
+}
+
+int kf_chain_tail_packs(const kf_chain_bind *b, const kf_job_sig *sig, int vw)
+{
+    if (vw < 2 || b->ln < 0 || b->tail != b->ln || b->gn || b->tail_arg >= 0 || b->red >= 0) return 0;
+    for (int k = 0; k < b->n; k++)
+        if (b->phase[k] == 4) return 0; /* an epilogue's members store element by element */
+    for (int a = 0; a < 2; a++) {
+        const int i = a ? b->ln_b : b->ln_w;
+        if (i >= 0 && (b->st[i][b->nd - 1] != 1 || sig->in[i].align < vw * kf_dtype_size(sig->in[i].dtype)))
+            return 0;
+    }
+    return 1;
+}
+
+void kf_chain_emit_phase_vec_cache(kf_strbuf *s, const kf_chain_bind *b, const char *ind)
+{
+    kf_strbuf_printf(s, "#pragma unroll\n%sfor (int jp = 0; jp < KF_PPL; jp++) {\n"
+                        "%s    const long long c0 = ((long long)KF_LANE + (long long)jp * KF_LANES) * KF_VW;\n"
+                        "%s    if (c0 >= KF_C) break;\n", ind, ind, ind);
+    char in2[32];
+    snprintf(in2, sizeof in2, "%s    ", ind);
+    phase_vec(s, b, 0, 1, in2);
+    kf_strbuf_printf(s, "%s}\n", ind);
+}
+
+/* cuda 3: y from the registers a pack at a time, weight and bias read in packs, y stored whole */
+static void emit_ln_y_packs(kf_strbuf *s, const kf_chain_bind *b, const char *ind)
+{
+    const kf_job_member *jm = &b->ch->m[b->ln];
+    const int k = b->ln, ydt = member_dtype(b, k);
+    const char *yt = kf_pw_ctype(ydt, 1);
+    kf_strbuf_printf(s, "#pragma unroll\n%sfor (int jp = 0; jp < KF_PPL; jp++) {\n"
+                        "%s    const long long c0 = ((long long)KF_LANE + (long long)jp * KF_LANES) * KF_VW;\n"
+                        "%s    if (c0 >= KF_C) break;\n", ind, ind, ind);
+    for (int a = 0; a < 2; a++) {
+        const int i = a ? b->ln_b : b->ln_w;
+        if (i < 0) continue;
+        const char *t = kf_pw_ctype(jm->sig.in[a && b->ln_w >= 0 ? 2 : 1].dtype, 1);
+        kf_strbuf_printf(s, "%s    const kf_pack<%s, KF_VW> kf_%c = *reinterpret_cast<const kf_pack<%s, "
+                            "KF_VW> *>(p%d + rb%d + c0);\n", ind, t, a ? 'b' : 'w', t, i, i);
+    }
+    kf_strbuf_printf(s, "%s    kf_pack<%s, KF_VW> o%d;\n#pragma unroll\n"
+                        "%s    for (int e = 0; e < KF_VW; e++) {\n"
+                        "%s        kf_ct v = (kf_x[jp * KF_VW + e] - kf_mean) * kf_rstd;\n",
+                     ind, yt, k, ind, ind);
+    for (int a = 0; a < 2; a++) {
+        if ((a ? b->ln_b : b->ln_w) < 0) continue;
+        kf_strbuf_printf(s, "%s        v %s= ", ind, a ? "+" : "*");
+        load_expr(s, jm->sig.in[a && b->ln_w >= 0 ? 2 : 1].dtype, 1, a ? "kf_b.v[e]" : "kf_w.v[e]");
+        kf_strbuf_printf(s, ";\n");
+    }
+    kf_strbuf_printf(s, "%s        o%d.v[e] = ", ind, k);
+    store_expr(s, ydt, 1, "v");
+    kf_strbuf_printf(s, ";\n%s    }\n%s    *reinterpret_cast<kf_pack<%s, KF_VW> *>(y%d + r * KF_C + c0) = o%d;\n"
+                        "%s}\n", ind, ind, yt, k, k, ind);
 }
 
 int kf_chain_emit_params(kf_strbuf *s, const kf_chain_bind *b, const kf_job_sig *sig, int cuda,
@@ -1130,7 +1201,7 @@ void kf_chain_emit_red_value(kf_strbuf *s, const kf_chain_bind *b, int cuda, con
 
 void kf_chain_emit_tail_begin(kf_strbuf *s, const kf_chain_bind *b, int cuda, const char *ind)
 {
-    if (cuda == 2 && b->tail >= 0) kf_strbuf_printf(s, "%skf_ct kf_x[KF_CPL];\n", ind);
+    if (cuda >= 2 && b->tail >= 0) kf_strbuf_printf(s, "%skf_ct kf_x[KF_CPL];\n", ind);
     if (b->sm >= 0) kf_strbuf_printf(s, "%skf_ct kf_m = -(kf_ct)KF_PW_INF;\n", ind);
     if (b->ln < 0) return;
     if (cuda) kf_strbuf_printf(s, "%skf_ct kf_s = (kf_ct)0, kf_q = (kf_ct)0;\n", ind);
@@ -1155,9 +1226,9 @@ void kf_chain_emit_tail_cache(kf_strbuf *s, const kf_chain_bind *b, const char *
 
 const char *kf_chain_cols_loop(char *buf, size_t cap, int cuda, const char *ind)
 {
-    if (cuda == 2)
+    if (cuda >= 2)
         snprintf(buf, cap, "#pragma unroll\n%sfor (int j = 0; j < KF_CPL; j++) {\n"
-                           "%s    const long long c = KF_LANE + (long long)j * KF_LANES;\n"
+                           "%s    const long long c = KF_COL(j);\n"
                            "%s    if (c >= KF_C) break;", ind, ind, ind);
     else
         snprintf(buf, cap, "%s", cuda ? "for (long long c = KF_LANE; c < KF_C; c += KF_LANES) {"
@@ -1171,7 +1242,7 @@ static void tail_x(kf_strbuf *sx, const kf_chain_bind *b, int cuda)
 {
     int xm = b->ch->m[b->tail].ref[0].a;
     char xp[16], x[128];
-    if (cuda == 2) {
+    if (cuda >= 2) {
         kf_strbuf_printf(sx, "kf_x[j]");
         return;
     }
@@ -1391,9 +1462,14 @@ void kf_chain_emit_tail(kf_strbuf *s, const kf_chain_bind *b, int cuda, int inli
     store_expr(s, mdt, cuda, "kf_mean");
     kf_strbuf_printf(s, ";\n%s    y%d_2[r] = ", ind, k);
     store_expr(s, rdt, cuda, "kf_rstd");
-    kf_strbuf_printf(s, ";\n%s}\n%s%s%s\n", ind, cuda ? "" : "#pragma omp simd\n", ind, loop);
-    emit_ln_y(s, b, cuda, sx.p, ind);
-    kf_strbuf_printf(s, "%s}\n", ind);
+    kf_strbuf_printf(s, ";\n%s}\n", ind);
+    if (lp == 3) {
+        emit_ln_y_packs(s, b, ind);
+    } else {
+        kf_strbuf_printf(s, "%s%s%s\n", cuda ? "" : "#pragma omp simd\n", ind, loop);
+        emit_ln_y(s, b, cuda, sx.p, ind);
+        kf_strbuf_printf(s, "%s}\n", ind);
+    }
     kf_strbuf_free(&sx);
 }
 

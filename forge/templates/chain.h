@@ -129,6 +129,12 @@ int kf_chain_vec_width(const kf_chain_bind *b, const kf_job_sig *sig);
  * values read back (q<m>), each element as kf_chain_emit_phase computes it, into output packs
  * stored whole. rb<i>, r and c0 are in scope. */
 void kf_chain_emit_phase_vec(kf_strbuf *s, const kf_chain_bind *b, int phase, const char *ind);
+/* Whether a layer norm ending the chain can keep its input in registers as packs of vw (cuda 3
+ * below): no epilogue after it, its weight and bias read along the row and aligned */
+int kf_chain_tail_packs(const kf_chain_bind *b, const kf_job_sig *sig, int vw);
+/* cuda 3's phase 0: the thread's KF_PPL packs of row r (pack jp at column
+ * c0 = (KF_LANE + jp * KF_LANES) * KF_VW), unrolled, the norm's input kept in kf_x[jp * KF_VW + e] */
+void kf_chain_emit_phase_vec_cache(kf_strbuf *s, const kf_chain_bind *b, const char *ind);
 /* The kernel's parameters ("const float *p0, ..., float *y2") and the launch record's types;
  * returns the count. */
 int kf_chain_emit_params(kf_strbuf *s, const kf_chain_bind *b, const kf_job_sig *sig, int cuda,
@@ -143,12 +149,13 @@ int kf_chain_emit_params(kf_strbuf *s, const kf_chain_bind *b, const kf_job_sig 
  * kf_expf_neg (its argument x - max is never positive), which the source must include. */
 void kf_chain_emit_tail_begin(kf_strbuf *s, const kf_chain_bind *b, int cuda, const char *ind);
 /* cuda 2 (cuda_chain, rows short enough): the tail's input is kept in registers, kf_x[j] for
- * the thread's column c = KF_LANE + j * KF_LANES (j < KF_CPL, the phase-0 loop unrolled), each
- * stored by kf_chain_emit_tail_cache after phase 0, not read back from memory */
+ * the thread's column c = KF_COL(j) (KF_LANE + j * KF_LANES, j < KF_CPL, the phase-0 loop
+ * unrolled), each stored by kf_chain_emit_tail_cache after phase 0, not read back from memory;
+ * cuda 3 the same in packs (kf_chain_emit_phase_vec_cache), the norm's y written in packs */
 void kf_chain_emit_tail_cache(kf_strbuf *s, const kf_chain_bind *b, const char *ind);
 /* The loop over a thread's columns of row r, its "{" left open (cuda 0: every column; 1: c from
- * KF_LANE by KF_LANES; 2: j < KF_CPL unrolled, c = KF_LANE + j * KF_LANES, so that phase 0 and
- * the tail index kf_x[j] alike); the text is in buf, printed after `ind`. */
+ * KF_LANE by KF_LANES; 2 and 3: j < KF_CPL unrolled, c = KF_COL(j), so that phase 0 and the tail
+ * index kf_x[j] alike); the text is in buf, printed after `ind`. */
 const char *kf_chain_cols_loop(char *buf, size_t cap, int cuda, const char *ind);
 /* The loop over group g of a chain ending in a group norm, "{" left open: the host's over its
  * rows (r), CUDA's over its elements (r and c declared, strided over the block or cluster) */

@@ -16,7 +16,8 @@
  * per row would leave most of its threads idle: a Swin window's softmax has 49): a warp per row,
  * KF_NT / 32 rows per block, combined with shuffles alone. A row tail without packs keeps its
  * input in registers when a thread takes at most KF_CACHE_MAX_CPL columns (eager's persistent
- * softmax does the same), so that its passes do not read the stored member back. A group norm
+ * softmax does the same), so that its passes do not read the stored member back; with packs, a
+ * layer norm's input the same up to KF_CACHE_MAX_PACKED columns, its y stored in packs. A group norm
  * ending the chain: a block per group (a run of rows), or (rows = 0: few groups, e.g. a VAE's 32
  * at batch 1) a cluster of 4 or 8 blocks (warp 0 / 1) summing through distributed shared memory
  * (sm_90), the threads striding the group's elements in phase 0 and the norm's passes alike.
@@ -47,6 +48,7 @@ static const kf_knob_def knobs[] = {
 #define NKNOBS ((int)(sizeof knobs / sizeof knobs[0]))
 #define KF_WARP_MAX_C 1024 /* longer rows: a lane would take over 32 elements */
 #define KF_CACHE_MAX_CPL 16 /* registers per thread for the row tail's input */
+#define KF_CACHE_MAX_PACKED 32 /* the same, a layer norm's input read in packs */
 #define KF_TILE_SMEM (96 * 1024) /* the tile walk's dynamic shared memory: 2 blocks of 256 fit */
 
 static int member_dtype_of(const kf_chain_bind *cb, int k) { return cb->ch->m[k].sig.out[0].dtype; }
@@ -244,6 +246,9 @@ static kf_status render(const kf_job_sig *sig, const int *knob_idx, char **sourc
     int lanes = warp ? 32 : nt, cpl = (int)((cb.C + lanes - 1) / lanes);
     int cache = rows && !cb.gn && cb.tail >= 0 && cb.tail_arg < 0 && cb.red < 0 && vw == 1 &&
                 cpl <= KF_CACHE_MAX_CPL;
+    /* with packs: a layer norm's input in registers, ppl packs per thread, y stored in packs */
+    int ppl = vw > 1 ? (int)((cb.C / vw + lanes - 1) / lanes) : 0;
+    if (rows && ppl * vw <= KF_CACHE_MAX_PACKED && kf_chain_tail_packs(&cb, sig, vw)) cache = 3;
     /* a group norm's blocks per group: one, or a cluster of 4 or 8 (rows 0, warp 0 / 1) */
     int cl = !cb.gn || vals[2] ? 1 : vals[4] ? 8 : 4;
     unsigned grid = cb.gn ? kf_template_grid(cb.gn_ng * cl, nt, &gs) / (unsigned)cl * (unsigned)cl
@@ -259,7 +264,13 @@ static kf_status render(const kf_job_sig *sig, const int *knob_idx, char **sourc
         kf_strbuf_printf(&b, "#define KF_LANES 32\n#define KF_LANE (threadIdx.x & 31)\n");
     else
         kf_strbuf_printf(&b, "#define KF_LANES KF_NT\n#define KF_LANE threadIdx.x\n");
-    if (cache) kf_strbuf_printf(&b, "#define KF_CPL %d /* columns per thread */\n", cpl);
+    if (cache == 3)
+        kf_strbuf_printf(&b, "#define KF_PPL %d /* packs per thread */\n#define KF_CPL (KF_PPL * KF_VW)\n"
+                             "#define KF_COL(j) (((long long)KF_LANE + (long long)((j) / KF_VW) * KF_LANES) "
+                             "* KF_VW + (j) %% KF_VW)\n", ppl);
+    else if (cache)
+        kf_strbuf_printf(&b, "#define KF_CPL %d /* columns per thread */\n"
+                             "#define KF_COL(j) (KF_LANE + (long long)(j) * KF_LANES)\n", cpl);
     if (cb.gn) { /* a group's elements strided over its cluster's threads */
         kf_strbuf_printf(&b, "#define KF_CL %d /* blocks per group (the rows and warp knobs; vec does "
                              "not apply) */\n#define KF_GES ((long long)KF_CL * KF_NT)\n", cl);
@@ -320,16 +331,21 @@ static kf_status render(const kf_job_sig *sig, const int *knob_idx, char **sourc
         else
             kf_strbuf_printf(&b, "    for (long long r = blockIdx.x; r < KF_R; r += gridDim.x) {\n");
         kf_chain_emit_rowbases(&b, &cb, "        ");
-        kf_chain_emit_tail_begin(&b, &cb, cache ? 2 : 1, "        ");
+        const int tail_mode = cache == 3 ? 3 : cache ? 2 : 1; /* kf_chain_emit_tail's cuda */
+        kf_chain_emit_tail_begin(&b, &cb, tail_mode, "        ");
         if (cb.red >= 0) kf_strbuf_printf(&b, "        kf_ct acc = KF_RINIT;\n");
         char lb[256];
-        if (cache) kf_strbuf_printf(&b, "        %s\n", kf_chain_cols_loop(lb, sizeof lb, 2, "        "));
-        else kf_strbuf_printf(&b, "%s", cols);
-        if (vw > 1) kf_chain_emit_phase_vec(&b, &cb, 0, "            ");
-        else kf_chain_emit_phase(&b, &cb, 0, 1, "            ", "");
-        if (cache) kf_chain_emit_tail_cache(&b, &cb, "            ");
-        kf_strbuf_printf(&b, "        }\n");
-        kf_chain_emit_tail(&b, &cb, cache ? 2 : 1, 0, "        ");
+        if (cache == 3) {
+            kf_chain_emit_phase_vec_cache(&b, &cb, "        ");
+        } else {
+            if (cache) kf_strbuf_printf(&b, "        %s\n", kf_chain_cols_loop(lb, sizeof lb, 2, "        "));
+            else kf_strbuf_printf(&b, "%s", cols);
+            if (vw > 1) kf_chain_emit_phase_vec(&b, &cb, 0, "            ");
+            else kf_chain_emit_phase(&b, &cb, 0, 1, "            ", "");
+            if (cache) kf_chain_emit_tail_cache(&b, &cb, "            ");
+            kf_strbuf_printf(&b, "        }\n");
+        }
+        kf_chain_emit_tail(&b, &cb, tail_mode, 0, "        ");
         if (cb.red >= 0) {
             kf_strbuf_printf(&b, "        acc = kf_chain_row_reduce(acc);\n");
             kf_chain_emit_red_value(&b, &cb, 1, "        ", "if (KF_LANE == 0) ");

@@ -326,6 +326,13 @@ static void run_case(const ccase *c)
             /* a row tail's input in registers wherever no packs are taken (the rows are short) */
             int cached = cb.tail >= 0 && cb.tail_arg < 0 && cb.red < 0 && !cb.gn && !strstr(src, "KF_VW") &&
                          !strstr(src, "KF_TR ");
+            /* a layer norm read in packs keeps them in registers, its y stored in packs */
+            const int packed = strstr(src, "KF_VW") && !strstr(src, "KF_TR ") &&
+                               kf_chain_tail_packs(&cb, s, kf_chain_vec_width(&cb, s));
+            if (!CHECK_EQ_INT(strstr(src, "#define KF_PPL") != NULL, packed) ||
+                (packed && !CHECK(strstr(src, " + r * KF_C + c0) = o") && strstr(src, "kf_x[jp * KF_VW + e] = "))))
+                printf("     %s: the norm's input in packed registers %s\n", label, packed ? "expected" : "not expected");
+            cached |= packed;
             /* a layer norm after a strided member: the tile walk, unless the rows knob says not */
             int tile = cb.ln >= 0 && (cb.ostrided[0] || cb.st[1][cb.nd - 1] > 1) && cuda_t->knobs[2].values[rows];
             if (tile && !CHECK(!strstr(lj, "\"smem\":0,") && strstr(src, "(kf_xs[kf_tx], c)")))
