@@ -15,7 +15,7 @@ one() {  # $1 name, the rest: chain_host_cost.py options
   shift
   export KFORGE_CACHE_DIR=/tmp/hc-$name
   rm -rf "$KFORGE_CACHE_DIR"
-  timeout 90 python3 -m kernel_forge.cli warmup --time-budget 40 ${NOCHECK:+--no-check} benchmarks/chain_host_cost.py "$@" \
+  timeout 90 python3 -m kernel_forge.cli warmup --time-budget ${BUDGET:-40} ${NOCHECK:+--no-check} benchmarks/chain_host_cost.py "$@" \
     > "$OUT/$name-warmup.log" 2>&1
   sed -n '/^op  /,/^$/p' "$OUT/$name-warmup.log" | cut -c1-200
   timeout 60 python3 benchmarks/chain_host_cost.py "$@" --measure 300 > "$OUT/$name.log" 2>&1
