@@ -1,5 +1,5 @@
 # Session 35, call I: the tile walk with its loops unrolled (a02ef0e) and the row walk's layer
-# norm in packed registers (c3b2a34) on the GPU, in one call: the GPU tests of the layer-norm
+# norm in packed registers (7d27c93) on the GPU, in one call: the GPU tests of the layer-norm
 # chains, the chain kernels alone (callH.sh: Whisper's and MLP-Mixer's transposed shapes, DeiT's
 # row walk), then Whisper's encoder (zoo) beside torch.compile in what time is left (callG.sh,
 # fresh processes, defaults).
