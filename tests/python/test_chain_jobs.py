@@ -350,6 +350,10 @@ WIDE = {"rmsnorm_bf16_casts_wide": (hf_rms, lambda: (torch.randn(4, 1024, 2048).
         "add_softmax_cast_wide": (add_softmax_cast, lambda: (
             torch.randn(2, 16, 1024, 1024).bfloat16(), torch.randn(1, 1, 1024, 1024).bfloat16()),
             4, (2, 0), 4),
+        # DeiT-B's residual add and norm in bf16: rows of 768 kept in registers as packs of 8
+        "add_layer_norm_bf16_wide": (add_layer_norm, lambda: (
+            torch.randn(64, 197, 768).bfloat16(), torch.randn(64, 197, 768).bfloat16(),
+            torch.randn(768).bfloat16(), torch.randn(768).bfloat16()), 2, (2, 2), 4),
         # GPT-2's MLP activation at [8, 512, 3072]: no candidate verified on the H200 (session 10)
         "new_gelu_bf16_wide": (new_gelu_inner, lambda: (torch.randn(8, 512, 3072).bfloat16(),),
                                6, (1, 0), 6)}
@@ -368,6 +372,10 @@ def test_cuda_chain_job_verifies_and_inserts(name, tmp_path):
     assert res["status"] == "inserted", res
     ok = [n for n in nodes(str(tmp_path / "job")) if n["status"] in ("verified", "slower")]
     assert ok and all(n["meta"]["template"] == "cuda_chain" for n in ok), ok
+    if "layer_norm" in name:  # every layout the template renders for a norm computes it
+        bad = [(n["status"], n["meta"]) for n in nodes(str(tmp_path / "job"))
+               if n["status"] in ("wrong", "untouched", "input_written", "oob", "crash", "compile_error")]
+        assert not bad, bad
 
 WARMUP_SCRIPT = (
     "import torch\n"
