@@ -753,7 +753,7 @@ static void out_ptr(char *buf, size_t cap, const kf_chain_bind *b, int k)
     else snprintf(buf, cap, "y%d", k);
 }
 
-static int member_dtype(const kf_chain_bind *b, int k)
+int kf_chain_member_dtype(const kf_chain_bind *b, int k)
 {
     return b->ch->m[k].sig.out[0].dtype;
 }
@@ -800,7 +800,7 @@ static void emit_segment(kf_strbuf *s, const kf_chain_bind *b, int k, int cuda, 
         src[q] = sb[q];
         off[q] = ob[q];
     }
-    kf_strbuf_printf(s, "%sconst %s v%d = KF_ST%s(", ind, kf_pw_ctype(member_dtype(b, k), cuda), k, sfx);
+    kf_strbuf_printf(s, "%sconst %s v%d = KF_ST%s(", ind, kf_pw_ctype(kf_chain_member_dtype(b, k), cuda), k, sfx);
     kf_pw_emit_call_as(s, pb, sfx, src, off);
     char at[96];
     out_at(at, sizeof at, b, k, cix, b->part_len[p]);
@@ -812,7 +812,7 @@ static void emit_segment(kf_strbuf *s, const kf_chain_bind *b, int k, int cuda, 
 static void emit_cat(kf_strbuf *s, const kf_chain_bind *b, int cuda, const char *ind, int only)
 {
     const int k = b->cat;
-    kf_strbuf_printf(s, "%s%s v%d;\n", ind, kf_pw_ctype(member_dtype(b, k), cuda), k);
+    kf_strbuf_printf(s, "%s%s v%d;\n", ind, kf_pw_ctype(kf_chain_member_dtype(b, k), cuda), k);
     char in2[64];
     snprintf(in2, sizeof in2, "%s    ", ind);
     for (int p = 0; p < b->n_parts; p++) {
@@ -900,7 +900,7 @@ static void emit_bn(kf_strbuf *s, const kf_chain_bind *b, int k, const char *cix
         else ext_src(b, k, li, cix, vec, sp, sizeof sp, so, sizeof so), snprintf(v, sizeof v, "%s[%s]", sp, so);
         load_expr(&x[a], jm->sig.in[li].dtype, cuda, v);
     }
-    kf_strbuf_printf(s, "%sconst %s v%d = ", ind, kf_pw_ctype(member_dtype(b, k), cuda), k);
+    kf_strbuf_printf(s, "%sconst %s v%d = ", ind, kf_pw_ctype(kf_chain_member_dtype(b, k), cuda), k);
     kf_strbuf e = {0}, inv = {0}, al = {0};
     bn_invstd(&inv, cuda, x[4].p, b->bn_eps[k]);
     if (cuda) { /* ((x - mean) * invstd) * w + b */
@@ -913,7 +913,7 @@ static void emit_bn(kf_strbuf *s, const kf_chain_bind *b, int k, const char *cix
         kf_strbuf_printf(&e, "fmaf(%s, %s, fmaf(-%s, %s, %s))", x[0].p, al.p, x[3].p, al.p,
                          x[2].p ? x[2].p : "(kf_ct)0");
     }
-    store_expr(s, member_dtype(b, k), cuda, e.p);
+    store_expr(s, kf_chain_member_dtype(b, k), cuda, e.p);
     kf_strbuf_free(&inv);
     kf_strbuf_free(&al);
     kf_strbuf_printf(s, ";\n");
@@ -945,7 +945,7 @@ static void emit_pw_value(kf_strbuf *s, const kf_chain_bind *b, int k, const cha
         src[q] = sb[q];
         off[q] = ob[q];
     }
-    kf_strbuf_printf(s, "%sconst %s v%d = KF_ST%s(", ind, kf_pw_ctype(member_dtype(b, k), cuda),
+    kf_strbuf_printf(s, "%sconst %s v%d = KF_ST%s(", ind, kf_pw_ctype(kf_chain_member_dtype(b, k), cuda),
                      k, sfx);
     kf_pw_emit_call_as(s, pb, sfx, src, off);
     kf_strbuf_printf(s, ");\n");
@@ -961,7 +961,7 @@ static void emit_phase_(kf_strbuf *s, const kf_chain_bind *b, int phase, int cud
             if (!read_back(b, m)) continue;
             char p[16];
             out_ptr(p, sizeof p, b, m);
-            kf_strbuf_printf(s, "%sconst %s v%d = ", ind, kf_pw_ctype(member_dtype(b, m), cuda), m);
+            kf_strbuf_printf(s, "%sconst %s v%d = ", ind, kf_pw_ctype(kf_chain_member_dtype(b, m), cuda), m);
             if (vec) kf_strbuf_printf(s, "q%d.v[e];\n", m);
             else kf_strbuf_printf(s, "%s[r * KF_C + c];\n", p);
         }
@@ -1007,7 +1007,7 @@ static void emit_phase_(kf_strbuf *s, const kf_chain_bind *b, int phase, int cud
         snprintf(v, sizeof v, "v%d", xm);
         kf_strbuf x = {0}; /* the tail's input: a kernel input's element, or member xm's value */
         if (b->tail_arg >= 0) tail_in(&x, b, cuda);
-        else load_expr(&x, member_dtype(b, xm), cuda, v);
+        else load_expr(&x, kf_chain_member_dtype(b, xm), cuda, v);
         if (b->ln >= 0)
             kf_strbuf_printf(s, "%skf_s += %s%s;\n", ind, cuda ? "" : "(double)", x.p);
         else /* a NaN is dropped from the max and comes back through its exp in the sum */
@@ -1073,7 +1073,7 @@ static void phase_vec(kf_strbuf *s, const kf_chain_bind *b, int phase, int cache
     }
     for (int m = 0; phase == 2 && m < b->n; m++) {
         if (!read_back(b, m)) continue;
-        const char *t = kf_pw_ctype(member_dtype(b, m), 1);
+        const char *t = kf_pw_ctype(kf_chain_member_dtype(b, m), 1);
         char p[16];
         out_ptr(p, sizeof p, b, m);
         kf_strbuf_printf(s, "%sconst kf_pack<%s, KF_VW> q%d = *reinterpret_cast<const kf_pack<%s, "
@@ -1081,7 +1081,7 @@ static void phase_vec(kf_strbuf *s, const kf_chain_bind *b, int phase, int cache
     }
     for (int k = 0; k < b->n; k++)
         if (b->phase[k] == phase && k != b->red && k != b->tail && !b->dead[k])
-            kf_strbuf_printf(s, "%skf_pack<%s, KF_VW> o%d;\n", ind, kf_pw_ctype(member_dtype(b, k), 1), k);
+            kf_strbuf_printf(s, "%skf_pack<%s, KF_VW> o%d;\n", ind, kf_pw_ctype(kf_chain_member_dtype(b, k), 1), k);
     char in2[32];
     snprintf(in2, sizeof in2, "%s    ", ind);
     kf_strbuf_printf(s, "#pragma unroll\n%sfor (int e = 0; e < KF_VW; e++) {\n", ind);
@@ -1090,13 +1090,13 @@ static void phase_vec(kf_strbuf *s, const kf_chain_bind *b, int phase, int cache
         char v[16];
         snprintf(v, sizeof v, "v%d", b->ch->m[b->tail].ref[0].a);
         kf_strbuf_printf(s, "%skf_x[jp * KF_VW + e] = ", in2);
-        load_expr(s, member_dtype(b, b->ch->m[b->tail].ref[0].a), 1, v);
+        load_expr(s, kf_chain_member_dtype(b, b->ch->m[b->tail].ref[0].a), 1, v);
         kf_strbuf_printf(s, ";\n");
     }
     kf_strbuf_printf(s, "%s}\n", ind);
     for (int k = 0; k < b->n; k++) {
         if (b->phase[k] != phase || k == b->red || k == b->tail || b->dead[k]) continue;
-        const char *t = kf_pw_ctype(member_dtype(b, k), 1);
+        const char *t = kf_pw_ctype(kf_chain_member_dtype(b, k), 1);
         char p[16];
         out_ptr(p, sizeof p, b, k);
         kf_strbuf_printf(s, "%s%s*reinterpret_cast<kf_pack<%s, KF_VW> *>(%s + %sc0) = o%d;\n", ind,
@@ -1122,11 +1122,17 @@ int kf_chain_tail_packs(const kf_chain_bind *b, const kf_job_sig *sig, int vw)
     return 1;
 }
 
-void kf_chain_emit_phase_vec_cache(kf_strbuf *s, const kf_chain_bind *b, const char *ind)
+/* cuda 3's loop over the thread's packs of row r (c0 in scope), "{" left open */
+static void packs_loop(kf_strbuf *s, const char *ind)
 {
     kf_strbuf_printf(s, "#pragma unroll\n%sfor (int jp = 0; jp < KF_PPL; jp++) {\n"
                         "%s    const long long c0 = ((long long)KF_LANE + (long long)jp * KF_LANES) * KF_VW;\n"
                         "%s    if (c0 >= KF_C) break;\n", ind, ind, ind);
+}
+
+void kf_chain_emit_phase_vec_cache(kf_strbuf *s, const kf_chain_bind *b, const char *ind)
+{
+    packs_loop(s, ind);
     char in2[32];
     snprintf(in2, sizeof in2, "%s    ", ind);
     phase_vec(s, b, 0, 1, in2);
@@ -1137,11 +1143,9 @@ void kf_chain_emit_phase_vec_cache(kf_strbuf *s, const kf_chain_bind *b, const c
 static void emit_ln_y_packs(kf_strbuf *s, const kf_chain_bind *b, const char *ind)
 {
     const kf_job_member *jm = &b->ch->m[b->ln];
-    const int k = b->ln, ydt = member_dtype(b, k);
+    const int k = b->ln, ydt = kf_chain_member_dtype(b, k);
     const char *yt = kf_pw_ctype(ydt, 1);
-    kf_strbuf_printf(s, "#pragma unroll\n%sfor (int jp = 0; jp < KF_PPL; jp++) {\n"
-                        "%s    const long long c0 = ((long long)KF_LANE + (long long)jp * KF_LANES) * KF_VW;\n"
-                        "%s    if (c0 >= KF_C) break;\n", ind, ind, ind);
+    packs_loop(s, ind);
     for (int a = 0; a < 2; a++) {
         const int i = a ? b->ln_b : b->ln_w;
         if (i < 0) continue;
@@ -1193,7 +1197,7 @@ int kf_chain_emit_params(kf_strbuf *s, const kf_chain_bind *b, const kf_job_sig 
 void kf_chain_emit_red_value(kf_strbuf *s, const kf_chain_bind *b, int cuda, const char *ind,
                              const char *store_guard)
 {
-    int k = b->red, dt = member_dtype(b, k);
+    int k = b->red, dt = kf_chain_member_dtype(b, k);
     kf_strbuf_printf(s, "%sconst %s v%d = ", ind, kf_pw_ctype(dt, cuda), k);
     store_expr(s, dt, cuda, "KF_RFINAL(acc)");
     kf_strbuf_printf(s, ";\n%s%sy%d[r] = v%d;\n", ind, store_guard, k, k);
@@ -1220,7 +1224,7 @@ void kf_chain_emit_tail_cache(kf_strbuf *s, const kf_chain_bind *b, const char *
     char v[16];
     snprintf(v, sizeof v, "v%d", b->ch->m[b->tail].ref[0].a);
     kf_strbuf_printf(s, "%skf_x[j] = ", ind);
-    load_expr(s, member_dtype(b, b->ch->m[b->tail].ref[0].a), 1, v);
+    load_expr(s, kf_chain_member_dtype(b, b->ch->m[b->tail].ref[0].a), 1, v);
     kf_strbuf_printf(s, ";\n");
 }
 
@@ -1254,7 +1258,7 @@ static void tail_x(kf_strbuf *sx, const kf_chain_bind *b, int cuda)
     out_ptr(xp, sizeof xp, b, xm);
     out_at(at, sizeof at, b, xm, "c", b->C);
     snprintf(x, sizeof x, "%s[%s]", xp, at);
-    load_expr(sx, member_dtype(b, xm), cuda, x);
+    load_expr(sx, kf_chain_member_dtype(b, xm), cuda, x);
 }
 
 /* y = exp(x - max) / sum over the row, x the stored input (eager's math, in kf_ct) */
@@ -1278,7 +1282,7 @@ static void emit_sm(kf_strbuf *s, const kf_chain_bind *b, int cuda, int inline_e
     kf_strbuf v = {0};
     if (cuda == 2) kf_strbuf_printf(&v, "kf_x[j] / kf_e");
     else kf_strbuf_printf(&v, "%s(%s - kf_m) / kf_e", ex, sx.p);
-    int dt = member_dtype(b, k);
+    int dt = kf_chain_member_dtype(b, k);
     kf_strbuf_printf(s, "%s%s%s\n%s    const %s v%d = ", cuda ? "" : "#pragma omp simd\n", ind,
                      loop, ind, kf_pw_ctype(dt, cuda != 0), k);
     store_expr(s, dt, cuda != 0, v.p);
@@ -1321,7 +1325,7 @@ static void emit_gn(kf_strbuf *s, const kf_chain_bind *b, int cuda, const char *
 {
     const kf_job_member *jm = &b->ch->m[b->ln];
     int k = b->ln;
-    int ydt = member_dtype(b, k), mdt = jm->sig.out[1].dtype, rdt = jm->sig.out[2].dtype;
+    int ydt = kf_chain_member_dtype(b, k), mdt = jm->sig.out[1].dtype, rdt = jm->sig.out[2].dtype;
     kf_strbuf sx = {0}, sw = {0}, sb = {0};
     tail_x(&sx, b, cuda);
     char wv[96], bv[96];
@@ -1418,7 +1422,7 @@ static void emit_ln_y(kf_strbuf *s, const kf_chain_bind *b, int cuda, const char
         kf_strbuf_printf(s, "%s    v %s= %s;\n", ind, a ? "+" : "*", e.p);
         kf_strbuf_free(&e);
     }
-    store_tail_y(s, b, member_dtype(b, b->ln), cuda, ind, "");
+    store_tail_y(s, b, kf_chain_member_dtype(b, b->ln), cuda, ind, "");
 }
 
 void kf_chain_emit_tail(kf_strbuf *s, const kf_chain_bind *b, int cuda, int inline_exp,
@@ -1483,7 +1487,7 @@ void kf_chain_emit_store(kf_strbuf *s, const kf_chain_bind *b, int k, const char
 
 void kf_chain_emit_tile_x(kf_strbuf *s, const kf_chain_bind *b, const char *xs)
 {
-    load_expr(s, member_dtype(b, b->ch->m[b->ln].ref[0].a), 1, xs);
+    load_expr(s, kf_chain_member_dtype(b, b->ch->m[b->ln].ref[0].a), 1, xs);
 }
 
 void kf_chain_emit_ln_tile_y(kf_strbuf *s, const kf_chain_bind *b, const char *xs, const char *ind)

@@ -124,6 +124,8 @@ void kf_chain_emit_red_value(kf_strbuf *s, const kf_chain_bind *b, int cuda, con
  * contiguous along it, its rows and data pointer aligned to a whole pack (the job's "align";
  * outputs are fresh, the allocator's); else 1. */
 int kf_chain_vec_width(const kf_chain_bind *b, const kf_job_sig *sig);
+/* The dtype member k stores its (first) output in */
+int kf_chain_member_dtype(const kf_chain_bind *b, int k);
 /* The statements of phase 0 or 2 for the KF_VW elements of row r from column c0 on (a multiple
  * of KF_VW): the packs of the inputs read along the row (a<i>) and, in phase 2, of the phase-0
  * values read back (q<m>), each element as kf_chain_emit_phase computes it, into output packs

@@ -51,20 +51,18 @@ static const kf_knob_def knobs[] = {
 #define KF_CACHE_MAX_PACKED 32 /* the same, a layer norm's input read in packs */
 #define KF_TILE_SMEM (96 * 1024) /* the tile walk's dynamic shared memory: 2 blocks of 256 fit */
 
-static int member_dtype_of(const kf_chain_bind *cb, int k) { return cb->ch->m[k].sig.out[0].dtype; }
-
 /* The tile walk's pad per row of the norm's input, so that a warp's rows fall in different
  * banks: elements of its dtype */
 static int tile_pad(const kf_chain_bind *cb)
 {
-    return kf_dtype_size(member_dtype_of(cb, cb->ch->m[cb->ln].ref[0].a)) == 2 ? 2 : 1;
+    return kf_dtype_size(kf_chain_member_dtype(cb, cb->ch->m[cb->ln].ref[0].a)) == 2 ? 2 : 1;
 }
 
 /* The tile walk's dynamic shared memory for tr rows: the norm's input as stored, padded (its
  * sums are static) */
 static int64_t tile_smem(const kf_chain_bind *cb, int tr)
 {
-    const int es = kf_dtype_size(member_dtype_of(cb, cb->ch->m[cb->ln].ref[0].a));
+    const int es = kf_dtype_size(kf_chain_member_dtype(cb, cb->ch->m[cb->ln].ref[0].a));
     return ((int64_t)tr * (cb->C + tile_pad(cb)) * es + 15) / 16 * 16;
 }
 
@@ -81,7 +79,7 @@ static const char tile_elems[] =
  * 0 then overwrites each element with the norm's input. -1: none. */
 static int staged_input(const kf_chain_bind *cb, const kf_job_sig *sig)
 {
-    const int nd = cb->nd, dt = member_dtype_of(cb, cb->ch->m[cb->ln].ref[0].a);
+    const int nd = cb->nd, dt = kf_chain_member_dtype(cb, cb->ch->m[cb->ln].ref[0].a);
     for (int i = 0; i < sig->n_in; i++) {
         if (cb->st[i][nd - 1] != 1 || !cb->st[i][nd - 2] || sig->in[i].dtype != dt) continue;
         int ok = 1;
@@ -172,7 +170,7 @@ static kf_status render_tile(const kf_template *t, const kf_job_sig *sig, const 
     kf_strbuf_printf(&b, "\nextern \"C\" __global__ void __launch_bounds__(KF_NT) kf_kernel(");
     int na = kf_chain_emit_params(&b, cb, sig, 1, types, args);
     kf_strbuf_printf(&b, ")\n{\n");
-    const char *xt = kf_pw_ctype(member_dtype_of(cb, xm), 1);
+    const char *xt = kf_pw_ctype(kf_chain_member_dtype(cb, xm), 1);
     kf_strbuf_printf(&b, "    extern __shared__ __align__(16) unsigned char kf_dyn[];\n"
                          "    %s (*const kf_xs)[KF_C + KF_XPAD] = reinterpret_cast<%s (*)[KF_C + KF_XPAD]>(kf_dyn);\n"
                          "    __shared__ kf_ct kf_ps[KF_NT], kf_ms[KF_TR], kf_rs[KF_TR];\n"
