@@ -160,3 +160,20 @@ def test_a_recurrence_view_at_a_new_row_every_step_is_not_predicted():
     assert [m["op"] for m in specs[0]["members"]] == ["aten::mul.Tensor", "aten::exp",
                                                       "aten::add.Tensor"]
     assert specs[0]["members"][2]["inputs"][1] == ["ext", 0], specs
+
+
+def stem(x, rm, rv, w, b):  # a ResNet stem after its convolution, as transformers' ResNet has it
+    y = torch.relu(torch.nn.functional.batch_norm(x, rm, rv, w, b, False))
+    return torch.nn.functional.max_pool2d(y, 3, 2, 1)
+
+
+def test_a_pool_with_indices_after_norm_relu_ends_the_spec_there():
+    # max_pool2d_with_indices has two outputs, as the norm has three, but it is no norm: relu
+    # still joins the norm's epilogue, and the spec ends before the pool
+    c = 8
+    args = (torch.randn(2, c, 16, 16), torch.randn(c), torch.rand(c) + 0.5, torch.randn(c), torch.randn(c))
+    with torch.inference_mode():
+        chs = record(5, stem, *args)
+    (ch,) = [c for c in chs if "aten::max_pool2d_with_indices" in c["ops"]]
+    assert ch["spec"] is not None, ch["fusable_reason"]
+    assert [m["op"] for m in ch["spec"]["members"]] == ["aten::native_batch_norm", "aten::relu"]
