@@ -16,8 +16,8 @@ Options: --shape B,T,D (default 64,197,384: DeiT-Small's), --dtype f32|f16|bf16 
 CUDA, f32 on the CPU), --grad-mode inference|no_grad. --transposed keeps the residual stream
 transposed as Whisper's encoder and MLP-Mixer do (`[B, D, T]` permuted to `[B, T, D]`):
 `h = h + r; y = layer_norm(h)` per block, the sum stored with the stream's strides (cuda_chain's
-tile walk). Each side also reports its device GB/s for the bytes the fused chain moves. Without --measure it runs 40 forwards (the
-warm-up's recording). The last line is `HOST {json}`: per side the host and device microseconds
+tile walk). Each side also reports its device GB/s for the bytes the fused chain moves. Without
+--measure it runs 40 forwards (the warm-up's recording). The last line is `HOST {json}`: per side the host and device microseconds
 per chain run (quantiles), on - off, and what kernel_forge.chain_entries() says was served.
 """
 
