@@ -4,8 +4,11 @@ no_grad) with every op intercepted and recording on, one fresh process per model
 recurring chain with its calls, its share of the recorded time, and its fusable prefix's length
 or the reason it has none.
 
-    python3 benchmarks/chain_scan.py [--models llama,bert,vit,swin,convnext,resnet,whisper]
+    python3 benchmarks/chain_scan.py [--models llama,bert,vit,swin,convnext,resnet,whisper,...]
                                      [--grad-mode inference|no_grad]
+
+The default is every model below: the first seven, then eleven more families users run (GPT-2,
+Qwen2, T5, DistilBERT, CLIP's vision tower, SegFormer, DINOv2, Mistral, Gemma, BART, MobileViT).
 """
 
 import argparse
@@ -36,6 +39,37 @@ MODELS = {
                "encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_dim=512, "
                "num_mel_bins=80, max_source_positions=100)).get_encoder(); "
                "x = torch.randn(2, 80, 200); out = lambda: m(x).last_hidden_state",
+    "gpt2": "T.GPT2Model(T.GPT2Config(n_embd=128, n_layer=2, n_head=4, vocab_size=1000))"
+            "; x = torch.randint(0, 1000, (2, 64)); out = lambda: m(x).last_hidden_state",
+    "qwen2": "T.Qwen2ForCausalLM(T.Qwen2Config(hidden_size=256, intermediate_size=688, "
+             "num_hidden_layers=2, num_attention_heads=8, num_key_value_heads=2, vocab_size=1000))"
+             "; x = torch.randint(0, 1000, (2, 64)); out = lambda: m(x).logits",
+    "t5": "T.T5EncoderModel(T.T5Config(d_model=128, d_ff=512, num_layers=2, num_heads=4, vocab_size=1000))"
+          "; x = torch.randint(0, 1000, (2, 64)); out = lambda: m(x).last_hidden_state",
+    "distilbert": "T.DistilBertModel(T.DistilBertConfig(dim=128, hidden_dim=512, n_layers=2, n_heads=4, "
+                  "vocab_size=1000)); x = torch.randint(0, 1000, (2, 64)); out = lambda: m(x).last_hidden_state",
+    "clip_vision": "T.CLIPVisionModel(T.CLIPVisionConfig(hidden_size=128, intermediate_size=512, "
+                   "num_hidden_layers=2, num_attention_heads=4, image_size=64, patch_size=8))"
+                   "; x = torch.randn(2, 3, 64, 64); out = lambda: m(x).last_hidden_state",
+    "segformer": "T.SegformerModel(T.SegformerConfig(hidden_sizes=[32, 64], depths=[1, 1], "
+                 "num_encoder_blocks=2, sr_ratios=[2, 1], num_attention_heads=[1, 2], patch_sizes=[7, 3], "
+                 "strides=[4, 2], mlp_ratios=[4, 4])); x = torch.randn(2, 3, 64, 64)"
+                 "; out = lambda: m(x).last_hidden_state",
+    "dinov2": "T.Dinov2Model(T.Dinov2Config(hidden_size=128, num_hidden_layers=2, num_attention_heads=4, "
+              "intermediate_size=512, image_size=56, patch_size=14)); x = torch.randn(2, 3, 56, 56)"
+              "; out = lambda: m(x).last_hidden_state",
+    "mistral": "T.MistralForCausalLM(T.MistralConfig(hidden_size=256, intermediate_size=688, "
+               "num_hidden_layers=2, num_attention_heads=8, num_key_value_heads=2, vocab_size=1000))"
+               "; x = torch.randint(0, 1000, (2, 64)); out = lambda: m(x).logits",
+    "gemma": "T.GemmaForCausalLM(T.GemmaConfig(hidden_size=256, intermediate_size=688, num_hidden_layers=2, "
+             "num_attention_heads=8, num_key_value_heads=2, head_dim=32, vocab_size=1000))"
+             "; x = torch.randint(0, 1000, (2, 64)); out = lambda: m(x).logits",
+    "bart": "T.BartModel(T.BartConfig(d_model=128, encoder_layers=2, decoder_layers=2, encoder_attention_heads=4, "
+            "decoder_attention_heads=4, encoder_ffn_dim=512, decoder_ffn_dim=512, vocab_size=1000))"
+            "; x = torch.randint(0, 1000, (2, 64)); out = lambda: m(x).last_hidden_state",
+    "mobilevit": "T.MobileViTModel(T.MobileViTConfig(image_size=64, hidden_sizes=[32, 48, 64], "
+                 "neck_hidden_sizes=[8, 16, 24, 32, 48, 64, 160])); x = torch.randn(2, 3, 64, 64)"
+                 "; out = lambda: m(x).last_hidden_state",
 }
 
 CHILD = r"""
