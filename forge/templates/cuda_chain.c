@@ -242,8 +242,9 @@ static kf_status render(const kf_job_sig *sig, const int *knob_idx, char **sourc
     int vw = vals[3] && !cb.gn && cb.tail_arg < 0 ? kf_chain_vec_width(&cb, sig) : 1;
     /* the row tail's input kept in registers (a lane's columns, unrolled), not read back */
     int lanes = warp ? 32 : nt, cpl = (int)((cb.C + lanes - 1) / lanes);
+    /* kf_chain_emit_tail's cuda: 1 read back, 2 registers, 3 registers in packs (below) */
     int cache = rows && !cb.gn && cb.tail >= 0 && cb.tail_arg < 0 && cb.red < 0 && vw == 1 &&
-                cpl <= KF_CACHE_MAX_CPL;
+                cpl <= KF_CACHE_MAX_CPL ? 2 : 0;
     /* with packs: a layer norm's input in registers, ppl packs per thread, y stored in packs */
     int ppl = vw > 1 ? (int)((cb.C / vw + lanes - 1) / lanes) : 0;
     if (rows && ppl * vw <= KF_CACHE_MAX_PACKED && kf_chain_tail_packs(&cb, sig, vw)) cache = 3;
@@ -329,8 +330,7 @@ static kf_status render(const kf_job_sig *sig, const int *knob_idx, char **sourc
         else
             kf_strbuf_printf(&b, "    for (long long r = blockIdx.x; r < KF_R; r += gridDim.x) {\n");
         kf_chain_emit_rowbases(&b, &cb, "        ");
-        const int tail_mode = cache == 3 ? 3 : cache ? 2 : 1; /* kf_chain_emit_tail's cuda */
-        kf_chain_emit_tail_begin(&b, &cb, tail_mode, "        ");
+        kf_chain_emit_tail_begin(&b, &cb, cache ? cache : 1, "        ");
         if (cb.red >= 0) kf_strbuf_printf(&b, "        kf_ct acc = KF_RINIT;\n");
         char lb[256];
         if (cache == 3) {
@@ -343,7 +343,7 @@ static kf_status render(const kf_job_sig *sig, const int *knob_idx, char **sourc
             if (cache) kf_chain_emit_tail_cache(&b, &cb, "            ");
             kf_strbuf_printf(&b, "        }\n");
         }
-        kf_chain_emit_tail(&b, &cb, tail_mode, 0, "        ");
+        kf_chain_emit_tail(&b, &cb, cache ? cache : 1, 0, "        ");
         if (cb.red >= 0) {
             kf_strbuf_printf(&b, "        acc = kf_chain_row_reduce(acc);\n");
             kf_chain_emit_red_value(&b, &cb, 1, "        ", "if (KF_LANE == 0) ");
