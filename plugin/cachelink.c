@@ -420,23 +420,25 @@ int kf_cachelink_elsewhere(kf_runtime *rt, const char *key_hex)
  * the CUDA calls one try per tick, not one per call. */
 static void attach_pending(kf_runtime *rt, int max)
 {
-    kf_cache *from = rt->cache ? rt->cache : rt->bundle;
     int done = 0, busy = 0;
     for (; done < rt->n_pending && done < max && !busy; done++) {
-        kf_cache *src = from;
-        kf_cache_entry *e = rt->pending[done];
-        /* a pending entry may come from the bundle: try the folder first, then the bundle */
-        if (rt->cache && rt->bundle) {
-            kf_cache_entry *probe = NULL;
-            kf_status st = kf_cache_get(rt->cache, e->key_hex, &probe);
-            kf_cache_entry_free(probe);
+        kf_cache_entry *e = rt->pending[done], *now = NULL;
+        kf_cache *src = rt->cache ? rt->cache : rt->bundle;
+        /* the folder's manifest as it is now, since a deeper search may have replaced the entry
+         * after it was listed; not in the folder: the bundle's */
+        if (rt->cache) {
+            kf_status st = kf_cache_get(rt->cache, e->key_hex, &now);
             if (st == KF_ERR_BUSY) {
                 busy = 1;
                 break;
             }
+            if (st != KF_OK && st != KF_ERR_NOT_FOUND)
+                KF_WARN("cache entry %s: %s", e->key_hex, kf_cache_errmsg(rt->cache));
             if (st != KF_OK) src = rt->bundle;
         }
-        if (attach_entry(rt, src, e, 1) == ATTACH_BUSY) {
+        const int r = src ? attach_entry(rt, src, now ? now : e, 1) : ATTACH_DONE;
+        kf_cache_entry_free(now);
+        if (r == ATTACH_BUSY) {
             busy = 1;
             break;
         }

@@ -4,6 +4,8 @@ already serves (the same cache key, another blob) is served in this process too.
 import json
 import os
 
+import pytest
+
 from conftest import ROOT, run_python
 from fixtures.host_softmax import slow_softmax_source
 
@@ -66,3 +68,52 @@ def test_a_deeper_winner_replacing_a_served_entry_is_served_in_this_process(tmp_
     assert out["stopped"] == [""], out
     assert out["deep_us"] * 4 < out["ramp_us"], out  # the deep kernel is what is served now
     assert "replacing the entry served before" in p.stderr, p.stderr[-3000:]
+
+
+CUDA_STAGE = r"""
+import sys, torch, kernel_forge as kf
+sys.path.insert(0, %(fixtures)r)
+from oob_kernels import cuda_launch, cuda_source
+x = torch.randn(%(rows)d, %(cols)d, device="cuda")
+src = cuda_source("correct", %(rows)d, %(cols)d) + %(tail)r
+r = kf.add_kernel("aten::_softmax", (x, -1, False), src, cuda_launch(%(rows)d), allow_slower=True)
+print("KEY " + r["cache_key"])
+"""
+
+CUDA_MODEL = r"""
+import json, torch, kernel_forge as kf
+from kernel_forge import _tuner
+_tuner.land(%(v1)r, kf.cache_dir(), %(key)r)
+kf.reload_cache()  # listed before any CUDA call: kept pending, the driver untouched
+_tuner.land(%(v2)r, kf.cache_dir(), %(key)r)  # replaced (a deeper search's winner)
+kf.reload_cache()
+x = torch.randn(%(rows)d, %(cols)d, device="cuda")
+for _ in range(5):
+    y = torch.softmax(x, -1)
+torch.cuda.synchronize()
+row = next(r for r in kf.stats() if r["op"] == "aten::_softmax")
+print("RESULT " + json.dumps({"served": row["served"], "ok": bool(torch.allclose(y.sum(-1), torch.ones(%(rows)d, device="cuda")))}))
+"""
+
+
+@pytest.mark.gpu
+def test_a_pending_cuda_entry_replaced_before_the_first_cuda_call_serves_the_new_blob(tmp_path):
+    # on the H200: PYTHONPATH=$PWD python3 -m pytest -q tests/python/test_online_replace.py -m gpu
+    rows, cols = 300, 96
+    fixtures = os.path.join(ROOT, "tests", "python", "fixtures")
+    keys = {}
+    for name, tail in (("v1", ""), ("v2", "\n// v2: another blob, the same cache key\n")):
+        code = CUDA_STAGE % {"fixtures": fixtures, "rows": rows, "cols": cols, "tail": tail}
+        p = run_python(code, {"KFORGE_CACHE_DIR": str(tmp_path / name)}, timeout=300)
+        assert p.returncode == 0, p.stderr[-3000:]
+        keys[name] = p.stdout.split("KEY ")[-1].strip()
+    assert keys["v1"] == keys["v2"]
+    code = CUDA_MODEL % {"v1": str(tmp_path / "v1"), "v2": str(tmp_path / "v2"), "key": keys["v1"],
+                         "rows": rows, "cols": cols}
+    p = run_python(code, {"KFORGE_CACHE_DIR": str(tmp_path / "model"), "KFORGE_LOG": "info",
+                          "KFORGE_EAGER_SAMPLE_EVERY": "0"}, timeout=300)
+    assert p.returncode == 0, p.stderr[-3000:]
+    out = json.loads(p.stdout.split("RESULT ")[-1])
+    # before the fix the pending manifest (v1's) was paired with v2's blob: "skipped", eager
+    assert "skipped" not in p.stderr, p.stderr[-3000:]
+    assert out["served"] > 0 and out["ok"], out

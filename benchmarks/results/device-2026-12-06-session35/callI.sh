@@ -15,8 +15,8 @@ echo "built at $(($(date +%s) - T0)) s"
 SKIP_BUILD=1 NOCHECK=1 BUDGET=30 bash callH.sh
 if [ "$(left)" -gt 40 ]; then
   t=$(left); [ "$t" -gt 150 ] && t=150
-  timeout $((t - 10)) python3 -m pytest -q -m gpu -k "layer_norm or transposed" tests/python/test_chain_jobs.py \
-    tests/python/test_chain_transposed_norm.py > "$OUT/gpu-test.log" 2>&1
+  timeout $((t - 10)) python3 -m pytest -q -m gpu -k "layer_norm or transposed or pending" tests/python/test_chain_jobs.py \
+    tests/python/test_chain_transposed_norm.py tests/python/test_online_replace.py > "$OUT/gpu-test.log" 2>&1
   tail -3 "$OUT/gpu-test.log"
   echo "tested at $(($(date +%s) - T0)) s"
 fi
