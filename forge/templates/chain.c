@@ -885,7 +885,7 @@ void kf_chain_emit_prologue(kf_strbuf *s, const kf_chain_bind *b, int cuda, cons
 }
 
 /* Batch norm member k in eval: v<k>, its value of element (r, c) as eager computes it in kf_ct,
- * invstd = 1 / sqrt(var + eps): on CUDA ((x - mean) * invstd) * w + b, on the CPU x * alpha + beta
+ * invstd = 1 / sqrt(var + eps): on CUDA fma(w * (x - mean), invstd, b), on the CPU x * alpha + beta
  * with alpha = invstd * w and beta = b - mean * alpha, both multiply-adds fused. */
 static void emit_bn(kf_strbuf *s, const kf_chain_bind *b, int k, const char *cix, int cuda, int vec,
                     const char *ind)
@@ -903,10 +903,10 @@ static void emit_bn(kf_strbuf *s, const kf_chain_bind *b, int k, const char *cix
     kf_strbuf_printf(s, "%sconst %s v%d = ", ind, kf_pw_ctype(kf_chain_member_dtype(b, k), cuda), k);
     kf_strbuf e = {0}, inv = {0}, al = {0};
     bn_invstd(&inv, cuda, x[4].p, b->bn_eps[k]);
-    if (cuda) { /* ((x - mean) * invstd) * w + b */
-        kf_strbuf_printf(&e, "((%s - %s) * %s)", x[0].p, x[3].p, inv.p);
-        if (x[1].p) kf_strbuf_printf(&e, " * %s", x[1].p);
-        if (x[2].p) kf_strbuf_printf(&e, " + %s", x[2].p);
+    if (cuda) { /* torch's contiguous and channels_last kernels: w * (x - mean) * invstd + b, its
+                 * multiply-add fused (a member downstream, a residual add, cancels to its ulp) */
+        kf_strbuf_printf(&e, "fmaf(%s%s(%s - %s), %s, %s)", x[1].p ? x[1].p : "", x[1].p ? " * " : "",
+                         x[0].p, x[3].p, inv.p, x[2].p ? x[2].p : "(kf_ct)0");
     } else { /* the CPU's, its multiply-adds fused as its vectorized kernel's are (host_norm_batch.c):
               * alpha = invstd * w, beta = fma(-mean, alpha, b), y = fma(x, alpha, beta) */
         kf_strbuf_printf(&al, "(%s%s%s)", inv.p, x[1].p ? " * " : "", x[1].p ? x[1].p : "");

@@ -985,6 +985,33 @@ static void bnst_ref(int64_t R, int64_t C, double *const *in, double **out)
     bnip_ref(R, C, in, out);
     for (int c = 0; c < 16; c++) out[1][c] = (float)in[3][c], out[2][c] = 1.0f / sqrtf((float)in[4][c] + 1e-5f);
 }
+/* torchvision's block end in deferred mode: bn -> add_(residual) -> relu_, both in place on the
+ * norm's output (one buffer, which ends holding relu's values), CUDA's [C] f32 stats written */
+static const char bnblk_json[] =
+    LAYOUT(M(0) ", " M(0) ", " M(0) ", " M(1) ", " M(2))
+    "\"inputs\": [" CL("bf16") ", \"align\": 16}, " T1("bf16", 16) ", " T1("bf16", 16) ", "
+    T1("f32", 16) ", " T1("f32", 16) ", " CL("bf16") ", \"align\": 16}], "
+    "\"outputs\": [" CL("bf16") ", \"alias\": -1}, " STAT16 ", " STAT16 ", " CL("bf16")
+    ", \"alias\": -1, \"alias_output\": 0}, " CL("bf16") ", \"alias\": -1, \"alias_output\": 0}], "
+    "\"scalars\": [{\"name\": \"m0.training\", \"kind\": \"b\", \"value\": false}, "
+    "{\"name\": \"m0.momentum\", \"kind\": \"d\", \"value\": 0.1}, "
+    "{\"name\": \"m0.eps\", \"kind\": \"d\", \"value\": 1e-5}, "
+    "{\"name\": \"m1.alpha\", \"kind\": \"i\", \"value\": 1}], "
+    "\"chain\": {\"version\": 1, \"n_head_inputs\": 5, \"n_ext\": 1, \"members\": ["
+    "{\"op\": \"aten::native_batch_norm\", \"inputs\": [[\"head\", 0], [\"head\", 1], [\"head\", 2], "
+    "[\"head\", 3], [\"head\", 4]]}, "
+    "{\"op\": \"aten::add_.Tensor\", \"inputs\": [[\"member\", 0, 0], [\"ext\", 0]]}, "
+    "{\"op\": \"aten::relu_\", \"inputs\": [[\"member\", 1, 0]]}]}";
+static void bnblk_ref(int64_t R, int64_t C, double *const *in, double **out)
+{
+    bnst_ref(R, C, in, out); /* the [C] stats */
+    bn_ref_(R * C, 16, 1, KF_BF16, in, out); /* out[0]: the norm's value */
+    for (int64_t e = 0; e < R * C; e++) {
+        out[3][e] = store_as(KF_BF16, (float)(out[0][e] + in[5][e]));
+        out[4][e] = out[3][e] < 0 ? 0 : out[3][e];
+        out[0][e] = out[3][e] = out[4][e];
+    }
+}
 static void bn_ref(int64_t R, int64_t C, double *const *in, double **out)
 {
     bn_ref_(R * C, 8, 15, KF_F32, in, out);
@@ -1021,6 +1048,7 @@ static const ccase cases[] = {
     {"channels_last batch_norm (eval)->relu bf16", bncl_json, bncl_ref, 24, 16, KF_BF16, 8e-3, 1},
     {"channels_last batch_norm (eval)->relu_ in place bf16", bnip_json, bnip_ref, 24, 16, KF_BF16, 8e-3, 1},
     {"batch_norm (eval, [C] stats)->relu_ in place bf16", bnst_json, bnst_ref, 24, 16, KF_BF16, 8e-3, 1},
+    {"batch_norm (eval)->add_->relu_ in place bf16 (block end)", bnblk_json, bnblk_ref, 24, 16, KF_BF16, 8e-3, 1},
 };
 
 /* ---- refusals ---- */

@@ -144,3 +144,37 @@ print(json.dumps({"grad": rel, "train": torch.equal(t1, t2),
     r = serve(env, code)
     assert r["grad"] < 1e-4, r
     assert r["train"] and r["stats"], r
+
+
+CUDA_MODEL = MODEL.replace("model = torch.nn.Sequential(*[Block(32) for _ in range(3)]).eval()",
+                           "model = torch.nn.Sequential(*[Block(64) for _ in range(3)]).eval()") \
+    .replace("x = torch.randn(8, 32, 28, 28)", """
+class InvertedEnd(torch.nn.Module):  # MobileNetV2's residual: x + bn(conv(x)), out of place
+    def __init__(self, c):
+        super().__init__()
+        self.c, self.b = torch.nn.Conv2d(c, c, 1, bias=False), torch.nn.BatchNorm2d(c)
+    def forward(self, x):
+        return x + self.b(self.c(x))
+model = torch.nn.Sequential(model, InvertedEnd(64), InvertedEnd(64)).eval()
+model = model.cuda().half().to(memory_format=torch.channels_last)
+x = torch.randn(16, 64, 28, 28, device="cuda").half().contiguous(memory_format=torch.channels_last)""")
+
+
+@pytest.mark.gpu
+def test_cuda_f16_channels_last_block_ends_verify(tmp_path):
+    # on the H200: PYTHONPATH=$PWD python3 -m pytest -q tests/python/test_chain_batch_norm.py -m gpu
+    # torchvision's ResNet-50 and MobileNetV2 as the zoo runs them (f16, channels_last, f16
+    # running stats): on an H100 (session 36) every candidate of their bn -> add_ -> relu_ and
+    # bn -> add chains was wrong, where bn -> relu_ verified. The likely cause: the chain's norm
+    # rounded as ((x - mean) * invstd) * w + b, torch's kernels as fma(w * (x - mean), invstd, b),
+    # an ulp apart that the residual add's cancellation leaves bare (now computed as they do)
+    (tmp_path / "model.py").write_text(CUDA_MODEL + "run(20)\ntorch.cuda.synchronize()\n")
+    env = {"KFORGE_CACHE_DIR": str(tmp_path / "cache"), "KFORGE_CHAIN_DEFERRED": "1"}
+    p = run_python(["-m", "kernel_forge.cli", "warmup", "--time-budget", "150", "--no-check", "--json",
+                    str(tmp_path / "w.json"), str(tmp_path / "model.py")], env, timeout=900)
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    rows = {r["signature"]: r for r in json.loads((tmp_path / "w.json").read_text())["rows"]
+            if r["op"] == "kforge::chain"}
+    for sig in (BN_RELU, BLOCK_END, "chain: native_batch_norm -> add"):
+        assert sig in rows, rows
+        assert rows[sig]["status"] in ("inserted", "no_faster_kernel"), (sig, rows[sig])
