@@ -5,10 +5,13 @@ recurring chain with its calls, its share of the recorded time, and its fusable 
 or the reason it has none.
 
     python3 benchmarks/chain_scan.py [--models llama,bert,vit,swin,convnext,resnet,whisper,...]
-                                     [--grad-mode inference|no_grad]
+                                     [--grad-mode inference|no_grad] [--vision]
 
-The default is every model below: the first seven, then eleven more families users run (GPT-2,
-Qwen2, T5, DistilBERT, CLIP's vision tower, SegFormer, DINOv2, Mistral, Gemma, BART, MobileViT).
+The default is every transformers model below: the first seven, then eleven more families users
+run (GPT-2, Qwen2, T5, DistilBERT, CLIP's vision tower, SegFormer, DINOv2, Mistral, Gemma, BART,
+MobileViT). `--vision`: the timm and torchvision classifiers of benchmarks/heldout/ instead
+(timm and torchvision installed; full models, random weights, CNNs channels_last, batch 2 at
+96 x 96). Chains from the model's construction (weight init) are listed too, at a share near 0.
 """
 
 import argparse
@@ -72,6 +75,28 @@ MODELS = {
                  "; out = lambda: m(x).last_hidden_state",
 }
 
+_TIMM = "__import__('timm').create_model('%s', pretrained=False%s)"
+_TV = "getattr(__import__('torchvision').models, '%s')(weights=None)"
+_CNN = ("; m = m.to(memory_format=torch.channels_last)"
+        "; x = torch.randn(2, 3, 96, 96).contiguous(memory_format=torch.channels_last); out = lambda: m(x)")
+_VIT = "; x = torch.randn(2, 3, 96, 96); out = lambda: m(x)"
+VISION = {
+    "densenet121": _TV % "densenet121" + _CNN,
+    "shufflenet_v2": _TV % "shufflenet_v2_x1_0" + _CNN,
+    "mobilenet_v2": _TV % "mobilenet_v2" + _CNN,
+    "convnext_tv": _TV % "convnext_tiny" + _CNN,
+    "resnet50": _TV % "resnet50" + _CNN,
+    "regnety_008": _TIMM % ("regnety_008", "") + _CNN,
+    "nf_resnet26": _TIMM % ("nf_resnet26", "") + _CNN,
+    "ghostnet": _TIMM % ("ghostnet_100", "") + _CNN,
+    "efficientnet_b0": _TIMM % ("efficientnet_b0", "") + _CNN,
+    "poolformer_s12": _TIMM % ("poolformer_s12", "") + _CNN,
+    "pvt_v2_b0": _TIMM % ("pvt_v2_b0", "") + _VIT,
+    "deit_small": _TIMM % ("deit_small_patch16_224", ", img_size=96") + _VIT,
+    "mixer_b16": _TIMM % ("mixer_b16_224", ", img_size=96") + _VIT,
+}
+
+
 CHILD = r"""
 import collections, sys, torch
 import kernel_forge as kf
@@ -99,15 +124,21 @@ print("  calls not fusable, by reason:", dict(why))
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--models", default=",".join(MODELS))
+    p.add_argument("--models", default=None)
     p.add_argument("--grad-mode", default="inference", choices=("inference", "no_grad"))
+    p.add_argument("--vision", action="store_true", help="the timm and torchvision classifiers")
     a = p.parse_args()
+    table = VISION if a.vision else MODELS
+    names = a.models.split(",") if a.models else list(table)
+    unknown = [n for n in names if n not in table]
+    if unknown:
+        p.error(f"unknown model(s) {', '.join(unknown)}; known: {', '.join(table)}")
     env = dict(os.environ, KFORGE_INTERCEPT="all", KFORGE_RECORD="1")
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     rc = 0
-    for name in a.models.split(","):
-        r = subprocess.run([sys.executable, "-c", CHILD, name, a.grad_mode, MODELS[name]], env=env,
+    for name in names:
+        r = subprocess.run([sys.executable, "-c", CHILD, name, a.grad_mode, table[name]], env=env,
                            capture_output=True, text=True)
         print(r.stdout.rstrip() or f"## {name}: failed\n{r.stderr[-2000:]}", flush=True)
         rc |= r.returncode != 0
