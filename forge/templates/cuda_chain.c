@@ -24,13 +24,14 @@
  * A layer norm whose members before it read or store across the row with a stride (Whisper's
  * residual stream, transposed from its convolutions: rows adjacent in memory, a row's elements
  * T apart) takes the tile walk instead (rows = 1; rows = 0 the row walk): a block per tile of
- * KF_TR consecutive rows (warp = 1: 32, 0: 64; fewer where the shared memory does not hold
+ * KF_TR consecutive rows (warp = 1: 16, 0: 32; fewer where the shared memory does not hold
  * them), lanes over the tile's rows and groups of them over the columns, so that a strided
- * tensor is read and written in runs of adjacent rows (64 or 128 bytes of a 2-byte type: 16
- * rows' 32-byte runs held the kernel near half of copy bandwidth); the norm's input kept in
- * shared memory as stored (a row-contiguous input staged there first, read along its rows), its
- * row sums combined there, then y written along the rows (coalesced: eager's contiguous y);
- * vec = 1 unrolls its loops by 8, so that each thread has that many loads in flight. */
+ * tensor is read and written in runs of adjacent rows; the norm's input kept in shared memory
+ * as stored, its row sums combined there, then y written along the rows (coalesced: eager's
+ * contiguous y). vec = 1 also stages a row-contiguous input there first, read along its rows,
+ * and unrolls the loops by 8. The start is vec = 0 with 16 rows: on an H100 the tile walk of 16
+ * rows without either ran Whisper's and MLP-Mixer's chains in 51-71 us (session 34); with 32 or
+ * 64 rows, staged and unrolled, the searches' best were 74-92 us (session 36). */
 #include <stdio.h>
 #include <string.h>
 
@@ -122,7 +123,12 @@ static int applies(const kf_job_sig *sig)
 static void start(const kf_job_sig *sig, int *idx)
 {
     kf_chain_bind b;
-    if (!kf_chain_bind_sig(sig, &b, NULL, 0) || !b.gn || b.gn_ng >= 2 * KF_TEMPLATE_SMS) return;
+    if (!kf_chain_bind_sig(sig, &b, NULL, 0)) return;
+    if (tile_walk_applies(&b, sig)) { /* the tile walk measured fastest on an H100 (session 34) */
+        idx[3] = 1;
+        return;
+    }
+    if (!b.gn || b.gn_ng >= 2 * KF_TEMPLATE_SMS) return;
     idx[2] = 1;
     idx[4] = b.gn_ng < KF_TEMPLATE_SMS / 2 ? 0 : 1;
 }
@@ -148,12 +154,12 @@ static kf_status render_tile(const kf_template *t, const kf_job_sig *sig, const 
                              size_t errcap)
 {
     kf_chain_bind sb = *bind, *cb = &sb;
-    cb->staged = staged_input(cb, sig);
+    cb->staged = vals[3] ? staged_input(cb, sig) : -1;
     const int xm = cb->ch->m[cb->ln].ref[0].a, k = cb->ln;
     /* the norm's input stored dense (its input alone strided): from kf_xs along the rows */
     const int xlate = !cb->ostrided[xm];
     cb->dead[xm] |= xlate;
-    int nt = vals[0], gs = vals[1], tr = vals[4] ? 32 : 64;
+    int nt = vals[0], gs = vals[1], tr = vals[4] ? 16 : 32;
     while (tr > 8 && (tile_smem(cb, tr) > KF_TILE_SMEM || tr > nt)) tr /= 2;
     unsigned grid = kf_template_grid((cb->R + tr - 1) / tr, nt, &gs);
     kf_strbuf b = {0};
@@ -161,7 +167,7 @@ static kf_status render_tile(const kf_template *t, const kf_job_sig *sig, const 
     kf_chain_emit_defs(&b, cb, 1, "__device__ __forceinline__");
     kf_strbuf_printf(&b, "#define KF_NT %d\n#define KF_TR %d /* rows per tile%s */\n"
                          "#define KF_XPAD %d\n#define KF_NG (KF_NT / KF_TR) /* column groups */\n",
-                     nt, tr, tr != (vals[4] ? 32 : 64) ? ": what the shared memory and threads allow" : "",
+                     nt, tr, tr != (vals[4] ? 16 : 32) ? ": what the shared memory and threads allow" : "",
                      tile_pad(cb));
     char unroll[40]; /* vec: loads in flight per thread */
     snprintf(unroll, sizeof unroll, "#pragma unroll %d\n", vals[3] ? 8 : 1);

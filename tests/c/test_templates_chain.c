@@ -335,8 +335,9 @@ static void run_case(const ccase *c)
             cached |= packed;
             /* a layer norm after a strided member: the tile walk, unless the rows knob says not */
             int tile = cb.ln >= 0 && (cb.ostrided[0] || cb.st[1][cb.nd - 1] > 1) && cuda_t->knobs[2].values[rows];
-            if (tile && !CHECK(!strstr(lj, "\"smem\":0,") && strstr(src, "(kf_xs[kf_tx], c)")))
-                printf("     %s: the tile's shared memory or its staged input missing\n", label);
+            if (tile && !CHECK(!strstr(lj, "\"smem\":0,") &&
+                               (strstr(src, "(kf_xs[kf_tx], c)") != NULL) == cuda_t->knobs[3].values[vec]))
+                printf("     %s: the tile's shared memory, or its input staged (vec) or not\n", label);
             /* a dense sum is stored from the tile along the rows, not by phase 0 across them */
             if (tile && !CHECK_EQ_INT(strstr(src, "y0[r * KF_C + c] = kf_xs[kf_i][c];") != NULL, !cb.ostrided[0]))
                 printf("     %s: the dense sum's store\n", label);
