@@ -170,7 +170,7 @@ def test_cuda_f16_channels_last_block_ends_verify(tmp_path):
     # an ulp apart that the residual add's cancellation leaves bare (now computed as they do)
     (tmp_path / "model.py").write_text(CUDA_MODEL + "run(20)\ntorch.cuda.synchronize()\n")
     env = {"KFORGE_CACHE_DIR": str(tmp_path / "cache"), "KFORGE_CHAIN_DEFERRED": "1"}
-    p = run_python(["-m", "kernel_forge.cli", "warmup", "--time-budget", "150", "--no-check", "--json",
+    p = run_python(["-m", "kernel_forge.cli", "warmup", "--time-budget", "90", "--no-check", "--json",
                     str(tmp_path / "w.json"), str(tmp_path / "model.py")], env, timeout=900)
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     rows = {r["signature"]: r for r in json.loads((tmp_path / "w.json").read_text())["rows"]
