@@ -511,6 +511,7 @@ class OnlineTuner(threading.Thread):
             p.kill()
         for job_dir in list(self.jobs.values()):
             _jobs.drop_cases(job_dir)
+        self._write_status()  # what this process ended with, for `kforge ui`
 
     # ---- status (kernel_forge.tuner_status(), and a file for `kforge ui`)
     def status(self) -> dict:
@@ -672,12 +673,13 @@ class OnlineTuner(threading.Thread):
         rec = {"keep": v["keep"], "rounds": v["rounds"], "ms": v["ms"], "why": v.get("why", ""),
                "compared": v["compared"], "disabled": [e["key"] for e in v["disabled"]],
                "at_s": time.monotonic() - self.t0}
-        with self.lock:
-            self.state["checks"].append(rec)
-        self._write_status()
+        # said before it is published: a reader of tuner_status() may exit as soon as it is
         log.info("online tuning: model check, %d rounds: %s%s", v["rounds"],
                  "every kernel kept" if v["keep"] == "all" else f"kept {LABELS[v['keep']]}",
                  f" ({v['why']})" if v.get("why") else "")
+        with self.lock:
+            self.state["checks"].append(rec)
+        self._write_status()
 
     def tune_fleet(self, row: dict, search: dict) -> str:
         """With a fleet cache (KFORGE_REMOTE_CACHE): its entry if published, else a search under
