@@ -49,17 +49,21 @@ SERVE = MODEL + SERVE_TAIL
 BN_RELU, BLOCK_END = "chain: native_batch_norm -> relu_", "chain: native_batch_norm -> add_ -> relu_"
 
 
-@pytest.fixture(scope="module")
-def warm(tmp_path_factory):
-    d = tmp_path_factory.mktemp("bn-chains")
-    (d / "model.py").write_text(MODEL + "run(20)\n")
+def warmup(d, script, budget):
+    """`kforge warmup` in deferred mode on `script` in folder d: its env and chain rows."""
+    (d / "model.py").write_text(script)
     env = {"KFORGE_CACHE_DIR": str(d / "cache"), "KFORGE_CHAIN_DEFERRED": "1"}
-    p = run_python(["-m", "kernel_forge.cli", "warmup", "--time-budget", "120", "--no-check", "--json",
-                    str(d / "w.json"), str(d / "model.py")], env, timeout=900)
+    p = run_python(["-m", "kernel_forge.cli", "warmup", "--time-budget", str(budget), "--no-check",
+                    "--json", str(d / "w.json"), str(d / "model.py")], env, timeout=900)
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     rows = {r["signature"]: r for r in json.loads((d / "w.json").read_text())["rows"]
             if r["op"] == "kforge::chain"}
     return env, rows
+
+
+@pytest.fixture(scope="module")
+def warm(tmp_path_factory):
+    return warmup(tmp_path_factory.mktemp("bn-chains"), MODEL + "run(20)\n", 120)
 
 
 def serve(env, code=SERVE, **extra):
@@ -168,13 +172,7 @@ def test_cuda_f16_channels_last_block_ends_verify(tmp_path):
     # bn -> add chains was wrong, where bn -> relu_ verified. The likely cause: the chain's norm
     # rounded as ((x - mean) * invstd) * w + b, torch's kernels as fma(w * (x - mean), invstd, b),
     # an ulp apart that the residual add's cancellation leaves bare (now computed as they do)
-    (tmp_path / "model.py").write_text(CUDA_MODEL + "run(20)\ntorch.cuda.synchronize()\n")
-    env = {"KFORGE_CACHE_DIR": str(tmp_path / "cache"), "KFORGE_CHAIN_DEFERRED": "1"}
-    p = run_python(["-m", "kernel_forge.cli", "warmup", "--time-budget", "90", "--no-check", "--json",
-                    str(tmp_path / "w.json"), str(tmp_path / "model.py")], env, timeout=900)
-    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
-    rows = {r["signature"]: r for r in json.loads((tmp_path / "w.json").read_text())["rows"]
-            if r["op"] == "kforge::chain"}
+    _, rows = warmup(tmp_path, CUDA_MODEL + "run(20)\ntorch.cuda.synchronize()\n", 90)
     for sig in (BN_RELU, BLOCK_END, "chain: native_batch_norm -> add"):
         assert sig in rows, rows
         assert rows[sig]["status"] in ("inserted", "no_faster_kernel"), (sig, rows[sig])
