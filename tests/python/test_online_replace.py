@@ -44,18 +44,28 @@ print("RESULT " + json.dumps(out))
 """
 
 
-def test_a_deeper_winner_replacing_a_served_entry_is_served_in_this_process(tmp_path):
-    rows, cols = 64, 256
-    fixtures = os.path.join(ROOT, "tests", "python", "fixtures")
-    keys = {}
-    for name, src in (("ramp", slow_softmax_source(rows, cols)), ("deep", "")):
-        code = STAGE % {"fixtures": fixtures, "rows": rows, "cols": cols, "src": src}
+FIXTURES = os.path.join(ROOT, "tests", "python", "fixtures")
+
+
+def stage(tmp_path, script, variants, **fields):
+    """Each variant's kernel added in its own cache folder (tmp_path / name), from `script`
+    formatted with the variant's fields: their one cache key (one signature, one environment)."""
+    keys = set()
+    for name, extra in variants.items():
+        code = script % dict(fields, fixtures=FIXTURES, **extra)
         p = run_python(code, {"KFORGE_CACHE_DIR": str(tmp_path / name)}, timeout=300)
         assert p.returncode == 0, p.stderr[-3000:]
-        keys[name] = p.stdout.split("KEY ")[-1].strip()
-    assert keys["ramp"] == keys["deep"]  # one signature, one environment: one cache key
+        keys.add(p.stdout.split("KEY ")[-1].strip())
+    assert len(keys) == 1, keys
+    return keys.pop()
+
+
+def test_a_deeper_winner_replacing_a_served_entry_is_served_in_this_process(tmp_path):
+    rows, cols = 64, 256
+    key = stage(tmp_path, STAGE, {"ramp": {"src": slow_softmax_source(rows, cols)}, "deep": {"src": ""}},
+                rows=rows, cols=cols)
     code = MODEL % {"rows": rows, "cols": cols, "ramp": str(tmp_path / "ramp"),
-                    "deep": str(tmp_path / "deep"), "key": keys["ramp"]}
+                    "deep": str(tmp_path / "deep"), "key": key}
     # no eager samples and no timed calls after the first three: the speed guard cannot stop
     # the slow ramp kernel, so what is timed here is which kernel is served
     p = run_python(code, {"KFORGE_CACHE_DIR": str(tmp_path / "model"), "KFORGE_LOG": "info",
@@ -101,15 +111,9 @@ print("RESULT " + json.dumps({"served": row["served"], "ok": ok}))
 def test_a_pending_cuda_entry_replaced_before_the_first_cuda_call_serves_the_new_blob(tmp_path):
     # on the H200: PYTHONPATH=$PWD python3 -m pytest -q tests/python/test_online_replace.py -m gpu
     rows, cols = 300, 96
-    fixtures = os.path.join(ROOT, "tests", "python", "fixtures")
-    keys = {}
-    for name, tail in (("v1", ""), ("v2", "\n// v2: another blob, the same cache key\n")):
-        code = CUDA_STAGE % {"fixtures": fixtures, "rows": rows, "cols": cols, "tail": tail}
-        p = run_python(code, {"KFORGE_CACHE_DIR": str(tmp_path / name)}, timeout=300)
-        assert p.returncode == 0, p.stderr[-3000:]
-        keys[name] = p.stdout.split("KEY ")[-1].strip()
-    assert keys["v1"] == keys["v2"]
-    code = CUDA_MODEL % {"v1": str(tmp_path / "v1"), "v2": str(tmp_path / "v2"), "key": keys["v1"],
+    key = stage(tmp_path, CUDA_STAGE, {"v1": {"tail": ""}, "v2": {"tail": "\n// v2: another blob\n"}},
+                rows=rows, cols=cols)
+    code = CUDA_MODEL % {"v1": str(tmp_path / "v1"), "v2": str(tmp_path / "v2"), "key": key,
                          "rows": rows, "cols": cols}
     p = run_python(code, {"KFORGE_CACHE_DIR": str(tmp_path / "model"), "KFORGE_LOG": "info",
                           "KFORGE_EAGER_SAMPLE_EVERY": "0"}, timeout=300)
