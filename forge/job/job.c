@@ -714,6 +714,14 @@ double kf_job_trust_floor_us(const kf_job *job)
     return job->roofline_us * (strcmp(job->backend, "host") ? 0.97 : 0.5);
 }
 
+int kf_job_trusts(const kf_job *job, double latency_us)
+{
+    const double max_x = 10.0 * (job->chain_def ? job->chain_def->n_members : 1);
+    const int tenfold = (latency_us + job->call_floor_us) * max_x < job->eager_us;
+    const int at_bandwidth = job->roofline_us > 0 && latency_us <= 4.0 * job->roofline_us;
+    return latency_us > 0 && latency_us >= kf_job_trust_floor_us(job) && (!tenfold || at_bandwidth);
+}
+
 kf_status kf_job_load(const char *dir, kf_job **out, char *err, size_t errcap)
 {
     char dummy[1];

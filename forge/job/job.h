@@ -135,6 +135,13 @@ void kf_job_free(kf_job *job);
  * estimate that a good kernel can beat, so only twice as fast is implausible. */
 double kf_job_trust_floor_us(const kf_job *job);
 
+/* Whether a correct candidate timed at latency_us may be trusted (else it is flagged for review,
+ * never inserted): not faster than the trust floor, and not more than 10x faster than eager (a
+ * chain: 10x per member; the host's call floor added back) unless it runs within 4x of its
+ * roofline: beating eager tenfold is then eager's distance to its bandwidth (timm PVT-v2's layer
+ * norm over 32 channels: eager 221 us, roofline 9 us on an H100), not a timing error. */
+int kf_job_trusts(const kf_job *job, double latency_us);
+
 /* Bytes of a tensor's strided span (0 for an empty tensor); 0 with *ok = 0 on overflow or a
  * malformed tensor (negative sizes/strides). */
 uint64_t kf_job_span_bytes(const kf_job_tensor *t, int *ok);

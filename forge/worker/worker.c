@@ -203,12 +203,7 @@ static void evaluate(worker *w, int id, wnode *n)
         n->latency_us = w->rep.latency[id];
         n->replayed = 1;
     }
-    /* Not trusted: more than 10x eager (per member of a chain: eager pays a dispatch for each;
-     * the candidate's time plus the call floor eager's time holds), or faster than the job's
-     * trust floor (moving its bytes at copy bandwidth). */
-    const double max_x = 10.0 * (j->chain_def ? j->chain_def->n_members : 1);
-    if (n->latency_us <= 0 || (n->latency_us + j->call_floor_us) * max_x < j->eager_us ||
-        n->latency_us < kf_job_trust_floor_us(j)) {
+    if (!kf_job_trusts(j, n->latency_us)) {
         n->status = KF_NODE_FLAGGED;
         free(n->error);
         n->error = kf_aprintf("%.3g us (call floor %.3g us) vs eager %.3g us and roofline %.3g us: "

@@ -405,6 +405,21 @@ static void test_helpers(void)
     CHECK_STR(kf_node_status_name(KF_NODE_TIMEOUT), "timeout");
     CHECK(kf_node_status_correct(KF_NODE_SLOWER) && kf_node_status_correct(KF_NODE_FLAGGED));
     CHECK(!kf_node_status_correct(KF_NODE_WRONG) && !kf_node_status_correct(KF_NODE_PENDING));
+
+    /* trust: PVT-v2's layer norm over 32 channels on an H100, eager 221 us, roofline 9.16 us */
+    kf_job j = {.backend = "nvrtc", .eager_us = 221, .roofline_us = 9.16};
+    CHECK(kf_job_trusts(&j, 30) && kf_job_trusts(&j, 15));  /* 24x eager, at bandwidth */
+    CHECK(!kf_job_trusts(&j, 8.8) && !kf_job_trusts(&j, 0)); /* beats the roofline */
+    CHECK(kf_job_trusts(&j, 40));    /* 5.5x eager */
+    j.roofline_us = 2;               /* 14.7x eager at 7.5x its roofline: a timing error */
+    CHECK(!kf_job_trusts(&j, 15) && kf_job_trusts(&j, 8));
+    j.roofline_us = 0;               /* the roofline unknown: 10x is the limit */
+    CHECK(kf_job_trusts(&j, 23) && !kf_job_trusts(&j, 21));
+    j.call_floor_us = 3;             /* the host's call floor counts toward the candidate */
+    CHECK(kf_job_trusts(&j, 20) && !kf_job_trusts(&j, 19));
+    kf_job_chain two = {.n_members = 2};
+    j.chain_def = &two, j.call_floor_us = 0; /* a chain: 10x per member */
+    CHECK(kf_job_trusts(&j, 11.1) && !kf_job_trusts(&j, 11));
 }
 
 /* ---- comparing values per dtype ---- */
