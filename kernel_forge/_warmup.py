@@ -897,11 +897,12 @@ def check_model(script_cmd: list[str], work: str, log) -> dict:
     said = "; ".join(f"{_modelcheck.LABELS[c['faster']]} / {_modelcheck.LABELS[c['than']]} "
                      f"{c['ratio']:.3f}x faster, p {c['p']:.3f}" for c in v["compared"])
     if v["keep"] == "all":
-        log(f"kforge warmup: model check: {v.get('why') or 'every kernel kept'}"
-            + (f" ({said})" if said else ""))
+        v["said"] = (v.get('why') or 'every kernel kept') + (f" ({said})" if said else "")
     else:
-        log(f"kforge warmup: model check: kept {_modelcheck.LABELS[v['keep']]} ({said}); disabled "
-            f"{len(v['disabled'])} entr{'y' if len(v['disabled']) == 1 else 'ies'} the run served")
+        v["said"] = (f"kept {_modelcheck.LABELS[v['keep']]} ({said}); disabled {len(v['disabled'])} "
+                     f"entr{'y' if len(v['disabled']) == 1 else 'ies'} the run served")
+    v["said"] += f"; medians {ms}" if ms else ""
+    log(f"kforge warmup: model check: {v['said']}")
     for e in v["errors"]:
         log(f"  could not disable {e['key']}: {e['error']}")
     return v

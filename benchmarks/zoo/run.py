@@ -230,6 +230,7 @@ def run_model(name: str, info: dict, a, work: str, deadline: float | None, extra
             res["warmup_s"] = w["wall_s"]
             res["inserted"], res["tuned"] = w.get("inserted"), w.get("tuned")
             res["warmup_statuses"] = w.get("statuses")
+            res["model_check"] = w.get("check")
         time.sleep(a.settle)  # the warm-up's processes are gone; let the machine go quiet
         # plugin and eager processes alternate, so that drift hits both
         n_plugin, n_eager = max(a.plugin_runs, 1), max(a.eager_runs, 1) - 1
@@ -302,7 +303,8 @@ def warmup_step(name, info, a, work, cache, margs, step):
         return None
     try:
         with open(wj) as f:
-            rows = json.load(f).get("rows", [])
+            doc = json.load(f)
+        rows = doc.get("rows", [])
     except (OSError, ValueError) as e:
         w["error"] = w["error"] or f"no warm-up results: {e}"
         return w
@@ -317,6 +319,9 @@ def warmup_step(name, info, a, work, cache, margs, step):
     w["rows"] = [{k: r.get(k) for k in ("op", "signature", "share", "eager_us", "best_us",
                                          "speedup", "status", "entry_key", "bytes_moved",
                                          "roofline_us")} for r in rows]
+    check = doc.get("check") or {}
+    if check.get("said"):  # the model check's verdict, which disables entries after the search
+        w["check"] = check["said"]
     counts = ", ".join(f"{k} {v}" for k, v in w["statuses"].items())
     log(f"{name}: warm-up: {w['inserted']} of {w['tuned']} signatures inserted "
         f"({counts or 'nothing hot enough'})")

@@ -133,6 +133,8 @@ def details(r: dict) -> str:
                if c.get("members_us") not in (None, c.get("eager_us")) else "") for c in r["chains"][:6]))
     if r.get("warmup_statuses"):
         bits.append("warm-up: " + ", ".join(f"{k} {v}" for k, v in r["warmup_statuses"].items()))
+    if r.get("model_check"):
+        bits.append(f"warm-up's model check: {r['model_check']}")
     if r.get("stopped"):
         bits.append("stopped in the plugin process: " + "; ".join(
             f"{x['signature'][:60]} ({x['stopped']})" for x in r["stopped"][:5]))
@@ -185,7 +187,8 @@ PLUGIN_KEYS = ("eager_ms", "eager_runs_ms", "eager_spread", "plugin_ms", "plugin
                "plugin_spread", "speedup", "ab_runs", "ab_p10_runs", "ab_speedup", "ab_enabled_ms",
                "ab_disabled_ms",
                "served_signatures", "served_calls", "served_ops", "cache_entries", "stopped",
-               "chains", "check_plugin", "warmup_s", "inserted", "tuned", "warmup_statuses")
+               "chains", "check_plugin", "warmup_s", "inserted", "tuned", "warmup_statuses",
+               "model_check")
 COMPILE_KEYS = ("compile_ms", "compile_eager_ms", "compile_speedup", "compile_first_s",
                 "check_compile")
 

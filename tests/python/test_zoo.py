@@ -9,6 +9,7 @@ import os
 import shutil
 import sys
 import tarfile
+import types
 
 import pytest
 
@@ -174,6 +175,21 @@ def test_chains_get_their_bytes_and_copy_bandwidth_from_the_warm_up():
     assert a["bytes_moved"] == 2e6 and a["copy_bw_pct"] == pytest.approx(75.0)
     assert b["bytes_moved"] == 1e6 and b["copy_bw_pct"] is None  # never timed
     assert "2.00 MB, 75% of copy bandwidth" in report.details({"model": "m", "chains": [a, b]})
+
+
+def test_the_warm_ups_model_check_is_in_the_model_line(tmp_path):
+    # run.py keeps the verdict `kforge warmup --json` wrote (the model check disables entries
+    # after the search, so a table of inserted rows alone cannot say why a chain went off)
+    said = "kept chain kernels off (...); disabled 4 entries the run served; medians ..."
+
+    def step(*_a, **_k):  # the warm-up, as far as run.py sees it: its --json file
+        (tmp_path / "m-warmup.json").write_text(json.dumps({"rows": [], "check": {"keep": "ops",
+                                                                                   "said": said}}))
+        return {"error": None, "rc": 0, "wall_s": 1.0}
+    args = types.SimpleNamespace(budget=1, warmup_args="", step_timeout=10)
+    w = zoo.warmup_step("m", {"path": "m.py"}, args, str(tmp_path), "cache", [], step)
+    assert w["check"] == said
+    assert f"warm-up's model check: {said}" in report.details({"model": "m", "model_check": said})
 
 
 def test_noise_verdict_and_summary():
