@@ -683,19 +683,21 @@ def warmup(script_cmd: list[str], *, iterations: int = 50, time_budget: float = 
     # every hot signature gets a kernel; then deeper searches, hottest first, in what is left.
     # A chain is searched whole in the first pass: its start points seldom win (the UNet's
     # norm chains went from 18-43 us there to 11-28 us), and its kernel, once inserted, spares
-    # its members their searches.
+    # its members their searches in that pass; they get their start points after it (insure).
     ramp_until = deadline and deadline - (1 - RAMP_SHARE) * time_budget
     ramped = []  # (r, row, j) whose ramp pass ran: candidates for a deep search
+    covered_rows = []  # (i, r, row, j, chain) of the members inserted chains run: insure()
 
-    def search_one(i, r, row, j):
+    def search_one(i, r, row, j, budget=None):
         extra = []
         if time_budget:
-            left = ramp_until - time.time()  # write_jobs set the deadline: the plan has the budget
-            if i == 0:  # the hottest signature is searched, for a tenth of the budget at least
-                left = max(left, MIN_FIRST_SHARE * time_budget)
-            rest = [c["share"] for c in work_list[i:] if not in_chain(c)
-                    and "error" not in jobs.get(c.get("row_key") or c["key"], {"error": 1})]
-            budget = job_time_budget(left, r["share"], rest)
+            if budget is None:
+                left = ramp_until - time.time()  # write_jobs set the deadline: the plan has the budget
+                if i == 0:  # the hottest signature is searched, for a tenth of the budget at least
+                    left = max(left, MIN_FIRST_SHARE * time_budget)
+                rest = [c["share"] for c in work_list[i:] if not in_chain(c)
+                        and "error" not in jobs.get(c.get("row_key") or c["key"], {"error": 1})]
+                budget = job_time_budget(left, r["share"], rest)
             if budget < MIN_BUDGET_S:
                 row["status"] = "not tuned: time budget spent"
                 return
@@ -718,6 +720,23 @@ def warmup(script_cmd: list[str], *, iterations: int = 50, time_budget: float = 
         if time_budget and res.get("stop_reason") == "start candidates evaluated" and \
                 res["status"] in ("inserted", "no_faster_kernel"):
             ramped.append((r, row, j))
+
+    def insure():
+        """Between the two passes, in the time left: the start points of the members that inserted
+        chains run, hottest first, so that each has its own kernel where its chain's is not served
+        (a dropped head, or the model check turning chain kernels off: timm PVT-v2's four
+        add -> layer_norm chains on an H100, whose members then ran eager), and the chain is
+        weighed against them at the end (members_beat_chain)."""
+        deep = [t[0]["share"] for t in ramped if in_chain(t[0]) is None]
+        for k, (i, r, row, j, chain) in enumerate(covered_rows):
+            budget = job_time_budget(deadline - time.time(), r["share"],
+                                     [t[1]["share"] for t in covered_rows[k:]] + deep)
+            if budget < MIN_BUDGET_S:
+                return
+            search_one(i, r, row, j, budget)
+            op_rows[r["key"]] = row
+            row["detail"] = (f"its calls run in the kernel of {chain} where that is served; "
+                             + (row.get("detail") or "")).rstrip("; ")
 
     def deepen():
         """The second pass: the ramped jobs, hottest first, each for its share of the time left,
@@ -786,6 +805,8 @@ def warmup(script_cmd: list[str], *, iterations: int = 50, time_budget: float = 
             row.update(status=f"not tuned: its calls run in the kernel of {chain['signature']}",
                        job_dir=j.get("job_dir"))
             out_rows.append(row)
+            if "error" not in j:
+                covered_rows.append((i, r, row, j, chain["signature"]))
             continue
         if remote is not None and r.get("cache_key") and _remote.pull_one(kf.cache_dir(),
                                                                           r["cache_key"]):
@@ -835,6 +856,7 @@ def warmup(script_cmd: list[str], *, iterations: int = 50, time_budget: float = 
         if deferred:
             time.sleep(min(1.0, remote.cfg["poll_s"]))
     if time_budget:
+        insure()
         deepen()
     # a chain inserted before kernels for its members were: the members with those may be faster
     for row, r in chain_rows:

@@ -41,7 +41,8 @@ def warm(tmp_path_factory):
                    check=True, timeout=600, cwd=ROOT)
     # --no-check: the chains' serving is tested here, not the model check's verdict on this box
     p = subprocess.run([sys.executable, "-m", "kernel_forge", "warmup", "--time-budget", "60",
-                        "--no-check", SCRIPT, str(d / "warm.pt")], env=env_for(d / "cache"),
+                        "--no-check", "--json", str(d / "warm.json"), SCRIPT, str(d / "warm.pt")],
+                       env=env_for(d / "cache"),
                        capture_output=True, text=True, timeout=900, cwd=ROOT)
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     return d, p.stdout
@@ -77,6 +78,17 @@ def test_warmup_tunes_the_rmsnorm_and_rotary_chains(warm):
     for ops in ("pow -> mean", "mul -> neg -> cat -> mul -> add"):
         rows = [l for l in out.splitlines() if l.startswith("chain") and ops in l]
         assert rows and any(l.rstrip().endswith("inserted") for l in rows), (ops, out[-3000:])
+
+
+def test_the_members_the_chains_run_are_searched_after_the_first_pass(warm):
+    # so that their own kernels serve where a chain's does not (a dropped head, the model check)
+    d, _ = warm
+    with open(d / "warm.json") as f:
+        rows = json.load(f)["rows"]
+    members = [r for r in rows if "its calls run in the kernel of chain: " in (r.get("detail") or "")]
+    assert members, [(r["signature"], r["status"], r.get("detail")) for r in rows]
+    assert all(r["iterations"] > 0 for r in members), members
+    assert any(r["status"] == "inserted" for r in members), members
 
 
 def test_a_fresh_process_serves_them(warm):
