@@ -1,7 +1,8 @@
 # Session 37, call L: held-out PVT-v2-B0 again after 222c0ea (a kernel over 10x eager trusted
 # within 4x of its roofline: its layer norm over 32 channels, eager 221 us, roofline 9 us, was
 # no_faster_kernel, every candidate flagged) with the warm-up's model check in the zoo line
-# (call K: its four add -> layer_norm chains, 1.35-6.97x in their jobs, went off, reason unlogged).
+# (call K: its four add -> layer_norm chains, 1.35-6.97x in their jobs, went off, reason unlogged),
+# and after 810b45b (the members those chains run get their own start points after the first pass).
 #   bash scripts/device-snapshot.sh && cp benchmarks/results/device-2026-12-07-session37/callL.sh .snap/
 #   run(carry=[".snap"], command="cd .snap && bash callL.sh")
 set -u
