@@ -1096,11 +1096,10 @@ static void phase_vec(kf_strbuf *s, const kf_chain_bind *b, int phase, int cache
     kf_strbuf_printf(s, "%s}\n", ind);
     for (int k = 0; k < b->n; k++) {
         if (b->phase[k] != phase || k == b->red || k == b->tail || b->dead[k]) continue;
-        const char *t = kf_pw_ctype(kf_chain_member_dtype(b, k), 1);
         char p[16];
         out_ptr(p, sizeof p, b, k);
-        kf_strbuf_printf(s, "%s%s*reinterpret_cast<kf_pack<%s, KF_VW> *>(%s + %sc0) = o%d;\n", ind,
-                         b->col[k] ? "if (r == 0) " : "", t, p, b->col[k] ? "" : "r * KF_C + ", k);
+        kf_strbuf_printf(s, "%s%skf_pack_st(%s + %sc0, o%d);\n", ind, b->col[k] ? "if (r == 0) " : "", p,
+                         b->col[k] ? "" : "r * KF_C + ", k);
     }
 }
 
@@ -1165,8 +1164,7 @@ static void emit_ln_y_packs(kf_strbuf *s, const kf_chain_bind *b, const char *in
     }
     kf_strbuf_printf(s, "%s        o%d.v[e] = ", ind, k);
     store_expr(s, ydt, 1, "v");
-    kf_strbuf_printf(s, ";\n%s    }\n%s    *reinterpret_cast<kf_pack<%s, KF_VW> *>(y%d + r * KF_C + c0) = o%d;\n"
-                        "%s}\n", ind, ind, yt, k, k, ind);
+    kf_strbuf_printf(s, ";\n%s    }\n%s    kf_pack_st(y%d + r * KF_C + c0, o%d);\n%s}\n", ind, ind, k, k, ind);
 }
 
 int kf_chain_emit_params(kf_strbuf *s, const kf_chain_bind *b, const kf_job_sig *sig, int cuda,

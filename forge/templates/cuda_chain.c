@@ -283,9 +283,7 @@ static kf_status render(const kf_job_sig *sig, const int *knob_idx, char **sourc
                          cl > 1 ? "(long long)kf_cluster_rank() * KF_NT + " : "");
     }
     if (vw > 1)
-        kf_strbuf_printf(&b, "#define KF_VW %d /* elements per pack */\n"
-                             "template <class T, int N> struct alignas(sizeof(T) * N) kf_pack "
-                             "{\n    T v[N];\n};\n", vw);
+        kf_strbuf_printf(&b, "#define KF_VW %d /* elements per pack */\n", vw);
     else if (vals[3] && !cb.gn)
         kf_strbuf_printf(&b, "/* vec=1: one element per access (the row length, strides or "
                              "alignment do not allow packs) */\n");

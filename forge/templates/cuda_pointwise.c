@@ -113,12 +113,11 @@ static void emit_vector_loop(kf_strbuf *b, const kf_pw_bind *pb, int y, const ch
     kf_strbuf_printf(b, "            kf_pack<%s, KF_VW> r;\n#pragma unroll\n"
                         "            for (int e = 0; e < KF_VW; e++) r.v[e] = KF_ST(", yt);
     kf_pw_emit_call_as(b, pb, "", bp, off);
-    kf_strbuf_printf(b, ");\n            *reinterpret_cast<kf_pack<%s, KF_VW> *>(p%d + v * KF_VW) = "
-                        "r;\n        }\n    }\n"
+    kf_strbuf_printf(b, ");\n            kf_pack_st(p%d + v * KF_VW, r);\n        }\n    }\n"
                         "    /* the tail: the last KF_N %% KF_VW elements, one at a time */\n"
                         "    for (long long i = KF_NV * KF_VW + (long long)blockIdx.x * KF_NT + "
                         "threadIdx.x; i < KF_N; i += (long long)gridDim.x * KF_NT)\n"
-                        "        p%d[i] = KF_ST(", yt, y, y);
+                        "        p%d[i] = KF_ST(", y, y);
     const char *ioff[KF_PW_MAX_OPS] = {"0", "0", "0"};
     for (int j = 0; j < pb->n_tensors; j++)
         if (pb->dd.st[j][0] != 0) ioff[pb->op_of[j]] = "i";
@@ -152,9 +151,7 @@ static kf_status render(const kf_job_sig *sig, const int *knob_idx, char **sourc
                      (long long)n, nt, un);
     if (vw > 1)
         kf_strbuf_printf(&b, "#define KF_VW %d /* elements per 128-bit access */\n"
-                             "#define KF_NV %lldLL /* whole vectors */\n"
-                             "template <class T, int N> struct alignas(sizeof(T) * N) kf_pack "
-                             "{\n    T v[N];\n};\n",
+                             "#define KF_NV %lldLL /* whole vectors */\n",
                          vw, (long long)(n / vw));
     else if (vals[3])
         kf_strbuf_printf(&b, "/* vec=1: one element per access (operands not all contiguous "

@@ -82,4 +82,40 @@ static inline int nvcc_ptx_all(const char *const *srcs, const char *const *label
     return nvcc_ptx_compile(f, path, n);
 }
 
+/* The PTX of one render compiled alone for sm_90 (malloc'd; free it), so that a test can count
+ * the accesses the compiler made; NULL with a SKIP line without nvcc, NULL and a failed check
+ * when it did not compile. */
+static inline char *nvcc_ptx_text(const char *label, const char *src)
+{
+    char path[] = "/tmp/kf_ptx_XXXXXX", cmd[600], ptx[600];
+    FILE *f = nvcc_ptx_open(path);
+    if (!f) return NULL;
+    nvcc_ptx_append(f, label, 0, src);
+    fclose(f);
+    snprintf(ptx, sizeof ptx, "%s.ptx", path);
+    snprintf(cmd, sizeof cmd, "nvcc -std=c++17 -arch=sm_90 --ptx -x cu -o %s %s 2>&1", ptx, path);
+    int rc = system(cmd);
+    unlink(path);
+    char *text = NULL;
+    FILE *p = CHECK_EQ_INT(rc, 0) ? fopen(ptx, "r") : NULL;
+    if (p) {
+        fseek(p, 0, SEEK_END);
+        long n = ftell(p);
+        rewind(p);
+        text = calloc(1, (size_t)n + 1);
+        if (fread(text, 1, (size_t)n, p) != (size_t)n) CHECK(0);
+        fclose(p);
+    }
+    unlink(ptx);
+    return text;
+}
+
+/* occurrences of needle in text */
+static inline int count_of(const char *text, const char *needle)
+{
+    int n = 0;
+    for (const char *p = strstr(text, needle); p; p = strstr(p + 1, needle)) n++;
+    return n;
+}
+
 #endif

@@ -83,7 +83,7 @@ static void test_renders(void)
             if (ok < 0) continue;
             int want = T->knobs[k_vec].values[idx[k_vec]] ? c->vw : 1;
             long long vw = src_define(src, "KF_VW", 1), n = src_define(src, "KF_N", 0);
-            ok = ok && vw == want && (want == 1) == (strstr(src, "kf_pack") == NULL);
+            ok = ok && vw == want && (want == 1) == (strstr(src, "kf_pack_st(p") == NULL);
             /* the grid covers every vector (grid = 0) with KF_NT * KF_UN per block */
             long long nt = src_define(src, "KF_NT", 0), un = src_define(src, "KF_UN", 0);
             long long items = want > 1 ? n / want : n;
@@ -219,6 +219,30 @@ static void test_gpu(void)
     gpu_close(&G);
 }
 
+/* Each vector render's PTX (nvcc, SKIP without it): the vector loop, unrolled, stores one vector
+ * access per pack (a pack assigned as a struct can come out as an access per element: the
+ * chain kernel's did, test_templates_chain.c), the tail its one scalar store. */
+static void test_vector_stores(void)
+{
+    for (int ci = 0; ci < n_cases; ci++) {
+        if (cases[ci].vw == 1) continue;
+        int idx[MAX_KNOBS] = {0}, esz = kf_dtype_size(cases[ci].sig.out[0].dtype);
+        char *src = NULL, *lj = NULL, err[256], *ptx;
+        if (!CHECK_EQ_INT(T->render(&cases[ci].sig, idx, &src, &lj, err, sizeof err), KF_OK) ||
+            !(ptx = nvcc_ptx_text(cases[ci].label, src))) {
+            free(src), free(lj);
+            if (system("nvcc --version >/dev/null 2>&1") != 0) return;
+            continue;
+        }
+        const char *scalar = esz == 2 ? "st.global.u16" : esz == 4 ? "st.global.f32" : "st.global.f64";
+        if (esz == 4 && cases[ci].sig.out[0].dtype == KF_I32) scalar = "st.global.u32";
+        int vec = count_of(ptx, "st.global.v") + count_of(ptx, "st.global.wb.v"), sc = count_of(ptx, scalar);
+        if (!CHECK(vec >= 1 && sc <= 1))
+            printf("     %s: %d vector and %d scalar (%s) stores\n", cases[ci].label, vec, sc, scalar);
+        free(ptx), free(src), free(lj);
+    }
+}
+
 int main(void)
 {
     struct timespec t0;
@@ -227,6 +251,7 @@ int main(void)
     if (!CHECK(T != NULL)) return check_done("templates_pointwise_vec");
     make_cases();
     test_renders();
+    test_vector_stores();
     if (open_nvrtc(&nv)) {
         compile_all();
         char arch[256];
