@@ -13,6 +13,8 @@
 
 #include "tests/c/check.h"
 
+#define NVCC_PTX "nvcc -std=c++17 -arch=sm_90 --ptx -x cu" /* then -o OUT FILE */
+
 /* The translation unit, made from the mkstemp template path (rewritten in place); NULL with a
  * SKIP line without nvcc, NULL and a failed check when the file cannot be made. */
 static inline FILE *nvcc_ptx_open(char *path)
@@ -57,8 +59,7 @@ static inline int nvcc_ptx_compile(FILE *f, const char *path, int n)
 {
     fclose(f);
     char cmd[512], out[8192];
-    snprintf(cmd, sizeof cmd, "nvcc -std=c++17 -arch=sm_90 --ptx -x cu -o /dev/null %s 2>&1",
-             path);
+    snprintf(cmd, sizeof cmd, NVCC_PTX " -o /dev/null %s 2>&1", path);
     FILE *p = popen(cmd, "r");
     size_t got = p ? fread(out, 1, sizeof out - 1, p) : 0;
     out[got] = 0;
@@ -93,7 +94,7 @@ static inline char *nvcc_ptx_text(const char *label, const char *src)
     nvcc_ptx_append(f, label, 0, src);
     fclose(f);
     snprintf(ptx, sizeof ptx, "%s.ptx", path);
-    snprintf(cmd, sizeof cmd, "nvcc -std=c++17 -arch=sm_90 --ptx -x cu -o %s %s 2>&1", ptx, path);
+    snprintf(cmd, sizeof cmd, NVCC_PTX " -o %s %s 2>&1", ptx, path);
     int rc = system(cmd);
     unlink(path);
     char *text = NULL;

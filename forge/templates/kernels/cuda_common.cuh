@@ -185,10 +185,10 @@ template <class T> __device__ __forceinline__ unsigned long long kf_bits(T v) /*
 }
 template <class T, int N> __device__ __forceinline__ void kf_pack_st(T *p, const kf_pack<T, N> &o)
 {
-    typedef typename kf_raw_sel<(int)sizeof(T) * N>::t raw;
-    unsigned w[((int)sizeof(T) * N + 3) / 4];
+    typedef kf_vec<T, N> V;
+    unsigned w[V::WORDS];
 #pragma unroll
-    for (int i = 0; i < ((int)sizeof(T) * N + 3) / 4; i++) w[i] = 0u;
+    for (int i = 0; i < V::WORDS; i++) w[i] = 0u;
 #pragma unroll
     for (int k = 0; k < N; k++) {
         const unsigned long long b = kf_bits(o.v[k]);
@@ -196,7 +196,7 @@ template <class T, int N> __device__ __forceinline__ void kf_pack_st(T *p, const
         w[bit / 32] |= (unsigned)(b << (bit % 32));
         if (sizeof(T) == 8) w[bit / 32 + 1] = (unsigned)(b >> 32);
     }
-    raw r;
+    typename V::raw r;
     kf_join(w, r);
-    kf_stwb(reinterpret_cast<raw *>(p), r);
+    kf_stwb(reinterpret_cast<typename V::raw *>(p), r);
 }
