@@ -1138,13 +1138,12 @@ void kf_chain_emit_phase_vec_cache(kf_strbuf *s, const kf_chain_bind *b, const c
     kf_strbuf_printf(s, "%s}\n", ind);
 }
 
-/* cuda 3: y from the registers a pack at a time, weight and bias read in packs, y stored whole */
-static void emit_ln_y_packs(kf_strbuf *s, const kf_chain_bind *b, const char *ind)
+void kf_chain_emit_ln_y_pack(kf_strbuf *s, const kf_chain_bind *b, const char *x, const char *each,
+                             const char *ind)
 {
     const kf_job_member *jm = &b->ch->m[b->ln];
     const int k = b->ln, ydt = kf_chain_member_dtype(b, k);
     const char *yt = kf_pw_ctype(ydt, 1);
-    packs_loop(s, ind);
     for (int a = 0; a < 2; a++) {
         const int i = a ? b->ln_b : b->ln_w;
         if (i < 0) continue;
@@ -1154,8 +1153,8 @@ static void emit_ln_y_packs(kf_strbuf *s, const kf_chain_bind *b, const char *in
     }
     kf_strbuf_printf(s, "%s    kf_pack<%s, KF_VW> o%d;\n#pragma unroll\n"
                         "%s    for (int e = 0; e < KF_VW; e++) {\n"
-                        "%s        kf_ct v = (kf_x[jp * KF_VW + e] - kf_mean) * kf_rstd;\n",
-                     ind, yt, k, ind, ind);
+                        "%s        kf_ct v = (%s - kf_mean) * kf_rstd;\n",
+                     ind, yt, k, ind, ind, x);
     for (int a = 0; a < 2; a++) {
         if ((a ? b->ln_b : b->ln_w) < 0) continue;
         kf_strbuf_printf(s, "%s        v %s= ", ind, a ? "+" : "*");
@@ -1164,7 +1163,16 @@ static void emit_ln_y_packs(kf_strbuf *s, const kf_chain_bind *b, const char *in
     }
     kf_strbuf_printf(s, "%s        o%d.v[e] = ", ind, k);
     store_expr(s, ydt, 1, "v");
-    kf_strbuf_printf(s, ";\n%s    }\n%s    kf_pack_st(y%d + r * KF_C + c0, o%d);\n%s}\n", ind, ind, k, k, ind);
+    kf_strbuf_printf(s, ";\n%s%s    }\n%s    kf_pack_st(y%d + r * KF_C + c0, o%d);\n", each ? each : "",
+                     ind, ind, k, k);
+}
+
+/* cuda 3: y from the registers a pack at a time */
+static void emit_ln_y_packs(kf_strbuf *s, const kf_chain_bind *b, const char *ind)
+{
+    packs_loop(s, ind);
+    kf_chain_emit_ln_y_pack(s, b, "kf_x[jp * KF_VW + e]", NULL, ind);
+    kf_strbuf_printf(s, "%s}\n", ind);
 }
 
 int kf_chain_emit_params(kf_strbuf *s, const kf_chain_bind *b, const kf_job_sig *sig, int cuda,

@@ -171,6 +171,11 @@ const char *kf_chain_tail_simd(const kf_chain_bind *b);
 void kf_chain_emit_ln_tile_y(kf_strbuf *s, const kf_chain_bind *b, const char *xs, const char *ind);
 /* the same's input as kf_ct, from xs as stored */
 void kf_chain_emit_tile_x(kf_strbuf *s, const kf_chain_bind *b, const char *xs);
+/* A layer norm's y for the pack of KF_VW columns at c0 of row r (kf_mean, kf_rstd, the row bases
+ * in scope): weight and bias read in packs, y stored in one access; x the norm's input at column
+ * c0 + e as kf_ct, `each` (or NULL) a statement per element, after its y */
+void kf_chain_emit_ln_y_pack(kf_strbuf *s, const kf_chain_bind *b, const char *x, const char *each,
+                             const char *ind);
 /* member k's (full) output at (r, c) := v, through its pointer and layout */
 void kf_chain_emit_store(kf_strbuf *s, const kf_chain_bind *b, int k, const char *v, const char *ind);
 /* Before the walk: an eval batch norm's save_mean and save_invstd where they are [C] (CUDA's:

@@ -28,10 +28,11 @@
  * them), lanes over the tile's rows and groups of them over the columns, so that a strided
  * tensor is read and written in runs of adjacent rows; the norm's input kept in shared memory
  * as stored, its row sums combined there, then y written along the rows (coalesced: eager's
- * contiguous y). vec = 1 also stages a row-contiguous input there first, read along its rows,
- * and unrolls the loops by 8. The start is vec = 0 with 16 rows, the fastest measured on an
- * H100: 51-71 us on Whisper's and MLP-Mixer's chains, where 32 or 64 rows, staged and
- * unrolled, gave 74-92 us at best. */
+ * contiguous y), in 16-byte packs where the norm's weight and bias allow. The walk waits on
+ * memory (one wave of blocks, their phases in step): its loops are unrolled by 4 so that more
+ * loads are in flight (vec = 1: by 8, and a row-contiguous input staged there first, read along
+ * its rows). The start is vec = 0 with 16 rows: on an H100, 50-63 us on MLP-Mixer's and
+ * Whisper's chains, where the same without unrolling or packs took 66-75 us and staging 81-85. */
 #include <stdio.h>
 #include <string.h>
 
@@ -146,6 +147,18 @@ const kf_template kf_tmpl_cuda_chain = {
     .start = start,
 };
 
+/* The tile walk's y in packs (16 bytes of the widest of y, weight and bias; a plain layer norm
+ * ending the chain, its weight and bias aligned to them): the pack's width, or 1 */
+static int tile_y_packs(const kf_chain_bind *cb, const kf_job_sig *sig)
+{
+    const kf_job_member *jm = &cb->ch->m[cb->ln];
+    int es = kf_dtype_size(kf_chain_member_dtype(cb, cb->ln));
+    for (int a = 1; a < jm->sig.n_in && a < 3; a++)
+        if (kf_dtype_size(jm->sig.in[a].dtype) > es) es = kf_dtype_size(jm->sig.in[a].dtype);
+    const int vw = es <= 8 ? 16 / es : 1;
+    return vw > 1 && cb->C % vw == 0 && kf_chain_tail_packs(cb, sig, vw) ? vw : 1;
+}
+
 /* The tile walk (the comment at the top): phase 0 with the lanes over the tile's rows, each
  * thread's row sums meeting in shared memory (mean, then the squared deviations from the stored
  * input), then y and the epilogue along the rows. */
@@ -169,8 +182,9 @@ static kf_status render_tile(const kf_template *t, const kf_job_sig *sig, const 
                          "#define KF_XPAD %d\n#define KF_NG (KF_NT / KF_TR) /* column groups */\n",
                      nt, tr, tr != (vals[4] ? 16 : 32) ? ": what the shared memory and threads allow" : "",
                      tile_pad(cb));
-    char unroll[40]; /* vec: loads in flight per thread */
-    snprintf(unroll, sizeof unroll, "#pragma unroll %d\n", vals[3] ? 8 : 1);
+    char unroll[40]; /* loads in flight per thread: the walk waits on memory, not on its math */
+    snprintf(unroll, sizeof unroll, "#pragma unroll %d\n", vals[3] ? 8 : 4);
+    const int vw = tile_y_packs(cb, sig);
     char types[KF_JOB_MAX_TENSORS + KF_JOB_MAX_OUTPUTS][40];
     const char *args[KF_JOB_MAX_TENSORS + KF_JOB_MAX_OUTPUTS];
     kf_strbuf_printf(&b, "\nextern \"C\" __global__ void __launch_bounds__(KF_NT) kf_kernel(");
@@ -218,12 +232,32 @@ static kf_status render_tile(const kf_template *t, const kf_job_sig *sig, const 
                          "                y%d_2[r0 + threadIdx.x] = kf_rstd;\n            }\n"
                          "        }\n        __syncthreads();\n",
                      k, k);
-    /* y along the rows: consecutive threads, consecutive columns of a row */
-    kf_strbuf_printf(&b, "%s%s            const kf_ct kf_mean = kf_ms[kf_i], kf_rstd = kf_rs[kf_i];\n",
-                     unroll, tile_elems);
-    kf_chain_emit_rowbases(&b, cb, "            ");
-    if (xlate) kf_chain_emit_store(&b, cb, xm, "kf_xs[kf_i][c]", "            ");
-    kf_chain_emit_ln_tile_y(&b, cb, "kf_xs[kf_i][c]", "        ");
+    /* y along the rows: consecutive threads, consecutive columns (or packs of them) of a row */
+    if (vw > 1) {
+        kf_strbuf x = {0}, each = {0};
+        kf_chain_emit_tile_x(&x, cb, "kf_xs[kf_i][c0 + e]");
+        if (xlate) {
+            kf_strbuf_printf(&each, "                {\n                    const long long c = c0 + e;\n");
+            kf_chain_emit_store(&each, cb, xm, "kf_xs[kf_i][c]", "                    ");
+            kf_strbuf_printf(&each, "                }\n");
+        }
+        kf_strbuf_printf(&b, "#define KF_VW %d\n#pragma unroll 2\n"
+                             "        for (int kf_e = threadIdx.x; kf_e < kf_n / KF_VW; kf_e += KF_NT) {\n"
+                             "            const int kf_i = kf_e / (int)(KF_C / KF_VW);\n"
+                             "            const long long c0 = (long long)(kf_e - kf_i * (int)(KF_C / KF_VW)) * KF_VW, "
+                             "r = r0 + kf_i;\n"
+                             "            const kf_ct kf_mean = kf_ms[kf_i], kf_rstd = kf_rs[kf_i];\n", vw);
+        kf_chain_emit_rowbases(&b, cb, "            ");
+        kf_chain_emit_ln_y_pack(&b, cb, x.p, each.p, "        ");
+        kf_strbuf_free(&x);
+        kf_strbuf_free(&each);
+    } else {
+        kf_strbuf_printf(&b, "%s%s            const kf_ct kf_mean = kf_ms[kf_i], kf_rstd = kf_rs[kf_i];\n",
+                         unroll, tile_elems);
+        kf_chain_emit_rowbases(&b, cb, "            ");
+        if (xlate) kf_chain_emit_store(&b, cb, xm, "kf_xs[kf_i][c]", "            ");
+        kf_chain_emit_ln_tile_y(&b, cb, "kf_xs[kf_i][c]", "        ");
+    }
     kf_strbuf_printf(&b, "        }\n        __syncthreads(); /* the next tile's rows */\n    }\n}\n");
     const unsigned g[3] = {grid, 1, 1}, blk[3] = {(unsigned)nt, 1, 1};
     return kf_template_cuda_finish(t, &b, args, na, g, blk, (unsigned)tile_smem(cb, tr), source,

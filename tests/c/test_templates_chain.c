@@ -86,6 +86,7 @@ typedef struct ccase {
     int dt;     /* the chain's float dtype */
     double rtol;
     int packs;  /* cuda_chain's vec = 1 renders packs (kf_chain_vec_width > 1) */
+    int tile_scalar; /* the tile walk stores y element by element (its weight not aligned to a pack) */
 } ccase;
 
 static kf_job *load(const char *json, char *err, size_t cap)
@@ -320,9 +321,14 @@ static void run_case(const ccase *c)
                  cuda_t->knobs[0].values[nt], cuda_t->knobs[2].values[rows],
                  cuda_t->knobs[3].values[vec], cuda_t->knobs[4].values[ly[2]]);
         if (CHECK_EQ_INT(cuda_t->render(s, idx, &src, &lj, err, sizeof err), KF_OK)) {
-            /* packs wherever the case says its rows and alignment allow them */
-            if (cuda_t->knobs[3].values[vec] && !CHECK_EQ_INT(strstr(src, "KF_VW") != NULL, c->packs))
+            /* a layer norm after a strided member: the tile walk, unless the rows knob says not */
+            int tile = cb.ln >= 0 && (cb.ostrided[0] || cb.st[1][cb.nd - 1] > 1) && cuda_t->knobs[2].values[rows];
+            /* packs wherever the case says its rows and alignment allow them (the tile walk: its
+             * y, in packs where the norm's weight and bias allow) */
+            if (cuda_t->knobs[3].values[vec] && !tile && !CHECK_EQ_INT(strstr(src, "KF_VW") != NULL, c->packs))
                 printf("     %s: packs %s\n", label, c->packs ? "expected" : "not expected");
+            if (tile && !CHECK_EQ_INT(strstr(src, "kf_pack_st(y1 + r * KF_C + c0, o1);") != NULL, !c->tile_scalar))
+                printf("     %s: the tile's y in packs %s\n", label, c->tile_scalar ? "not expected" : "expected");
             /* a row tail's input in registers wherever no packs are taken (the rows are short) */
             int cached = cb.tail >= 0 && cb.tail_arg < 0 && cb.red < 0 && !cb.gn && !strstr(src, "KF_VW") &&
                          !strstr(src, "KF_TR ");
@@ -333,8 +339,6 @@ static void run_case(const ccase *c)
                 (packed && !CHECK(strstr(src, " + r * KF_C + c0, o") && strstr(src, "kf_x[jp * KF_VW + e] = "))))
                 printf("     %s: the norm's input in packed registers %s\n", label, packed ? "expected" : "not expected");
             cached |= packed;
-            /* a layer norm after a strided member: the tile walk, unless the rows knob says not */
-            int tile = cb.ln >= 0 && (cb.ostrided[0] || cb.st[1][cb.nd - 1] > 1) && cuda_t->knobs[2].values[rows];
             if (tile && !CHECK(!strstr(lj, "\"smem\":0,") &&
                                (strstr(src, "(kf_xs[kf_tx], c)") != NULL) == cuda_t->knobs[3].values[vec]))
                 printf("     %s: the tile's shared memory, or its input staged (vec) or not\n", label);
@@ -609,9 +613,10 @@ static void ln_ref(int64_t R, int64_t C, double *const *in, double **out)
  * native_layer_norm(., [40], w, b) stored contiguous; cuda_chain's tile walk */
 #define TX3(dt, what) "{\"dtype\": \"" dt "\", \"sizes\": [2, 24, 40], \"strides\": [960, 1, 24], " what "}"
 #define X3(dt, what) "{\"dtype\": \"" dt "\", \"sizes\": [2, 24, 40], \"strides\": [960, 40, 1], " what "}"
-/* the chain over inputs laid out L0 and L1, the sum laid out LO (TX3 or X3) */
-#define TLN_JSON(dt, L0, L1, LO)                                                                   \
-    "\"inputs\": [" L0(dt, "\"align\": 16") ", " L1(dt, "\"align\": 16") ", " T1(dt, 40) ", " T1(dt, 40) "], " \
+/* the chain over inputs laid out L0 and L1, the sum laid out LO (TX3 or X3), the weight W */
+#define TLN_JSON(dt, L0, L1, LO) TLN_JSON_(dt, L0, L1, LO, T1(dt, 40))
+#define TLN_JSON_(dt, L0, L1, LO, W)                                                               \
+    "\"inputs\": [" L0(dt, "\"align\": 16") ", " L1(dt, "\"align\": 16") ", " W ", " T1(dt, 40) "], " \
     "\"outputs\": [" LO(dt, "\"alias\": -1") ", " X3(dt, "\"alias\": -1") ", "                           \
     "{\"dtype\": \"f32\", \"sizes\": [2, 24, 1], \"strides\": [24, 1, 1], \"alias\": -1}, "                  \
     "{\"dtype\": \"f32\", \"sizes\": [2, 24, 1], \"strides\": [24, 1, 1], \"alias\": -1}], "                 \
@@ -623,6 +628,9 @@ static void ln_ref(int64_t R, int64_t C, double *const *in, double **out)
     "{\"op\": \"aten::native_layer_norm\", \"inputs\": [[\"member\", 0, 0], [\"ext\", 0], [\"ext\", 1]]}]}"
 static const char tln_json[] = TLN_JSON("f32", TX3, X3, TX3);
 static const char tlnbf_json[] = TLN_JSON("bf16", TX3, X3, TX3);
+/* its weight 2-byte aligned: the tile walk's y element by element */
+static const char tlnbfw_json[] = TLN_JSON_("bf16", TX3, X3, TX3,
+                                            "{\"dtype\": \"bf16\", \"sizes\": [40], \"strides\": [1], \"align\": 2}");
 /* the contiguous h first: the sum dense, its one strided input x read along the tile's rows */
 static const char tlnd_json[] = TLN_JSON("bf16", X3, TX3, X3);
 
@@ -1023,33 +1031,34 @@ static void bncl_ref(int64_t R, int64_t C, double *const *in, double **out)
 }
 
 static const ccase cases[] = {
-    {"gemma rmsnorm bf16 with its weight's cast", gem_json, gem_ref, 6, 40, KF_BF16, 8e-3, 1},
-    {"add->cast->softmax->cast bf16", smc_json, smc_ref, 6, 40, KF_BF16, 8e-3, 1},
-    {"add->softmax f32", sm_json, sm_ref, 6, 40, KF_F32, 1e-5, 1},
-    {"mul->softmax bf16", smbf_json, smbf_ref, 8, 24, KF_BF16, 8e-3, 1},
-    {"add->layer_norm f32", ln_json, ln_ref, 6, 40, KF_F32, 1e-5, 1},
-    {"mul->layer_norm bf16 (no bias)", lnbf_json, lnbf_ref, 8, 24, KF_BF16, 8e-3, 1},
-    {"transposed add->layer_norm f32", tln_json, tln_ref, 48, 40, KF_F32, 1e-5, 0},
-    {"transposed add->layer_norm bf16", tlnbf_json, tlnbf_ref, 48, 40, KF_BF16, 8e-3, 0},
-    {"add of a transposed input->layer_norm bf16", tlnd_json, tlnd_ref, 48, 40, KF_BF16, 8e-3, 0},
-    {"add->group_norm f32", gn_json, gn_ref, 16, 5, KF_F32, 1e-5, 0},
-    {"add->group_norm->silu f32", gns_json, gns_ref, 16, 5, KF_F32, 1e-5, 0},
-    {"group_norm->silu f32 (the norm heads)", gnh_json, gnh_ref, 16, 5, KF_F32, 1e-5, 0},
-    {"layer_norm->gelu->mul bf16 (the norm heads)", lnh_json, lnh_ref, 8, 24, KF_BF16, 8e-3, 0},
-    {"rmsnorm f32", rms_json, rms_ref, 6, 40, KF_F32, 1e-5, 1},
-    {"rmsnorm bf16 with its casts", rmsc_json, rmsc_ref, 6, 40, KF_BF16, 8e-3, 1},
-    {"add->gelu->mul f32", pw_json, pw_ref, 32, 16, KF_F32, 1e-6, 1},
-    {"mul->sigmoid->add bf16", bf_json, bf_ref, 8, 40, KF_BF16, 8e-3, 1},
-    {"rotary: mul, neg, cat, mul, add f32", rot_json, rot_ref, 12, 16, KF_F32, 1e-6, 0},
-    {"add_->relu in place", inpl_json, inpl_ref, 5, 12, KF_F32, 0, 1},
-    {"amax->sub->exp", amax_json, amax_ref, 7, 33, KF_F32, 1e-6, 0},
-    {"channels_last mul->add bf16", cl_json, cl_ref, 24, 16, KF_BF16, 8e-3, 1},
-    {"channels_last add_->relu in place", clinpl_json, inpl_ref, 24, 16, KF_F32, 0, 1},
-    {"batch_norm (eval)->relu f32", bn_json, bn_ref, 48, 5, KF_F32, 1e-6, 0},
-    {"channels_last batch_norm (eval)->relu bf16", bncl_json, bncl_ref, 24, 16, KF_BF16, 8e-3, 1},
-    {"channels_last batch_norm (eval)->relu_ in place bf16", bnip_json, bnip_ref, 24, 16, KF_BF16, 8e-3, 1},
-    {"batch_norm (eval, [C] stats)->relu_ in place bf16", bnst_json, bnst_ref, 24, 16, KF_BF16, 8e-3, 1},
-    {"batch_norm (eval)->add_->relu_ in place bf16 (block end)", bnblk_json, bnblk_ref, 24, 16, KF_BF16, 8e-3, 1},
+    {"gemma rmsnorm bf16 with its weight's cast", gem_json, gem_ref, 6, 40, KF_BF16, 8e-3, 1, 0},
+    {"add->cast->softmax->cast bf16", smc_json, smc_ref, 6, 40, KF_BF16, 8e-3, 1, 0},
+    {"add->softmax f32", sm_json, sm_ref, 6, 40, KF_F32, 1e-5, 1, 0},
+    {"mul->softmax bf16", smbf_json, smbf_ref, 8, 24, KF_BF16, 8e-3, 1, 0},
+    {"add->layer_norm f32", ln_json, ln_ref, 6, 40, KF_F32, 1e-5, 1, 0},
+    {"mul->layer_norm bf16 (no bias)", lnbf_json, lnbf_ref, 8, 24, KF_BF16, 8e-3, 1, 0},
+    {"transposed add->layer_norm f32", tln_json, tln_ref, 48, 40, KF_F32, 1e-5, 0, 0},
+    {"transposed add->layer_norm bf16", tlnbf_json, tlnbf_ref, 48, 40, KF_BF16, 8e-3, 0, 0},
+    {"add of a transposed input->layer_norm bf16", tlnd_json, tlnd_ref, 48, 40, KF_BF16, 8e-3, 0, 0},
+    {"transposed add->layer_norm bf16, its weight 2-byte aligned", tlnbfw_json, tlnbf_ref, 48, 40, KF_BF16, 8e-3, 0, 1},
+    {"add->group_norm f32", gn_json, gn_ref, 16, 5, KF_F32, 1e-5, 0, 0},
+    {"add->group_norm->silu f32", gns_json, gns_ref, 16, 5, KF_F32, 1e-5, 0, 0},
+    {"group_norm->silu f32 (the norm heads)", gnh_json, gnh_ref, 16, 5, KF_F32, 1e-5, 0, 0},
+    {"layer_norm->gelu->mul bf16 (the norm heads)", lnh_json, lnh_ref, 8, 24, KF_BF16, 8e-3, 0, 0},
+    {"rmsnorm f32", rms_json, rms_ref, 6, 40, KF_F32, 1e-5, 1, 0},
+    {"rmsnorm bf16 with its casts", rmsc_json, rmsc_ref, 6, 40, KF_BF16, 8e-3, 1, 0},
+    {"add->gelu->mul f32", pw_json, pw_ref, 32, 16, KF_F32, 1e-6, 1, 0},
+    {"mul->sigmoid->add bf16", bf_json, bf_ref, 8, 40, KF_BF16, 8e-3, 1, 0},
+    {"rotary: mul, neg, cat, mul, add f32", rot_json, rot_ref, 12, 16, KF_F32, 1e-6, 0, 0},
+    {"add_->relu in place", inpl_json, inpl_ref, 5, 12, KF_F32, 0, 1, 0},
+    {"amax->sub->exp", amax_json, amax_ref, 7, 33, KF_F32, 1e-6, 0, 0},
+    {"channels_last mul->add bf16", cl_json, cl_ref, 24, 16, KF_BF16, 8e-3, 1, 0},
+    {"channels_last add_->relu in place", clinpl_json, inpl_ref, 24, 16, KF_F32, 0, 1, 0},
+    {"batch_norm (eval)->relu f32", bn_json, bn_ref, 48, 5, KF_F32, 1e-6, 0, 0},
+    {"channels_last batch_norm (eval)->relu bf16", bncl_json, bncl_ref, 24, 16, KF_BF16, 8e-3, 1, 0},
+    {"channels_last batch_norm (eval)->relu_ in place bf16", bnip_json, bnip_ref, 24, 16, KF_BF16, 8e-3, 1, 0},
+    {"batch_norm (eval, [C] stats)->relu_ in place bf16", bnst_json, bnst_ref, 24, 16, KF_BF16, 8e-3, 1, 0},
+    {"batch_norm (eval)->add_->relu_ in place bf16 (block end)", bnblk_json, bnblk_ref, 24, 16, KF_BF16, 8e-3, 1, 0},
 };
 
 /* ---- refusals ---- */
