@@ -244,10 +244,13 @@ static kf_status render_tile(const kf_template *t, const kf_job_sig *sig, const 
         kf_strbuf_printf(&b, "#define KF_VW %d\n#pragma unroll 2\n"
                              "        for (int kf_e = threadIdx.x; kf_e < kf_n / KF_VW; kf_e += KF_NT) {\n"
                              "            const int kf_i = kf_e / (int)(KF_C / KF_VW);\n"
-                             "            const long long c0 = (long long)(kf_e - kf_i * (int)(KF_C / KF_VW)) * KF_VW, "
+                             "            const long long c0 = (kf_e - kf_i * (KF_C / KF_VW)) * KF_VW, "
                              "r = r0 + kf_i;\n"
                              "            const kf_ct kf_mean = kf_ms[kf_i], kf_rstd = kf_rs[kf_i];\n", vw);
-        kf_chain_emit_rowbases(&b, cb, "            ");
+        for (int a = 0; a < 2; a++) /* the weight's and bias's row bases alone: registers */
+            if ((a ? cb->ln_b : cb->ln_w) >= 0)
+                kf_strbuf_printf(&b, "            const long long rb%d = kf_rb%d(r);\n", a ? cb->ln_b : cb->ln_w,
+                                 a ? cb->ln_b : cb->ln_w);
         kf_chain_emit_ln_y_pack(&b, cb, x.p, each.p, "        ");
         kf_strbuf_free(&x);
         kf_strbuf_free(&each);
