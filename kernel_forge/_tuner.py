@@ -474,6 +474,7 @@ class OnlineTuner(threading.Thread):
         self.landed_us: dict[str, float] = {}  # key -> kernel_us of what landed
         self.tries: dict[str, int] = {}  # key -> confirmations refused for spread
         self.lock = threading.Lock()
+        self.status_lock = threading.Lock()  # one status file writer at a time (_write_status)
         self.t0 = time.monotonic()
         self.busy_s = 0.0  # the workers' busy time (wall time less their duty sleeps)
         self.credit = self.cfg["burst_s"]  # the duty bucket: seconds of work allowed now
@@ -538,20 +539,23 @@ class OnlineTuner(threading.Thread):
             self.state["looks"] += 1
 
     def _write_status(self):
-        try:
-            root = _jobs.jobs_root()
-            os.makedirs(root, mode=0o700, exist_ok=True)
-            path = os.path.join(root, f"tuner-{os.getpid()}.json")
-            tmp = path + ".tmp"
-            import json
+        # the tuner's thread and the exit (shutdown) both write it: through one temporary file
+        # at a time, else one's replace could publish the other's half-written file
+        with self.status_lock:
+            try:
+                root = _jobs.jobs_root()
+                os.makedirs(root, mode=0o700, exist_ok=True)
+                path = os.path.join(root, f"tuner-{os.getpid()}.json")
+                tmp = path + ".tmp"
+                import json
 
-            doc = self.status()
-            doc["updated"] = time.time()
-            with open(tmp, "w") as f:
-                json.dump(doc, f)
-            os.replace(tmp, path)
-        except (OSError, KernelForgeError, ValueError):
-            pass  # the status file is for the UI only
+                doc = self.status()
+                doc["updated"] = time.time()
+                with open(tmp, "w") as f:
+                    json.dump(doc, f)
+                os.replace(tmp, path)
+            except (OSError, KernelForgeError, ValueError):
+                pass  # the status file is for the UI only
 
     def run(self):
         from . import cache_dir, reload_cache, stats

@@ -7,6 +7,7 @@ import os
 import resource
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -118,6 +119,42 @@ def test_tuner_status_without_tuning():
 def _cpu_seconds():
     r = resource.getrusage(resource.RUSAGE_CHILDREN)
     return r.ru_utime + r.ru_stime
+
+
+def test_the_status_file_is_whole_while_two_threads_write_it(tmp_path, monkeypatch):
+    """The tuner's thread and its exit both write tuner-PID.json; `kforge ui` reading it in
+    between always gets a whole document (CI once read a half-written one: no tuner line)."""
+    monkeypatch.setenv("KFORGE_JOBS_DIR", str(tmp_path))
+    t = _tuner.OnlineTuner.__new__(_tuner.OnlineTuner)  # its status file alone, no thread
+    t.status_lock = threading.Lock()
+    t.status = lambda: {"checks": [], "rows": [{"key": "%040d" % i, "why": "x" * 200} for i in range(400)]}
+    path = tmp_path / f"tuner-{os.getpid()}.json"
+    stop = threading.Event()
+
+    def write():
+        while not stop.is_set():
+            t._write_status()
+
+    writers = [threading.Thread(target=write) for _ in range(2)]
+    for w in writers:
+        w.start()
+    bad = 0
+    try:
+        end = time.time() + 3
+        while time.time() < end:
+            try:
+                doc = json.loads(path.read_text())
+            except FileNotFoundError:
+                continue
+            except ValueError:
+                bad += 1
+                continue
+            assert len(doc["rows"]) == 400
+    finally:
+        stop.set()
+        for w in writers:
+            w.join()
+    assert bad == 0
 
 
 def test_ramp_then_deep_with_the_duty_cycle(tmp_path):
