@@ -47,8 +47,22 @@ with torch.inference_mode():
     d_eager = direct()
 kf.enable()
 err = lambda u, v: ((u.double() - v.double()).abs().max() / v.double().abs().max()).item()
+entries = kf.chain_entries()
+# the model check's arms, switched per forward (kernel_forge/_modelcheck.py): each forward with
+# chains on completes its heads as if they had never been switched off
+model.float()
+run(1)  # new weights (model.float()): their first forward learns them
+count = lambda: {e["ops"]: (e["heads"], e["completed"]) for e in kf.chain_entries()}
+arms = []
+for arm in ["all", "off", "none", "none", "off", "all"] * 2:
+    (kf.enable if arm != "none" else kf.disable)()
+    (kf.enable_chains if arm == "all" else kf.disable_chains)()
+    before = count()
+    run(1)
+    arms.append([arm, {k: [a - b for a, b in zip(v, before[k])] for k, v in count().items()}])
+kf.enable(), kf.enable_chains()
 print(json.dumps({"y": err(y, ref), "direct": [err(u, v) for u, v in zip(d, d_eager)],
-                  "entries": kf.chain_entries()}))
+                  "entries": entries, "arms": arms}))
 """
 
 
@@ -70,3 +84,9 @@ def test_warmup_fuses_add_layer_norm_and_a_fresh_process_serves_it(tmp_path):
     for sig in inserted:
         ops, n = want[sig]
         assert ops in served and served[ops]["completed"] >= n, r["entries"]
+    # per forward: 3 blocks' heads and the direct call's, each completed with chains on, none off
+    per_forward = {"add.Tensor -> native_layer_norm": 3, "mul.Tensor -> native_layer_norm": 1}
+    for arm, delta in r["arms"]:
+        for ops in served:
+            n = per_forward[ops] if arm == "all" else 0
+            assert delta[ops] == [n, n], (arm, r["arms"])
