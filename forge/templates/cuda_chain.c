@@ -247,10 +247,10 @@ static kf_status render_tile(const kf_template *t, const kf_job_sig *sig, const 
                              "            const long long c0 = (kf_e - kf_i * (KF_C / KF_VW)) * KF_VW, "
                              "r = r0 + kf_i;\n"
                              "            const kf_ct kf_mean = kf_ms[kf_i], kf_rstd = kf_rs[kf_i];\n", vw);
-        for (int a = 0; a < 2; a++) /* the weight's and bias's row bases alone: registers */
-            if ((a ? cb->ln_b : cb->ln_w) >= 0)
-                kf_strbuf_printf(&b, "            const long long rb%d = kf_rb%d(r);\n", a ? cb->ln_b : cb->ln_w,
-                                 a ? cb->ln_b : cb->ln_w);
+        for (int a = 0; a < 2; a++) { /* the weight's and bias's row bases alone: registers */
+            const int i = a ? cb->ln_b : cb->ln_w;
+            if (i >= 0) kf_strbuf_printf(&b, "            const long long rb%d = kf_rb%d(r);\n", i, i);
+        }
         kf_chain_emit_ln_y_pack(&b, cb, x.p, each.p, "        ");
         kf_strbuf_free(&x);
         kf_strbuf_free(&each);

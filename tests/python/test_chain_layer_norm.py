@@ -60,7 +60,8 @@ for arm in ["all", "off", "none", "none", "off", "all"] * 2:
     before = count()
     run(1)
     arms.append([arm, {k: [a - b for a, b in zip(v, before[k])] for k, v in count().items()}])
-kf.enable(), kf.enable_chains()
+kf.enable()
+kf.enable_chains()
 print(json.dumps({"y": err(y, ref), "direct": [err(u, v) for u, v in zip(d, d_eager)],
                   "entries": entries, "arms": arms}))
 """
