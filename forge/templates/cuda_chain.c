@@ -14,7 +14,8 @@
  * takes KF_VW consecutive elements of a row through 16-byte (or narrower) packs, in both layouts
  * and both per-element phases; warp = 1 (rows of at most KF_WARP_MAX_C elements, where a block
  * per row would leave most of its threads idle: a Swin window's softmax has 49): a warp per row,
- * KF_NT / 32 rows per block, combined with shuffles alone. A row tail without packs keeps its
+ * KF_NT / 32 rows per block, combined with shuffles alone (a row of fewer than 32 packs: a group
+ * of lanes, warp_lanes). A row tail without packs keeps its
  * input in registers when a thread takes at most KF_CACHE_MAX_CPL columns (eager's persistent
  * softmax does the same), so that its passes do not read the stored member back; with packs, a
  * layer norm's input the same up to KF_CACHE_MAX_PACKED columns, its y stored in packs. A group norm
@@ -267,6 +268,16 @@ static kf_status render_tile(const kf_template *t, const kf_job_sig *sig, const 
                                    launch_json, err, errcap);
 }
 
+/* warp = 1's threads per row: a warp, or for a row of fewer than 32 packs (PVT's first
+ * stages: 32 and 64 channels) the fewest lanes that take one pack each, so that a warp's loads
+ * are not mostly idle lanes: a power of two, the rows of a warp combined apart */
+static int warp_lanes(int64_t C, int vw)
+{
+    int lanes = 32;
+    while (lanes > 1 && (int64_t)(lanes / 2) * vw >= C) lanes /= 2;
+    return lanes;
+}
+
 static kf_status render(const kf_job_sig *sig, const int *knob_idx, char **source,
                         char **launch_json, char *err, size_t errcap)
 {
@@ -284,7 +295,7 @@ static kf_status render(const kf_job_sig *sig, const int *knob_idx, char **sourc
     int warp = rows && !cb.gn && vals[4] && cb.C <= KF_WARP_MAX_C;      /* a warp per row */
     int vw = vals[3] && !cb.gn && cb.tail_arg < 0 ? kf_chain_vec_width(&cb, sig) : 1;
     /* the row tail's input kept in registers (a lane's columns, unrolled), not read back */
-    int lanes = warp ? 32 : nt, cpl = (int)((cb.C + lanes - 1) / lanes);
+    int lanes = warp ? warp_lanes(cb.C, vw) : nt, cpl = (int)((cb.C + lanes - 1) / lanes);
     /* kf_chain_emit_tail's cuda: 1 read back, 2 registers, 3 registers in packs (below) */
     int cache = rows && !cb.gn && cb.tail >= 0 && cb.tail_arg < 0 && cb.red < 0 && vw == 1 &&
                 cpl <= KF_CACHE_MAX_CPL ? 2 : 0;
@@ -294,7 +305,7 @@ static kf_status render(const kf_job_sig *sig, const int *knob_idx, char **sourc
     /* a group norm's blocks per group: one, or a cluster of 4 or 8 (rows 0, warp 0 / 1) */
     int cl = !cb.gn || vals[2] ? 1 : vals[4] ? 8 : 4;
     unsigned grid = cb.gn ? kf_template_grid(cb.gn_ng * cl, nt, &gs) / (unsigned)cl * (unsigned)cl
-                  : warp ? kf_template_grid((cb.R + nt / 32 - 1) / (nt / 32), nt, &gs)
+                  : warp ? kf_template_grid((cb.R + nt / lanes - 1) / (nt / lanes), nt, &gs)
                   : rows ? kf_template_grid(cb.R, nt, &gs)
                          : kf_template_grid((n / vw + nt - 1) / nt, nt, &gs);
 
@@ -302,8 +313,11 @@ static kf_status render(const kf_job_sig *sig, const int *knob_idx, char **sourc
     kf_template_cuda_prologue(&b, t, sig, vals);
     kf_chain_emit_defs(&b, &cb, 1, "__device__ __forceinline__");
     kf_strbuf_printf(&b, "#define KF_NT %d\n#define KF_ROW_WARP %d\n", nt, warp);
-    if (warp) /* the threads that share a row */
-        kf_strbuf_printf(&b, "#define KF_LANES 32\n#define KF_LANE (threadIdx.x & 31)\n");
+    if (warp) /* the threads that share a row: a warp, or an aligned group of its lanes */
+        kf_strbuf_printf(&b, "#define KF_LANES %d\n#define KF_LANE (threadIdx.x & (KF_LANES - 1))\n"
+                             "#define KF_GMASK %s\n", lanes,
+                         lanes == 32 ? "0xffffffffu"
+                                     : "(((1u << KF_LANES) - 1u) << (threadIdx.x & 31 & ~(KF_LANES - 1)))");
     else
         kf_strbuf_printf(&b, "#define KF_LANES KF_NT\n#define KF_LANE threadIdx.x\n");
     if (cache == 3)
@@ -365,9 +379,9 @@ static kf_status render(const kf_job_sig *sig, const int *knob_idx, char **sourc
         kf_strbuf_printf(&b, "    }\n}\n");
     } else {
         if (warp)
-            kf_strbuf_printf(&b, "    for (long long r = (long long)blockIdx.x * (KF_NT / 32) + "
-                                 "(threadIdx.x >> 5); r < KF_R; r += (long long)gridDim.x * "
-                                 "(KF_NT / 32)) {\n");
+            kf_strbuf_printf(&b, "    for (long long r = (long long)blockIdx.x * (KF_NT / KF_LANES) + "
+                                 "threadIdx.x / KF_LANES; r < KF_R; r += (long long)gridDim.x * "
+                                 "(KF_NT / KF_LANES)) {\n");
         else
             kf_strbuf_printf(&b, "    for (long long r = blockIdx.x; r < KF_R; r += gridDim.x) {\n");
         kf_chain_emit_rowbases(&b, &cb, "        ");

@@ -1216,6 +1216,32 @@ static void test_tile_y_scalar(void)
     free(text), free(src), free(lj);
 }
 
+/* warp = 1 on rows of fewer than 32 packs: a group of lanes per row, the fewest that take one pack
+ * each (x * 0.5 -> layer norm of 24 bf16: 3 packs of 8, 4 lanes; x + h -> layer norm of 40 f32:
+ * 10 packs of 4, 16 lanes), combined within the group; without packs the whole warp */
+static void test_warp_lanes(void)
+{
+    static const struct { const char *json; int n_in, n_out, vec, lanes; } v[] = {
+        {lnbf_json, 2, 4, 0, 4}, {ln_json, 4, 4, 0, 16}, {lnbf_json, 2, 4, 1, 32}};
+    for (int i = 0; i < 3; i++) {
+        char *text = job_text(v[i].json, v[i].n_in, v[i].n_out), err[512] = "", *src = NULL, *lj = NULL;
+        kf_job *job = load(text, err, sizeof err);
+        int idx[8] = {0, 0, 0, v[i].vec, 0}; /* rows, warp */
+        char want[48];
+        snprintf(want, sizeof want, "#define KF_LANES %d\n", v[i].lanes);
+        if (CHECK(job != NULL) && CHECK_EQ_INT(cuda_t->render(&job->sig, idx, &src, &lj, err, sizeof err), KF_OK)) {
+            if (!CHECK(strstr(src, want) && strstr(src, "__shfl_xor_sync(KF_GMASK, v, o)") &&
+                       strstr(src, "threadIdx.x / KF_LANES; r < KF_R;")))
+                printf("     warp lanes, case %d: %s expected\n", i, want);
+            cuda_compile("warp lanes", src, lj);
+        } else {
+            printf("     warp lanes, case %d: %s\n", i, err);
+        }
+        kf_job_free(job);
+        free(text), free(src), free(lj);
+    }
+}
+
 /* a chain of pointwise members walks memory order: channels_last [2, 16, 3, 4] as rows of its 16
  * channels (not rows of W = 4, 16 elements apart); an output dense in logical order is then
  * stored through its strides */
@@ -1345,6 +1371,7 @@ int main(void)
     test_refusals();
     test_pack_refusals();
     test_tile_y_scalar();
+    test_warp_lanes();
     test_memory_order();
     test_pack_stores();
     test_group_start();

@@ -354,6 +354,10 @@ WIDE = {"rmsnorm_bf16_casts_wide": (hf_rms, lambda: (torch.randn(4, 1024, 2048).
         "add_layer_norm_bf16_wide": (add_layer_norm, lambda: (
             torch.randn(64, 197, 768).bfloat16(), torch.randn(64, 197, 768).bfloat16(),
             torch.randn(768).bfloat16(), torch.randn(768).bfloat16()), 2, (2, 2), 4),
+        # PVT-v2's first stage: rows of 32 bf16 channels, 4 packs, a group of 4 lanes per row
+        "add_layer_norm_bf16_short": (add_layer_norm, lambda: (
+            torch.randn(64, 3136, 32).bfloat16(), torch.randn(64, 3136, 32).bfloat16(),
+            torch.randn(32).bfloat16(), torch.randn(32).bfloat16()), 2, (2, 2), 4),
         # GPT-2's MLP activation at [8, 512, 3072]: no candidate verified on the H200 (session 10)
         "new_gelu_bf16_wide": (new_gelu_inner, lambda: (torch.randn(8, 512, 3072).bfloat16(),),
                                6, (1, 0), 6)}

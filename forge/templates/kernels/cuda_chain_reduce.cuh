@@ -1,5 +1,6 @@
 /* cuda_chain: the row reduction's combine over the threads that share a row (KF_LANES of them:
- * the block, KF_NT threads in whole warps, or with KF_ROW_WARP one warp), every one of them gets
+ * the block, KF_NT threads in whole warps, or with KF_ROW_WARP one warp or an aligned group of
+ * its lanes, KF_GMASK), every one of them gets
  * the row's value: warp shuffles, and for a block one shared-memory step, shuffles again.
  * KF_RCOMB and KF_RINIT are the reduction's (sum / mean / amax; a sum for a row tail's sums),
  * kf_ct its type; kMax: a max instead (a softmax's; a NaN is dropped, its exp brings it back).
@@ -16,11 +17,14 @@ template <int kMax>
 __device__ __forceinline__ kf_ct kf_chain_row_op(kf_ct v)
 {
 #if KF_ROW_WARP
-    __syncwarp(); /* the row's stores so far, seen by every lane (the shuffles do not order memory) */
-#endif
+    /* the row's stores so far, seen by every lane (the shuffles do not order memory); a group of
+     * lanes sharing a row meets alone: the other rows of its warp may have ended their loop */
+    __syncwarp(KF_GMASK);
+#pragma unroll
+    for (int o = KF_LANES / 2; o > 0; o >>= 1) v = kf_chain_comb<kMax>(v, __shfl_xor_sync(KF_GMASK, v, o));
+#else
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) v = kf_chain_comb<kMax>(v, __shfl_xor_sync(0xffffffffu, v, o));
-#if !KF_ROW_WARP
     __shared__ kf_ct part[32];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     if (lane == 0) part[warp] = v;
