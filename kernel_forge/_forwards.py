@@ -1,6 +1,12 @@
 """Global nn.Module hooks that see each outermost forward start and end, on any thread (a
 thread's nested module calls are inside its outermost one): the warm-up's recording windows
-(_warmup.ForwardWindows) and the model check's arms (_modelcheck.ForwardArms)."""
+(_warmup.ForwardWindows) and the model check's arms (_modelcheck.ForwardArms).
+
+A global hook puts every module call on torch's slow path (Module._call_impl): on PVT-v2-B0 on
+an H100 that cost 1.5 ms of host time a forward, which made its forwards host-bound, so a timing
+taken under them saw that and not the kernels. With narrow_after = n the hooks move, once n
+outermost forwards have ended, onto the modules seen outermost so far; an outermost forward of
+another module is not seen from then on."""
 
 import threading
 
@@ -10,11 +16,14 @@ class OutermostForwards:
     `active` counting the outermost forwards under way on every thread (this one included at
     begin, no longer at end); end() may return a callable to run outside the lock."""
 
-    def __init__(self):
+    def __init__(self, narrow_after: int = 0):
         self.lock = threading.Lock()
         self.local = threading.local()  # module nesting depth, per thread
         self.active = 0
         self.handles = []
+        self.narrow_after = narrow_after  # 0: the global hooks stay
+        self.roots = []  # the modules seen outermost while the hooks are global
+        self.ended = 0   # outermost forwards ended
 
     def install(self):
         from torch.nn.modules import module as m
@@ -29,6 +38,20 @@ class OutermostForwards:
         for h in self.handles:
             h.remove()
         self.handles = []
+        self.roots = []
+
+    def _narrow(self):
+        """Under the lock: the hooks on the roots alone (a hook list changed during a module call
+        is not seen by that call: torch iterates a copy)."""
+        roots = self.roots
+        self.remove()
+        self.narrow_after = 0
+        for m in roots:
+            self.handles.append(m.register_forward_pre_hook(self._pre))
+            try:
+                self.handles.append(m.register_forward_hook(self._post, always_call=True))
+            except TypeError:
+                self.handles.append(m.register_forward_hook(self._post))
 
     def begin(self, mod):
         pass
@@ -42,6 +65,8 @@ class OutermostForwards:
         if depth == 0:
             with self.lock:
                 self.active += 1
+                if self.narrow_after and not any(m is mod for m in self.roots):
+                    self.roots.append(mod)
                 self.begin(mod)
 
     def _post(self, mod, args, out):
@@ -52,6 +77,9 @@ class OutermostForwards:
         if depth == 1:
             with self.lock:
                 self.active -= 1
+                self.ended += 1
                 later = self.end()
+                if self.narrow_after and self.ended >= self.narrow_after and self.handles:
+                    self._narrow()
             if later is not None:
                 later()

@@ -40,7 +40,8 @@ class ForwardArms(OutermostForwards):
     threads cannot be given an arm each: then nothing is judged. on_done runs once judged."""
 
     def __init__(self, arms, on_done):
-        super().__init__()
+        # after the untimed round, hooks on the modules that ran it alone (_forwards.py)
+        super().__init__(narrow_after=SKIP_ROUNDS * len(arms))
         self.arms = list(arms)
         self.on_done = on_done
         self.n = 0          # outermost forwards started

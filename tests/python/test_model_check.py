@@ -193,6 +193,35 @@ def test_forward_arms_switch_per_forward_and_stop_once_judged(dev):
     assert set(seen[n:]) == {(True, True)}  # after the stop: untouched
 
 
+def test_after_its_untimed_round_the_check_hooks_only_the_outermost_modules():
+    # global module hooks put every module call on torch's slow path (1.5 ms of host time a
+    # forward on PVT-v2 on an H100): the timed rounds run with hooks on the root alone
+    from torch.nn.modules import module as nm
+
+    fa = mc.ForwardArms(["all", "ops", "none"], lambda: None)
+    inner = Tiny()
+    root, other, x = torch.nn.Sequential(torch.nn.Identity(), inner), Tiny(), torch.randn(4, 8)
+    before = (len(nm._global_forward_pre_hooks), len(nm._global_forward_hooks))
+    fa.install()
+    try:
+        for i in range(3 * mc.SKIP_ROUNDS):
+            assert len(nm._global_forward_pre_hooks) == before[0] + 1, i
+            root(x)
+        assert (len(nm._global_forward_pre_hooks), len(nm._global_forward_hooks)) == before
+        assert len(root._forward_pre_hooks) == 1 and not inner._forward_pre_hooks
+        for _ in range(4):
+            root(x)
+        other(x)  # an outermost forward of a module not seen in the first round: not seen
+        assert fa.n == 3 * mc.SKIP_ROUNDS + 4 and len(fa.samples) == fa.n
+        assert all(s[3] is not None for s in fa.samples)  # each one ended
+    finally:
+        fa.remove()
+    assert not root._forward_pre_hooks and not root._forward_hooks
+    assert (len(nm._global_forward_pre_hooks), len(nm._global_forward_hooks)) == before
+    fa.finish()
+    assert kf.enabled() and kf.chains_enabled()
+
+
 def test_forwards_overlapping_on_threads_are_not_judged():
     import threading
 
