@@ -10,13 +10,13 @@ T0=$(date +%s)
 nvidia-smi --query-gpu=name --format=csv,noheader; cat COMMIT
 bash scripts/device-build.sh > "$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
 echo "built at $(($(date +%s) - T0)) s"
-for mf in ${MODELS:-pvt_v2_b0:vit ghostnet:cnn}; do
-  m=${mf%%:*} fam=${mf##*:}
+for mf in ${MODELS:-pvt_v2_b0:pvt_v2_b0:vit ghostnet:ghostnet_100:cnn}; do
+  m=${mf%%:*} fam=${mf##*:} tn=${mf#*:}; tn=${tn%%:*}
   export KFORGE_CACHE_DIR=/tmp/cw-$m
   timeout 200 python3 -m kernel_forge warmup --time-budget 60 benchmarks/heldout/$m.py > "$OUT/$m-warmup.log" 2>&1
   grep "model check:" "$OUT/$m-warmup.log" | cut -c1-320
   echo "$m warmed up at $(($(date +%s) - T0)) s"
-  timeout 150 python3 arms.py $m $fam > "$OUT/$m-arms.log" 2>&1
+  timeout 150 python3 arms.py $tn $fam > "$OUT/$m-arms.log" 2>&1
   grep -v "^entry" "$OUT/$m-arms.log" | grep -v -i warn | head -4 | cut -c1-220
   grep "^entry" "$OUT/$m-arms.log" | cut -c1-200
 done
