@@ -28,11 +28,14 @@ class OutermostForwards:
     def install(self):
         from torch.nn.modules import module as m
 
-        self.handles.append(m.register_module_forward_pre_hook(self._pre))
+        self._add(m.register_module_forward_pre_hook, m.register_module_forward_hook)
+
+    def _add(self, pre, post):
+        self.handles.append(pre(self._pre))
         try:
-            self.handles.append(m.register_module_forward_hook(self._post, always_call=True))
+            self.handles.append(post(self._post, always_call=True))
         except TypeError:  # a torch without always_call: a forward that raises ends nothing
-            self.handles.append(m.register_module_forward_hook(self._post))
+            self.handles.append(post(self._post))
 
     def remove(self):
         for h in self.handles:
@@ -47,11 +50,7 @@ class OutermostForwards:
         self.remove()
         self.narrow_after = 0
         for m in roots:
-            self.handles.append(m.register_forward_pre_hook(self._pre))
-            try:
-                self.handles.append(m.register_forward_hook(self._post, always_call=True))
-            except TypeError:
-                self.handles.append(m.register_forward_hook(self._post))
+            self._add(m.register_forward_pre_hook, m.register_forward_hook)
 
     def begin(self, mod):
         pass
