@@ -1,7 +1,9 @@
 """The plugin's host cost per forward on a host-bound model: a timm model with a small input, N
 forwards timed by the wall clock, in one of three processes: no plugin, the plugin loaded
 (KFORGE_CACHE_DIR as set; nothing served from an empty one), the plugin loaded and disabled.
-Prints the median ms per forward and the intercepted calls per forward.
+Prints the median ms per forward and the intercepted calls per forward. The model stays in f32
+(timm's default), so a cache warmed on the bf16 held-out script serves none of it: what this
+measures is the plugin's interception alone.
     python3 hostcost.py pvt_v2_b0 none|plugin|disabled [device] [batch] [size]"""
 import statistics
 import sys
