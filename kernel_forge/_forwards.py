@@ -2,8 +2,9 @@
 thread's nested module calls are inside its outermost one): the warm-up's recording windows
 (_warmup.ForwardWindows) and the model check's arms (_modelcheck.ForwardArms).
 
-A global hook puts every module call on torch's slow path (Module._call_impl): on PVT-v2-B0 on
-an H100 that cost 1.5 ms of host time a forward, which made its forwards host-bound, so a timing
+A global hook puts every module call on torch's slow path (Module._call_impl): 1.3 ms of host
+time a forward on PVT-v2-B0 on the CPU (benchmarks/results/device-2026-12-07-session40/), and on
+an H100 its served forwards, host-bound, timed 1.3-1.5 ms slower under them than without: a timing
 taken under them saw that and not the kernels. With narrow_after = n the hooks move, once n
 outermost forwards have ended, onto the modules seen outermost so far; an outermost forward of
 another module is not seen from then on."""

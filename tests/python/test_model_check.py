@@ -194,8 +194,8 @@ def test_forward_arms_switch_per_forward_and_stop_once_judged(dev):
 
 
 def test_after_its_untimed_round_the_check_hooks_only_the_outermost_modules():
-    # global module hooks put every module call on torch's slow path (1.5 ms of host time a
-    # forward on PVT-v2 on an H100): the timed rounds run with hooks on the root alone
+    # global module hooks put every module call on torch's slow path (1.3 ms of host time a
+    # forward on PVT-v2-B0 on the CPU): the timed rounds run with hooks on the root alone
     from torch.nn.modules import module as nm
 
     fa = mc.ForwardArms(["all", "ops", "none"], lambda: None)
