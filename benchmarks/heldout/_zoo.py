@@ -7,4 +7,4 @@ _path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "zoo", "m
 _spec = importlib.util.spec_from_file_location("_zoo_harness", _path)
 _harness = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_harness)
-parse, maybe_compile, bench = _harness.parse, _harness.maybe_compile, _harness.bench
+parse, maybe_compile, bench, _ab = _harness.parse, _harness.maybe_compile, _harness.bench, _harness._ab
