@@ -9,7 +9,7 @@ nvidia-smi --query-gpu=name --format=csv,noheader; cat COMMIT
 bash scripts/device-build.sh > "$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
 echo "built at $(($(date +%s) - T0)) s"
 timeout 300 python3 benchmarks/online_tuning.py --model benchmarks/heldout/nf_resnet26.py --device cuda \
-  --seconds ${SECS:-130} --eager-seconds 15 --out "$OUT/online-nfr.json" --stderr "$OUT/online-nfr.stderr" > "$OUT/online-nfr.log" 2>&1
+  --seconds ${SECS:-130} --eager-seconds 15 --env KFORGE_LOG=info --out "$OUT/online-nfr.json" --stderr "$OUT/online-nfr.stderr" > "$OUT/online-nfr.log" 2>&1
 python3 - "$OUT/online-nfr.json" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
