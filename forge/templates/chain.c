@@ -24,14 +24,15 @@ static int is_float(int dt)
     return dt == KF_F32 || dt == KF_F16 || dt == KF_BF16 || dt == KF_F64;
 }
 
-/* a last-dim keepdim sum / mean / amax of one float tensor, in its dtype: its kind; 0: not a
- * reduction; -1: one the templates do not fuse (why says so) */
+/* a last-dim keepdim sum / mean / amax / 2-norm of one float tensor, in its dtype: its kind; 0:
+ * not a reduction; -1: one the templates do not fuse (why says so) */
 static int red_kind_of(const kf_job_sig *m, char *why, size_t cap, int k)
 {
-    int kind = !strcmp(m->op, "aten::sum.dim_IntList") ? KF_CHAIN_RED_SUM
-             : !strcmp(m->op, "aten::mean.dim")        ? KF_CHAIN_RED_MEAN
-             : !strcmp(m->op, "aten::amax")            ? KF_CHAIN_RED_AMAX
-                                                       : KF_CHAIN_RED_NONE;
+    int kind = !strcmp(m->op, "aten::sum.dim_IntList")    ? KF_CHAIN_RED_SUM
+             : !strcmp(m->op, "aten::mean.dim")           ? KF_CHAIN_RED_MEAN
+             : !strcmp(m->op, "aten::amax")               ? KF_CHAIN_RED_AMAX
+             : !strcmp(m->op, "aten::linalg_vector_norm") ? KF_CHAIN_RED_NORM2
+                                                          : KF_CHAIN_RED_NONE;
     if (!kind) return 0;
     const kf_job_tensor *x = &m->in[0], *y = &m->out[0];
     const kf_job_scalar *dim = kf_job_scalar_find(m, "dim"), *kd = kf_job_scalar_find(m, "keepdim");
@@ -39,6 +40,11 @@ static int red_kind_of(const kf_job_sig *m, char *why, size_t cap, int k)
     if (m->n_in != 1 || !is_float(x->dtype) || y->dtype != x->dtype || x->ndim < 1)
         return -1 + why_(why, cap, "member %d (%s): the reduction must take one float tensor and give "
                               "its dtype", k, m->op);
+    if (kind == KF_CHAIN_RED_NORM2) {
+        const kf_job_scalar *ord = kf_job_scalar_find(m, "ord");
+        if (!ord || !((ord->kind == 'i' && ord->i == 2) || (ord->kind == 'd' && ord->d == 2.0)))
+            return -1 + why_(why, cap, "member %d (%s): only ord=2 is fused", k, m->op);
+    }
     int nd = x->ndim;
     if (!dim || dim->kind != 'l' || dim->n != 1 || (dim->v[0] != -1 && dim->v[0] != nd - 1) ||
         !kd || kd->kind != 'b' || !kd->i || (dt && dt->kind != 'n'))
@@ -464,11 +470,18 @@ int kf_chain_bind_sig(const kf_job_sig *sig, kf_chain_bind *b, char *why, size_t
     for (int i = 0; i < KF_JOB_MAX_TENSORS; i++) b->in_part[i] = -1;
     if (b->n < 2 || b->n > KF_CHAIN_MAX_MEMBERS || sig->n_out < b->n)
         return why_(why, cap, "malformed chain");
-    /* F: the widest output */
+    /* F: the widest output, or a reduction's input where wider (no member after the reduction
+     * keeps its shape: F.normalize's norm -> clamp_min, whose division reads an expand) */
     int widest = 0;
     for (int k = 1; k < b->n; k++)
         if (kf_job_tensor_numel(mout(b, sig, k)) > kf_job_tensor_numel(mout(b, sig, widest))) widest = k;
     const kf_job_tensor *F = mout(b, sig, widest);
+    for (int k = 0; k < b->n; k++) {
+        char scratch[8];
+        const kf_job_sig *m = &ch->m[k].sig;
+        if (red_kind_of(m, scratch, sizeof scratch, k) > 0 && kf_job_tensor_numel(&m->in[0]) > kf_job_tensor_numel(F))
+            F = &m->in[0];
+    }
     b->nd = F->ndim ? F->ndim : 1;
     for (int d = 0; d < b->nd; d++) b->full[d] = F->ndim ? F->sizes[d] : 1;
     b->C = b->full[b->nd - 1];
@@ -537,7 +550,7 @@ int kf_chain_bind_sig(const kf_job_sig *sig, kf_chain_bind *b, char *why, size_t
         if (!kf_pw_bind_sig(m, &b->pb[k]))
             return why_(why, cap, "member %d (%s): not an op the chain templates fuse (a pointwise-"
                                   "engine op with these dtypes and arguments, or a last-dim "
-                                  "sum/mean/amax)", k, m->op);
+                                  "sum/mean/amax/2-norm)", k, m->op);
         const kf_pw_bind *pb = &b->pb[k];
         if (!have_ct) b->ct = pb->ct, b->p_bool = pb->ptype == KF_BOOL, have_ct = 1;
         if (pb->ct != b->ct || (pb->ptype == KF_BOOL) != b->p_bool)
@@ -693,12 +706,14 @@ void kf_chain_emit_defs(kf_strbuf *s, const kf_chain_bind *b, int cuda, const ch
     }
     kf_strbuf_printf(s, "#define KF_R %lldLL\n#define KF_C %lldLL\n", (long long)b->R, (long long)b->C);
     if (b->red >= 0) {
-        static const char *const init[] = {"", "(kf_ct)0", "(kf_ct)0", "(-(kf_ct)KF_PW_INF)"};
+        static const char *const init[] = {"", "(kf_ct)0", "(kf_ct)0", "(-(kf_ct)KF_PW_INF)", "(kf_ct)0"};
+        static const char *const fin[] = {"", "(a)", "((a) / (kf_ct)KF_C)", "(a)", "kf_sqrt(a)"};
+        /* KF_RMAP: what an element adds to the fold (its square for the 2-norm) */
         kf_strbuf_printf(s, "#define KF_RINIT %s\n#define KF_RCOMB(a, b) %s\n"
-                            "#define KF_RFINAL(a) %s\n",
+                            "#define KF_RFINAL(a) %s\n#define KF_RMAP(v) %s\n",
                          init[b->red_kind],
                          b->red_kind == KF_CHAIN_RED_AMAX ? "kf_pw_max(a, b)" : "((a) + (b))",
-                         b->red_kind == KF_CHAIN_RED_MEAN ? "((a) / (kf_ct)KF_C)" : "(a)");
+                         fin[b->red_kind], b->red_kind == KF_CHAIN_RED_NORM2 ? "((v) * (v))" : "(v)");
     }
     if (b->tail >= 0) /* the tail's block sums */
         kf_strbuf_printf(s, "#define KF_RINIT (kf_ct)0\n#define KF_RCOMB(a, b) ((a) + (b))\n");
@@ -979,9 +994,9 @@ static void emit_phase_(kf_strbuf *s, const kf_chain_bind *b, int phase, int cud
                 ext_src(b, k, 0, cix, vec, sp, sizeof sp, so, sizeof so);
                 snprintf(v, sizeof v, "%s[%s]", sp, so);
             }
-            kf_strbuf_printf(s, "%sacc = KF_RCOMB(acc, ", ind);
+            kf_strbuf_printf(s, "%s{\n%s    const kf_ct kf_rv = ", ind, ind);
             load_expr(s, dt, cuda, v);
-            kf_strbuf_printf(s, ");\n");
+            kf_strbuf_printf(s, ";\n%s    acc = KF_RCOMB(acc, KF_RMAP(kf_rv));\n%s}\n", ind, ind);
             continue;
         }
         if (b->phase[k] != phase || k == b->red || b->seg_part[k] >= 0) continue;

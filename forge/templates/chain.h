@@ -1,8 +1,8 @@
 /* The chain templates (host_chain.c, cuda_chain.c): one kernel for a chain job (forge/job/chain.h)
  * whose members are pointwise-engine ops (pointwise_ops.c) or an eval batch norm (per element,
  * its running stats and affine read by channel) with at most one last-dim keepdim
- * reduction (sum / mean / amax) among them, e.g. RMSNorm as pow -> mean -> add -> rsqrt -> mul ->
- * mul. Each member's value is its own op's element function, stored as that member's output
+ * reduction (sum / mean / amax / 2-norm) among them, e.g. RMSNorm as pow -> mean -> add -> rsqrt ->
+ * mul -> mul, or x / x.norm(dim=-1, keepdim=True).clamp_min(eps). Each member's value is its own op's element function, stored as that member's output
  * dtype exactly as eager stores it, and read by later members from that stored value, so a
  * chain without a reduction gives eager's bits.
  *
@@ -36,7 +36,8 @@
 #include "forge/job/chain.h"
 #include "forge/templates/pointwise_ops.h"
 
-enum { KF_CHAIN_RED_NONE, KF_CHAIN_RED_SUM, KF_CHAIN_RED_MEAN, KF_CHAIN_RED_AMAX };
+/* NORM2: linalg_vector_norm with ord 2, a sum of squares and its square root (F.normalize's) */
+enum { KF_CHAIN_RED_NONE, KF_CHAIN_RED_SUM, KF_CHAIN_RED_MEAN, KF_CHAIN_RED_AMAX, KF_CHAIN_RED_NORM2 };
 
 typedef struct kf_chain_bind {
     const kf_job_chain *ch;

@@ -5,7 +5,8 @@
  *    compared with an independent reference written here (double math, each member's value
  *    rounded to its output dtype as eager stores it): RMSNorm in f32 (pow -> mean -> add ->
  *    rsqrt -> mul -> mul), pointwise f32 (add with a broadcast bias -> gelu -> mul), bf16
- *    (mul by a number -> sigmoid -> add), an in-place head (add_ -> relu), amax -> sub -> exp;
+ *    (mul by a number -> sigmoid -> add), an in-place head (add_ -> relu), amax -> sub -> exp,
+ *    linalg_vector_norm -> clamp_min (-> div) (f32, bf16);
  *    inputs come back unchanged;
  *  - the same chains rendered by cuda_chain (each threads value) compile: NVRTC for sm_90, or
  *    one translation unit with nvcc --ptx (SKIP when neither is here);
@@ -572,6 +573,49 @@ static void amax_ref(int64_t R, int64_t C, double *const *in, double **out)
     }
 }
 
+/* F.normalize without its expand: x / x.norm(2, -1, keepdim).clamp_min(1e-12), [R, 33] */
+#define NORM2_JSON(dt, ord)                                                                       \
+    "\"inputs\": [" T2(dt, 7, 33) "], "                                                           \
+    "\"outputs\": [" O2(dt, 7, 1, -1) ", " O2(dt, 7, 1, -1) ", " O2(dt, 7, 33, -1) "], "           \
+    "\"scalars\": [" ord ", {\"name\": \"m0.dim\", \"kind\": \"l\", \"value\": [-1]}, "           \
+    "{\"name\": \"m0.keepdim\", \"kind\": \"b\", \"value\": true}, "                               \
+    "{\"name\": \"m0.dtype\", \"kind\": \"n\"}, "                                                   \
+    "{\"name\": \"m1.min\", \"kind\": \"d\", \"value\": 1e-12}], "                                 \
+    "\"chain\": {\"version\": 1, \"n_head_inputs\": 1, \"n_ext\": 0, \"members\": ["                 \
+    "{\"op\": \"aten::linalg_vector_norm\", \"inputs\": [[\"head\", 0]]}, "                          \
+    "{\"op\": \"aten::clamp_min\", \"inputs\": [[\"member\", 0, 0]]}, "                              \
+    "{\"op\": \"aten::div.Tensor\", \"inputs\": [[\"head\", 0], [\"member\", 1, 0]]}]}"
+static const char norm2_json[] = NORM2_JSON("f32", "{\"name\": \"m0.ord\", \"kind\": \"d\", \"value\": 2.0}");
+static const char norm2bf_json[] = NORM2_JSON("bf16", "{\"name\": \"m0.ord\", \"kind\": \"i\", \"value\": 2}");
+
+/* F.normalize records norm -> clamp_min alone (its division reads an expand of the clamp): no
+ * output of the chain's full shape, which is the norm's input */
+static const char norm2c_json[] =
+    "\"inputs\": [" T2("f32", 7, 33) "], "
+    "\"outputs\": [" O2("f32", 7, 1, -1) ", " O2("f32", 7, 1, -1) "], "
+    "\"scalars\": [{\"name\": \"m0.ord\", \"kind\": \"d\", \"value\": 2.0}, "
+    "{\"name\": \"m0.dim\", \"kind\": \"l\", \"value\": [-1]}, "
+    "{\"name\": \"m0.keepdim\", \"kind\": \"b\", \"value\": true}, "
+    "{\"name\": \"m0.dtype\", \"kind\": \"n\"}, "
+    "{\"name\": \"m1.min\", \"kind\": \"d\", \"value\": 1e-12}], "
+    "\"chain\": {\"version\": 1, \"n_head_inputs\": 1, \"n_ext\": 0, \"members\": ["
+    "{\"op\": \"aten::linalg_vector_norm\", \"inputs\": [[\"head\", 0]]}, "
+    "{\"op\": \"aten::clamp_min\", \"inputs\": [[\"member\", 0, 0]]}]}";
+
+static void norm2_ref_(int dt, int div, int64_t R, int64_t C, double *const *in, double **out)
+{
+    for (int64_t r = 0; r < R; r++) {
+        double s = 0;
+        for (int64_t c = 0; c < C; c++) s += in[0][r * C + c] * in[0][r * C + c];
+        out[0][r] = store_as(dt, sqrt(s));
+        out[1][r] = store_as(dt, fmax(out[0][r], 1e-12));
+        for (int64_t c = 0; div && c < C; c++) out[2][r * C + c] = store_as(dt, in[0][r * C + c] / out[1][r]);
+    }
+}
+static void norm2_ref(int64_t R, int64_t C, double *const *in, double **out) { norm2_ref_(KF_F32, 1, R, C, in, out); }
+static void norm2bf_ref(int64_t R, int64_t C, double *const *in, double **out) { norm2_ref_(KF_BF16, 1, R, C, in, out); }
+static void norm2c_ref(int64_t R, int64_t C, double *const *in, double **out) { norm2_ref_(KF_F32, 0, R, C, in, out); }
+
 /* the residual add, then a layer norm of the last dim: x + h -> native_layer_norm(., [40], w, b) */
 static const char ln_json[] =
     "\"inputs\": [" T2("f32", 6, 40) ", " T2("f32", 6, 40) ", " T1("f32", 40) ", " T1("f32", 40) "], "
@@ -1050,6 +1094,9 @@ static const ccase cases[] = {
     {"rotary: mul, neg, cat, mul, add f32", rot_json, rot_ref, 12, 16, KF_F32, 1e-6, 0},
     {"add_->relu in place", inpl_json, inpl_ref, 5, 12, KF_F32, 0, 1},
     {"amax->sub->exp", amax_json, amax_ref, 7, 33, KF_F32, 1e-6, 0},
+    {"linalg_vector_norm->clamp_min->div f32", norm2_json, norm2_ref, 7, 33, KF_F32, 1e-5, 0},
+    {"linalg_vector_norm (ord 2 as an int)->clamp_min->div bf16", norm2bf_json, norm2bf_ref, 7, 33, KF_BF16, 8e-3, 0},
+    {"linalg_vector_norm->clamp_min f32 (F.normalize's)", norm2c_json, norm2c_ref, 7, 33, KF_F32, 1e-5, 0},
     {"channels_last mul->add bf16", cl_json, cl_ref, 24, 16, KF_BF16, 8e-3, 1},
     {"channels_last add_->relu in place", clinpl_json, inpl_ref, 24, 16, KF_F32, 0, 1},
     {"batch_norm (eval)->relu f32", bn_json, bn_ref, 48, 5, KF_F32, 1e-6, 0},
@@ -1173,6 +1220,9 @@ static void test_refusals(void)
     free(s);
     s = swap(rms_json, "\"value\": [-1]", "\"value\": [0]");
     expect_unbound(s, 2, 6, "member 1 (aten::mean.dim): only a reduction of the last dim");
+    free(s);
+    s = swap(norm2_json, "\"value\": 2.0}", "\"value\": 1.0}");
+    expect_unbound(s, 1, 3, "member 0 (aten::linalg_vector_norm): only ord=2 is fused");
     free(s);
 }
 

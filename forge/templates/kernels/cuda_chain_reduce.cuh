@@ -2,7 +2,8 @@
  * the block, KF_NT threads in whole warps, or with KF_ROW_WARP one warp or an aligned group of
  * its lanes, KF_GMASK), every one of them gets
  * the row's value: warp shuffles, and for a block one shared-memory step, shuffles again.
- * KF_RCOMB and KF_RINIT are the reduction's (sum / mean / amax; a sum for a row tail's sums),
+ * KF_RCOMB and KF_RINIT are the reduction's (sum / mean / amax / a 2-norm's sum of squares; a sum
+ * for a row tail's sums),
  * kf_ct its type; kMax: a max instead (a softmax's; a NaN is dropped, its exp brings it back).
  * The block's trailing barrier lets the next row reuse the scratch; a warp needs none (its
  * warps take rows of their own and never meet at a barrier). Its barriers also make the row's
