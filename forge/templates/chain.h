@@ -2,9 +2,9 @@
  * whose members are pointwise-engine ops (pointwise_ops.c) or an eval batch norm (per element,
  * its running stats and affine read by channel) with at most one last-dim keepdim
  * reduction (sum / mean / amax / 2-norm) among them, e.g. RMSNorm as pow -> mean -> add -> rsqrt ->
- * mul -> mul, or x / x.norm(dim=-1, keepdim=True).clamp_min(eps). Each member's value is its own op's element function, stored as that member's output
- * dtype exactly as eager stores it, and read by later members from that stored value, so a
- * chain without a reduction gives eager's bits.
+ * mul -> mul, or x / x.norm(dim=-1, keepdim=True).clamp_min(eps). Each member's value is its own
+ * op's element function, stored as that member's output dtype exactly as eager stores it, and
+ * read by later members from that stored value, so a chain without a reduction gives eager's bits.
  *
  * The kernel walks the chain's full shape F (the widest output) as R rows of its last dim (C):
  *   phase 0: the members before the reduction (outputs of shape F), per element, folding the
