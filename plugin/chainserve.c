@@ -350,7 +350,10 @@ int kf_chain_entry_count(kf_chain_entry *e, kf_runtime *rt, int which)
     if (which < 0 || which >= KF_CHAIN_N_COUNTERS) return 0;
     atomic_fetch_add_explicit(&e->n[which], 1, memory_order_relaxed);
     if (which != KF_CHAIN_DROPPED && which != KF_CHAIN_SKIPPED) return 0;
-    const uint64_t heads = atomic_load(&e->n[KF_CHAIN_HEADS]), done = atomic_load(&e->n[KF_CHAIN_COMPLETED]);
+    /* a mispredicted run completed too: a model running the chain at more places than the guard's
+     * threshold, each with its own weight, mispredicts every head of its first forward (XCiT) */
+    const uint64_t heads = atomic_load(&e->n[KF_CHAIN_HEADS]),
+                   done = atomic_load(&e->n[KF_CHAIN_COMPLETED]) + atomic_load(&e->n[KF_CHAIN_MISPREDICTED]);
     const uint64_t dropped = atomic_load(&e->n[KF_CHAIN_DROPPED]), skipped = atomic_load(&e->n[KF_CHAIN_SKIPPED]);
     /* skipped heads count: a chain that never completes is skipped after a few drops */
     if (heads + skipped < KF_CHAIN_GUARD_HEADS || dropped <= done) return 0;
@@ -473,6 +476,7 @@ char *kf_chain_entries_json(kf_runtime *rt)
         cJSON_AddNumberToObject(o, "dropped", (double)atomic_load(&e->n[KF_CHAIN_DROPPED]));
         cJSON_AddNumberToObject(o, "skipped", (double)atomic_load(&e->n[KF_CHAIN_SKIPPED]));
         cJSON_AddNumberToObject(o, "observed", (double)atomic_load(&e->n[KF_CHAIN_OBSERVED]));
+        cJSON_AddNumberToObject(o, "mispredicted", (double)atomic_load(&e->n[KF_CHAIN_MISPREDICTED]));
         static const char *const stopped[] = {"other", "slower", "dropped"};
         const int why = atomic_load(&e->stopped);
         cJSON_AddStringToObject(o, "stopped", st == KF_CHAIN_REFUSED && ready && why >= 0 && why <= 2 ? stopped[why] : "");

@@ -51,8 +51,11 @@ enum { KF_CHAIN_CHECKING = 0, KF_CHAIN_SERVING = 1, KF_CHAIN_REFUSED = 2 };
  * of its last heads, that the chain would not complete at this place of the model */
 /* KF_CHAIN_OBSERVED: heads whose run was observed (members run as without the chain, the
  * outcome and externals learnt), skipped ones included */
+/* KF_CHAIN_MISPREDICTED: runs that completed after a predicted external turned out to be another
+ * tensor (the chain at another place of the model, with another weight): the kernel ran in vain
+ * at the head, and the run was observed from that member on */
 enum { KF_CHAIN_HEADS, KF_CHAIN_COMPLETED, KF_CHAIN_DROPPED, KF_CHAIN_SKIPPED, KF_CHAIN_OBSERVED,
-       KF_CHAIN_N_COUNTERS };
+       KF_CHAIN_MISPREDICTED, KF_CHAIN_N_COUNTERS };
 
 #define KF_CHAIN_MAX_ARGS 16   /* kernel arguments: head inputs, externals, outputs */
 #define KF_CHAIN_GUARD_HEADS 32 /* heads before the drop-rate guard judges a chain */
@@ -95,8 +98,9 @@ void kf_chain_entry_enable(kf_chain_entry *e);
  * its cache entry disabled when `disable_cache`. 1 for the one caller that refused it (it warns). */
 int kf_chain_entry_refuse(kf_chain_entry *e, kf_runtime *rt, const char *reason, int disable_cache);
 /* Counters (KF_CHAIN_HEADS: the kernel ran at a head). A drop or skip past the guard's threshold
- * (KF_CHAIN_GUARD_HEADS heads and skips, more drops than completions) refuses the entry (1
- * returned to the caller that did, which warns). */
+ * (KF_CHAIN_GUARD_HEADS heads and skips, more drops than completions, mispredicted ones
+ * included: such a run's members did come in order) refuses the entry (1 returned to the caller
+ * that did, which warns). */
 int kf_chain_entry_count(kf_chain_entry *e, kf_runtime *rt, int which);
 
 /* The speed guard (docs/chains.md): the kernel's time at a served head against what its members

@@ -86,6 +86,7 @@ struct RunState {  // a pending chain's state besides its tensors
   // on the host, a timed head's kernel time and its members' hand-outs so far: one sample of the
   // chain served, taken when it completes (on tiny tensors the hand-outs are what it costs)
   uint64_t kernel_ns = 0, handout_ns = 0;
+  bool mispredicted = false;  // a predicted external was another tensor: observed from there
   bool cuda = false;
   void* stream = nullptr;
   // deferred mode (Serve): the kernel runs at the last member; each member handed out before
@@ -139,9 +140,14 @@ struct History {
   Prediction spare;             // the one that fell off: its vectors filled again by the next run
   size_t period = 1;
   // predicted heads and those whose externals were others: a chain whose places cannot be
-  // told apart this way stops predicting (each miss is a launch in vain)
-  int predicted = 0, missed = 0;
-  bool given_up() const { return predicted >= 64 && 2 * missed > predicted; }
+  // told apart this way stops predicting (each miss is a launch in vain). A miss of a period
+  // that has not predicted a run yet is learning (every place of a model's first forward, XCiT's
+  // 36): counted apart, and only more of those than the runs remembered gives up.
+  int predicted = 0, missed = 0, learning = 0;
+  bool confirmed = false;  // the period predicted a run
+  bool given_up() const {
+    return (predicted >= 64 && 2 * missed > predicted) || learning > static_cast<int>(kHistory);
+  }
   // The outcomes of this thread's last heads, newest in bit 0 (1: completed). One head signature
   // may start the chain at some places of a forward and something else at others (Swin's
   // unshifted blocks run add -> softmax, its shifted ones add -> add -> softmax): the next
@@ -429,7 +435,7 @@ Match member_inputs_match(Pending& p, const Ins& ins) {
 void observe_from_here(Pending& p) {
   const int m = p.next;
   History& h = tc().pred[p.e];
-  if (++h.missed, h.given_up())
+  if (++(h.confirmed ? h.missed : h.learning), h.given_up())
     KF_DEBUG("chain %s: its externals cannot be predicted on this thread; it runs eager here", p.d->ops);
   std::vector<bool> used(p.ext.size(), false);  // externals members before m read: verified
   for (int k = 0; k < m; k++)
@@ -441,6 +447,7 @@ void observe_from_here(Pending& p) {
   p.outs.clear();
   p.eager.clear();
   p.names.clear();
+  p.mispredicted = p.mode != Mode::Observe;
   p.mode = Mode::Observe;
 }
 
@@ -460,9 +467,11 @@ void complete(kf_runtime* rt) {
   Pending& p = tc().p;
   if (p.kernel_ns && p.mode == Mode::Serve) kf_chain_entry_add_sample(p.e, p.kernel_ns + p.handout_ns);
   if (p.mode != Mode::Observe) kf_chain_entry_count(p.e, rt, KF_CHAIN_COMPLETED);
+  if (p.mispredicted) kf_chain_entry_count(p.e, rt, KF_CHAIN_MISPREDICTED);
   if (p.mode == Mode::Check) kf_chain_entry_enable(p.e);
   History& h = tc().pred[p.e];
   h.record(true);
+  if (p.mode != Mode::Observe) h.confirmed = true;  // predicted, and right
   Prediction& pr = h.spare;
   pr.ext.clear();
   pr.version.clear();
@@ -501,6 +510,7 @@ void complete(kf_runtime* rt) {
     if (h.period > n || !same_tensors(h.runs[n - h.period], pr))
       for (size_t per = 1; per <= n; per++)
         if (same_tensors(h.runs[n - per], pr)) {
+          h.confirmed = h.confirmed && per == h.period;
           h.period = per;
           break;
         }

@@ -1,5 +1,5 @@
 /* Chain entries (plugin/chainserve.h): validated as untrusted input, attached to their head
- * signature, refused for good, and the drop-rate guard. */
+ * signature, refused for good, and the drop-rate guard (mispredicted runs count as completed). */
 #include <cjson/cJSON.h>
 #include <stdlib.h>
 #include <string.h>
@@ -152,6 +152,19 @@ static void test_drop_guard(void)
         CHECK(!kf_chain_entry_count(e3, rt, KF_CHAIN_SKIPPED));
     }
     CHECK_EQ_INT(kf_chain_entry_state(e3), KF_CHAIN_CHECKING);
+    /* the first forward of a model running the chain at 40 places, each with its own weight:
+     * every launched head mispredicts and completes observed, then one place drops: kept */
+    CHECK_EQ_INT(add(rt, sp2, "[" OUT(0, -1) "," OUT(1, -1) "]", err), KF_OK);
+    kf_chain_entry *e4 = kf_chainserve_find(rt, head);
+    CHECK(e4 && e4 != e3);
+    for (int i = 0; i < 40; i++)
+        kf_chain_entry_count(e4, rt, KF_CHAIN_HEADS), kf_chain_entry_count(e4, rt, KF_CHAIN_MISPREDICTED);
+    kf_chain_entry_count(e4, rt, KF_CHAIN_HEADS);
+    CHECK(!kf_chain_entry_count(e4, rt, KF_CHAIN_DROPPED));
+    CHECK_EQ_INT(kf_chain_entry_state(e4), KF_CHAIN_CHECKING);
+    json = kf_chain_entries_json(rt);
+    CHECK(json && strstr(json, "\"mispredicted\":40"));
+    free(json);
     free(sp2);
     free(sp);
     kf_runtime_free(rt);

@@ -210,6 +210,36 @@ def test_one_chain_at_several_places_with_other_weights():
     assert served == 15 and e1["dropped"] == e0["dropped"], (e0, e1)
 
 
+def test_a_chain_at_more_places_than_the_guard_waits_for_is_learnt():
+    """XCiT runs its residual add -> layer norm at 36 places a forward, each with its own weight:
+    in the first forward every checked head predicts the place before's weight and is observed
+    from the member that reads it. Those runs complete (they count against a drop for the
+    drop-rate guard) and their misses are learning, not failing (they do not stop predicting):
+    from the second forward on the chain serves every place."""
+    spec, x, _ = attach(21, 64)
+    ws = [torch.randn(64) for _ in range(40)]
+
+    def forward():
+        for wk in ws:
+            torch.testing.assert_close(rms(x, wk), eager(rms, x, wk), **TOL)
+        # the forward ends with the head alone: the pending chain drops there
+        torch.testing.assert_close(x.pow(2).sum(), eager(lambda: x.pow(2).sum()), **TOL)
+
+    forward()
+    e = entry(spec)
+    assert e["state"] != "refused" and e["completed"] == 0 and e["mispredicted"] >= 38, e
+    for _ in range(2):
+        forward()
+    e0 = entry(spec)
+    for _ in range(2):
+        forward()
+    e1 = entry(spec)
+    assert e1["state"] == "served", e1
+    # every place served but the speed guard's eager heads
+    served = e1["completed"] - e0["completed"] + e1["eager_heads"] - e0["eager_heads"]
+    assert served == 2 * len(ws), (e0, e1)
+
+
 def test_a_run_dropped_before_it_completes_is_not_checked():
     """Three places per forward, each with its own weight: until the period is learnt, a checked
     head's prediction names the wrong weight and the run drops at the member that reads it. The
