@@ -2,13 +2,13 @@
 (forge/templates/chain.c): written out, x / x.norm(dim=-1, keepdim=True).clamp_min(eps), the
 whole of it; torch.nn.functional.normalize (XCiT's and EdgeNeXt's q and k), its norm and clamp
 (its division reads an expand of the clamp, which the recorder does not follow). `kforge warmup`
-with its default options tunes both, and a fresh process on that cache serves them, within the
-tolerance of float64, each chain completed at its every block after the first forward."""
+with its default options tunes both, and a fresh process on that cache serves them, within
+float32 rounding of eager, each chain completed at its every block after the first forward."""
 
 import json
 
 from conftest import run_python
-from fixtures.chain_warmup import serving, warm_chains
+from fixtures.chain_warmup import SERVE_TAIL, serving, warm_chains
 
 MODEL = """
 import torch
@@ -34,15 +34,7 @@ def run(n):
 
 WARM = MODEL + "run(20)\n"
 
-SERVE = MODEL + """
-import json, kernel_forge as kf
-y = run(12)
-kf.disable()
-with torch.inference_mode():
-    ref = model.double()(x.double())
-kf.enable()
-print(json.dumps({"err": (y.double() - ref).abs().max().item(), "entries": kf.chain_entries()}))
-"""
+SERVE = MODEL + SERVE_TAIL
 
 
 def test_warmup_fuses_the_norm_and_its_clamp_and_a_fresh_process_serves_them(tmp_path):
@@ -57,7 +49,7 @@ def test_warmup_fuses_the_norm_and_its_clamp_and_a_fresh_process_serves_them(tmp
     p = run_python(SERVE, env)
     assert p.returncode == 0, p.stderr[-3000:]
     r = json.loads(p.stdout.strip().splitlines()[-1])
-    assert r["err"] < 1e-5, r  # unit rows: an absolute error
+    assert r["err"] < 1e-5, r  # against eager, relative to its largest element
     served = {e["ops"]: e for e in serving(r["entries"])}
     for sig, ops in sigs.items():
         if rows[sig]["status"] == "inserted":
