@@ -477,10 +477,8 @@ int kf_chain_bind_sig(const kf_job_sig *sig, kf_chain_bind *b, char *why, size_t
         if (kf_job_tensor_numel(mout(b, sig, k)) > kf_job_tensor_numel(mout(b, sig, widest))) widest = k;
     const kf_job_tensor *F = mout(b, sig, widest);
     for (int k = 0; k < b->n; k++) {
-        char scratch[8];
         const kf_job_sig *m = &ch->m[k].sig;
-        if (red_kind_of(m, scratch, sizeof scratch, k) > 0 &&
-            kf_job_tensor_numel(&m->in[0]) > kf_job_tensor_numel(F))
+        if (red_kind_of(m, NULL, 0, k) > 0 && kf_job_tensor_numel(&m->in[0]) > kf_job_tensor_numel(F))
             F = &m->in[0];
     }
     b->nd = F->ndim ? F->ndim : 1;
