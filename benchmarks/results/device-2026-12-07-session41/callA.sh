@@ -1,7 +1,7 @@
 # Session 41, call A: (1) the model check with narrowed hooks on a host that call W lacked:
 # PVT-v2-B0's warm-up (defaults), its check's medians beside arms.py's in one process with what
 # the check left; (2) online tuning (KFORGE_TUNE=1, defaults) on held-out NF-ResNet-26.
-#   bash scripts/device-snapshot.sh && cp benchmarks/results/device-2026-12-07-session41/{callA.sh,arms.py} .snap/
+#   bash scripts/device-snapshot.sh && cp benchmarks/results/device-2026-12-07-session41/callA.sh benchmarks/results/device-2026-12-07-session40/arms.py .snap/
 #   run(carry=[".snap"], command="cd .snap && bash callA.sh", kind="nvidia-h100-x1")
 set -u
 export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD

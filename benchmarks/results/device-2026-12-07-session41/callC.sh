@@ -2,7 +2,7 @@
 # with narrowed hooks: PVT-v2-B0's warm-up (defaults), its check's medians beside arms.py's in one
 # process with what the check left; (2) held-out models never run before, as a user runs them
 # (the zoo's runner, public commands only: `kforge warmup` defaults, 60 s budget, fresh processes).
-#   bash scripts/device-snapshot.sh && cp benchmarks/results/device-2026-12-07-session41/{callC.sh,arms.py} .snap/
+#   bash scripts/device-snapshot.sh && cp benchmarks/results/device-2026-12-07-session41/callC.sh benchmarks/results/device-2026-12-07-session40/arms.py .snap/
 #   run(carry=[".snap"], command="cd .snap && bash callC.sh", kind="nvidia-h100-x1")
 set -u
 export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD
